@@ -1,0 +1,112 @@
+# agoq-bench build.
+#   make            build build/agoq (CPU backend always; CUDA + NCCL when nvcc is found)
+#   make run        the default experiment on the best backend -> results/default.json + .png
+#   make test       CPU test runner (what CI runs); SAN=1 adds address/undefined sanitizers
+#   make test-cuda  bit-exact CUDA-vs-reference tests (needs a GPU)
+#   make cuda-check compile every .cu for sm_90 (CI does this: CUDA code must not rot)
+#   make figures    every experiment + gnuplot figures
+# Knobs: CUDA=0/1 (default: 1 when $(NVCC) exists), MPI=0/1 (mpicc, one process per GPU),
+#        CUDA_HOME, NCCL_HOME, CUDA_ARCH (default sm_90), SAN=1.
+
+CUDA_HOME ?= /usr/local/cuda
+NCCL_HOME ?= $(CUDA_HOME)
+NVCC      ?= $(CUDA_HOME)/bin/nvcc
+CUDA_ARCH ?= sm_90
+CUDA      ?= $(shell test -x $(NVCC) && echo 1 || echo 0)
+MPI       ?= 0
+SAN       ?= 0
+BUILD     ?= build
+
+ifeq ($(MPI),1)
+CC := mpicc
+endif
+CC ?= cc
+
+GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
+
+# The references are the specification: no fast-math, no FMA contraction.
+CFLAGS  := -std=c11 -O2 -g -Wall -Wextra -Wundef -Wshadow -Wno-unused-parameter \
+           -ffp-contract=off -fno-fast-math -D_GNU_SOURCE -I. \
+           -DAGOQ_HAVE_CUDA=$(CUDA) -DAGOQ_HAVE_MPI=$(MPI)
+LDLIBS  := -lcjson -lm -lpthread
+ifeq ($(SAN),1)
+CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer
+LDFLAGS += -fsanitize=address,undefined
+endif
+
+# Quantizers must match the C references bit for bit: same IEEE ops, no FMA, no FTZ.
+NVCCFLAGS := -arch=$(CUDA_ARCH) -O3 -std=c++17 -I. -I$(NCCL_HOME)/include \
+             --fmad=false --prec-div=true --prec-sqrt=true --ftz=false \
+             -DAGOQ_HAVE_CUDA=1 -DAGOQ_HAVE_MPI=$(MPI) -Xcompiler -Wall,-Wextra,-Wno-unused-parameter
+
+C_SRCS    := $(wildcard harness/*.c kernels/*.c collectives/*.c models/*.c train/*.c)
+CU_SRCS   := $(wildcard kernels/*.cu collectives/*.cu train/*.cu)
+TEST_SRCS := $(wildcard tests/test_*.c)
+CUDA_TEST_SRCS := $(wildcard tests/cuda/test_*.c)
+
+C_OBJS    := $(patsubst %.c,$(BUILD)/%.o,$(C_SRCS))
+LIB_OBJS  := $(filter-out $(BUILD)/harness/main.o,$(C_OBJS))
+ifeq ($(CUDA),1)
+CU_OBJS   := $(patsubst %.cu,$(BUILD)/%.o,$(CU_SRCS))
+LDLIBS    += -L$(CUDA_HOME)/lib64 -L$(NCCL_HOME)/lib64 -lcudart -lcublas -lnccl -lstdc++ -Wl,-rpath,$(CUDA_HOME)/lib64
+else
+CU_OBJS   :=
+endif
+
+.PHONY: all deps run test test-cuda cuda-check figures clean
+all: $(BUILD)/agoq
+
+deps:
+	@bash tools/deps.sh $(if $(filter 1,$(MPI)),--mpi) $(if $(filter 1,$(CUDA)),--cuda=$(NVCC))
+
+$(BUILD)/commit.stamp: FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(GIT_COMMIT)' | cmp -s - $@ || echo '$(GIT_COMMIT)' > $@
+FORCE:
+
+$(BUILD)/harness/provenance.o: CFLAGS += -DAGOQ_GIT_COMMIT='"$(GIT_COMMIT)"'
+$(BUILD)/harness/provenance.o: $(BUILD)/commit.stamp
+
+$(BUILD)/%.o: %.c $(wildcard */*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/%.o: %.cu $(wildcard */*.h) $(wildcard */*.cuh)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+$(BUILD)/agoq: $(C_OBJS) $(CU_OBJS)
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/agoq_test: $(LIB_OBJS) $(CU_OBJS) $(patsubst %.c,$(BUILD)/%.o,$(TEST_SRCS) tests/runner.c)
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/agoq_test_cuda: $(LIB_OBJS) $(CU_OBJS) $(patsubst %.c,$(BUILD)/%.o,$(CUDA_TEST_SRCS) tests/runner.c)
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+run: | deps
+	@$(MAKE) --no-print-directory $(BUILD)/agoq
+	$(BUILD)/agoq run experiments/default.json --backend auto --out results/default.json
+	gnuplot -e "in='results/default.tsv'; out='results/default.png'" plots/default.gp
+	@echo "wrote results/default.json results/default.tsv results/default.png"
+
+test: | deps
+	@$(MAKE) --no-print-directory $(BUILD)/agoq $(BUILD)/agoq_test
+	AGOQ_BIN=$(BUILD)/agoq $(BUILD)/agoq_test
+
+test-cuda: | deps
+	@test "$(CUDA)" = 1 || { echo "make test-cuda: needs CUDA=1 (nvcc at $(NVCC))"; exit 1; }
+	@$(MAKE) --no-print-directory $(BUILD)/agoq_test_cuda
+	$(BUILD)/agoq_test_cuda
+
+cuda-check:
+	@test -x $(NVCC) || { echo "cuda-check: nvcc not found at $(NVCC)"; exit 1; }
+	@set -e; for f in $(CU_SRCS); do echo "nvcc -arch=$(CUDA_ARCH) $$f"; \
+	  $(NVCC) $(NVCCFLAGS) -c $$f -o /dev/null; done
+
+figures: | deps
+	@$(MAKE) --no-print-directory $(BUILD)/agoq
+	bash tools/figures.sh $(BUILD)/agoq
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,14 @@
+/* agoq bitalloc: placeholder until its module lands (it exits 1, never fakes a result). */
+#include "harness/commands.h"
+#include "harness/common.h"
+#include "harness/experiment.h"
+
+int agoq_exp_bitalloc(const agoq_run_ctx *ctx, const cJSON *config, agoq_results *res) {
+    agoq_error("experiment kind 'bitalloc' is not implemented in this build");
+    return -1;
+}
+
+int cmd_bitalloc(int argc, char **argv) {
+    agoq_error("bitalloc: not implemented in this build");
+    return 1;
+}

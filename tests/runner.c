@@ -1,0 +1,127 @@
+/* The one test runner: runs every TEST registered by the linked test files.
+ *   build/agoq_test [substring]   -- only tests whose name contains substring
+ * Last line: "N passed, N failed"; exit status 1 when any test failed. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/test.h"
+
+#define MAX_TESTS 4096
+static struct { const char *name, *file; agoq_test_fn fn; } g_tests[MAX_TESTS];
+static int g_ntests, g_failed_current;
+static char g_tmpdir[256];
+
+void agoq_test_register(const char *name, const char *file, agoq_test_fn fn) {
+    if (g_ntests < MAX_TESTS) {
+        g_tests[g_ntests].name = name;
+        g_tests[g_ntests].file = file;
+        g_tests[g_ntests].fn = fn;
+        g_ntests++;
+    }
+}
+
+void agoq_test_fail(const char *file, int line, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "    FAIL %s:%d: ", file, line);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    g_failed_current = 1;
+}
+
+const char *agoq_test_bin(void) {
+    const char *b = getenv("AGOQ_BIN");
+    return b && *b ? b : "build/agoq";
+}
+
+int agoq_test_run_cli(const char *args, char *out, size_t len) {
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", agoq_test_bin(), args);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t got = 0;
+    if (out && len) {
+        got = fread(out, 1, len - 1, p);
+        out[got] = '\0';
+    }
+    char sink[4096];
+    while (fread(sink, 1, sizeof sink, p) > 0) {}
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+const char *agoq_test_tmpdir(void) { return g_tmpdir; }
+
+int agoq_test_file_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+void agoq_test_write(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f) return;
+    fputs(text, f);
+    fclose(f);
+}
+
+static size_t report(const char *what, size_t i, size_t *shown, const char *fmt_ref, double r, double g) {
+    if ((*shown)++ < 5) {
+        fprintf(stderr, "    mismatch %s[%zu]: ref ", what, i);
+        fprintf(stderr, fmt_ref, r);
+        fprintf(stderr, " got ");
+        fprintf(stderr, fmt_ref, g);
+        fputc('\n', stderr);
+    }
+    return 1;
+}
+
+size_t agoq_validate_bytes(const char *what, const uint8_t *ref, const uint8_t *got, size_t n) {
+    size_t bad = 0, shown = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ref[i] != got[i]) bad += report(what, i, &shown, "0x%02.0f", ref[i], got[i]);
+    if (bad) fprintf(stderr, "    %s: %zu of %zu bytes differ\n", what, bad, n);
+    return bad;
+}
+
+size_t agoq_validate_floats(const char *what, const float *ref, const float *got, size_t n) {
+    size_t bad = 0, shown = 0;
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&ref[i], &got[i], sizeof(float)) != 0) bad += report(what, i, &shown, "%.9g", ref[i], got[i]);
+    if (bad) fprintf(stderr, "    %s: %zu of %zu floats differ\n", what, bad, n);
+    return bad;
+}
+
+static void cleanup(void) {
+    if (!g_tmpdir[0]) return;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmpdir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_tmpdir);
+}
+
+int main(int argc, char **argv) {
+    const char *filter = argc > 1 ? argv[1] : NULL;
+    snprintf(g_tmpdir, sizeof g_tmpdir, "/tmp/agoq_test.XXXXXX");
+    if (!mkdtemp(g_tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    atexit(cleanup);
+    int passed = 0, failed = 0;
+    for (int i = 0; i < g_ntests; i++) {
+        if (filter && !strstr(g_tests[i].name, filter)) continue;
+        g_failed_current = 0;
+        g_tests[i].fn();
+        printf("%s %s (%s)\n", g_failed_current ? "FAIL" : "ok  ", g_tests[i].name, g_tests[i].file);
+        fflush(stdout);
+        if (g_failed_current) failed++;
+        else passed++;
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,58 @@
+/* Minimal test framework: TEST(name) registers a test at load time (constructor), CHECK*
+ * record a failure with file:line and return from the test. The runner (runner.c) runs every
+ * registered test (or those whose name contains argv[1]) and ends with "N passed, N failed". */
+#ifndef AGOQ_TEST_H
+#define AGOQ_TEST_H
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef void (*agoq_test_fn)(void);
+void agoq_test_register(const char *name, const char *file, agoq_test_fn fn);
+void agoq_test_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Path of the agoq binary under test ($AGOQ_BIN, default build/agoq). */
+const char *agoq_test_bin(void);
+/* Runs `agoq <args>` with stdout+stderr captured into out (truncated to len); returns exit code. */
+int agoq_test_run_cli(const char *args, char *out, size_t len);
+/* Fresh temporary directory for a test's files (removed at exit). */
+const char *agoq_test_tmpdir(void);
+int agoq_test_file_exists(const char *path);
+/* Writes text to path (for malformed-input fixtures). */
+void agoq_test_write(const char *path, const char *text);
+
+/* llm.c-style comparison: prints the first mismatches (index, both values), returns count. */
+size_t agoq_validate_bytes(const char *what, const uint8_t *ref, const uint8_t *got, size_t n);
+size_t agoq_validate_floats(const char *what, const float *ref, const float *got, size_t n); /* bit-exact */
+
+#define TEST(name)                                                                     \
+    static void name(void);                                                            \
+    __attribute__((constructor)) static void agoq_reg_##name(void) {                   \
+        agoq_test_register(#name, __FILE__, name);                                     \
+    }                                                                                  \
+    static void name(void)
+
+#define CHECK(cond)                                                                    \
+    do {                                                                               \
+        if (!(cond)) {                                                                 \
+            agoq_test_fail(__FILE__, __LINE__, "%s", #cond);                           \
+            return;                                                                    \
+        }                                                                              \
+    } while (0)
+
+#define CHECK_MSG(cond, ...)                                                           \
+    do {                                                                               \
+        if (!(cond)) {                                                                 \
+            agoq_test_fail(__FILE__, __LINE__, __VA_ARGS__);                           \
+            return;                                                                    \
+        }                                                                              \
+    } while (0)
+
+#define CHECK_NEAR(a, b, tol)                                                          \
+    do {                                                                               \
+        double a_ = (double)(a), b_ = (double)(b);                                     \
+        if (!(fabs(a_ - b_) <= (tol))) {                                               \
+            agoq_test_fail(__FILE__, __LINE__, "%s = %.9g, %s = %.9g, |diff| > %g", #a, a_, #b, b_, (double)(tol)); \
+            return;                                                                    \
+        }                                                                              \
+    } while (0)
+#endif
