@@ -39,8 +39,8 @@ NVCCFLAGS := -arch=$(CUDA_ARCH) -O3 -std=c++17 -I. -I$(NCCL_HOME)/include \
              --fmad=false --prec-div=true --prec-sqrt=true --ftz=false \
              -DAGOQ_HAVE_CUDA=1 -DAGOQ_HAVE_MPI=$(MPI) -Xcompiler -Wall,-Wextra,-Wno-unused-parameter
 
-C_SRCS    := $(wildcard harness/*.c kernels/*.c collectives/*.c models/*.c train/*.c)
-CU_SRCS   := $(wildcard kernels/*.cu collectives/*.cu train/*.cu)
+C_SRCS    := $(wildcard harness/*.c kernels/*.c collectives/*.c models/*.c train/*.c sim/*.c)
+CU_SRCS   := $(wildcard kernels/*.cu collectives/*.cu train/*.cu sim/*.cu)
 TEST_SRCS := $(wildcard tests/test_*.c)
 CUDA_TEST_SRCS := $(wildcard tests/cuda/test_*.c)
 
