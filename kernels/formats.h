@@ -9,13 +9,15 @@
  * Bit order inside a block: element i occupies bits [i*bits, (i+1)*bits), least significant
  * bit first (4-bit: element 2j is the low nibble of byte j). See quant_math.h for the math.
  *
- * Scale rule (s is rounded to the scale dtype first; quantizers use inv = 1/s):
+ * Scale rule (agoq_block_scale: floored at FLT_MIN for a nonzero block, rounded to the scale
+ * dtype; quantizers use inv = 1/s):
  *   int<k>        s = absmax / (2^(k-1) - 1)      q = clamp(rint(x*inv)), code = q + 2^(k-1)
  *   int<k>_asym   s = (max - min) / (2^k - 1)     q = clamp(rint((x - m)*inv)), m = min
  *   table formats s = absmax / qmax (largest |value| of the table)  code = nearest table entry
  * absmax, min and max are taken over finite elements only; NaN quantizes to the code of 0 in
  * the scaled domain (0 for symmetric and table formats, the block minimum for asymmetric ones)
- * and +-Inf saturate to the extreme code. An all-zero block gets s = 0 and every code is the zero code. */
+ * and +-Inf saturate to the extreme code. dyn8 (bitsandbytes' map) is not symmetric: its most
+ * negative value is -0.99297, so -absmax loses 0.7%. An all-zero block gets s = 0 and every code is the zero code. */
 #ifndef AGOQ_FORMATS_H
 #define AGOQ_FORMATS_H
 #include <stddef.h>

@@ -58,6 +58,16 @@ AGOQ_HD float agoq_u01(uint64_t seed, uint64_t idx) {
     return (float)(uint32_t)(z >> 40) * (1.0f / 16777216.0f);
 }
 
+/* The stored scale of a block: raw = absmax / qmax (or (max - min) / qmax), floored at FLT_MIN
+ * for a nonzero block so that inv = 1/s stays finite (1/s overflows for s < ~2^-128: all-denormal
+ * blocks then quantize with error <= FLT_MIN/2 instead of saturating), then rounded to the scale
+ * dtype. Host and device must both call this. */
+AGOQ_HD float agoq_block_scale(float range, float qmax, int bf16_scale) {
+    float s = range / qmax;
+    if (range > 0.0f && s < 1.17549435e-38f) s = 1.17549435e-38f;
+    return bf16_scale ? agoq_round_bf16(s) : s;
+}
+
 /* 1/s, or 0 for a zero scale (all-zero or constant block: every code becomes the zero code). */
 AGOQ_HD float agoq_inv_scale(float s) { return s > 0.0f ? 1.0f / s : 0.0f; }
 

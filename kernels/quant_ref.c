@@ -35,10 +35,10 @@ void agoq_block_params_ref(const agoq_qconfig *c, const float *x, int len, float
     }
     if (t->kind == AGOQ_CODE_INT_ASYM) {
         if (lo > hi) lo = hi = 0.0f; /* no finite element */
-        *scale = to_scale_dtype(c, (hi - lo) / t->qmax);
+        *scale = agoq_block_scale(hi - lo, t->qmax, c->scale == AGOQ_SCALE_BF16);
         *zero = to_scale_dtype(c, lo);
     } else {
-        *scale = to_scale_dtype(c, amax / t->qmax);
+        *scale = agoq_block_scale(amax, t->qmax, c->scale == AGOQ_SCALE_BF16);
         *zero = 0.0f;
     }
 }
