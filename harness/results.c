@@ -31,6 +31,7 @@ agoq_results *results_new(const char *tool, const char *backend, const char *sou
     cJSON_AddStringToObject(r->meta, "backend", backend);
     cJSON_AddStringToObject(r->meta, "source", source);
     cJSON *cmd = cJSON_AddArrayToObject(r->meta, "command");
+    cJSON_AddItemToArray(cmd, cJSON_CreateString("agoq"));
     for (int i = 0; i < argc; i++) cJSON_AddItemToArray(cmd, cJSON_CreateString(argv[i]));
     r->config = cJSON_AddObjectToObject(r->root, "config");
     r->records = cJSON_AddArrayToObject(r->root, "records");
