@@ -33,13 +33,14 @@ typedef enum { AGOQ_BLOCK_NORM, AGOQ_BLOCK_ATTENTION, AGOQ_BLOCK_MLP, AGOQ_BLOCK
 /* What a saved tensor is, at the granularity policies act on (Table 1 rows, plus statistics). */
 typedef enum {
     AGOQ_ROLE_NORM_IN,    /* RMSNorm / LayerNorm input (and eager RMSNorm's normalized copy) */
-    AGOQ_ROLE_NORM_STAT,  /* per-row statistics (rstd, mean): fp32, never quantized */
+    AGOQ_ROLE_STAT,       /* per-row statistics (norm rstd, attention logsumexp): fp32, kept */
     AGOQ_ROLE_QKV_IN,     /* input of the QKV GEMM (= norm1 output) */
     AGOQ_ROLE_ATTENTION,  /* q, k, v, output, softmax / probs / lse / dropout: attention's own */
     AGOQ_ROLE_OUTPROJ_IN, /* input of the attention output projection */
     AGOQ_ROLE_FFN1_IN,    /* input of the gate/up (FC1) GEMM (= norm2 output) */
-    AGOQ_ROLE_SILU_MUL,   /* SwiGLU: gate and up (the FC1 output), SiLU output; GeLU input */
-    AGOQ_ROLE_FFN2_IN,    /* input of the down (FC2) GEMM */
+    AGOQ_ROLE_FC1_OUT,    /* FC1 output: SwiGLU's gate and up (SiLU&Mul inputs); GeLU input */
+    AGOQ_ROLE_ACT_OUT,    /* SiLU output (the other factor of the Mul) */
+    AGOQ_ROLE_FFN2_IN,    /* input of the down (FC2) GEMM (GeLU output / SiLU*up) */
     AGOQ_ROLE_MASK,       /* dropout masks (1 byte), never quantized */
     AGOQ_ROLE_LOGITS,     /* output head: fp32 logits kept by the cross-entropy */
     AGOQ_ROLE_COUNT
@@ -77,6 +78,9 @@ typedef struct {
 
 /* Fills out[0..n) with the layer's saved tensors (n <= AGOQ_INVENTORY_MAX); returns n. */
 size_t agoq_inventory(agoq_layer_kind kind, const agoq_layer_impl *impl, agoq_saved_tensor *out);
+/* The output head of the last pipeline stage: final norm input and statistic, head GEMM input,
+ * fp32 logits kept by the (vocab-parallel) cross-entropy. Returns n. */
+size_t agoq_head_inventory(agoq_layer_kind kind, agoq_saved_tensor *out);
 /* Elements and bytes (native dtype) of one entry at dims. */
 double agoq_saved_elems(const agoq_saved_tensor *t, const agoq_dims *d);
 static inline double agoq_saved_bytes(const agoq_saved_tensor *t, const agoq_dims *d) {

@@ -103,10 +103,11 @@ typedef struct {
     agoq_store grad;                  /* NATIVE = bf16 gradients; QUANT = 8-bit block-wise */
     agoq_store moments;               /* Adam m and v: FP32 or QUANT */
     int master_bytes;                 /* fp32 master weights: 4 */
-    /* Per-stage, per-block override of every stored (not recomputed) non-statistic role of that
-     * block: what bitalloc and the balanced policy set. kind NATIVE with has_override 0 = none. */
-    int has_override[AGOQ_MAX_STAGES][AGOQ_BLOCK_COUNT];
-    agoq_store override[AGOQ_MAX_STAGES][AGOQ_BLOCK_COUNT];
+    /* Per-stage, per-role replacement of act[role]: what bitalloc sets. The balanced policy
+     * without overrides derives them from the schedule (bits_i = min(8, rint(4 N_0 / N_i)) for
+     * the roles AGoQ quantizes, the paper's DBCA-PP rule). */
+    unsigned char has_override[AGOQ_MAX_STAGES][AGOQ_ROLE_COUNT];
+    agoq_store override[AGOQ_MAX_STAGES][AGOQ_ROLE_COUNT];
 } agoq_policy;
 
 int agoq_policy_by_name(const char *name, agoq_policy *out); /* -1 (no message) when unknown */
