@@ -1,0 +1,247 @@
+/* __device__ building blocks of the block quantizers (kernels/quant.cu, kernels/grad8.cu) for
+ * any kernel that quantizes or dequantizes in registers, e.g. the fused activation kernels.
+ * Everything is bit-exact with quant_ref.c when built with the Makefile's nvcc flags.
+ *
+ * The unit of work is a "group": 8 consecutive elements of one block (blocks are multiples of
+ * 8, so a group never straddles blocks). Group g of a flat qtensor covers elements [8g, 8g+8)
+ * and its codes are exactly `bits` bytes at byte offset g*bits of the codes plane (the codes
+ * plane is a dense bit stream). A block of B elements is G = B/8 groups; blocks of up to 256
+ * elements are handled by G consecutive lanes of a warp ("segment"), reduced with
+ * agoq_warp_seg_max/min, which work for any G <= 32 (segments start at lane - lane % G).
+ *
+ * Typical use inside a kernel (all lanes of the warp must call the seg_* reductions):
+ *   __shared__ agoq_smem_table tab;                    // only for table formats
+ *   agoq_dev_load_table(&tab, p.table); __syncthreads();
+ *   float v[8]; ...                                     // this lane's group, nvalid in 0..8
+ *   float amax = agoq_warp_seg_max(agoq_dev_absmax8(v, nvalid), G);
+ *   float s, m, inv; agoq_dev_block_params(p, amax, 0, 0, &s, &m, &inv);   // sym / table
+ *   uint64_t codes = agoq_dev_encode8<ENC>(p, &tab, v, nvalid, inv, m, first_elem_index);
+ *   agoq_dev_store_group(q.codes, group, p.bits, codes);
+ *   if (lane % G == 0) agoq_dev_store_scale(q.scales, block, s, p.bf16_scale);
+ * Asymmetric formats reduce agoq_dev_min8 / agoq_dev_max8 instead and pass lo, hi. */
+#ifndef AGOQ_QUANT_DEVICE_CUH
+#define AGOQ_QUANT_DEVICE_CUH
+#include <cuda_runtime.h>
+
+#include "kernels/quant_cuda.h"
+#include "kernels/quant_math.h"
+
+#define AGOQ_GROUP_ELEMS 8
+
+/* A table staged in shared memory (3.3 KB). */
+struct agoq_smem_table {
+    float sorted[256];
+    float mid[256];
+    float value[256];
+    uint8_t code[256];
+    int n; /* nsorted */
+};
+
+/* All threads of the CTA copy the table (g may be NULL: nothing to do); the caller then
+ * __syncthreads() before use. */
+__device__ __forceinline__ void agoq_dev_load_table(agoq_smem_table *s, const agoq_dev_table *g) {
+    if (!g) return;
+    const int tid = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+    const int nthreads = (int)(blockDim.x * blockDim.y * blockDim.z), nc = g->ncodes;
+    for (int i = tid; i < nc; i += nthreads) {
+        s->sorted[i] = g->sorted[i];
+        s->mid[i] = g->mid[i];
+        s->value[i] = g->value[i];
+        s->code[i] = g->sorted_code[i];
+    }
+    if (tid == 0) s->n = g->nsorted;
+}
+
+/* ---- block range: over finite elements only (formats.h) ---- */
+__device__ __forceinline__ float agoq_dev_absmax8(const float v[8], int nvalid) {
+    float a = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+        if (j < nvalid && agoq_isfinite(v[j])) a = fmaxf(a, fabsf(v[j]));
+    return a;
+}
+__device__ __forceinline__ float agoq_dev_min8(const float v[8], int nvalid) {
+    float a = __int_as_float(0x7f800000); /* +inf: "no finite element yet" */
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+        if (j < nvalid && agoq_isfinite(v[j])) a = fminf(a, v[j]);
+    return a;
+}
+__device__ __forceinline__ float agoq_dev_max8(const float v[8], int nvalid) {
+    float a = __int_as_float(0xff800000); /* -inf */
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+        if (j < nvalid && agoq_isfinite(v[j])) a = fmaxf(a, v[j]);
+    return a;
+}
+
+/* Max / min over the `width` (1..32) consecutive lanes of this lane's segment, returned to every
+ * lane of the segment. Exact for any width: max/min are order independent. All 32 lanes of the
+ * warp must call it (full-mask shuffles); lanes past the last whole segment get garbage. */
+__device__ __forceinline__ float agoq_warp_seg_max(float v, int width) {
+    const int lane = (int)(threadIdx.x & 31u), pos = lane % width;
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+        float o = __shfl_down_sync(0xffffffffu, v, off);
+        if (pos + off < width) v = fmaxf(v, o);
+    }
+    return __shfl_sync(0xffffffffu, v, lane - pos);
+}
+__device__ __forceinline__ float agoq_warp_seg_min(float v, int width) {
+    const int lane = (int)(threadIdx.x & 31u), pos = lane % width;
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+        float o = __shfl_down_sync(0xffffffffu, v, off);
+        if (pos + off < width) v = fminf(v, o);
+    }
+    return __shfl_sync(0xffffffffu, v, lane - pos);
+}
+
+/* Stored scale s, zero point m and inv = 1/s of a block from its range (agoq_block_params_ref):
+ * symmetric and table formats use amax; asymmetric ones lo, hi (lo > hi: no finite element).
+ * lo/hi are canonicalised (+0.0f turns -0 into +0) because fminf/fmaxf may return either zero. */
+__device__ __forceinline__ void agoq_dev_block_params(const agoq_cuda_qparams &p, float amax, float lo, float hi,
+                                                      float *s, float *m, float *inv) {
+    if (p.kind == AGOQ_CODE_INT_ASYM) {
+        if (lo > hi) lo = hi = 0.0f;
+        lo = lo + 0.0f;
+        hi = hi + 0.0f;
+        *s = agoq_block_scale(hi - lo, p.qmax, p.bf16_scale);
+        *m = p.bf16_scale ? agoq_round_bf16(lo) : lo;
+    } else {
+        *s = agoq_block_scale(amax, p.qmax, p.bf16_scale);
+        *m = 0.0f;
+    }
+    *inv = agoq_inv_scale(*s);
+}
+
+/* ---- one element ---- */
+template <int ENC>
+__device__ __forceinline__ uint32_t agoq_dev_encode(const agoq_cuda_qparams &p, const agoq_smem_table *t, float x,
+                                                    float inv, float m, float u) {
+    if constexpr (ENC == AGOQ_ENC_INT_SYM) return agoq_encode_int_sym(x, inv, p.bits, u);
+    else if constexpr (ENC == AGOQ_ENC_INT_ASYM) return agoq_encode_int_asym(x, inv, m, p.bits, u);
+    else if constexpr (ENC == AGOQ_ENC_FP4) return agoq_fp4_encode_rne(x * inv);
+    else if constexpr (ENC == AGOQ_ENC_FP8_E4M3) return agoq_fp8_encode_rne(x * inv, 0);
+    else if constexpr (ENC == AGOQ_ENC_FP8_E5M2) return agoq_fp8_encode_rne(x * inv, 1);
+    else return t->code[agoq_table_pos(t->sorted, t->mid, t->code, t->n, x * inv, u)];
+}
+template <int DEC>
+__device__ __forceinline__ float agoq_dev_decode(const agoq_cuda_qparams &p, const agoq_smem_table *t, uint32_t code,
+                                                 float s, float m) {
+    if constexpr (DEC == AGOQ_ENC_INT_SYM) return agoq_decode_int_sym(code, p.bits, s);
+    else if constexpr (DEC == AGOQ_ENC_INT_ASYM) return agoq_decode_int_asym(code, s, m);
+    else if constexpr (DEC == AGOQ_ENC_FP4) return agoq_fp4_decode(code) * s;
+    else if constexpr (DEC == AGOQ_ENC_FP8_E4M3) return agoq_fp8_decode(code, 0) * s;
+    else if constexpr (DEC == AGOQ_ENC_FP8_E5M2) return agoq_fp8_decode(code, 1) * s;
+    else return t->value[code] * s;
+}
+
+/* ---- one group of 8: codes packed LSB first, element j at bits [j*bits, (j+1)*bits) ----
+ * Elements j >= nvalid (past the end of the tensor) get code 0 (the padding of formats.h).
+ * idx0 = global element index of v[0]: the stochastic-rounding draw of v[j] is agoq_u01(seed, idx0+j). */
+template <int ENC>
+__device__ __forceinline__ uint64_t agoq_dev_encode8(const agoq_cuda_qparams &p, const agoq_smem_table *t,
+                                                     const float v[8], int nvalid, float inv, float m, uint64_t idx0) {
+    uint64_t packed = 0;
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        if (j < nvalid) {
+            float u = p.stochastic ? agoq_u01(p.seed, idx0 + (uint64_t)j) : -1.0f;
+            packed |= (uint64_t)agoq_dev_encode<ENC>(p, t, v[j], inv, m, u) << (j * p.bits);
+        }
+    }
+    return packed;
+}
+template <int DEC>
+__device__ __forceinline__ void agoq_dev_decode8(const agoq_cuda_qparams &p, const agoq_smem_table *t, uint64_t packed,
+                                                 float s, float m, float out[8]) {
+    const uint32_t mask = (1u << p.bits) - 1u;
+#pragma unroll
+    for (int j = 0; j < 8; j++) out[j] = agoq_dev_decode<DEC>(p, t, (uint32_t)(packed >> (j * p.bits)) & mask, s, m);
+}
+
+/* Codes of group g: `bits` bytes at codes + g*bits. Word access when aligned, bytes otherwise. */
+__device__ __forceinline__ void agoq_dev_store_group(uint8_t *codes, size_t g, int bits, uint64_t packed) {
+    uint8_t *dst = codes + g * (size_t)bits;
+    const uintptr_t a = (uintptr_t)dst;
+    if (bits == 8 && (a & 7u) == 0) *(uint2 *)dst = make_uint2((uint32_t)packed, (uint32_t)(packed >> 32));
+    else if (bits == 4 && (a & 3u) == 0) *(uint32_t *)dst = (uint32_t)packed;
+    else if (bits == 2 && (a & 1u) == 0) *(uint16_t *)dst = (uint16_t)packed;
+    else
+        for (int b = 0; b < bits; b++) dst[b] = (uint8_t)(packed >> (8 * b));
+}
+__device__ __forceinline__ uint64_t agoq_dev_load_group(const uint8_t *codes, size_t g, int bits) {
+    const uint8_t *src = codes + g * (size_t)bits;
+    const uintptr_t a = (uintptr_t)src;
+    if (bits == 8 && (a & 7u) == 0) {
+        uint2 w = *(const uint2 *)src;
+        return (uint64_t)w.x | ((uint64_t)w.y << 32);
+    }
+    if (bits == 4 && (a & 3u) == 0) return *(const uint32_t *)src;
+    if (bits == 2 && (a & 1u) == 0) return *(const uint16_t *)src;
+    uint64_t w = 0;
+    for (int b = 0; b < bits; b++) w |= (uint64_t)src[b] << (8 * b);
+    return w;
+}
+
+/* Scale / zero-point planes: element `blk` as fp32 or bf16 (planes aligned to their element). */
+__device__ __forceinline__ void agoq_dev_store_scale(uint8_t *plane, size_t blk, float v, int bf16) {
+    if (bf16) ((uint16_t *)plane)[blk] = agoq_f32_to_bf16(v);
+    else ((float *)plane)[blk] = v;
+}
+__device__ __forceinline__ float agoq_dev_load_scale(const uint8_t *plane, size_t blk, int bf16) {
+    return bf16 ? agoq_bf16_to_f32(((const uint16_t *)plane)[blk]) : ((const float *)plane)[blk];
+}
+
+/* Loads 8 consecutive fp32 / bf16 values x[e0..e0+nvalid) as fp32 (vector loads when vec and
+ * nvalid == 8; the caller guarantees x is 16-byte aligned for fp32 and bf16 when vec). */
+__device__ __forceinline__ void agoq_dev_load8(const float *x, size_t e0, int nvalid, int vec, float v[8]) {
+    if (vec && nvalid == 8) {
+        float4 a = *(const float4 *)(x + e0), b = *(const float4 *)(x + e0 + 4);
+        v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w; v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+        return;
+    }
+#pragma unroll
+    for (int j = 0; j < 8; j++) v[j] = j < nvalid ? x[e0 + j] : 0.0f;
+}
+__device__ __forceinline__ void agoq_dev_load8(const uint16_t *x, size_t e0, int nvalid, int vec, float v[8]) {
+    if (vec && nvalid == 8) {
+        uint4 w = *(const uint4 *)(x + e0);
+        const uint32_t u[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            v[2 * j] = __uint_as_float(u[j] << 16);
+            v[2 * j + 1] = __uint_as_float(u[j] & 0xffff0000u);
+        }
+        return;
+    }
+#pragma unroll
+    for (int j = 0; j < 8; j++) v[j] = j < nvalid ? agoq_bf16_to_f32(x[e0 + j]) : 0.0f;
+}
+/* Stores y[e0..e0+nvalid) from v (bf16: round to nearest even), vector stores as for load8. */
+__device__ __forceinline__ void agoq_dev_store8(float *y, size_t e0, int nvalid, int vec, const float v[8]) {
+    if (vec && nvalid == 8) {
+        *(float4 *)(y + e0) = make_float4(v[0], v[1], v[2], v[3]);
+        *(float4 *)(y + e0 + 4) = make_float4(v[4], v[5], v[6], v[7]);
+        return;
+    }
+    for (int j = 0; j < nvalid; j++) y[e0 + j] = v[j];
+}
+__device__ __forceinline__ void agoq_dev_store8(uint16_t *y, size_t e0, int nvalid, int vec, const float v[8]) {
+    if (vec && nvalid == 8) {
+        uint32_t u[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            u[j] = (uint32_t)agoq_f32_to_bf16(v[2 * j]) | ((uint32_t)agoq_f32_to_bf16(v[2 * j + 1]) << 16);
+        *(uint4 *)(y + e0) = make_uint4(u[0], u[1], u[2], u[3]);
+        return;
+    }
+    for (int j = 0; j < nvalid; j++) y[e0 + j] = agoq_f32_to_bf16(v[j]);
+}
+
+/* Elements of group starting at e0 that lie inside a tensor of n elements (0..8). */
+__device__ __forceinline__ int agoq_dev_group_valid(size_t e0, size_t n) {
+    return e0 >= n ? 0 : (n - e0 >= 8 ? 8 : (int)(n - e0));
+}
+#endif
