@@ -1,0 +1,45 @@
+/* Data-parallel gradient reduction over R simulated ranks: every rank computed the gradient of
+ * its own micro-batch; the optimizer sees their mean as the chosen all-reduce delivers it.
+ *   fp32   exact: fp32 sum in rank order, times 1/R
+ *   agoq8  AGoQ: each rank's gradient quantized to an 8-bit block format (int8 block 256 by
+ *          default), dequantized, summed in fp32 and requantized once (kernels/grad8.h's
+ *          agoq_grad_reduce_ref, the reduce-scatter core), then dequantized by every rank
+ *   fp8lm  FP8-LM baseline: one scale shared by all ranks per tensor, s = R * max_r |g_r| / 448,
+ *          so the fp8 sum cannot overflow; ranks send fp8 e4m3 codes of g_r / s and the ring
+ *          sum is rounded to fp8 after every add (NCCL reducing an fp8 buffer), mean = sum * s / R
+ * Per tensor: call once for each parameter tensor (scales never span two tensors). */
+#ifndef AGOQ_TRAIN_DP_H
+#define AGOQ_TRAIN_DP_H
+#include <stddef.h>
+
+#include "kernels/formats.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TRAIN_MAX_RANKS 64
+
+typedef enum { GRAD_FP32, GRAD_AGOQ8, GRAD_FP8LM, GRAD_MODE_COUNT } train_grad_mode;
+extern const char *const train_grad_mode_names[GRAD_MODE_COUNT];
+#define TRAIN_GRAD_MODE_NAMES "fp32, agoq8, fp8lm"
+int train_grad_mode_by_name(const char *name); /* -1 when unknown */
+
+typedef struct {
+    train_grad_mode mode;
+    agoq_qconfig q;      /* agoq8 format */
+    int ranks;
+    size_t cap;          /* largest tensor */
+    agoq_qtensor *in;    /* agoq8: one quantized copy per rank */
+    agoq_qtensor out;    /* agoq8: the requantized sum */
+} train_reducer;
+
+int train_reducer_init(train_reducer *r, train_grad_mode mode, const agoq_qconfig *q, int ranks, size_t max_n);
+void train_reducer_free(train_reducer *r);
+/* mean (n) = the mean of g[0 .. ranks-1] (n elements each) as `mode` delivers it. */
+void train_reduce_mean(train_reducer *r, const float *const *g, size_t n, float *mean);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,236 @@
+/* The decoder's forward and backward passes over the saved-activation hook; see model.h. */
+#include "train/model.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/common.h"
+#include "harness/rng.h"
+#include "train/layers.h"
+
+const char *const train_param_names[P_COUNT] = {"wte", "ln1", "qkv", "wo", "ln2", "w1", "w2", "lnf"};
+
+/* Which policy class each saved slot belongs to. */
+static const train_act_class slot_class[S_COUNT] = {
+    [S_X1] = ACT_NORM_IN, [S_H1] = ACT_NORM_OUT, [S_QKV] = ACT_QKV,    [S_ATT] = ACT_PROBS, [S_Y] = ACT_ATTN_OUT,
+    [S_X2] = ACT_NORM_IN, [S_H2] = ACT_NORM_OUT, [S_GU] = ACT_FC1_OUT, [S_S] = ACT_FC2_IN};
+
+/* Row view of each slot for quantized storage: rows of `cols` elements, each its own blocks.
+ * q, k and v are separate rows of C; gate and up separate rows of F (kernels/fused.h's rowq). */
+static void slot_shape(const train_cfg *c, int slot, size_t *rows, size_t *cols) {
+    size_t bt = (size_t)c->batch * (size_t)c->seq_len;
+    switch (slot) {
+    case S_QKV: *rows = 3 * bt; *cols = (size_t)c->d_model; break;
+    case S_ATT: *rows = (size_t)c->batch * (size_t)c->n_head * (size_t)c->seq_len; *cols = (size_t)c->seq_len; break;
+    case S_GU: *rows = 2 * bt; *cols = (size_t)c->d_ff; break;
+    case S_S: *rows = bt; *cols = (size_t)c->d_ff; break;
+    default: *rows = bt; *cols = (size_t)c->d_model; break;
+    }
+}
+
+static int tensors_alloc(train_tensors *t, const size_t *size) {
+    t->total = 0;
+    for (int i = 0; i < P_COUNT; i++) t->total += (t->size[i] = size[i]);
+    t->mem = calloc(t->total, sizeof(float));
+    if (!t->mem) return -1;
+    float *p = t->mem;
+    for (int i = 0; i < P_COUNT; i++) {
+        t->t[i] = p;
+        p += size[i];
+    }
+    return 0;
+}
+
+int train_model_init(train_model *m, const train_cfg *cfg, const train_act_policy *p) {
+    memset(m, 0, sizeof *m);
+    const train_cfg *c = cfg;
+    AGOQ_REQUIRE(c->vocab >= 2 && c->seq_len >= 2 && c->n_layer >= 1 && c->n_head >= 1 && c->d_model >= 2 &&
+                     c->d_ff >= 1 && c->batch >= 1,
+                 "train: model shape must be positive (vocab %d, seq_len %d, layers %d, heads %d, d_model %d, d_ff %d, batch %d)",
+                 c->vocab, c->seq_len, c->n_layer, c->n_head, c->d_model, c->d_ff, c->batch);
+    AGOQ_REQUIRE(c->d_model % c->n_head == 0 && (c->d_model / c->n_head) % 2 == 0,
+                 "train: d_model %d must split into %d heads of an even size (RoPE pairs)", c->d_model, c->n_head);
+    for (int s = 0; s < ACT_CLASS_COUNT; s++)
+        AGOQ_REQUIRE(p->store[s].kind != TS_RECOMPUTE || train_act_class_recomputable((train_act_class)s),
+                     "train: policy '%s': class '%s' cannot be recomputed", p->name, train_act_class_names[s]);
+    m->cfg = *cfg;
+    m->policy = *p;
+    const size_t L = (size_t)c->n_layer, C = (size_t)c->d_model, F = (size_t)c->d_ff, V = (size_t)c->vocab;
+    const size_t BT = (size_t)c->batch * (size_t)c->seq_len;
+    size_t sz[P_COUNT] = {[P_WTE] = V * C, [P_LN1] = L * C, [P_QKV] = L * C * 3 * C, [P_WO] = L * C * C,
+                          [P_LN2] = L * C, [P_W1] = L * C * 2 * F, [P_W2] = L * F * C, [P_LNF] = C};
+    int fail = tensors_alloc(&m->params, sz) | tensors_alloc(&m->grads, sz) | tensors_alloc(&m->wt, sz);
+    for (int s = 0; s < S_COUNT; s++) {
+        size_t rows, cols;
+        slot_shape(c, s, &rows, &cols);
+        m->slot_n[s] = rows * cols;
+        m->saved[s] = malloc((L + 1) * m->slot_n[s] * sizeof(float));
+        fail |= !m->saved[s];
+        m->act_bytes_per_layer += train_act_store_bytes(&p->store[slot_class[s]], rows, cols);
+    }
+    size_t trn = BT * (V > F ? (V > C ? V : C) : (F > C ? F : C));
+    float **bufs[] = {&m->res, &m->qkv, &m->att, &m->y, &m->gu, &m->s, &m->logits, &m->dres,
+                      &m->dx2, &m->db1, &m->db2, &m->dqkv, &m->dgu, &m->tr};
+    size_t n[] = {(L + 1) * BT * C, BT * 3 * C, m->slot_n[S_ATT], BT * C, BT * 2 * F, BT * F, BT * V, BT * C,
+                  BT * C, BT * C, BT * F, BT * 3 * C, BT * 2 * F, trn};
+    for (size_t i = 0; i < sizeof n / sizeof n[0]; i++) fail |= !(*bufs[i] = malloc(n[i] * sizeof(float)));
+    if (fail) {
+        train_model_free(m);
+        agoq_error("train: out of memory for the model (%zu parameters)", m->params.total);
+        return -1;
+    }
+    return 0;
+}
+
+void train_model_free(train_model *m) {
+    free(m->params.mem);
+    free(m->grads.mem);
+    free(m->wt.mem);
+    for (int s = 0; s < S_COUNT; s++) free(m->saved[s]);
+    float *bufs[] = {m->res, m->qkv, m->att, m->y, m->gu, m->s, m->logits, m->dres,
+                     m->dx2, m->db1, m->db2, m->dqkv, m->dgu, m->tr};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    memset(m, 0, sizeof *m);
+}
+
+size_t train_model_param_count(const train_model *m) { return m->params.total; }
+
+void train_model_init_weights(train_model *m, uint64_t seed) {
+    agoq_rng r = {seed};
+    const double sd = 0.02, sd_res = 0.02 / sqrt(2.0 * m->cfg.n_layer);
+    for (int t = 0; t < P_COUNT; t++) {
+        float *w = m->params.t[t];
+        int is_norm = t == P_LN1 || t == P_LN2 || t == P_LNF, is_res = t == P_WO || t == P_W2;
+        for (size_t i = 0; i < m->params.size[t]; i++)
+            w[i] = is_norm ? 1.0f : (float)((is_res ? sd_res : sd) * agoq_rng_normal(&r));
+    }
+    train_model_sync(m);
+}
+
+/* Layer l's slice of a layer-major tensor. */
+static float *lw(const train_model *m, const train_tensors *ts, int t, int l) {
+    return ts->t[t] + (size_t)l * (ts->size[t] / (size_t)m->cfg.n_layer);
+}
+static float *slot(const train_model *m, int s, int l) { return m->saved[s] + (size_t)l * m->slot_n[s]; }
+
+void train_model_sync(train_model *m) {
+    const int L = m->cfg.n_layer, C = m->cfg.d_model, F = m->cfg.d_ff;
+    tr_transpose(m->wt.t[P_WTE], m->params.t[P_WTE], m->cfg.vocab, C); /* (V, C) -> LM head (C, V) */
+    for (int l = 0; l < L; l++) {
+        tr_transpose(lw(m, &m->wt, P_QKV, l), lw(m, &m->params, P_QKV, l), C, 3 * C);
+        tr_transpose(lw(m, &m->wt, P_WO, l), lw(m, &m->params, P_WO, l), C, C);
+        tr_transpose(lw(m, &m->wt, P_W1, l), lw(m, &m->params, P_W1, l), C, 2 * F);
+        tr_transpose(lw(m, &m->wt, P_W2, l), lw(m, &m->params, P_W2, l), F, C);
+    }
+}
+
+/* The hook: keep slot s of layer l as the policy stores it. */
+static void save(train_model *m, int s, int l, const float *src) {
+    size_t rows, cols;
+    slot_shape(&m->cfg, s, &rows, &cols);
+    train_act_store(&m->policy.store[slot_class[s]], src, rows, cols, slot(m, s, l));
+}
+
+/* What backward reads for slot s of layer l: the stored copy, or the recomputation from the
+ * stored copy of its producer's input (the same function the forward ran, so with exact
+ * storage the recomputed tensor equals the forward's bit for bit). */
+static const float *saved(train_model *m, int s, int l) {
+    if (m->policy.store[slot_class[s]].kind != TS_RECOMPUTE) return slot(m, s, l);
+    const int L = m->cfg.n_layer, C = m->cfg.d_model, BT = m->cfg.batch * m->cfg.seq_len;
+    float *out = slot(m, s, l);
+    if (s == S_H1) tr_rmsnorm_fwd(out, slot(m, S_X1, l), l == L ? m->params.t[P_LNF] : lw(m, &m->params, P_LN1, l), BT, C, m->cfg.norm_eps);
+    else if (s == S_H2) tr_rmsnorm_fwd(out, slot(m, S_X2, l), lw(m, &m->params, P_LN2, l), BT, C, m->cfg.norm_eps);
+    else tr_swiglu_fwd(out, slot(m, S_GU, l), BT, m->cfg.d_ff); /* S_S */
+    return out;
+}
+
+static void add_into(float *dst, const float *a, const float *b, size_t n) {
+    for (size_t i = 0; i < n; i++) dst[i] = a[i] + b[i];
+}
+
+double train_forward(train_model *m, const int *tokens, const int *targets) {
+    const train_cfg *c = &m->cfg;
+    const int L = c->n_layer, C = c->d_model, F = c->d_ff, BT = c->batch * c->seq_len;
+    const size_t btc = (size_t)BT * (size_t)C;
+    float *h = m->db1, *tmp = m->dres; /* backward scratch is free during the forward */
+    for (int i = 0; i < BT; i++) memcpy(m->res + (size_t)i * C, m->params.t[P_WTE] + (size_t)tokens[i] * C, (size_t)C * sizeof(float));
+    for (int l = 0; l < L; l++) {
+        float *x = m->res + (size_t)l * btc, *x2 = m->dx2;
+        save(m, S_X1, l, x);
+        tr_rmsnorm_fwd(h, x, lw(m, &m->params, P_LN1, l), BT, C, c->norm_eps);
+        save(m, S_H1, l, h);
+        tr_matmul(m->qkv, h, lw(m, &m->params, P_QKV, l), BT, C, 3 * C, 0);
+        tr_rope(m->qkv, c->batch, c->seq_len, C, c->n_head, c->rope_base, 0);
+        save(m, S_QKV, l, m->qkv);
+        tr_attention_fwd(m->y, m->att, m->qkv, c->batch, c->seq_len, C, c->n_head);
+        save(m, S_ATT, l, m->att);
+        save(m, S_Y, l, m->y);
+        tr_matmul(tmp, m->y, lw(m, &m->params, P_WO, l), BT, C, C, 0);
+        add_into(x2, x, tmp, btc);
+        save(m, S_X2, l, x2);
+        tr_rmsnorm_fwd(h, x2, lw(m, &m->params, P_LN2, l), BT, C, c->norm_eps);
+        save(m, S_H2, l, h);
+        tr_matmul(m->gu, h, lw(m, &m->params, P_W1, l), BT, C, 2 * F, 0);
+        save(m, S_GU, l, m->gu);
+        tr_swiglu_fwd(m->s, m->gu, BT, F);
+        save(m, S_S, l, m->s);
+        tr_matmul(tmp, m->s, lw(m, &m->params, P_W2, l), BT, F, C, 0);
+        add_into(x + btc, x2, tmp, btc);
+    }
+    float *xf = m->res + (size_t)L * btc;
+    save(m, S_X1, L, xf);
+    tr_rmsnorm_fwd(h, xf, m->params.t[P_LNF], BT, C, c->norm_eps);
+    save(m, S_H1, L, h);
+    tr_matmul(m->logits, h, m->wt.t[P_WTE], BT, C, c->vocab, 0);
+    return tr_cross_entropy(m->logits, m->logits, targets, BT, c->vocab, 1.0f / (float)BT);
+}
+
+/* dW (in, out) += X^T (in, BT) @ dY (BT, out), X^T staged in m->tr. */
+static void weight_grad(train_model *m, float *dw, const float *x, const float *dy, int bt, int in, int out) {
+    tr_transpose(m->tr, x, bt, in);
+    tr_matmul(dw, m->tr, dy, in, bt, out, 1);
+}
+
+void train_backward(train_model *m, const int *tokens) {
+    const train_cfg *c = &m->cfg;
+    const int L = c->n_layer, C = c->d_model, F = c->d_ff, V = c->vocab, BT = c->batch * c->seq_len;
+    const size_t btc = (size_t)BT * (size_t)C;
+    train_tensors *g = &m->grads;
+    memset(g->mem, 0, g->total * sizeof(float));
+    /* LM head (tied): logits = hf @ wte^T */
+    const float *hf = saved(m, S_H1, L);
+    tr_matmul(m->db1, m->logits, m->params.t[P_WTE], BT, V, C, 0);
+    weight_grad(m, g->t[P_WTE], m->logits, hf, BT, V, C);
+    tr_rmsnorm_bwd(m->dres, g->t[P_LNF], m->db1, slot(m, S_X1, L), m->params.t[P_LNF], BT, C, c->norm_eps);
+    for (int l = L - 1; l >= 0; l--) {
+        /* FFN: res_out = x2 + FC2(swiglu(FC1(norm2(x2)))) */
+        weight_grad(m, lw(m, g, P_W2, l), saved(m, S_S, l), m->dres, BT, F, C);
+        tr_matmul(m->db2, m->dres, lw(m, &m->wt, P_W2, l), BT, C, F, 0);
+        tr_swiglu_bwd(m->dgu, m->db2, slot(m, S_GU, l), BT, F);
+        weight_grad(m, lw(m, g, P_W1, l), saved(m, S_H2, l), m->dgu, BT, C, 2 * F);
+        tr_matmul(m->db1, m->dgu, lw(m, &m->wt, P_W1, l), BT, 2 * F, C, 0);
+        tr_rmsnorm_bwd(m->dx2, lw(m, g, P_LN2, l), m->db1, slot(m, S_X2, l), lw(m, &m->params, P_LN2, l), BT, C, c->norm_eps);
+        add_into(m->dx2, m->dx2, m->dres, btc);
+        /* attention: x2 = x + Wo(attn(rope(QKV(norm1(x))))) */
+        weight_grad(m, lw(m, g, P_WO, l), slot(m, S_Y, l), m->dx2, BT, C, C);
+        tr_matmul(m->db1, m->dx2, lw(m, &m->wt, P_WO, l), BT, C, C, 0);
+        tr_attention_bwd(m->dqkv, m->db1, slot(m, S_QKV, l), slot(m, S_ATT, l), c->batch, c->seq_len, C, c->n_head);
+        tr_rope(m->dqkv, c->batch, c->seq_len, C, c->n_head, c->rope_base, 1);
+        weight_grad(m, lw(m, g, P_QKV, l), saved(m, S_H1, l), m->dqkv, BT, C, 3 * C);
+        tr_matmul(m->db1, m->dqkv, lw(m, &m->wt, P_QKV, l), BT, 3 * C, C, 0);
+        tr_rmsnorm_bwd(m->dres, lw(m, g, P_LN1, l), m->db1, slot(m, S_X1, l), lw(m, &m->params, P_LN1, l), BT, C, c->norm_eps);
+        add_into(m->dres, m->dres, m->dx2, btc);
+    }
+    for (int i = 0; i < BT; i++) { /* embedding rows, tokens in order (repeats accumulate) */
+        float *dst = g->t[P_WTE] + (size_t)tokens[i] * C;
+        const float *src = m->dres + (size_t)i * C;
+        for (int j = 0; j < C; j++) dst[j] += src[j];
+    }
+}
+
+double train_step_grads(train_model *m, const int *tokens, const int *targets) {
+    double loss = train_forward(m, tokens, targets);
+    train_backward(m, tokens);
+    return loss;
+}

@@ -1,0 +1,60 @@
+/* One training run: R simulated data-parallel ranks, each with its own micro-batch, gradients
+ * combined by the chosen all-reduce (dp.h), global-norm clipping, AdamW (optim.h).
+ * Determinism: the corpus, the initial weights (seed) and the data order (seed) are the same
+ * for every policy, so runs differ only by their activation and gradient policies. */
+#ifndef AGOQ_TRAIN_TRAINER_H
+#define AGOQ_TRAIN_TRAINER_H
+#include <stdint.h>
+
+#include "harness/metrics.h"
+#include "harness/rng.h"
+#include "train/corpus.h"
+#include "train/dp.h"
+#include "train/model.h"
+#include "train/optim.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    train_cfg model;
+    train_act_policy act;
+    train_grad_mode grad;
+    agoq_qconfig grad_q;     /* agoq8 format and block */
+    int ranks;               /* simulated data-parallel ranks */
+    long steps, warmup;
+    float lr, min_lr_frac, weight_decay, grad_clip, beta1, beta2;
+    int eval_windows;        /* held-out windows per evaluation (fixed, evenly spaced) */
+    uint64_t seed;           /* weights and data order */
+} train_run_cfg;
+
+typedef struct {
+    train_run_cfg cfg;
+    train_model model;
+    train_reducer red;
+    train_adam adam;
+    const train_corpus *corpus;
+    float *rank_grads;       /* (ranks, P) */
+    float *mean_grad;        /* (P) */
+    int *tokens, *targets;   /* (B, T) */
+    agoq_rng data_rng;
+    long step;               /* optimizer steps taken */
+} train_trainer;
+
+int train_trainer_init(train_trainer *t, const train_run_cfg *c, const train_corpus *corpus);
+void train_trainer_free(train_trainer *t);
+/* One optimizer step; returns the mean training loss over the ranks' micro-batches and the
+ * gradient norm before clipping in *grad_norm. */
+double train_trainer_step(train_trainer *t, double *grad_norm);
+/* Mean held-out loss over cfg.eval_windows fixed windows (forward only: activation storage
+ * does not change the forward, so this is the model's quality whatever the policy). */
+double train_trainer_eval(train_trainer *t);
+/* Gradient under the run's activation policy vs under `ref`, same weights, same probe batch
+ * (the first held-out windows), single rank: the error the policy puts into the gradients. */
+agoq_error_stats train_trainer_grad_error(train_trainer *t, const train_act_policy *ref);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
