@@ -7,6 +7,17 @@
 #include <string.h>
 
 #include "kernels/fused_math.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+int tr_threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
 
 static void *xmalloc(size_t bytes) {
     void *p = malloc(bytes ? bytes : 1);

@@ -43,6 +43,9 @@ void tr_swiglu_bwd(float *dgu, const float *ds, const float *gu, int rows, int f
  * double, rows in order); dlogits (may alias logits) = (softmax - onehot) * dscale. */
 double tr_cross_entropy(float *dlogits, const float *logits, const int *targets, int rows, int v, float dscale);
 
+/* OpenMP threads the kernels use (1 when built without OpenMP). */
+int tr_threads(void);
+
 #ifdef __cplusplus
 }
 #endif
