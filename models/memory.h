@@ -117,7 +117,10 @@ const char *agoq_policy_names(void);                         /* "bf16, coat, ...
  * a quantized copy go to *scale_bytes (may be NULL). with_scales 0: the paper's n*bits/8. */
 double agoq_store_bytes(const agoq_store *st, double n, int native_bytes, int with_scales,
                         double *scale_bytes);
-/* "bf16", "fp32", "recompute", "fp4_e2m1/128" into buf. */
+/* Parses "native", "fp32", "recompute", "<format>" or "<format>/<block>" (formats.h names);
+ * -1 (no message) when invalid. */
+int agoq_store_parse(const char *s, agoq_store *out);
+/* "native", "fp32", "recompute", "fp4_e2m1/128" into buf. */
 const char *agoq_store_label(const agoq_store *st, char *buf, size_t len);
 
 /* ---- the model ---------------------------------------------------------------------------- */

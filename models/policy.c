@@ -13,6 +13,7 @@
  *   agoq_balanced agoq plus per-stage widths (see memory.h) */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "models/memory.h"
@@ -94,6 +95,31 @@ double agoq_store_bytes(const agoq_store *st, double n, int native_bytes, int wi
     }
     }
     return 0.0;
+}
+
+int agoq_store_parse(const char *s, agoq_store *out) {
+    char name[64];
+    memset(out, 0, sizeof *out);
+    if (!s) return -1;
+    if (strcmp(s, "native") == 0 || strcmp(s, "bf16") == 0) return out->kind = AGOQ_STORE_NATIVE, 0;
+    if (strcmp(s, "fp32") == 0) return out->kind = AGOQ_STORE_FP32, 0;
+    if (strcmp(s, "recompute") == 0) return out->kind = AGOQ_STORE_RECOMPUTE, 0;
+    const char *slash = strchr(s, '/');
+    size_t len = slash ? (size_t)(slash - s) : strlen(s);
+    if (len == 0 || len >= sizeof name) return -1;
+    memcpy(name, s, len);
+    name[len] = '\0';
+    int f = agoq_format_by_name(name);
+    if (f < 0) return -1;
+    out->kind = AGOQ_STORE_QUANT;
+    out->q = agoq_qconfig_default((agoq_format)f);
+    if (slash) {
+        char *end;
+        long b = strtol(slash + 1, &end, 10);
+        if (*end || end == slash + 1 || b < 8 || b > 65536 || b % 8) return -1;
+        out->q.block = (int)b;
+    }
+    return 0;
 }
 
 const char *agoq_store_label(const agoq_store *st, char *buf, size_t len) {
