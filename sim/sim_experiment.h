@@ -1,0 +1,34 @@
+/* Internals shared by the "simulate" experiment runner (sim_experiment.c: config, machines,
+ * variants, paper numbers) and its two modes (sim_runs.c: step and comm). */
+#ifndef AGOQ_SIM_EXPERIMENT_H
+#define AGOQ_SIM_EXPERIMENT_H
+#include <cjson/cJSON.h>
+
+#include "harness/experiment.h"
+#include "sim/machine.h"
+#include "sim/step_model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AGOQ_SIM_MAX_VARIANTS 32
+
+/* "native" | "bf16" | "fp32" | "recompute" | "<format>[/block]" -> store; -1 when malformed. */
+int agoq_sim_parse_store(const char *s, agoq_store *out);
+/* The config's variants applied to base (or one "default" variant); labels point into cfg. */
+int agoq_sim_variants(jconf c, const cJSON *cfg, const agoq_policy *base, agoq_policy *out, const char **labels,
+                      size_t max, size_t *n);
+/* Adds paper_<field> columns of the paper row whose key equals key_value; ref is the parsed
+ * paper block (opaque here). 0 or -1 (a mapped column missing from the rows). */
+int agoq_sim_paper_attach(const void *ref, const char *label, double key_value, cJSON *rec);
+
+int agoq_sim_run_step(const agoq_run_ctx *ctx, const cJSON *cfg, const agoq_machine *machines, size_t nm,
+                      agoq_allreduce_algo algo, const void *paper, agoq_results *res);
+int agoq_sim_run_comm(const agoq_run_ctx *ctx, const cJSON *cfg, const agoq_machine *machines, size_t nm,
+                      agoq_allreduce_algo algo, const void *paper, agoq_results *res);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
