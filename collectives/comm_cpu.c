@@ -1,0 +1,173 @@
+/* The cpu communicator: N ranks simulated in one process, a host buffer per rank, the C
+ * reference kernels for every compute call. Communication is memcpy between rank buffers in the
+ * pattern the GPUs use; the native reductions follow NCCL's ring: the partial sum of chunk j
+ * starts at rank j+1, visits j+2, ..., ends at rank j, and is rounded to the wire dtype after
+ * every add (as NCCL does for bf16 and fp8: load, add in fp32, store in the dtype).
+ * NCCL may choose a tree or NVLS algorithm instead of the ring; the ring is the model here. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectives/driver.h"
+#include "harness/common.h"
+#include "kernels/grad8.h"
+#include "kernels/quant_math.h"
+#include "kernels/quant_ref.h"
+
+static void *cpu_alloc(agoq_comm *c, int lr, size_t bytes) {
+    void *p = calloc(bytes ? bytes : 1, 1);
+    if (!p) agoq_die("collectives cpu: out of host memory for %zu bytes (rank %d)", bytes, lr);
+    return p;
+}
+static void cpu_release(agoq_comm *c, int lr, void *p) { free(p); }
+static void cpu_copy(agoq_comm *c, int lr, void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }
+static void cpu_zero(agoq_comm *c, int lr, void *dst, size_t bytes) { memset(dst, 0, bytes); }
+static void cpu_sync(agoq_comm *c) {}
+
+static int group_index(int r, agoq_comm_group g) { return (r / g.stride) % g.size; }
+static int group_member(int r, agoq_comm_group g, int k) {
+    return r - group_index(r, g) * g.stride + k * g.stride;
+}
+
+static void cpu_alltoall(agoq_comm *c, void *const *send, void *const *recv, size_t bytes, agoq_comm_group g) {
+    for (int r = 0; r < c->nranks; r++)
+        for (int k = 0; k < g.size; k++) {
+            int peer = group_member(r, g, k);
+            memcpy((char *)recv[r] + (size_t)k * bytes, (const char *)send[peer] + (size_t)group_index(r, g) * bytes,
+                   bytes);
+        }
+}
+
+static void cpu_allgather(agoq_comm *c, void *const *send, void *const *recv, size_t bytes) {
+    for (int r = 0; r < c->nranks; r++)
+        for (int k = 0; k < c->nranks; k++) memcpy((char *)recv[r] + (size_t)k * bytes, send[k], bytes);
+}
+
+static void cpu_shift(agoq_comm *c, void *const *send, void *const *recv, size_t bytes) {
+    for (int r = 0; r < c->nranks; r++) memcpy(recv[r], send[(r + c->nranks - 1) % c->nranks], bytes);
+}
+
+/* Wire dtype element access (fp8: OCP, RNE, saturating, as quant_math.h defines). */
+static float load_dt(agoq_dtype dt, const void *p, size_t i) {
+    switch (dt) {
+    case AGOQ_DT_F32: return ((const float *)p)[i];
+    case AGOQ_DT_BF16: return agoq_bf16_to_f32(((const uint16_t *)p)[i]);
+    default: return agoq_fp8_decode(((const uint8_t *)p)[i], dt == AGOQ_DT_FP8_E5M2);
+    }
+}
+static void store_dt(agoq_dtype dt, void *p, size_t i, float v) {
+    switch (dt) {
+    case AGOQ_DT_F32: ((float *)p)[i] = v; break;
+    case AGOQ_DT_BF16: ((uint16_t *)p)[i] = agoq_f32_to_bf16(v); break;
+    default: ((uint8_t *)p)[i] = (uint8_t)agoq_fp8_encode_rne(v, dt == AGOQ_DT_FP8_E5M2);
+    }
+}
+
+/* Ring sum of elements [lo, hi) of chunk j into dst (dtype dt, indices relative to lo). */
+static void ring_chunk(agoq_comm *c, void *const *send, agoq_dtype dt, int j, size_t lo, size_t hi, void *dst) {
+    const int N = c->nranks;
+    for (size_t i = lo; i < hi; i++) {
+        float acc = load_dt(dt, send[(j + 1) % N], i);
+        for (int k = 2; k <= N; k++) {
+            store_dt(dt, dst, i - lo, acc + load_dt(dt, send[(j + k) % N], i));
+            acc = load_dt(dt, dst, i - lo); /* rounded to the wire dtype, as the next hop reads it */
+        }
+        store_dt(dt, dst, i - lo, acc);
+    }
+}
+
+static void cpu_reduce_scatter(agoq_comm *c, void *const *send, void *const *recv, size_t count, agoq_dtype dt) {
+    for (int r = 0; r < c->nranks; r++) ring_chunk(c, send, dt, r, (size_t)r * count, (size_t)(r + 1) * count, recv[r]);
+}
+
+static void cpu_allreduce(agoq_comm *c, void *const *send, void *const *recv, size_t count, agoq_dtype dt) {
+    const int N = c->nranks;
+    const size_t chunk = (count + (size_t)N - 1) / (size_t)N, es = agoq_dtype_bytes(dt);
+    for (int j = 0; j < N; j++) {
+        size_t lo = (size_t)j * chunk, hi = lo + chunk < count ? lo + chunk : count;
+        if (lo >= hi) continue;
+        ring_chunk(c, send, dt, j, lo, hi, (char *)recv[j] + lo * es); /* owner j, then the all-gather */
+        for (int r = 0; r < N; r++)
+            if (r != j) memcpy((char *)recv[r] + lo * es, (const char *)recv[j] + lo * es, (hi - lo) * es);
+    }
+}
+
+static float cpu_global_absmax(agoq_comm *c, void *const *x, size_t count) {
+    float m = 0.0f;
+    for (int r = 0; r < c->nranks; r++)
+        for (size_t i = 0; i < count; i++) {
+            float v = ((const float *)x[r])[i];
+            if (agoq_isfinite(v) && fabsf(v) > m) m = fabsf(v);
+        }
+    return m;
+}
+
+/* A qtensor view of a packed chunk: codes, scales, zeros back to back. */
+static agoq_qtensor packed_view(const agoq_qconfig *q, const void *packed, size_t count) {
+    agoq_qtensor t;
+    t.codes = (uint8_t *)packed;
+    t.scales = t.codes + agoq_codes_bytes(q, count);
+    t.zeros = agoq_has_zeros(q) ? t.scales + agoq_scales_bytes(q, count) : NULL;
+    t.n = count;
+    return t;
+}
+
+static void cpu_quantize(agoq_comm *c, int lr, const agoq_qconfig *q, const float *x, size_t count, void *packed) {
+    agoq_qtensor t = packed_view(q, packed, count);
+    agoq_quantize_ref(q, x, count, &t);
+}
+
+static void cpu_dequantize(agoq_comm *c, int lr, const agoq_qconfig *q, const void *packed, size_t count, float *y) {
+    agoq_qtensor t = packed_view(q, packed, count);
+    agoq_dequantize_ref(q, &t, y);
+}
+
+static void cpu_reduce(agoq_comm *c, int lr, const agoq_qconfig *q, const void *in, size_t stride, int nin,
+                       size_t count, agoq_sum_precision p, void *out) {
+    agoq_qtensor *views = malloc((size_t)nin * sizeof *views);
+    const agoq_qtensor **ptrs = malloc((size_t)nin * sizeof *ptrs);
+    if (!views || !ptrs) abort();
+    for (int k = 0; k < nin; k++) {
+        views[k] = packed_view(q, (const char *)in + (size_t)k * stride, count);
+        ptrs[k] = &views[k];
+    }
+    agoq_qtensor o = packed_view(q, out, count);
+    agoq_grad_reduce_ref(q, ptrs, nin, count, p, &o, NULL);
+    free(views);
+    free(ptrs);
+}
+
+static void cpu_add(agoq_comm *c, int lr, float *acc, const float *x, size_t count, agoq_sum_precision p) {
+    for (size_t i = 0; i < count; i++) acc[i] = agoq_sum_step(acc[i], x[i], p);
+}
+
+static void cpu_encode(agoq_comm *c, int lr, agoq_dtype dt, const float *x, size_t count, float mul, void *out) {
+    for (size_t i = 0; i < count; i++) store_dt(dt, out, i, x[i] * mul);
+}
+
+static void cpu_decode(agoq_comm *c, int lr, agoq_dtype dt, const void *in, size_t count, float mul, float *y) {
+    for (size_t i = 0; i < count; i++) y[i] = load_dt(dt, in, i) * mul;
+}
+
+static const agoq_comm_ops cpu_ops = {
+    .alloc = cpu_alloc, .release = cpu_release, .upload = cpu_copy, .download = cpu_copy, .copy = cpu_copy,
+    .zero = cpu_zero, .sync = cpu_sync, .alltoall = cpu_alltoall, .allgather = cpu_allgather,
+    .reduce_scatter = cpu_reduce_scatter, .allreduce = cpu_allreduce, .shift = cpu_shift,
+    .global_absmax = cpu_global_absmax, .quantize = cpu_quantize, .dequantize = cpu_dequantize,
+    .reduce = cpu_reduce, .add = cpu_add, .encode = cpu_encode, .decode = cpu_decode,
+};
+
+agoq_comm *agoq_comm_cpu_create(int nranks) {
+    if (nranks < 1) {
+        agoq_error("collectives cpu: rank count %d: must be >= 1", nranks);
+        return NULL;
+    }
+    agoq_comm *c = calloc(1, sizeof *c);
+    if (!c) abort();
+    c->ops = &cpu_ops;
+    c->backend = "cpu";
+    c->nranks = c->nlocal = nranks;
+    c->rank0 = 0;
+    return c;
+}
+
+void agoq_comm_cpu_destroy(agoq_comm *c) { free(c); }
