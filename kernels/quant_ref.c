@@ -35,6 +35,10 @@ void agoq_block_params_ref(const agoq_qconfig *c, const float *x, int len, float
     }
     if (t->kind == AGOQ_CODE_INT_ASYM) {
         if (lo > hi) lo = hi = 0.0f; /* no finite element */
+        /* fminf/fmaxf may return either zero of (+0, -0): +0.0f makes both canonical so the
+         * stored zero point does not depend on the reduction order (the CUDA kernels do the same) */
+        lo = lo + 0.0f;
+        hi = hi + 0.0f;
         *scale = agoq_block_scale(hi - lo, t->qmax, c->scale == AGOQ_SCALE_BF16);
         *zero = to_scale_dtype(c, lo);
     } else {

@@ -1,0 +1,146 @@
+/* Host-side proofs for the logic the CUDA kernels rely on (kernels/quant_device.cuh):
+ *  - the arithmetic encoders agoq_fp4_encode_rne / agoq_fp8_encode_rne equal the reference's
+ *    table search (agoq_table_pos) over a strided sweep of all float bit patterns, every
+ *    midpoint and its neighbours, the specials and the denormals;
+ *  - the decoders equal the reference's value tables;
+ *  - a group of 8 codes packed LSB-first into one word is exactly the `bits` bytes at byte
+ *    offset g*bits of the codes plane that agoq_put_code writes;
+ *  - the warp-segment mapping (G = B/8 lanes per block, floor(32/G) blocks per warp) visits
+ *    every group of every block exactly once, for every block size 8..256 and tail length;
+ *  - the canonical zero point: asymmetric blocks of signed zeros store +0. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/rng.h"
+#include "kernels/formats.h"
+#include "kernels/quant_math.h"
+#include "kernels/quant_ref.h"
+#include "tests/test.h"
+
+/* The reference's encode of a scaled value y for a table format, round to nearest. */
+static uint32_t table_encode(agoq_format f, float y) {
+    const agoq_code_table *t = agoq_table(f);
+    return t->sorted_code[agoq_table_pos(t->sorted, t->mid, t->sorted_code, t->nsorted, y, -1.0f)];
+}
+
+static uint32_t fast_encode(agoq_format f, float y) {
+    if (f == AGOQ_FMT_FP4_E2M1) return agoq_fp4_encode_rne(y);
+    return agoq_fp8_encode_rne(y, f == AGOQ_FMT_FP8_E5M2);
+}
+
+/* Compares both encoders on y; counts and reports the first mismatches. */
+static size_t compare_one(agoq_format f, float y, size_t *bad) {
+    uint32_t want = table_encode(f, y), got = fast_encode(f, y);
+    if (want != got && (*bad)++ < 5)
+        fprintf(stderr, "    %s: y = %a (0x%08x): table code 0x%02x, fast code 0x%02x\n", agoq_formats[f].name, y,
+                agoq_f32_bits(y), want, got);
+    return 1;
+}
+
+static const agoq_format kFast[] = {AGOQ_FMT_FP4_E2M1, AGOQ_FMT_FP8_E4M3, AGOQ_FMT_FP8_E5M2};
+
+TEST(fast_fp4_fp8_encoders_equal_table_search_on_bit_sweep) {
+    for (size_t k = 0; k < sizeof kFast / sizeof kFast[0]; k++) {
+        size_t bad = 0, tried = 0;
+        /* every 997th bit pattern (prime stride: all exponents, mantissas, both signs) */
+        for (uint64_t u = 0; u <= 0xffffffffull; u += 997) tried += compare_one(kFast[k], agoq_bits_f32((uint32_t)u), &bad);
+        /* every denormal pattern up to 2^16 and the ones below FLT_MIN, dense */
+        for (uint32_t u = 0; u < 0x10000u; u++) {
+            tried += compare_one(kFast[k], agoq_bits_f32(u), &bad);
+            tried += compare_one(kFast[k], agoq_bits_f32(u | 0x80000000u), &bad);
+        }
+        CHECK_MSG(bad == 0, "%s: %zu of %zu sweep values differ", agoq_formats[kFast[k]].name, bad, tried);
+        CHECK(tried > 4000000);
+    }
+}
+
+TEST(fast_fp4_fp8_encoders_equal_table_search_at_every_midpoint) {
+    for (size_t k = 0; k < sizeof kFast / sizeof kFast[0]; k++) {
+        const agoq_code_table *t = agoq_table(kFast[k]);
+        size_t bad = 0;
+        for (int i = 0; i + 1 < t->nsorted; i++) {
+            const float m = t->mid[i];
+            /* the tie itself, 1 and 2 ulp either side, and the table values */
+            const float probes[] = {m, nextafterf(m, INFINITY), nextafterf(m, -INFINITY),
+                                    nextafterf(nextafterf(m, INFINITY), INFINITY),
+                                    nextafterf(nextafterf(m, -INFINITY), -INFINITY), t->sorted[i], t->sorted[i + 1]};
+            for (size_t j = 0; j < sizeof probes / sizeof probes[0]; j++) compare_one(kFast[k], probes[j], &bad);
+        }
+        const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 1e30f, -1e30f, 3.4028235e38f,
+                                  1.4e-45f, -1.4e-45f, 1.17549435e-38f, 448.0f, 464.0f, 465.0f, 57344.0f, 61439.0f,
+                                  61440.0f, 6.0f, 7.0f, 262144.0f, 262143.98f};
+        for (size_t j = 0; j < sizeof specials / sizeof specials[0]; j++) compare_one(kFast[k], specials[j], &bad);
+        CHECK_MSG(bad == 0, "%s: %zu midpoint/special values differ", agoq_formats[kFast[k]].name, bad);
+    }
+}
+
+TEST(fast_decoders_equal_value_tables) {
+    for (size_t k = 0; k < sizeof kFast / sizeof kFast[0]; k++) {
+        const agoq_code_table *t = agoq_table(kFast[k]);
+        for (int c = 0; c < t->ncodes; c++) {
+            float want = t->value[c];
+            float got = kFast[k] == AGOQ_FMT_FP4_E2M1 ? agoq_fp4_decode((uint32_t)c)
+                                                       : agoq_fp8_decode((uint32_t)c, kFast[k] == AGOQ_FMT_FP8_E5M2);
+            CHECK_MSG(memcmp(&want, &got, 4) == 0 || (isnan(want) && isnan(got)), "%s code 0x%02x: %g vs %g",
+                      agoq_formats[kFast[k]].name, c, want, got);
+        }
+    }
+    /* hand values: E4M3 0x7e = 448, 0x08 = 2^-6, 0x01 = 2^-9; E5M2 0x7b = 57344 */
+    CHECK(agoq_fp8_decode(0x7e, 0) == 448.0f && agoq_fp8_decode(0x08, 0) == 0.015625f);
+    CHECK(agoq_fp8_decode(0x01, 0) == 0.001953125f && agoq_fp8_decode(0x7b, 1) == 57344.0f);
+    CHECK(agoq_fp4_decode(0xf) == -6.0f && agoq_fp4_decode(0x5) == 3.0f);
+}
+
+TEST(group_word_packing_equals_put_code_layout) {
+    agoq_rng r = {11};
+    for (int bits = 2; bits <= 8; bits++) {
+        uint8_t plane[64 * 8];
+        memset(plane, 0, sizeof plane);
+        uint32_t codes[64];
+        for (int i = 0; i < 64; i++) {
+            codes[i] = (uint32_t)(agoq_rng_next(&r) & ((1u << bits) - 1u));
+            agoq_put_code(plane, i, bits, codes[i]); /* one 64-element block: the reference layout */
+        }
+        for (int g = 0; g < 8; g++) {
+            uint64_t w = 0;
+            for (int j = 0; j < 8; j++) w |= (uint64_t)codes[8 * g + j] << (j * bits);
+            for (int b = 0; b < bits; b++)
+                CHECK_MSG(plane[g * bits + b] == (uint8_t)(w >> (8 * b)), "bits %d group %d byte %d", bits, g, b);
+        }
+    }
+}
+
+TEST(warp_segment_mapping_covers_every_group_once) {
+    /* the index arithmetic of agoq_quant_seg_kernel, run on the host for one warp stride */
+    static int seen[4096];
+    for (int B = 8; B <= 256; B += 8) {
+        const int G = B / 8, bpw = 32 / G;
+        const size_t lens[] = {1, 7, 8, 9, (size_t)B - 1, (size_t)B, (size_t)B + 1, (size_t)5 * B + 3, 1023};
+        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+            const size_t n = lens[li], nblocks = (n + (size_t)B - 1) / (size_t)B;
+            const size_t ntasks = (nblocks + (size_t)bpw - 1) / (size_t)bpw, ngroups = nblocks * (size_t)G;
+            CHECK(ngroups <= 4096);
+            memset(seen, 0, sizeof seen);
+            for (size_t task = 0; task < ntasks; task++)
+                for (int lane = 0; lane < 32; lane++) {
+                    const int seg = lane / G, pos = lane - seg * G;
+                    const size_t blk = task * (size_t)bpw + (size_t)seg;
+                    if (seg < bpw && blk < nblocks) seen[blk * (size_t)G + (size_t)pos]++;
+                }
+            for (size_t g = 0; g < ngroups; g++) CHECK_MSG(seen[g] == 1, "B %d n %zu group %zu seen %d", B, n, g, seen[g]);
+        }
+    }
+}
+
+TEST(asym_zero_point_of_signed_zeros_is_plus_zero) {
+    const float x[8] = {-0.0f, 0.0f, -0.0f, 0.0f, -0.0f, -0.0f, 0.0f, 0.0f};
+    agoq_qconfig c = agoq_qconfig_default(AGOQ_FMT_INT4_ASYM);
+    c.block = 8;
+    float s = 1, m = 1;
+    agoq_block_params_ref(&c, x, 8, &s, &m);
+    CHECK(agoq_f32_bits(s) == 0 && agoq_f32_bits(m) == 0);
+    const float y[8] = {-0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.5f};
+    agoq_block_params_ref(&c, y, 8, &s, &m);
+    CHECK(agoq_f32_bits(m) == 0 && s == 0.5f); /* (7.5 - 0) / 15 */
+}
