@@ -240,7 +240,11 @@ int agoq_exp_train(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *res)
     int rc = strcmp(p.corpus, "grammar") == 0
                  ? train_corpus_grammar(&corpus, (uint64_t)p.corpus_seed, (size_t)p.train_bytes, (size_t)p.heldout_bytes)
                  : train_corpus_file(&corpus, p.corpus, p.heldout_frac);
-    if (rc) return -1;
+    if (rc) {
+        if (strcmp(p.corpus, "grammar") != 0)
+            agoq_error("%s: key '%s.corpus': cannot read a text file '%s'", ctx->where.file, ctx->where.prefix, p.corpus);
+        return -1;
+    }
     const train_cfg *m = &p.base.model;
     printf("# train: %d layers, d_model %d, %d heads, d_ff %d, seq %d, micro-batch %d x %d ranks, %ld steps, "
            "corpus %s (%zu train / %zu held-out bytes), %d threads\n",

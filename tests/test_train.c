@@ -96,3 +96,215 @@ TEST(train_backward_matches_finite_differences) {
     free(w0);
     train_model_free(&m);
 }
+
+/* With exact (fp32) storage, recomputing the norm outputs and the FC2 input in backward runs
+ * the forward's own functions on the forward's own inputs: gradients must match bit for bit. */
+TEST(train_recompute_equals_store_without_quantization) {
+    train_cfg c = tiny_cfg();
+    train_act_policy store = policy("fp32"), recompute = policy("fp32");
+    recompute.store[ACT_NORM_OUT].kind = TS_RECOMPUTE;
+    recompute.store[ACT_FC2_IN].kind = TS_RECOMPUTE;
+    train_model a, b;
+    CHECK(train_model_init(&a, &c, &store) == 0 && train_model_init(&b, &c, &recompute) == 0);
+    train_model_init_weights(&a, 5);
+    train_model_init_weights(&b, 5);
+    int tok[16], tgt[16];
+    tiny_batch(&c, 3, tok, tgt);
+    double la = train_step_grads(&a, tok, tgt), lb = train_step_grads(&b, tok, tgt);
+    CHECK(la == lb);
+    CHECK(agoq_validate_floats("grads", a.grads.mem, b.grads.mem, a.grads.total) == 0);
+    CHECK(b.act_bytes_per_layer < a.act_bytes_per_layer); /* recomputed slots are not stored */
+    train_model_free(&a);
+    train_model_free(&b);
+}
+
+static train_run_cfg tiny_run(const char *act, train_grad_mode grad) {
+    train_run_cfg r = {.model = tiny_cfg(), .grad = grad, .ranks = 2, .steps = 12, .warmup = 2, .lr = 1e-2f,
+                       .min_lr_frac = 0.1f, .weight_decay = 0.0f, .grad_clip = 1.0f, .beta1 = 0.9f, .beta2 = 0.95f,
+                       .eval_windows = 8, .seed = 1};
+    r.model.seq_len = 16;
+    r.grad_q = agoq_qconfig_default(AGOQ_FMT_INT8);
+    r.grad_q.block = 256;
+    r.act = policy(act);
+    return r;
+}
+
+/* A few steps on the grammar corpus: the initial held-out loss is ~ln 256 (uniform over bytes
+ * at small init), and 12 AdamW steps at lr 1e-2 learn the byte frequencies at least (the
+ * unigram entropy of the corpus is ~3 nats: a drop of more than 1 nat is required). Every
+ * policy pair is exercised, the quantized ones included. */
+TEST(train_loss_decreases_for_every_policy) {
+    train_corpus corpus;
+    CHECK(train_corpus_grammar(&corpus, 1, 64 << 10, 8 << 10) == 0);
+    const char *acts[] = {"bf16", "agoq", "uniform4", "coat"};
+    const train_grad_mode grads[] = {GRAD_FP32, GRAD_AGOQ8, GRAD_FP8LM};
+    for (int i = 0; i < 4; i++) {
+        train_run_cfg rc = tiny_run(acts[i], grads[i % 3]);
+        train_trainer t;
+        CHECK(train_trainer_init(&t, &rc, &corpus) == 0);
+        double l0 = train_trainer_eval(&t), first = 0, last = 0;
+        for (long s = 0; s < rc.steps; s++) {
+            double l = train_trainer_step(&t, NULL);
+            if (s == 0) first = l;
+            last = l;
+        }
+        double l1 = train_trainer_eval(&t);
+        printf("    %-8s + %-5s held-out %.4f -> %.4f, train %.4f -> %.4f\n", acts[i], train_grad_mode_names[grads[i % 3]],
+               l0, l1, first, last);
+        train_trainer_free(&t);
+        CHECK_NEAR(l0, log(256.0), 0.05);
+        CHECK_MSG(l1 < l0 - 1.0 && last < first - 1.0, "%s: loss did not drop by 1 nat", acts[i]);
+    }
+    train_corpus_free(&corpus);
+}
+
+/* AGoQ's gradients against the bf16 policy's, same weights and batch. Bound, derived: every
+ * weight gradient is bilinear in (stored activation, upstream gradient) and AGoQ perturbs each
+ * stored tensor by its FP4 error, relative L2 size delta = sqrt(NMSE of FP4 E2M1 block 128),
+ * measured here on N(0,1) (about 0.11); RMSNorm is scale-invariant and SiLU 1.1-Lipschitz, so
+ * the recomputation adds no gain > 1, and errors of independent blocks add in quadrature. So
+ * relative L2(g_agoq - g_bf16) <= delta (and cosine >= 1 - delta^2 / 2). The uniform-4-bit
+ * policy also quantizes q, k, v and the probabilities and must land further away than AGoQ. */
+TEST(train_agoq_gradients_within_fp4_bound_of_bf16) {
+    enum { NQ = 1 << 16 };
+    float *x = malloc(NQ * sizeof(float)), *y = malloc(NQ * sizeof(float));
+    agoq_fill(AGOQ_DIST_NORMAL, x, NQ, 17);
+    agoq_qconfig q = agoq_qconfig_default(AGOQ_FMT_FP4_E2M1);
+    q.block = 128;
+    agoq_fake_quant_ref(&q, x, NQ, y);
+    agoq_error_stats qe = agoq_compare(x, y, NQ);
+    double delta = agoq_norm_l2(&qe);
+    free(x);
+    free(y);
+    train_cfg c = {.vocab = 256, .seq_len = 32, .n_layer = 2, .n_head = 4, .d_model = 128, .d_ff = 256,
+                   .batch = 2, .rope_base = 10000.0f, .norm_eps = 1e-5f};
+    const char *names[] = {"bf16", "agoq", "uniform4", "coat"};
+    train_model m[4];
+    int tok[64], tgt[64];
+    tiny_batch(&c, 21, tok, tgt);
+    for (int i = 0; i < 4; i++) {
+        train_act_policy p = policy(names[i]);
+        CHECK(train_model_init(&m[i], &c, &p) == 0);
+        train_model_init_weights(&m[i], 8);
+        train_step_grads(&m[i], tok, tgt);
+    }
+    double err[4];
+    for (int i = 1; i < 4; i++) {
+        agoq_error_stats e = agoq_compare(m[0].grads.mem, m[i].grads.mem, m[0].grads.total);
+        err[i] = agoq_norm_l2(&e);
+        printf("    %-8s vs bf16: rel L2 %.4f cosine %.6f (fp4 delta %.4f)\n", names[i], err[i], e.cosine, delta);
+        if (i == 1) CHECK(err[1] <= delta && e.cosine >= 1.0 - delta * delta / 2);
+    }
+    CHECK(err[2] > err[1]);
+    for (int i = 0; i < 4; i++) train_model_free(&m[i]);
+}
+
+/* fp32: the exact mean. fp8lm on a hand-computed case (R = 2, shared scale s = 2 * 1 / 448):
+ * g/s = {224, 0.224} and {112, 0.672} encode to e4m3 {224, 0.21875} and {112, 0.6875}; the
+ * sums 336 and 0.90625 are exact ties and round to the even codes 320 and 0.875; mean =
+ * sum * s / 2 = {320/448, 0.875/448} instead of {0.75, 0.002}. */
+TEST(train_grad_reduce_fp32_and_fp8lm_by_hand) {
+    const float g0[2] = {1.0f, 0.001f}, g1[2] = {0.5f, 0.003f};
+    const float *g[2] = {g0, g1};
+    float mean[2];
+    train_reducer r;
+    CHECK(train_reducer_init(&r, GRAD_FP32, NULL, 2, 2) == 0);
+    train_reduce_mean(&r, g, 2, mean);
+    CHECK(mean[0] == 0.75f && mean[1] == (0.001f + 0.003f) * 0.5f);
+    train_reducer_free(&r);
+    CHECK(train_reducer_init(&r, GRAD_FP8LM, NULL, 2, 2) == 0);
+    train_reduce_mean(&r, g, 2, mean);
+    CHECK_NEAR(mean[0], 320.0 / 448.0, 1e-6);
+    CHECK_NEAR(mean[1], 0.875 / 448.0, 1e-9);
+    train_reducer_free(&r);
+}
+
+/* agoq8 against the exact mean: each rank's int8 copy is off by at most half its block step
+ * s_r / 2 (s_r = absmax_r / 127) and the requantized sum by half the output step, so
+ * |mean - exact| <= (sum_r s_r / 2 + s_out / 2) / R per element (s_out = absmax(sum) / 127). */
+TEST(train_grad_reduce_agoq8_within_int8_steps) {
+    enum { R = 4, N = 1000, B = 256 };
+    float *g[R], exact[N], mean[N];
+    for (int k = 0; k < R; k++) {
+        g[k] = malloc(N * sizeof(float));
+        agoq_fill(AGOQ_DIST_HEAVY, g[k], N, 40 + (uint64_t)k);
+    }
+    agoq_qconfig q = agoq_qconfig_default(AGOQ_FMT_INT8);
+    q.block = B;
+    train_reducer r;
+    CHECK(train_reducer_init(&r, GRAD_AGOQ8, &q, R, N) == 0);
+    train_reduce_mean(&r, (const float *const *)g, N, mean);
+    size_t bad = 0;
+    for (int b0 = 0; b0 < N; b0 += B) {
+        int e = b0 + B < N ? b0 + B : N;
+        double step_sum = 0, amax_sum = 0;
+        for (int k = 0; k < R; k++) {
+            double a = 0;
+            for (int i = b0; i < e; i++) a = fmax(a, fabs(g[k][i]));
+            step_sum += a / 127;
+        }
+        for (int i = b0; i < e; i++) {
+            double s = 0;
+            for (int k = 0; k < R; k++) s += g[k][i];
+            exact[i] = (float)(s / R);
+            amax_sum = fmax(amax_sum, fabs(s));
+        }
+        double bound = (step_sum / 2 + amax_sum / 127 / 2) / R * (1 + 1e-5);
+        for (int i = b0; i < e; i++) bad += fabs(mean[i] - exact[i]) > bound;
+    }
+    agoq_error_stats st = agoq_compare(exact, mean, N);
+    printf("    agoq8 R=%d: rel L2 %.2e vs exact mean, %zu elements over the bound\n", R, agoq_norm_l2(&st), bad);
+    CHECK(bad == 0);
+    CHECK(agoq_norm_l2(&st) > 0); /* it really quantized */
+    train_reducer_free(&r);
+    for (int k = 0; k < R; k++) free(g[k]);
+}
+
+/* The generated corpus is a pure function of its seed, printable, and pinned to its text. */
+TEST(train_grammar_corpus_is_deterministic) {
+    uint8_t a[4096], b[4096], c[4096];
+    train_grammar_text(1, a, sizeof a);
+    train_grammar_text(1, b, sizeof b);
+    train_grammar_text(2, c, sizeof c);
+    CHECK(memcmp(a, b, sizeof a) == 0 && memcmp(a, c, sizeof a) != 0);
+    for (size_t i = 0; i < sizeof a; i++) CHECK(a[i] == '\n' || (a[i] >= 32 && a[i] < 127));
+    const char *head = "The dogs under every old tree are old. The small cat near the small cat is green, but the trees";
+    CHECK_MSG(memcmp(a, head, strlen(head)) == 0, "corpus text changed: '%.60s'", (const char *)a);
+}
+
+static int run_bad_train(const char *name, const char *cfg, const char *want) {
+    char file[512], out[512], args[2048], msg[8192];
+    snprintf(file, sizeof file, "%s/%s.json", agoq_test_tmpdir(), name);
+    snprintf(out, sizeof out, "%s/%s.out.json", agoq_test_tmpdir(), name);
+    snprintf(msg, sizeof msg, "{\"kind\": \"train\", \"config\": %s}", cfg);
+    agoq_test_write(file, msg);
+    snprintf(args, sizeof args, "run %s --out %s --backend cpu -q", file, out);
+    int rc = agoq_test_run_cli(args, msg, sizeof msg);
+    if (rc == 0 || !strstr(msg, want) || !strstr(msg, file) || agoq_test_file_exists(out)) {
+        fprintf(stderr, "    %s: rc %d, message: %s\n", name, rc, msg);
+        return 0;
+    }
+    return 1;
+}
+
+TEST(train_bad_config_names_file_and_key) {
+    CHECK(run_bad_train("trun", "{\"runs\": [\"agoq+int4\"]}", "key 'config.runs[0]': bad run 'agoq+int4'"));
+    CHECK(run_bad_train("tkey", "{\"stpes\": 3}", "unknown key 'config.stpes'"));
+    CHECK(run_bad_train("twin", "{\"eval_windows\": 10}", "key 'config.eval_windows': 10 is not a multiple"));
+    CHECK(run_bad_train("thead", "{\"d_model\": 30, \"heads\": 4}", "key 'config.heads'"));
+    CHECK(run_bad_train("tgfmt", "{\"grad_format\": \"fp4_e2m1\"}", "key 'config.grad_format'"));
+    CHECK(run_bad_train("tcorp", "{\"corpus\": \"/nonexistent/text\"}", "/nonexistent/text"));
+}
+
+TEST(train_cli_tiny_run_writes_curves) {
+    char out[512], args[1024], msg[16384];
+    snprintf(out, sizeof out, "%s/train_tiny.json", agoq_test_tmpdir());
+    snprintf(args, sizeof args,
+             "train --steps 2 --eval-every 1 --layers 1 --d-model 16 --heads 2 --d-ff 16 --seq-len 8 --micro-batch 2 "
+             "--runs bf16+fp32,agoq+agoq8 -q -o %s", out);
+    CHECK_MSG(agoq_test_run_cli(args, msg, sizeof msg) == 0, "%s", msg);
+    CHECK(agoq_test_file_exists(out));
+    CHECK(strstr(msg, "agoq+agoq8") && strstr(msg, "# final held-out loss after 2 steps"));
+    CHECK(agoq_test_run_cli("train --steps 0", msg, sizeof msg) == 2);
+    CHECK(agoq_test_run_cli("train --help", msg, sizeof msg) == 0 && strstr(msg, "usage: agoq train"));
+}

@@ -148,10 +148,7 @@ int train_corpus_grammar(train_corpus *c, uint64_t seed, size_t train_bytes, siz
 int train_corpus_file(train_corpus *c, const char *path, double heldout_frac) {
     memset(c, 0, sizeof *c);
     FILE *f = fopen(path, "rb");
-    if (!f) {
-        agoq_error("train: cannot open corpus file '%s'", path);
-        return -1;
-    }
+    if (!f) return -1;
     fseek(f, 0, SEEK_END);
     long len = ftell(f);
     fseek(f, 0, SEEK_SET);
@@ -160,7 +157,6 @@ int train_corpus_file(train_corpus *c, const char *path, double heldout_frac) {
     fclose(f);
     if (!buf || got != (size_t)len) {
         free(buf);
-        agoq_error("train: cannot read corpus file '%s'", path);
         return -1;
     }
     size_t nh = (size_t)((double)len * heldout_frac);

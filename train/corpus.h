@@ -24,7 +24,7 @@ typedef struct {
 } train_corpus;
 
 int train_corpus_grammar(train_corpus *c, uint64_t seed, size_t train_bytes, size_t heldout_bytes);
-/* 0 or -1 (message names the path) */
+/* 0, or -1 without a message (the caller names the config key): unreadable or empty file */
 int train_corpus_file(train_corpus *c, const char *path, double heldout_frac);
 void train_corpus_free(train_corpus *c);
 /* Writes exactly n bytes of grammar text for `seed` into out. */
