@@ -9,9 +9,9 @@
  *             "native", "fp32" or "<format>[/<block>]" (Table 8's O and O+G rows)
  *   accounting "real"|"paper"|[both]   tp, pp, zero, seq, micro_batch: lists (default 1,1,0,2048,1)
  *   gpus: list; dp = gpus / (tp*pp)    dp (when no gpus, default 1)
- *   vpp (1), schedule "1f1b"|"interleaved", sp (false), num_microbatches (default pp),
- *   recompute_layers (0; -1 all), recompute_attn_core (false), bucket_elems (40e6),
- *   impl {flash_attn, fused_norm, gqa_repeat}, budget_gb (also report the fewest recomputed
+ *   the other layout keys of agoq_layout_parse (memory.h): vpp, schedule, sp, num_microbatches
+ *   (default pp), recompute_layers, recompute_attn_core, bucket_elems, impl
+ *   budget_gb (also report the fewest recomputed
  *   layers per stage that fit), roles (per-role units of U = 2bsh/(tp if sp) bytes per layer),
  *   paper {"<policy>": GB, ...} (a reported value to compare with: paper_GB and diff_pct). */
 #include <math.h>
@@ -42,10 +42,9 @@ typedef struct {
     agoq_accounting accs[2];
     size_t nacc;
     num_list tp, pp, zero, seq, mbs, gpus;
-    long dp, vpp, microbatches, recompute;
-    int sp, attn_core, roles, has_budget, schedule;
-    double bucket, budget_gb;
-    agoq_layer_impl impl;
+    agoq_mem_setup layout; /* the non-swept layout keys (agoq_layout_parse) */
+    int roles, has_budget;
+    double budget_gb;
     const cJSON *paper;
 } mem_plan;
 
@@ -109,9 +108,6 @@ static int name_list(jconf c, const cJSON *cfg, const char *key, int required, i
 
 static int acc_by_name(const char *s) {
     return strcmp(s, "real") == 0 ? AGOQ_ACCOUNT_REAL : strcmp(s, "paper") == 0 ? AGOQ_ACCOUNT_PAPER : -1;
-}
-static int sched_by_name(const char *s) {
-    return strcmp(s, "1f1b") == 0 ? AGOQ_SCHED_1F1B : strcmp(s, "interleaved") == 0 ? AGOQ_SCHED_INTERLEAVED : -1;
 }
 
 static int store_key(jconf c, const cJSON *o, const char *key, agoq_store *st) {
@@ -178,28 +174,15 @@ static int parse_policies(jconf c, const cJSON *cfg, mem_plan *p) {
     return 0;
 }
 
-static int parse_impl(jconf c, const cJSON *cfg, agoq_layer_impl *impl) {
-    static const char *const keys[] = {"flash_attn", "fused_norm", "gqa_repeat", NULL};
-    const cJSON *o;
-    char buf[128];
-    *impl = (agoq_layer_impl){1, 1, 0};
-    if (jconf_obj(c, cfg, "impl", 0, &o)) return -1;
-    if (!o) return 0;
-    jconf ci = jconf_child(c, "impl", buf, sizeof buf);
-    return jconf_only(ci, o, keys) || jconf_bool(ci, o, "flash_attn", 0, 1, &impl->flash_attn) ||
-                   jconf_bool(ci, o, "fused_norm", 0, 1, &impl->fused_norm) ||
-                   jconf_bool(ci, o, "gqa_repeat", 0, 0, &impl->gqa_repeat)
-               ? -1
-               : 0;
-}
-
 static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, mem_plan *p) {
-    static const char *const keys[] = {"models", "policies", "accounting", "tp", "pp", "dp", "gpus", "zero", "seq",
-                                       "micro_batch", "vpp", "schedule", "sp", "num_microbatches", "recompute_layers",
-                                       "recompute_attn_core", "bucket_elems", "impl", "budget_gb", "roles", "paper",
-                                       "seed", NULL};
+    static const char *const own[] = {"models", "policies", "accounting", "gpus", "budget_gb", "roles", "paper", "seed"};
+    const char *keys[sizeof own / sizeof own[0] + 16];
+    size_t nk = 0;
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) keys[nk++] = own[i];
+    for (size_t i = 0; agoq_layout_keys[i]; i++) keys[nk++] = agoq_layout_keys[i];
+    keys[nk] = NULL;
     jconf c = ctx->where;
-    const char **models, *sched;
+    const char **models;
     int acc[2];
     memset(p, 0, sizeof *p);
     if (jconf_only(c, cfg, keys) || jconf_strs(c, cfg, "models", 1, &models, &p->nmodel)) return -1;
@@ -219,20 +202,12 @@ static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, mem_plan *p) {
         int_list(c, cfg, "tp", 1, 4096, 1, &p->tp) || int_list(c, cfg, "pp", 1, AGOQ_MAX_STAGES, 1, &p->pp) ||
         int_list(c, cfg, "zero", 0, 3, 0, &p->zero) || int_list(c, cfg, "seq", 1, 1 << 24, 2048, &p->seq) ||
         int_list(c, cfg, "micro_batch", 1, 1 << 16, 1, &p->mbs) || int_list(c, cfg, "gpus", 1, 1 << 20, 0, &p->gpus) ||
-        jconf_long(c, cfg, "dp", 0, 1, 1 << 20, 1, &p->dp) || jconf_long(c, cfg, "vpp", 0, 1, 64, 1, &p->vpp) ||
-        jconf_str(c, cfg, "schedule", 0, p->vpp > 1 ? "interleaved" : "1f1b", &sched) ||
-        jconf_bool(c, cfg, "sp", 0, 0, &p->sp) || jconf_long(c, cfg, "num_microbatches", 0, 0, 1 << 20, 0, &p->microbatches) ||
-        jconf_long(c, cfg, "recompute_layers", 0, -1, 4096, 0, &p->recompute) ||
-        jconf_bool(c, cfg, "recompute_attn_core", 0, 0, &p->attn_core) ||
-        jconf_num(c, cfg, "bucket_elems", 0, 0, 1e12, 40e6, &p->bucket) ||
         jconf_num(c, cfg, "budget_gb", 0, 0, 1e6, 0, &p->budget_gb) || jconf_bool(c, cfg, "roles", 0, 0, &p->roles) ||
-        jconf_obj(c, cfg, "paper", 0, &p->paper) || parse_impl(c, cfg, &p->impl))
+        jconf_obj(c, cfg, "paper", 0, &p->paper))
         return -1;
+    agoq_mem_setup_default(&p->layout, &p->models[0]);
+    if (agoq_layout_parse(c, cfg, &p->layout, 1)) return -1;
     p->has_budget = cJSON_GetObjectItemCaseSensitive(cfg, "budget_gb") != NULL;
-    if ((p->schedule = sched_by_name(sched)) < 0) {
-        agoq_error("%s: key '%s.schedule': unknown schedule '%s' (valid: 1f1b, interleaved)", c.file, c.prefix, sched);
-        return -1;
-    }
     if (p->nacc == 0) p->accs[p->nacc++] = AGOQ_ACCOUNT_REAL;
     else for (size_t i = 0; i < p->nacc; i++) p->accs[i] = (agoq_accounting)acc[i];
     if (p->gpus.v[0] == 0) p->gpus.n = 0; /* no "gpus" key: use dp */
@@ -333,11 +308,11 @@ int agoq_exp_memory(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *res
                             for (size_t si = 0; si < p->seq.n; si++)
                                 for (size_t bi = 0; bi < p->mbs.n; bi++)
                                     for (size_t qi = 0; qi < p->npol; qi++) {
-                                        agoq_mem_setup_default(ms, &p->models[mi]);
+                                        *ms = p->layout;
+                                        ms->model = &p->models[mi];
                                         agoq_parallel *par = &ms->par;
                                         par->tp = (long)p->tp.v[ti];
                                         par->pp = (long)p->pp.v[pi];
-                                        par->dp = p->dp;
                                         if (p->gpus.n) {
                                             long g = (long)p->gpus.v[gi], tpp = par->tp * par->pp;
                                             if (g % tpp) {
@@ -350,15 +325,8 @@ int agoq_exp_memory(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *res
                                         par->zero = (int)p->zero.v[zi];
                                         par->seq = (long)p->seq.v[si];
                                         par->micro_batch = (long)p->mbs.v[bi];
-                                        par->vpp = p->vpp;
-                                        par->schedule = (agoq_schedule)p->schedule;
-                                        par->sp = p->sp;
-                                        par->num_microbatches = p->microbatches ? p->microbatches : par->pp;
-                                        par->recompute_layers = p->recompute;
-                                        par->recompute_attn_core = p->attn_core;
-                                        par->bucket_elems = p->bucket;
+                                        if (!p->layout.par.num_microbatches) par->num_microbatches = par->pp;
                                         ms->acc = p->accs[ai];
-                                        ms->impl = p->impl;
                                         ms->pol = p->pols[qi].pol;
                                         if (run_point(p, p->pols[qi].label, ms, res)) {
                                             agoq_error("%s: key '%s': invalid layout for model '%s'", ctx->where.file,

@@ -115,3 +115,52 @@ double agoq_model_params(const agoq_model_card *m) {
     else if (m->norm_weights) p += h;
     return p;
 }
+
+const char *const agoq_layout_keys[] = {"tp", "pp", "dp", "zero", "seq", "micro_batch", "vpp", "schedule", "sp",
+                                        "num_microbatches", "recompute_layers", "recompute_attn_core",
+                                        "bucket_elems", "impl", NULL};
+
+static int parse_impl(jconf c, const cJSON *cfg, agoq_layer_impl *impl) {
+    static const char *const keys[] = {"flash_attn", "fused_norm", "gqa_repeat", NULL};
+    const cJSON *o;
+    char buf[128];
+    if (jconf_obj(c, cfg, "impl", 0, &o)) return -1;
+    if (!o) return 0;
+    jconf ci = jconf_child(c, "impl", buf, sizeof buf);
+    return jconf_only(ci, o, keys) || jconf_bool(ci, o, "flash_attn", 0, impl->flash_attn, &impl->flash_attn) ||
+                   jconf_bool(ci, o, "fused_norm", 0, impl->fused_norm, &impl->fused_norm) ||
+                   jconf_bool(ci, o, "gqa_repeat", 0, impl->gqa_repeat, &impl->gqa_repeat)
+               ? -1
+               : 0;
+}
+
+int agoq_layout_parse(jconf c, const cJSON *cfg, agoq_mem_setup *ms, int sweep_keys) {
+    agoq_parallel *p = &ms->par;
+    long zero = p->zero, m;
+    const char *sched;
+    if (!sweep_keys &&
+        (jconf_long(c, cfg, "tp", 0, 1, 4096, p->tp, &p->tp) || jconf_long(c, cfg, "pp", 0, 1, AGOQ_MAX_STAGES, p->pp, &p->pp) ||
+         jconf_long(c, cfg, "zero", 0, 0, 3, zero, &zero) ||
+         jconf_long(c, cfg, "seq", 0, 1, 1L << 24, p->seq, &p->seq) ||
+         jconf_long(c, cfg, "micro_batch", 0, 1, 1L << 16, p->micro_batch, &p->micro_batch)))
+        return -1;
+    p->zero = (int)zero;
+    if (jconf_long(c, cfg, "dp", 0, 1, 1L << 20, p->dp, &p->dp) || jconf_long(c, cfg, "vpp", 0, 1, 64, p->vpp, &p->vpp) ||
+        jconf_str(c, cfg, "schedule", 0, p->vpp > 1 ? "interleaved" : "1f1b", &sched) ||
+        jconf_bool(c, cfg, "sp", 0, p->sp, &p->sp) ||
+        jconf_long(c, cfg, "num_microbatches", 0, 0, 1L << 20, 0, &m) ||
+        jconf_long(c, cfg, "recompute_layers", 0, -1, 4096, p->recompute_layers, &p->recompute_layers) ||
+        jconf_bool(c, cfg, "recompute_attn_core", 0, p->recompute_attn_core, &p->recompute_attn_core) ||
+        jconf_num(c, cfg, "bucket_elems", 0, 0, 1e12, p->bucket_elems, &p->bucket_elems) ||
+        parse_impl(c, cfg, &ms->impl))
+        return -1;
+    if (strcmp(sched, "1f1b") == 0) p->schedule = AGOQ_SCHED_1F1B;
+    else if (strcmp(sched, "interleaved") == 0) p->schedule = AGOQ_SCHED_INTERLEAVED;
+    else {
+        agoq_error("%s: key '%s%sschedule': unknown schedule '%s' (valid: 1f1b, interleaved)", c.file, c.prefix,
+                   *c.prefix ? "." : "", sched);
+        return -1;
+    }
+    p->num_microbatches = m ? m : sweep_keys ? 0 : p->pp; /* 0: the sweeping caller uses each point's pp */
+    return 0;
+}

@@ -166,6 +166,16 @@ int agoq_memory_peak(const agoq_mem_setup *ms, int *stage, agoq_mem_breakdown *o
  * stage fits budget_bytes: 0 and *layers set; 1 when nothing fits (then *layers = -1); -1 on a
  * bad setup. ms->par.recompute_layers is ignored. */
 int agoq_memory_min_recompute(const agoq_mem_setup *ms, double budget_bytes, long *layers);
+/* Reads the layout keys of an experiment config into ms (already defaulted):
+ *   tp, pp, dp, zero, seq, micro_batch (skipped when sweep_keys: the caller sweeps them), vpp,
+ *   schedule "1f1b"|"interleaved" (default interleaved when vpp > 1), sp, num_microbatches
+ *   (default pp), recompute_layers, recompute_attn_core, bucket_elems,
+ *   impl {flash_attn, fused_norm, gqa_repeat}.
+ * Errors name the file and key. 0 or -1. */
+int agoq_layout_parse(jconf c, const cJSON *cfg, agoq_mem_setup *ms, int sweep_keys);
+/* The keys agoq_layout_parse reads (NULL-terminated), for jconf_only allow lists. */
+extern const char *const agoq_layout_keys[];
+
 /* Breakdown as a JSON object (fields above with _bytes, plus GB values for reading). */
 cJSON *agoq_mem_breakdown_json(const agoq_mem_breakdown *bd);
 
