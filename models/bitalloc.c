@@ -56,6 +56,7 @@ void agoq_bitalloc_default(agoq_bitalloc_problem *pr) {
     pr->ncand = 4;
     const double sens[AGOQ_LTYPE_COUNT] = {0.003, 0.026, 0.051, (0.14 + 0.15 + 0.059) / 3.0};
     memcpy(pr->sens, sens, sizeof sens);
+    pr->pinned[AGOQ_LTYPE_ATTENTION] = 1;
     pr->method = AGOQ_ALLOC_EXACT;
     pr->max_exact = 1e6;
 }
@@ -199,7 +200,8 @@ int agoq_bitalloc_solve(const agoq_mem_setup *ms, const agoq_bitalloc_problem *p
     *w = *ms;
     int present[AGOQ_LTYPE_COUNT] = {0};
     for (int r = 0; r < AGOQ_ROLE_COUNT; r++)
-        if (role_free(&ms->pol, r)) present[agoq_layer_type_of_role((agoq_role)r)] = 1;
+        if (role_free(&ms->pol, r) && !pr->pinned[agoq_layer_type_of_role((agoq_role)r)])
+            present[agoq_layer_type_of_role((agoq_role)r)] = 1;
     double combos = 1.0;
     for (int t = 0; t < AGOQ_LTYPE_COUNT; t++) combos *= present[t] ? (double)pr->ncand : 1.0;
     out->used = pr->method == AGOQ_ALLOC_EXACT && combos <= pr->max_exact ? AGOQ_ALLOC_EXACT : AGOQ_ALLOC_GREEDY;

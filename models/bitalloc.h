@@ -44,6 +44,7 @@ typedef struct {
     agoq_candidate cand[AGOQ_BITALLOC_MAX_CAND];
     size_t ncand;
     double sens[AGOQ_LTYPE_COUNT];
+    int pinned[AGOQ_LTYPE_COUNT]; /* 1: keep the base policy's storage (default: attention, as the paper) */
     double budget_bytes;
     agoq_alloc_method method; /* EXACT falls back to GREEDY when K^T > max_exact */
     double max_exact;         /* default 1e6 combinations per stage */
@@ -60,7 +61,7 @@ typedef struct {
 } agoq_bitalloc_result;
 
 /* Default problem: candidates native, fp8_e4m3/128, int8/128, fp4_e2m1/128 with built-in errors,
- * paper sensitivities, budget 0 (must be set), EXACT. */
+ * paper sensitivities, attention pinned, budget 0 (must be set), EXACT. */
 void agoq_bitalloc_default(agoq_bitalloc_problem *pr);
 /* Solves for ms (its policy is the base: recomputed roles stay recomputed). 0 solved, 1 budget
  * infeasible (min_budget_bytes says what fits), -1 bad setup. */
