@@ -16,7 +16,9 @@
  *   act_block [128]         FP4 / FP8 block of the activation policies
  *   grad_format ["int8"] grad_block [256]  the agoq8 all-reduce format
  *   corpus ["grammar"] or a text file path; corpus_seed [1]; train_bytes [2M];
- *   heldout_bytes [256K] (grammar); heldout_frac [0.1] (file) */
+ *   heldout_bytes [256K] (grammar); heldout_frac [0.1] (file)
+ *   time_limit_s [0 = none]  per run: stop early (evaluated and recorded, final record marked
+ *                           truncated with its steps_done) so a bounded batch still returns data */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +46,7 @@ typedef struct {
     int grad_probe, act_block;
     const char *corpus;
     long corpus_seed;
-    double train_bytes, heldout_bytes, heldout_frac;
+    double train_bytes, heldout_bytes, heldout_frac, time_limit_s;
 } train_plan;
 
 static const char *const act_names[] = {"fp32", "bf16", "agoq", "uniform4", "coat"};
@@ -82,7 +84,7 @@ static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, train_plan *p) 
                                        "micro_batch", "ranks", "steps", "warmup", "lr", "min_lr_frac", "weight_decay",
                                        "grad_clip", "eval_every", "eval_windows", "grad_probe", "act_block",
                                        "grad_format", "grad_block", "corpus", "corpus_seed", "train_bytes",
-                                       "heldout_bytes", "heldout_frac", "seed", NULL};
+                                       "heldout_bytes", "heldout_frac", "time_limit_s", "seed", NULL};
     jconf c = ctx->where;
     memset(p, 0, sizeof *p);
     train_run_cfg *b = &p->base;
@@ -108,7 +110,8 @@ static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, train_plan *p) 
         jconf_long(c, cfg, "corpus_seed", 0, 0, 1L << 40, 1, &p->corpus_seed) ||
         jconf_num(c, cfg, "train_bytes", 0, 1024, 1e10, 2 << 20, &p->train_bytes) ||
         jconf_num(c, cfg, "heldout_bytes", 0, 1024, 1e10, 256 << 10, &p->heldout_bytes) ||
-        jconf_num(c, cfg, "heldout_frac", 0, 0.001, 0.9, 0.1, &p->heldout_frac))
+        jconf_num(c, cfg, "heldout_frac", 0, 0.001, 0.9, 0.1, &p->heldout_frac) ||
+        jconf_num(c, cfg, "time_limit_s", 0, 0, 1e7, 0, &p->time_limit_s))
         goto fail;
     b->eval_windows = (int)ewin;
     p->eval_every = ew;
@@ -193,7 +196,7 @@ static void add_point(agoq_results *res, const char *name, const train_plan *p, 
 /* Trains run ri for one seed; writes its curve and returns the final held-out loss. */
 static int train_one(const agoq_run_ctx *ctx, const train_plan *p, int ri, uint64_t seed, const train_corpus *corpus,
                      agoq_results *res, long *done, long total, double t0, double *final_heldout, double *final_train,
-                     size_t *act_bytes) {
+                     size_t *act_bytes, long *steps_done) {
     train_run_cfg rc = p->base;
     train_act_policy fp32;
     rc.seed = seed;
@@ -214,7 +217,8 @@ static int train_one(const agoq_run_ctx *ctx, const train_plan *p, int ri, uint6
         loss_sum += train_trainer_step(&t, &gnorm);
         nsum++;
         agoq_progress(ctx->quiet, p->run_name[ri], (size_t)++*done, (size_t)total, t0);
-        if (s % p->eval_every && s != rc.steps) continue;
+        int timed_out = p->time_limit_s > 0 && agoq_now_s() - run_t0 > p->time_limit_s;
+        if (s % p->eval_every && s != rc.steps && !timed_out) continue;
         heldout = train_trainer_eval(&t);
         if (p->grad_probe) ge = train_trainer_grad_error(&t, &fp32);
         last_train = loss_sum / (double)nsum;
@@ -222,9 +226,11 @@ static int train_one(const agoq_run_ctx *ctx, const train_plan *p, int ri, uint6
                   p->grad_probe ? &ge : NULL, agoq_now_s() - run_t0);
         loss_sum = 0.0;
         nsum = 0;
+        if (timed_out) break;
     }
     *final_heldout = heldout;
     *final_train = last_train;
+    *steps_done = t.step;
     train_trainer_free(&t);
     return 0;
 }
@@ -254,11 +260,12 @@ int agoq_exp_train(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *res)
            "grad_norm", "grad_err", "lr");
     double final_h[MAX_SEEDS][MAX_RUNS], final_t[MAX_SEEDS][MAX_RUNS], t0 = agoq_now_s();
     size_t bytes[MAX_RUNS];
+    long steps_done[MAX_SEEDS][MAX_RUNS];
     long done = 0, total = (long)(p.nseeds * p.nruns) * p.base.steps;
     for (size_t si = 0; si < p.nseeds && rc == 0; si++)
         for (size_t ri = 0; ri < p.nruns && rc == 0; ri++)
             rc = train_one(ctx, &p, (int)ri, p.seeds[si], &corpus, res, &done, total, t0, &final_h[si][ri],
-                           &final_t[si][ri], &bytes[ri]);
+                           &final_t[si][ri], &bytes[ri], &steps_done[si][ri]);
     train_corpus_free(&corpus);
     if (rc) return -1;
     printf("# final held-out loss after %ld steps (gap = run - %s, same seed)\n", p.base.steps,
@@ -273,16 +280,18 @@ int agoq_exp_train(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *res)
             cJSON_AddStringToObject(r, "activations", act_names[p.act_of[ri]]);
             cJSON_AddStringToObject(r, "gradients", train_grad_mode_names[p.grad_of[ri]]);
             cJSON_AddNumberToObject(r, "seed", (double)p.seeds[si]);
-            cJSON_AddNumberToObject(r, "step", (double)p.base.steps);
-            cJSON_AddNumberToObject(r, "tokens", (double)p.base.steps * p.base.ranks * m->batch * m->seq_len);
+            cJSON_AddNumberToObject(r, "step", (double)steps_done[si][ri]);
+            cJSON_AddNumberToObject(r, "tokens", (double)steps_done[si][ri] * p.base.ranks * m->batch * m->seq_len);
+            cJSON_AddBoolToObject(r, "truncated", steps_done[si][ri] < p.base.steps);
             results_num(r, "train_loss", final_t[si][ri]);
             results_num(r, "heldout_loss", final_h[si][ri]);
             results_num(r, "heldout_gap_vs_baseline", gap);
             if (p.baseline >= 0) cJSON_AddStringToObject(r, "baseline", p.run_name[p.baseline]);
             cJSON_AddNumberToObject(r, "act_bytes_per_layer", (double)bytes[ri]);
             cJSON_AddNumberToObject(r, "threads", tr_threads());
-            printf("  %-14s %4llu %10.4f %10.4f %+10.4f %14zu\n", p.run_name[ri], (unsigned long long)p.seeds[si],
-                   final_t[si][ri], final_h[si][ri], gap, bytes[ri]);
+            printf("  %-14s %4llu %10.4f %10.4f %+10.4f %14zu%s\n", p.run_name[ri], (unsigned long long)p.seeds[si],
+                   final_t[si][ri], final_h[si][ri], gap, bytes[ri],
+                   steps_done[si][ri] < p.base.steps ? "  (truncated by time_limit_s)" : "");
         }
     return 0;
 }
