@@ -20,7 +20,7 @@ static void help(void) {
            "  --mode step|comm        (default step)\n"
            "  --machine F[,F...]      machine files (experiments/machines/*.json; required)\n"
            "  --model NAME[,NAME]     model cards (models/NAME.json; step)\n"
-           "  --methods a,b           megatron, zero1, zero3, zeropp, coat, agoq (step)\n"
+           "  --methods a,b           megatron, zero1, zero3, zeropp, coat, agoq, agoq_zero1 (step)\n"
            "  --seq N[,N]             sequence lengths, K suffix allowed (step)\n"
            "  --gpus N[,N]            GPU counts; dp = gpus / (tp*pp) (step; else --dp)\n"
            "  --tp N --pp N --dp N --vpp N   parallel layout (default 1)\n"

@@ -124,6 +124,17 @@ static void add_step_record(cJSON *rec, const agoq_step_plan *p, const agoq_step
     results_num(rec, "qact_elems_per_layer", r->qact_elems);
 }
 
+/* paper_speedup = the paper's baseline time / the paper's time for this record's method. */
+static int add_paper_speedup(const void *paper, const char *baseline, double seq, cJSON *rec) {
+    cJSON *base = cJSON_CreateObject();
+    int rc = agoq_sim_paper_attach(paper, baseline, seq, base);
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(base, "paper_step_ms");
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(rec, "paper_step_ms");
+    if (rc == 0 && cJSON_IsNumber(b) && cJSON_IsNumber(o)) results_num(rec, "paper_speedup", b->valuedouble / o->valuedouble);
+    cJSON_Delete(base);
+    return rc;
+}
+
 int agoq_sim_run_step(const agoq_run_ctx *ctx, const cJSON *cfg, const agoq_machine *machines, size_t nm,
                       agoq_allreduce_algo algo, const void *paper, agoq_results *res) {
     jconf c = ctx->where;
@@ -184,6 +195,9 @@ int agoq_sim_run_step(const agoq_run_ctx *ctx, const cJSON *cfg, const agoq_mach
                             add_step_record(rec, &p, &r);
                             results_num(rec, "speedup", base_s / r.step_s);
                             if (agoq_sim_paper_attach(paper, s.methods[k], (double)p.seq, rec)) goto out;
+                            if (s.baseline >= 0 && add_paper_speedup(paper, agoq_method_name((agoq_method)s.baseline),
+                                                                     (double)p.seq, rec))
+                                goto out;
                             const cJSON *pm = cJSON_GetObjectItemCaseSensitive(rec, "paper_step_ms");
                             printf("  %-20s %-12s %-8s %-14.14s %5d %3d %3d %4d %7ld %3d %4d %12.1f %12.1f %8.2f %12.0f %8.3f\n",
                                    machines[mi].name, cards[di].name, s.methods[k], labels[k * AGOQ_SIM_MAX_VARIANTS + vi],

@@ -15,6 +15,7 @@ typedef enum {
     DP_ZERO3,     /* per micro-batch: all-gather bf16 params fwd + bwd, reduce-scatter gradients */
     DP_ZEROPP,    /* per micro-batch: int8 all-gather fwd, intra-node bf16 all-gather bwd, int4 2-hop a2a */
     DP_QUANT_A2A, /* once per step: a2a of quantized grads, local sum, all-gather of quantized sums */
+    DP_QUANT_A2A_SHARDED, /* a2a of quantized grads, local sum into the shard, bf16 param all-gather */
 } dp_pattern;
 
 typedef struct {
@@ -37,6 +38,7 @@ static const method_traits g_methods[AGOQ_METHOD_COUNT] = {
     [AGOQ_METHOD_ZEROPP] = {"zeropp", "bf16", 3, DP_ZEROPP, 0, 1, 2, AGOQ_FMT_INT4, 28},
     [AGOQ_METHOD_COAT] = {"coat", "coat", 1, DP_RS_AG, 1, 1, 2, AGOQ_FMT_COUNT, 16},
     [AGOQ_METHOD_AGOQ] = {"agoq", "agoq", 0, DP_QUANT_A2A, 0, 0, 2, AGOQ_FMT_COUNT, 15},
+    [AGOQ_METHOD_AGOQ_ZERO1] = {"agoq_zero1", "agoq", 1, DP_QUANT_A2A_SHARDED, 0, 0, 2, AGOQ_FMT_COUNT, 15},
 };
 
 const char *agoq_method_name(agoq_method m) { return g_methods[m].name; }
@@ -47,7 +49,7 @@ int agoq_method_by_name(const char *s) {
     return -1;
 }
 
-const char *agoq_method_names(void) { return "megatron, zero1, zero3, zeropp, coat, agoq"; }
+const char *agoq_method_names(void) { return "megatron, zero1, zero3, zeropp, coat, agoq, agoq_zero1"; }
 
 /* Storage bits per element of a block format, scales included (large-tensor limit). */
 static double format_bits(agoq_format f, int block) {
@@ -243,12 +245,14 @@ static void dp_costs(const agoq_machine *mc, const agoq_step_plan *p, double loc
         break;
     }
     case DP_QUANT_A2A:
+    case DP_QUANT_A2A_SHARDED:
         /* 8-bit accumulation per micro-batch (read codes + bf16 grad, write codes); after the
          * all-to-all, dp quantized shards are dequantized, summed and requantized. */
         *kernels_per_step = (double)mbs * local_params * (2.0 * wire_bits / 8.0 + 2.0) / kbw;
         if (p->dp > 1) {
             *kernels_per_step += (gbytes + gbytes / p->dp) / kbw;
-            *per_step = agoq_t_alltoall(f, &g, gbytes) + agoq_t_allgather(f, &g, gbytes);
+            *per_step = agoq_t_alltoall(f, &g, gbytes) +
+                        agoq_t_allgather(f, &g, t->dp == DP_QUANT_A2A ? gbytes : pbytes16);
         }
         break;
     }

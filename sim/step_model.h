@@ -34,6 +34,8 @@ typedef enum {
     AGOQ_METHOD_ZEROPP,   /* ZeRO-3 + qwZ (int8 weights), hpZ (intra-node copy), qgZ (int4 grads) */
     AGOQ_METHOD_COAT,     /* fp8 GEMMs, fp8 activations and optimizer states, bf16 gradients */
     AGOQ_METHOD_AGOQ,     /* 4-bit layer-aware activations, 8-bit gradients and optimizer */
+    AGOQ_METHOD_AGOQ_ZERO1, /* AGoQ with its optimizer sharded over DP: the quantized all-to-all
+                               leaves each rank its summed shard, bf16 parameters are gathered */
     AGOQ_METHOD_COUNT
 } agoq_method;
 
