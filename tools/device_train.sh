@@ -25,8 +25,8 @@ job() { # run spec "act+grad"
 { "kind": "train", "backend": "cpu", "seed": $SEED,
   "description": "device batch: seed $SEED of $run, the configuration of experiments/train.json",
   "config": { "runs": ["$run"], "baseline": "bf16+fp32",
-    "layers": 4, "heads": 4, "d_model": 128, "d_ff": 352, "seq_len": 128, "micro_batch": 4, "ranks": 2,
-    "steps": 500, "warmup": 25, "lr": 0.003, "min_lr_frac": 0.1, "weight_decay": 0.1, "grad_clip": 1.0,
+    "layers": 4, "heads": 4, "d_model": 128, "d_ff": 352, "seq_len": 64, "micro_batch": 4, "ranks": 2,
+    "steps": 300, "warmup": 20, "lr": 0.003, "min_lr_frac": 0.1, "weight_decay": 0.1, "grad_clip": 1.0,
     "eval_every": 25, "eval_windows": 64, "grad_probe": true, "act_block": 128,
     "grad_format": "int8", "grad_block": 256, "corpus": "grammar", "corpus_seed": 1,
     "train_bytes": 2097152, "heldout_bytes": 262144, "time_limit_s": $BUDGET } }

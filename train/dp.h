@@ -2,11 +2,13 @@
  * its own micro-batch; the optimizer sees their mean as the chosen all-reduce delivers it.
  *   fp32   exact: fp32 sum in rank order, times 1/R
  *   agoq8  AGoQ: each rank's gradient quantized to an 8-bit block format (int8 block 256 by
- *          default), dequantized, summed in fp32 and requantized once (kernels/grad8.h's
- *          agoq_grad_reduce_ref, the reduce-scatter core), then dequantized by every rank
- *   fp8lm  FP8-LM baseline: one scale shared by all ranks per tensor, s = R * max_r |g_r| / 448,
- *          so the fp8 sum cannot overflow; ranks send fp8 e4m3 codes of g_r / s and the ring
- *          sum is rounded to fp8 after every add (NCCL reducing an fp8 buffer), mean = sum * s / R
+ *          default) -> all-to-all -> dequantized, summed in fp32, requantized once -> all-gather
+ *          -> dequantized: collectives.h's agoq_sim_allreduce("agoq"), whose reduce is
+ *          kernels/grad8.h's agoq_grad_reduce_ref
+ *   fp8lm  FP8-LM baseline, agoq_sim_allreduce("fp8lm"): one scale shared by all ranks per
+ *          tensor, s = R * max_r |g_r| / 448, so the fp8 sum cannot overflow; ranks send fp8 e4m3
+ *          codes of g_r / s and the simulated ring rounds the partial sum to fp8 at every hop
+ *          (NCCL reducing an fp8 buffer); mean = sum / R
  * Per tensor: call once for each parameter tensor (scales never span two tensors). */
 #ifndef AGOQ_TRAIN_DP_H
 #define AGOQ_TRAIN_DP_H
@@ -27,11 +29,10 @@ int train_grad_mode_by_name(const char *name); /* -1 when unknown */
 
 typedef struct {
     train_grad_mode mode;
-    agoq_qconfig q;      /* agoq8 format */
+    agoq_qconfig q;      /* wire format: agoq8's, or fp8 e4m3 for fp8lm */
     int ranks;
     size_t cap;          /* largest tensor */
-    agoq_qtensor *in;    /* agoq8: one quantized copy per rank */
-    agoq_qtensor out;    /* agoq8: the requantized sum */
+    float *bufs;         /* quantized modes: (ranks, cap) copies the in-place all-reduce works on */
 } train_reducer;
 
 int train_reducer_init(train_reducer *r, train_grad_mode mode, const agoq_qconfig *q, int ranks, size_t max_n);
