@@ -91,6 +91,7 @@ void agoq_comm_nccl_destroy(agoq_comm *c);
 int agoq_coll_default_ranks(void);
 int agoq_coll_process_rank(void);
 void agoq_coll_mpi_world(int *rank, int *size); /* (0, 1) without MPI */
+void agoq_coll_mpi_bcast(void *buf, size_t bytes); /* from world rank 0; no-op without MPI */
 
 /* Phases an algorithm reports time in (the driver syncs at each boundary when timing them). */
 typedef enum { AGOQ_PH_QUANT, AGOQ_PH_COMM, AGOQ_PH_REDUCE, AGOQ_PH_DEQUANT, AGOQ_PH_COUNT } agoq_coll_phase;

@@ -34,6 +34,15 @@ void agoq_coll_mpi_world(int *rank, int *size) {
 #endif
 }
 
+void agoq_coll_mpi_bcast(void *buf, size_t bytes) {
+#if AGOQ_HAVE_MPI
+    mpiCheck(MPI_Bcast(buf, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD));
+#else
+    (void)buf;
+    (void)bytes;
+#endif
+}
+
 int agoq_coll_process_rank(void) {
     int r, s;
     agoq_coll_mpi_world(&r, &s);
