@@ -9,7 +9,7 @@ int agoq_algo_agoq(agoq_coll_run *run) {
     agoq_comm *c = run->comm;
     const int N = c->nranks;
     const agoq_qconfig *q = &run->cfg->q;
-    const size_t qb = agoq_qtensor_bytes(q, run->shard);
+    const size_t qb = agoq_packed(q, run->shard).bytes;
     void **send = agoq_scratch(run, qb * (size_t)N), **recv = agoq_scratch(run, qb * (size_t)N);
     void **red = agoq_scratch(run, qb);
     agoq_phase(run, AGOQ_PH_QUANT);

@@ -10,7 +10,7 @@ int agoq_algo_qgz(agoq_coll_run *run) {
     agoq_comm *c = run->comm;
     const int N = c->nranks, R = run->cfg->ranks_per_node ? run->cfg->ranks_per_node : N, M = N / R;
     const agoq_qconfig *q = &run->cfg->q;
-    const size_t qb = agoq_qtensor_bytes(q, run->shard), sh = run->shard;
+    const size_t qb = agoq_packed(q, run->shard).bytes, sh = run->shard;
     void **send = agoq_scratch(run, qb * (size_t)N), **recv = agoq_scratch(run, qb * (size_t)N);
     void **part = agoq_scratch(run, qb * (size_t)M), **red = M > 1 ? agoq_scratch(run, qb) : part;
     agoq_phase(run, AGOQ_PH_QUANT);

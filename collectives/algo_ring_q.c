@@ -9,7 +9,7 @@ int agoq_algo_ring_q(agoq_coll_run *run) {
     agoq_comm *c = run->comm;
     const int N = c->nranks;
     const agoq_qconfig *q = &run->cfg->q;
-    const size_t qb = agoq_qtensor_bytes(q, run->shard), sh = run->shard;
+    const size_t qb = agoq_packed(q, run->shard).bytes, sh = run->shard;
     void **sendq = agoq_scratch(run, qb), **recvq = agoq_scratch(run, qb), **acc = agoq_scratch(run, sh * 4);
     /* step 0: rank r starts the partial sum of chunk r-1 */
     agoq_phase(run, AGOQ_PH_QUANT);

@@ -176,6 +176,28 @@ static void record_error(cJSON *rec, const agoq_error_stats *e) {
  * accuracy claim: fp32 differs from the double reference only by summation rounding). */
 static double min_snr_db(const agoq_coll_config *c) { return c->algo == AGOQ_ALGO_FP32 ? 80.0 : c->algo == AGOQ_ALGO_BF16 ? 20.0 : 0.0; }
 
+/* Device-to-device copy of n fp32 elements on local rank 0 (median ms): the bandwidth the
+ * local phases are compared with, measured in the same run. */
+static double measure_copy_ms(agoq_comm *c, size_t n, long iters) {
+    void *a = c->ops->alloc(c, 0, n * sizeof(float)), *b = c->ops->alloc(c, 0, n * sizeof(float));
+    double *t = malloc((size_t)iters * sizeof *t);
+    if (!t) abort();
+    c->ops->copy(c, 0, b, a, n * sizeof(float)); /* warm-up */
+    for (long it = 0; it < iters; it++) {
+        c->ops->sync(c);
+        double t0 = agoq_now_s();
+        c->ops->copy(c, 0, b, a, n * sizeof(float));
+        c->ops->sync(c);
+        t[it] = agoq_now_s() - t0;
+    }
+    qsort(t, (size_t)iters, sizeof *t, cmp_double);
+    double ms = 1e3 * t[iters / 2];
+    free(t);
+    c->ops->release(c, 0, a);
+    c->ops->release(c, 0, b);
+    return ms;
+}
+
 typedef struct {
     agoq_comm *comm;
     float **host_x;  /* [nlocal] inputs, n each */
@@ -247,6 +269,22 @@ static int run_point(const agoq_run_ctx *ctx, const coll_plan *p, const agoq_col
             char k[32];
             snprintf(k, sizeof k, "%s_ms", agoq_coll_phase_names[ph]);
             results_num(rec, k, phase_ms[ph]);
+        }
+        if (p->phases && cfg->algo == AGOQ_ALGO_AGOQ) {
+            /* bytes one rank moves per local phase: quantize reads the fp32 input and writes N
+             * packed chunks; dequant-sum-requant reads N chunks and writes one. The cpu
+             * simulation runs every rank in one thread, so its bytes count all of them. */
+            const double qbytes = (double)agoq_packed(&cfg->q, shard).bytes, ranks_here = gpu ? 1 : c->nlocal;
+            const double copy_ms = measure_copy_ms(c, n, p->iters);
+            const double q_gbps = ranks_here * (4.0 * (double)total + N * qbytes) / (phase_ms[AGOQ_PH_QUANT] * 1e6);
+            const double r_gbps = ranks_here * ((N + 1) * qbytes) / (phase_ms[AGOQ_PH_REDUCE] * 1e6);
+            const double copy_gbps = 2.0 * bytes / (copy_ms * 1e6); /* read + write */
+            results_num(rec, "copy_ms", copy_ms);
+            results_num(rec, "copy_GBps", copy_gbps);
+            results_num(rec, "quant_GBps", q_gbps);
+            results_num(rec, "reduce_GBps", r_gbps);
+            results_num(rec, "quant_vs_copy", q_gbps / copy_gbps);
+            results_num(rec, "reduce_vs_copy", r_gbps / copy_gbps);
         }
         double snr = NAN;
         if (pt->ref) {

@@ -104,9 +104,10 @@ static float cpu_global_absmax(agoq_comm *c, void *const *x, size_t count) {
 /* A qtensor view of a packed chunk: codes, scales, zeros back to back. */
 static agoq_qtensor packed_view(const agoq_qconfig *q, const void *packed, size_t count) {
     agoq_qtensor t;
+    agoq_packed_layout l = agoq_packed(q, count);
     t.codes = (uint8_t *)packed;
-    t.scales = t.codes + agoq_codes_bytes(q, count);
-    t.zeros = agoq_has_zeros(q) ? t.scales + agoq_scales_bytes(q, count) : NULL;
+    t.scales = t.codes + l.scales_off;
+    t.zeros = agoq_has_zeros(q) ? t.codes + l.zeros_off : NULL;
     t.n = count;
     return t;
 }

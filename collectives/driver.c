@@ -81,7 +81,7 @@ size_t agoq_coll_shard_count(const agoq_coll_config *cfg, int nranks, size_t n) 
 agoq_coll_info agoq_coll_describe(const agoq_coll_config *cfg, int nranks, size_t shard) {
     agoq_coll_info in = {shard, 0.0, 0};
     const double N = nranks, ar = cfg->op == AGOQ_COLL_ALLREDUCE;
-    const double qb = (double)agoq_qtensor_bytes(&cfg->q, shard);
+    const double qb = (double)agoq_packed(&cfg->q, shard).bytes;
     /* bytes each rank sends: ring reduce-scatter (N-1) shards, all-gather another (N-1) */
     switch (cfg->algo) {
     case AGOQ_ALGO_FP32: in.wire_bytes = (1 + ar) * (N - 1) * (double)shard * 4; break;
@@ -153,7 +153,7 @@ agoq_qconfig agoq_step_qconfig(const agoq_qconfig *q, int rank, int step) {
 void agoq_quantized_tail(agoq_coll_run *run, void **red) {
     agoq_comm *c = run->comm;
     const agoq_qconfig *q = &run->cfg->q;
-    const size_t qb = agoq_qtensor_bytes(q, run->shard);
+    const size_t qb = agoq_packed(q, run->shard).bytes;
     if (run->cfg->op == AGOQ_COLL_REDUCE_SCATTER) {
         agoq_phase(run, AGOQ_PH_DEQUANT);
         for (int lr = 0; lr < c->nlocal; lr++) c->ops->dequantize(c, lr, q, red[lr], run->shard, run->out[lr]);

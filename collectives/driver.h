@@ -9,7 +9,8 @@
  * step as the GPUs run them, so the cpu backend tests exactly the GPU algorithm.
  *
  * Quantized chunks travel "packed": codes, then scales, then zero points of `count` elements
- * (count a multiple of the block), agoq_qtensor_bytes(q, count) bytes in all. */
+ * (count a multiple of the block), each plane starting on a 16-byte boundary so that kernels
+ * can load scales as aligned words whatever the format (agoq_packed below). */
 #ifndef AGOQ_COLL_DRIVER_H
 #define AGOQ_COLL_DRIVER_H
 #include <stddef.h>
@@ -19,6 +20,17 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Byte offsets of the planes of one packed chunk, and its size (a multiple of 16). */
+typedef struct { size_t scales_off, zeros_off, bytes; } agoq_packed_layout;
+static inline size_t agoq_align16(size_t b) { return (b + 15) / 16 * 16; }
+static inline agoq_packed_layout agoq_packed(const agoq_qconfig *q, size_t count) {
+    agoq_packed_layout l;
+    l.scales_off = agoq_align16(agoq_codes_bytes(q, count));
+    l.zeros_off = agoq_align16(l.scales_off + agoq_scales_bytes(q, count));
+    l.bytes = agoq_align16(l.zeros_off + agoq_zeros_bytes(q, count));
+    return l;
+}
 
 /* Element types NCCL reduces natively (the baselines and fp8lm). */
 typedef enum { AGOQ_DT_F32, AGOQ_DT_BF16, AGOQ_DT_FP8_E4M3, AGOQ_DT_FP8_E5M2 } agoq_dtype;

@@ -139,9 +139,14 @@ TEST(coll_shard_layout_pads_to_blocks) {
     CHECK(agoq_coll_shard_count(&a, 16, 1) == 128);
     CHECK(agoq_coll_shard_count(&f, 16, 1) == 1);
     CHECK(agoq_coll_shard_count(&a, 4, 1024) == 256);
-    /* wire bytes: int8 block 128 fp32 scales = 132 bytes per block; all-reduce sends 2(N-1) shards */
+    /* wire bytes: a 256-element int8 shard is 256 code bytes + 2 fp32 scales, padded to 16 bytes
+     * (272); all-reduce sends 2(N-1) shards */
     agoq_coll_info in = agoq_coll_describe(&a, 4, 256);
-    CHECK_NEAR(in.wire_bytes, 2.0 * 3 * 2 * 132, 0);
+    CHECK_NEAR(in.wire_bytes, 2.0 * 3 * 272, 0);
+    agoq_qconfig i3 = agoq_qconfig_default(AGOQ_FMT_INT3);
+    i3.block = 8; /* 3 code bytes per block: planes realigned */
+    agoq_packed_layout l = agoq_packed(&i3, 24);
+    CHECK(l.scales_off == 16 && l.zeros_off == 32 && l.bytes == 32);
     CHECK(in.quantizations == 2);
 }
 
@@ -248,6 +253,11 @@ TEST(coll_variants_fp8_dyn8_bf16_sum) {
     /* fewer mantissa bits, larger error: E5M2 (2 bits) > E4M3 (3 bits); all finite and small */
     CHECK(e5 > e4 && e4 > 0 && i8 > 0 && d8 > 0 && e5 < 0.05);
     CHECK(b16 >= f32); /* the bf16 local sum only adds rounding */
+    /* formats whose planes need realignment in the packed chunk (3 code bytes per block, zeros) */
+    double i3 = sim_nmse("agoq", AGOQ_FMT_INT3, 0, 5, 1001, 9), a4 = sim_nmse("agoq", AGOQ_FMT_INT4_ASYM, 0, 5, 1001, 9);
+    double i4 = sim_nmse("agoq", AGOQ_FMT_INT4, 0, 5, 1001, 9);
+    printf("    agoq nmse 5 ranks: int3 %.3g int4 %.3g int4_asym %.3g\n", i3, i4, a4);
+    CHECK(i3 > i4 && i4 > i8 && a4 > 0 && i3 < 0.2);
 }
 
 TEST(coll_fp8lm_shared_scale_loses_accuracy_with_ranks) {
