@@ -198,6 +198,12 @@ static double measure_copy_ms(agoq_comm *c, size_t n, long iters) {
     return ms;
 }
 
+/* The local sum precision, for the algorithms that have a local sum ("-" for NCCL's own). */
+static const char *sum_label(const agoq_coll_config *c) {
+    int summed = c->algo == AGOQ_ALGO_AGOQ || c->algo == AGOQ_ALGO_QGZ || c->algo == AGOQ_ALGO_RING_Q;
+    return !summed ? "-" : c->sum == AGOQ_SUM_BF16 ? "bf16" : "fp32";
+}
+
 typedef struct {
     agoq_comm *comm;
     float **host_x;  /* [nlocal] inputs, n each */
@@ -249,7 +255,7 @@ static int run_point(const agoq_run_ctx *ctx, const coll_plan *p, const agoq_col
         cJSON_AddStringToObject(rec, "format", quant ? agoq_formats[cfg->q.fmt].name : agoq_coll_algos[cfg->algo].name);
         cJSON_AddNumberToObject(rec, "block", quant && cfg->algo != AGOQ_ALGO_FP8LM ? cfg->q.block : 0);
         cJSON_AddStringToObject(rec, "scale", quant ? agoq_scale_name(cfg->q.scale) : "none");
-        cJSON_AddStringToObject(rec, "sum", cfg->sum == AGOQ_SUM_BF16 ? "bf16" : "fp32");
+        cJSON_AddStringToObject(rec, "sum", sum_label(cfg));
         cJSON_AddNumberToObject(rec, "ranks", N);
         cJSON_AddNumberToObject(rec, "ranks_per_node", cfg->algo == AGOQ_ALGO_QGZ ? cfg->ranks_per_node : N);
         cJSON_AddNumberToObject(rec, "n", (double)n);
@@ -325,7 +331,7 @@ static int run_point(const agoq_run_ctx *ctx, const coll_plan *p, const agoq_col
         }
         printf("  %-6s %-14s %-8s %4s %5d %10zu %10.4f %9.3f %9.3f %11.0f %2d %8.2f %8.2f %8.3f\n",
                agoq_coll_algos[cfg->algo].name, agoq_coll_op_name(cfg->op),
-               quant ? agoq_formats[cfg->q.fmt].name : "-", cfg->sum == AGOQ_SUM_BF16 ? "bf16" : "fp32", N,
+               quant ? agoq_formats[cfg->q.fmt].name : "-", sum_label(cfg), N,
                (size_t)bytes, ms, algbw, algbw * busf, info.wire_bytes, info.quantizations, snr, phase_ms[AGOQ_PH_QUANT],
                phase_ms[AGOQ_PH_REDUCE]);
     }
