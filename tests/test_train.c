@@ -9,6 +9,7 @@
 
 #include "harness/metrics.h"
 #include "harness/rng.h"
+#include "kernels/grad8.h"
 #include "kernels/quant_math.h"
 #include "kernels/quant_ref.h"
 #include "tests/test.h"
@@ -260,6 +261,45 @@ TEST(train_grad_reduce_agoq8_within_int8_steps) {
     for (int k = 0; k < R; k++) free(g[k]);
 }
 
+/* The agoq8 path (the collectives module's simulated all-reduce) is the AGoQ reduce math
+ * exactly: quantize every rank's gradient, kernels/grad8.h's dequantize + fp32 sum +
+ * requantize, dequantize, times 1/R. Sizes that do not fill the last block or shard. */
+TEST(train_grad_reduce_agoq8_is_the_grad8_reference) {
+    enum { R = 3, B = 256 };
+    const size_t sizes[] = {1, 255, 1000, 3 * 256 + 7};
+    agoq_qconfig q = agoq_qconfig_default(AGOQ_FMT_INT8);
+    q.block = B;
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+        size_t n = sizes[si];
+        float *g[R], *mean = malloc(n * sizeof(float)), *want = malloc(n * sizeof(float));
+        agoq_qtensor in[R], out;
+        const agoq_qtensor *inp[R];
+        for (int k = 0; k < R; k++) {
+            g[k] = malloc(n * sizeof(float));
+            agoq_fill(AGOQ_DIST_NORMAL, g[k], n, 60 + (uint64_t)k);
+            CHECK(agoq_qtensor_alloc(&in[k], &q, n) == 0);
+            agoq_quantize_ref(&q, g[k], n, &in[k]);
+            inp[k] = &in[k];
+        }
+        CHECK(agoq_qtensor_alloc(&out, &q, n) == 0);
+        agoq_grad_reduce_ref(&q, inp, R, n, AGOQ_SUM_FP32, &out, NULL);
+        agoq_dequantize_ref(&q, &out, want);
+        for (size_t i = 0; i < n; i++) want[i] *= 1.0f / R;
+        train_reducer r;
+        CHECK(train_reducer_init(&r, GRAD_AGOQ8, &q, R, n) == 0);
+        train_reduce_mean(&r, (const float *const *)g, n, mean);
+        CHECK_MSG(agoq_validate_floats("agoq8 mean", want, mean, n) == 0, "n = %zu", n);
+        train_reducer_free(&r);
+        agoq_qtensor_free(&out);
+        for (int k = 0; k < R; k++) {
+            agoq_qtensor_free(&in[k]);
+            free(g[k]);
+        }
+        free(mean);
+        free(want);
+    }
+}
+
 /* The generated corpus is a pure function of its seed, printable, and pinned to its text. */
 TEST(train_grammar_corpus_is_deterministic) {
     uint8_t a[4096], b[4096], c[4096];
@@ -305,6 +345,25 @@ TEST(train_cli_tiny_run_writes_curves) {
     CHECK_MSG(agoq_test_run_cli(args, msg, sizeof msg) == 0, "%s", msg);
     CHECK(agoq_test_file_exists(out));
     CHECK(strstr(msg, "agoq+agoq8") && strstr(msg, "# final held-out loss after 2 steps"));
+    /* one thread or two: every sum keeps its order, so the curves are identical */
+    char msg1[16384], msg2[16384];
+    /* large enough that the GEMMs and attention pass layers.c's threading threshold */
+    const char *tiny = "train --steps 2 --eval-every 2 --layers 1 --d-model 64 --heads 2 --d-ff 128 --seq-len 32 "
+                       "--micro-batch 4 --runs agoq+agoq8 -q";
+    const char *saved = getenv("OMP_NUM_THREADS");
+    char keep[64];
+    snprintf(keep, sizeof keep, "%s", saved ? saved : "");
+    setenv("OMP_NUM_THREADS", "1", 1);
+    snprintf(args, sizeof args, "%s -o %s/t1.json", tiny, agoq_test_tmpdir());
+    int rc1 = agoq_test_run_cli(args, msg1, sizeof msg1);
+    setenv("OMP_NUM_THREADS", "2", 1);
+    snprintf(args, sizeof args, "%s -o %s/t2.json", tiny, agoq_test_tmpdir());
+    int rc2 = agoq_test_run_cli(args, msg2, sizeof msg2);
+    if (saved) setenv("OMP_NUM_THREADS", keep, 1);
+    else unsetenv("OMP_NUM_THREADS");
+    CHECK(rc1 == 0 && rc2 == 0);
+    char *t1 = strstr(msg1, "# run"), *t2 = strstr(msg2, "# run");
+    CHECK(t1 && t2 && strcmp(t1, t2) == 0 && strstr(msg2, ", 2 threads"));
     CHECK(agoq_test_run_cli("train --steps 0", msg, sizeof msg) == 2);
     CHECK(agoq_test_run_cli("train --help", msg, sizeof msg) == 0 && strstr(msg, "usage: agoq train"));
 }

@@ -19,6 +19,10 @@ int tr_threads(void) {
 #endif
 }
 
+/* Kernels below this much work run on one thread: fork/join would cost more than it saves
+ * (and the tests' tiny models would only measure OpenMP overhead). */
+#define TR_PAR_WORK (1L << 16)
+
 static void *xmalloc(size_t bytes) {
     void *p = malloc(bytes ? bytes : 1);
     if (!p) abort(); /* scratch of a few KB to MB: running out here is not recoverable */
@@ -28,7 +32,7 @@ static void *xmalloc(size_t bytes) {
 void tr_matmul(float *out, const float *a, const float *b, int m, int k, int n, int accumulate) {
     /* Four output rows share each loaded row of B; each output element still adds its k
      * products in ascending order, so blocking and threads never change a bit. */
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((long)m * k * n >= 16 * TR_PAR_WORK)
     for (int i0 = 0; i0 < m; i0 += 4) {
         int ni = m - i0 < 4 ? m - i0 : 4;
         if (!accumulate)
@@ -63,7 +67,7 @@ void tr_matmul(float *out, const float *a, const float *b, int m, int k, int n, 
 }
 
 void tr_transpose(float *dst, const float *src, int rows, int cols) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((long)rows * cols >= TR_PAR_WORK)
     for (int c0 = 0; c0 < cols; c0 += 32)
         for (int r = 0; r < rows; r++)
             for (int c = c0; c < c0 + 32 && c < cols; c++) dst[(size_t)c * (size_t)rows + (size_t)r] = src[(size_t)r * (size_t)cols + (size_t)c];
@@ -76,7 +80,7 @@ static float row_dot(const float *a, const float *b, int n) {
 }
 
 void tr_rmsnorm_fwd(float *y, const float *x, const float *w, int rows, int c, float eps) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((long)rows * c >= TR_PAR_WORK)
     for (int r = 0; r < rows; r++) {
         const float *xr = x + (size_t)r * (size_t)c;
         float *yr = y + (size_t)r * (size_t)c;
@@ -88,7 +92,7 @@ void tr_rmsnorm_fwd(float *y, const float *x, const float *w, int rows, int c, f
 void tr_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, const float *w, int rows, int c,
                     float eps) {
     float *rstd = xmalloc((size_t)rows * sizeof(float));
-#pragma omp parallel
+#pragma omp parallel if ((long)rows * c >= TR_PAR_WORK)
     {
         float *g = xmalloc((size_t)c * sizeof(float));
 #pragma omp for schedule(static)
@@ -111,7 +115,7 @@ void tr_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, const
 
 void tr_rope(float *qkv, int b, int t, int c, int nh, float base, int inverse) {
     const int hd = c / nh, rows = b * t;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((long)rows * c >= TR_PAR_WORK)
     for (int bt = 0; bt < rows; bt++) {
         int pos = bt % t;
         float *row = qkv + (size_t)bt * 3 * (size_t)c;
@@ -133,7 +137,7 @@ void tr_attention_fwd(float *y, float *att, const float *qkv, int b, int t, int 
     const int hd = c / nh;
     const float scale = 1.0f / sqrtf((float)hd);
     const size_t c3 = 3 * (size_t)c;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((long)b * t * t * c >= TR_PAR_WORK)
     for (int bh = 0; bh < b * nh; bh++) {
         int bi = bh / nh, h = bh % nh;
         const float *base = qkv + (size_t)bi * (size_t)t * c3;
@@ -167,7 +171,7 @@ void tr_attention_bwd(float *dqkv, const float *dy, const float *qkv, const floa
     const float scale = 1.0f / sqrtf((float)hd);
     const size_t c3 = 3 * (size_t)c;
     memset(dqkv, 0, (size_t)b * (size_t)t * c3 * sizeof(float));
-#pragma omp parallel
+#pragma omp parallel if ((long)b * t * t * c >= TR_PAR_WORK)
     {
         float *datt = xmalloc((size_t)t * sizeof(float));
 #pragma omp for schedule(static)
@@ -203,7 +207,7 @@ void tr_attention_bwd(float *dqkv, const float *dy, const float *qkv, const floa
 }
 
 void tr_swiglu_fwd(float *s, const float *gu, int rows, int f) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((long)rows * f >= TR_PAR_WORK)
     for (int r = 0; r < rows; r++) {
         const float *g = gu + (size_t)r * 2 * (size_t)f;
         for (int j = 0; j < f; j++) s[(size_t)r * (size_t)f + (size_t)j] = agoq_silu(g[j]) * g[f + j];
@@ -211,7 +215,7 @@ void tr_swiglu_fwd(float *s, const float *gu, int rows, int f) {
 }
 
 void tr_swiglu_bwd(float *dgu, const float *ds, const float *gu, int rows, int f) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((long)rows * f >= TR_PAR_WORK)
     for (int r = 0; r < rows; r++) {
         const float *g = gu + (size_t)r * 2 * (size_t)f;
         float *dg = dgu + (size_t)r * 2 * (size_t)f, out;
@@ -221,7 +225,7 @@ void tr_swiglu_bwd(float *dgu, const float *ds, const float *gu, int rows, int f
 
 double tr_cross_entropy(float *dlogits, const float *logits, const int *targets, int rows, int v, float dscale) {
     double *loss = xmalloc((size_t)rows * sizeof(double)), total = 0.0;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((long)rows * v >= TR_PAR_WORK)
     for (int r = 0; r < rows; r++) {
         const float *lr = logits + (size_t)r * (size_t)v;
         float *dr = dlogits + (size_t)r * (size_t)v;
