@@ -45,6 +45,13 @@ for s in $SEEDS; do
 done
 wait
 for f in "$tmp"/*.log; do grep -A8 "^# final" "$f" || tail -3 "$f"; done | tee -a "$log"
+# Held-out gap of every run against bf16+fp32 of its seed (group b has no baseline of its own).
+cat "$tmp"/*.log | awk '
+  /^# train:/ { ok = 0; next } /^# final/ { ok = 1; next } /^#/ || /^==/ { next }
+  ok && NF >= 4 && $2 ~ /^[0-9]+$/ { run[++n] = $1; seed[n] = $2; h[n] = $4; if ($1 == "bf16+fp32") base[$2] = $4 }
+  END { print "# run seed heldout gap_vs_bf16+fp32"
+        for (i = 1; i <= n; i++) printf "  %-14s %4s %10.4f %+10.4f\n", run[i], seed[i], h[i], (seed[i] in base) ? h[i] - base[seed[i]] : 0/0 }' \
+  2>/dev/null | tee -a "$log"
 echo "device_train: done in $(( $(date +%s) - start ))s; files:" | tee -a "$log"
 ls -l "$OUT"/train_s*_?.json 2>&1 | tee -a "$log"
 rm -rf "$tmp"
