@@ -335,6 +335,7 @@ static int run_point(const agoq_run_ctx *ctx, const coll_plan *p, const agoq_col
                (size_t)bytes, ms, algbw, algbw * busf, info.wire_bytes, info.quantizations, snr, phase_ms[AGOQ_PH_QUANT],
                phase_ms[AGOQ_PH_REDUCE]);
     }
+    agoq_coll_run_release(&run);
     for (int lr = 0; lr < c->nlocal; lr++) {
         c->ops->release(c, lr, in[lr]);
         c->ops->release(c, lr, out[lr]);

@@ -131,17 +131,35 @@ void agoq_phase_end(agoq_coll_run *run) {
 }
 
 void **agoq_scratch(agoq_coll_run *run, size_t bytes) {
+    for (int i = 0; i < run->nscratch; i++)
+        if (!run->scratch[i].used && run->scratch[i].bytes == bytes) {
+            run->scratch[i].used = 1;
+            return run->scratch[i].bufs;
+        }
+    if (run->nscratch == (int)(sizeof run->scratch / sizeof run->scratch[0]))
+        agoq_die("collectives: more than %d scratch buffers in one algorithm", run->nscratch);
     agoq_comm *c = run->comm;
     void **b = calloc((size_t)c->nlocal, sizeof *b);
     if (!b) abort();
     for (int lr = 0; lr < c->nlocal; lr++) b[lr] = c->ops->alloc(c, lr, bytes);
+    run->scratch[run->nscratch].bytes = bytes;
+    run->scratch[run->nscratch].bufs = b;
+    run->scratch[run->nscratch++].used = 1;
     return b;
 }
 
 void agoq_scratch_free(agoq_coll_run *run, void **bufs) {
+    for (int i = 0; i < run->nscratch; i++)
+        if (run->scratch[i].bufs == bufs) run->scratch[i].used = 0;
+}
+
+void agoq_coll_run_release(agoq_coll_run *run) {
     agoq_comm *c = run->comm;
-    for (int lr = 0; lr < c->nlocal; lr++) c->ops->release(c, lr, bufs[lr]);
-    free(bufs);
+    for (int i = 0; i < run->nscratch; i++) {
+        for (int lr = 0; lr < c->nlocal; lr++) c->ops->release(c, lr, run->scratch[i].bufs[lr]);
+        free(run->scratch[i].bufs);
+    }
+    run->nscratch = 0;
 }
 
 agoq_qconfig agoq_step_qconfig(const agoq_qconfig *q, int rank, int step) {
@@ -204,6 +222,7 @@ int agoq_sim_collective(const agoq_coll_config *cfg, float *const *rank_bufs, in
     }
     agoq_coll_run run = {.comm = c, .cfg = cfg, .shard = shard, .in = in, .out = out};
     int rc = agoq_coll_execute(&run);
+    agoq_coll_run_release(&run);
     for (int r = 0; r < nranks && rc == 0; r++) {
         if (cfg->op == AGOQ_COLL_ALLREDUCE) {
             c->ops->download(c, r, rank_bufs[r], out[r], n * sizeof(float));

@@ -121,14 +121,20 @@ typedef struct {
     double phase_s[AGOQ_PH_COUNT];
     int cur_phase;
     double phase_t0;
+    /* scratch kept across executes, so that timed runs never allocate (cudaMalloc/cudaFree
+     * synchronise the device) */
+    struct { size_t bytes; void **bufs; int used; } scratch[8];
+    int nscratch;
 } agoq_coll_run;
 
 void agoq_phase(agoq_coll_run *run, agoq_coll_phase ph); /* ends the current phase, starts ph */
 void agoq_phase_end(agoq_coll_run *run);
-/* One zeroed buffer of `bytes` per local rank (array of nlocal pointers); agoq_scratch_free
- * releases the buffers and the array. */
+/* One buffer of `bytes` per local rank (array of nlocal pointers), zeroed when first made and
+ * reused by later executes of the same run: algorithms must write before they read.
+ * agoq_scratch_free hands it back to the run; agoq_coll_run_release frees every buffer. */
 void **agoq_scratch(agoq_coll_run *run, size_t bytes);
 void agoq_scratch_free(agoq_coll_run *run, void **bufs);
+void agoq_coll_run_release(agoq_coll_run *run);
 
 /* q with the stochastic-rounding seed of (global rank, step): independent draws per quantization
  * (round-to-nearest is unaffected). */

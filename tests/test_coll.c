@@ -312,3 +312,38 @@ TEST(coll_bad_arguments_are_errors) {
     CHECK(agoq_coll_config_check(&qgz, 8) == -1);
     CHECK(agoq_coll_algo_by_name("agoq") == AGOQ_ALGO_AGOQ && agoq_coll_algo_by_name("nope") == -1);
 }
+
+/* The benchmark executes one run many times with its scratch kept: every algorithm must give
+ * the same bits on the second execute (no reads of stale scratch). */
+TEST(coll_repeated_execute_is_deterministic) {
+    const int N = 6;
+    const size_t n = 777;
+    agoq_comm *c = agoq_comm_cpu_create(N);
+    for (int a = 0; a < AGOQ_ALGO_COUNT; a++)
+        for (int op = 0; op < 2; op++) {
+            agoq_coll_config cfg = agoq_coll_config_default((agoq_coll_algo)a, (agoq_coll_op)op);
+            cfg.ranks_per_node = a == AGOQ_ALGO_QGZ ? 3 : 0;
+            size_t shard = agoq_coll_shard_count(&cfg, N, n), total = shard * N, oc = op ? shard : total;
+            float *in[6], *out[6], *first = malloc(N * oc * sizeof(float));
+            for (int r = 0; r < N; r++) {
+                in[r] = c->ops->alloc(c, r, total * sizeof(float));
+                out[r] = c->ops->alloc(c, r, oc * sizeof(float));
+                agoq_fill(AGOQ_DIST_HEAVY, in[r], n, 50 + (uint64_t)r);
+            }
+            agoq_coll_run run = {.comm = c, .cfg = &cfg, .shard = shard, .in = in, .out = out};
+            CHECK(agoq_coll_execute(&run) == 0);
+            for (int r = 0; r < N; r++) memcpy(first + r * oc, out[r], oc * sizeof(float));
+            run.time_phases = 1;
+            CHECK(agoq_coll_execute(&run) == 0);
+            for (int r = 0; r < N; r++)
+                CHECK_MSG(memcmp(first + r * oc, out[r], oc * sizeof(float)) == 0, "%s %s rank %d differs on re-execute",
+                          agoq_coll_algos[a].name, agoq_coll_op_name((agoq_coll_op)op), r);
+            agoq_coll_run_release(&run);
+            for (int r = 0; r < N; r++) {
+                c->ops->release(c, r, in[r]);
+                c->ops->release(c, r, out[r]);
+            }
+            free(first);
+        }
+    agoq_comm_cpu_destroy(c);
+}
