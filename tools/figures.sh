@@ -31,7 +31,14 @@ entries=(
   "ablation_layer_placement|ablation_variants|variants='agoq attention-fp4 norm-bf16 outproj-bf16 fc1out-bf16'; what='high-precision layer types'; capacity=48"
   "ablation_grad_bits|ablation_grad_bits|"
   "ablation_error_quant|ablation_error_quant|"
+  "collectives_cpu_error|collectives_cpu_error|"
+  "collectives_cpu_accumulate|collectives_cpu_accumulate|"
   "train|train||slow"
+)
+# Measured GPU results: results/h200/<name>.tsv is drawn by plots/<name>.gp, or by the script
+# of the first matching pattern here.
+measured_scripts=(
+  "collectives*|collectives_gpu"
 )
 # The memory model's experiments (Tables 1, 8, 14): experiments/memory_*.json, plotted by
 # plots/<name>.gp when its owner wrote one.
@@ -86,8 +93,14 @@ for tsv in results/h200/*.tsv; do
   [ -e "$tsv" ] || continue
   n=$(basename "$tsv" .tsv)
   wanted "$n" || continue
-  [ -f "plots/$n.gp" ] || continue
-  if gnuplot -e "in='$tsv'; out='$figdir/h200_$n.png'" "plots/$n.gp"; then
+  gp="plots/$n.gp"
+  for m in "${measured_scripts[@]}"; do
+    IFS='|' read -r pat script <<<"$m"
+    # shellcheck disable=SC2053  # $pat is a glob on purpose
+    [ -f "$gp" ] || [[ $n != $pat ]] || gp="plots/$script.gp"
+  done
+  [ -f "$gp" ] || continue
+  if gnuplot -e "in='$tsv'; out='$figdir/h200_$n.png'" "$gp"; then
     echo "figures: $n (measured, results/h200) -> $figdir/h200_$n.png" >&2
     ok=$((ok + 1))
   else
