@@ -17,6 +17,9 @@
  *   grad_format ["int8"] grad_block [256]  the agoq8 all-reduce format
  *   corpus ["grammar"] or a text file path; corpus_seed [1]; train_bytes [2M];
  *   heldout_bytes [256K] (grammar); heldout_frac [0.1] (file)
+ *   class_probe [false]     after each run: the gradient error of storing ONE class of saved
+ *                           tensors in FP4 E2M1 (act_block), all others exact, vs fp32 storage
+ *                           (the paper's per-layer sensitivity, Table 13), one record per class
  *   time_limit_s [0 = none]  per run: stop early (evaluated and recorded, final record marked
  *                           truncated with its steps_done) so a bounded batch still returns data */
 #include <math.h>
@@ -43,7 +46,7 @@ typedef struct {
     uint64_t seeds[MAX_SEEDS];
     int baseline;           /* index into runs, -1 when not among them */
     long eval_every;
-    int grad_probe, act_block;
+    int grad_probe, class_probe, act_block;
     const char *corpus;
     long corpus_seed;
     double train_bytes, heldout_bytes, heldout_frac, time_limit_s;
@@ -84,7 +87,7 @@ static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, train_plan *p) 
                                        "micro_batch", "ranks", "steps", "warmup", "lr", "min_lr_frac", "weight_decay",
                                        "grad_clip", "eval_every", "eval_windows", "grad_probe", "act_block",
                                        "grad_format", "grad_block", "corpus", "corpus_seed", "train_bytes",
-                                       "heldout_bytes", "heldout_frac", "time_limit_s", "seed", NULL};
+                                       "heldout_bytes", "heldout_frac", "time_limit_s", "class_probe", "seed", NULL};
     jconf c = ctx->where;
     memset(p, 0, sizeof *p);
     train_run_cfg *b = &p->base;
@@ -104,7 +107,7 @@ static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, train_plan *p) 
         jconf_num(c, cfg, "min_lr_frac", 0, 0, 1, 0.1, &minf) || jconf_num(c, cfg, "weight_decay", 0, 0, 1, 0.1, &wd) ||
         jconf_num(c, cfg, "grad_clip", 0, 0, 1e6, 1.0, &clip) || jconf_long(c, cfg, "eval_every", 0, 1, 10000000, 25, &ew) ||
         jconf_long(c, cfg, "eval_windows", 0, 1, 100000, 64, &ewin) ||
-        jconf_bool(c, cfg, "grad_probe", 0, 1, &p->grad_probe) || jconf_long(c, cfg, "act_block", 0, 8, 65536, 128, &blk) ||
+        jconf_bool(c, cfg, "grad_probe", 0, 1, &p->grad_probe) || jconf_bool(c, cfg, "class_probe", 0, 0, &p->class_probe) || jconf_long(c, cfg, "act_block", 0, 8, 65536, 128, &blk) ||
         jconf_str(c, cfg, "grad_format", 0, "int8", &gfmt) || jconf_long(c, cfg, "grad_block", 0, 8, 65536, 256, &gblk) ||
         jconf_str(c, cfg, "corpus", 0, "grammar", &p->corpus) ||
         jconf_long(c, cfg, "corpus_seed", 0, 0, 1L << 40, 1, &p->corpus_seed) ||
@@ -193,6 +196,33 @@ static void add_point(agoq_results *res, const char *name, const train_plan *p, 
     fflush(stdout);
 }
 
+/* Per-class sensitivity: FP4 on one class at a time, everything else exact, against fp32. */
+static void class_probe(train_trainer *t, const train_plan *p, int ri, uint64_t seed, agoq_results *res) {
+    train_act_policy fp32, one;
+    train_act_policy_by_name("fp32", p->act_block, &fp32);
+    printf("# gradient error of FP4 E2M1/%d on one class (others fp32) vs fp32, %s after %ld steps\n", p->act_block,
+           p->run_name[ri], t->step);
+    for (int c = 0; c < ACT_CLASS_COUNT; c++) {
+        one = fp32;
+        one.name = "fp4-one-class";
+        one.store[c].kind = TS_QUANT;
+        one.store[c].q = agoq_qconfig_default(AGOQ_FMT_FP4_E2M1);
+        one.store[c].q.block = p->act_block;
+        agoq_error_stats e = train_policy_grad_error(t, &one, &fp32);
+        cJSON *r = results_add_record(res);
+        cJSON_AddStringToObject(r, "record", "class_error");
+        cJSON_AddStringToObject(r, "run", p->run_name[ri]);
+        cJSON_AddNumberToObject(r, "seed", (double)seed);
+        cJSON_AddNumberToObject(r, "step", (double)t->step);
+        cJSON_AddStringToObject(r, "class", train_act_class_names[c]);
+        cJSON_AddStringToObject(r, "format", "fp4_e2m1");
+        cJSON_AddNumberToObject(r, "block", p->act_block);
+        results_num(r, "grad_rel_l2_vs_fp32_act", agoq_norm_l2(&e));
+        results_num(r, "grad_cosine_vs_fp32_act", e.cosine);
+        printf("  %-12s rel_l2 %.5f cosine %.6f\n", train_act_class_names[c], agoq_norm_l2(&e), e.cosine);
+    }
+}
+
 /* Trains run ri for one seed; writes its curve and returns the final held-out loss. */
 static int train_one(const agoq_run_ctx *ctx, const train_plan *p, int ri, uint64_t seed, const train_corpus *corpus,
                      agoq_results *res, long *done, long total, double t0, double *final_heldout, double *final_train,
@@ -231,6 +261,7 @@ static int train_one(const agoq_run_ctx *ctx, const train_plan *p, int ri, uint6
     *final_heldout = heldout;
     *final_train = last_train;
     *steps_done = t.step;
+    if (p->class_probe) class_probe(&t, p, ri, seed, res);
     train_trainer_free(&t);
     return 0;
 }

@@ -367,3 +367,21 @@ TEST(train_cli_tiny_run_writes_curves) {
     CHECK(agoq_test_run_cli("train --steps 0", msg, sizeof msg) == 2);
     CHECK(agoq_test_run_cli("train --help", msg, sizeof msg) == 0 && strstr(msg, "usage: agoq train"));
 }
+
+/* class_probe: one record per saved-tensor class, each a real (nonzero, below 1) error. */
+TEST(train_class_probe_records_every_class) {
+    char file[512], out[512], args[2048], msg[16384];
+    snprintf(file, sizeof file, "%s/cprobe.json", agoq_test_tmpdir());
+    snprintf(out, sizeof out, "%s/cprobe.out.json", agoq_test_tmpdir());
+    agoq_test_write(file, "{\"kind\": \"train\", \"config\": {\"runs\": [\"bf16+fp32\"], \"layers\": 1, \"d_model\": 32,"
+                          " \"heads\": 2, \"d_ff\": 64, \"seq_len\": 16, \"micro_batch\": 2, \"steps\": 2,"
+                          " \"eval_windows\": 8, \"class_probe\": true}}");
+    snprintf(args, sizeof args, "run %s --out %s --backend cpu -q", file, out);
+    CHECK_MSG(agoq_test_run_cli(args, msg, sizeof msg) == 0, "%s", msg);
+    for (int c = 0; c < ACT_CLASS_COUNT; c++) {
+        char want[64];
+        snprintf(want, sizeof want, "  %-12s rel_l2 0.", train_act_class_names[c]);
+        CHECK_MSG(strstr(msg, want) != NULL, "no error line for class %s", train_act_class_names[c]);
+    }
+    CHECK(strstr(msg, "rel_l2 0.00000 ") == NULL); /* every class really was quantized */
+}

@@ -100,7 +100,7 @@ double train_trainer_eval(train_trainer *t) {
     return sum / batches;
 }
 
-agoq_error_stats train_trainer_grad_error(train_trainer *t, const train_act_policy *ref) {
+agoq_error_stats train_policy_grad_error(train_trainer *t, const train_act_policy *test, const train_act_policy *ref) {
     train_model *m = &t->model;
     const size_t np = m->params.total;
     train_act_policy own = m->policy;
@@ -109,7 +109,13 @@ agoq_error_stats train_trainer_grad_error(train_trainer *t, const train_act_poli
     m->policy = *ref;
     train_step_grads(m, t->tokens, t->targets);
     memcpy(g_ref, m->grads.mem, np * sizeof(float));
-    m->policy = own;
+    m->policy = *test;
     train_step_grads(m, t->tokens, t->targets);
+    m->policy = own;
     return agoq_compare(g_ref, m->grads.mem, np);
+}
+
+agoq_error_stats train_trainer_grad_error(train_trainer *t, const train_act_policy *ref) {
+    train_act_policy own = t->model.policy;
+    return train_policy_grad_error(t, &own, ref);
 }

@@ -53,6 +53,8 @@ double train_trainer_eval(train_trainer *t);
 /* Gradient under the run's activation policy vs under `ref`, same weights, same probe batch
  * (the first held-out windows), single rank: the error the policy puts into the gradients. */
 agoq_error_stats train_trainer_grad_error(train_trainer *t, const train_act_policy *ref);
+/* The same for any pair: gradient under `test` compared with the gradient under `ref`. */
+agoq_error_stats train_policy_grad_error(train_trainer *t, const train_act_policy *test, const train_act_policy *ref);
 
 #ifdef __cplusplus
 }
