@@ -93,7 +93,7 @@ static int parse_calib(jconf top, const cJSON *doc, agoq_calib_id id, agoq_calib
     if (jconf_obj(top, doc, key, 1, &e)) return -1;
     jconf c = jconf_child(top, key, buf, sizeof buf);
     if (jconf_only(c, e, keys) || jconf_num(c, e, "value", 1, 0, INFINITY, 0, &out->value) ||
-        jconf_str(c, e, "source", 1, NULL, &src) || jconf_obj(c, e, "measured", 0, &meas))
+        jconf_str(c, e, "source", 1, NULL, &src))
         return -1;
     /* An unmeasured number must say where it came from and that it is an assumption. */
     if (strncmp(src, "assumed", 7) != 0) {
@@ -103,9 +103,26 @@ static int parse_calib(jconf top, const cJSON *doc, agoq_calib_id id, agoq_calib
     }
     snprintf(out->source, sizeof out->source, "%s", src);
     out->measured = 0;
+    meas = cJSON_GetObjectItemCaseSensitive(e, "measured");
     if (!meas) return 0;
-    char mbuf[160];
-    int r = read_measured(jconf_child(c, "measured", mbuf, sizeof mbuf), meas, out);
+    if (!cJSON_IsObject(meas) && !cJSON_IsArray(meas)) {
+        agoq_error("%s: key '%s.measured': expected an object or an array of objects", c.file, c.prefix);
+        return -1;
+    }
+    /* One spec or a list of candidates: the first file that yields a value wins. */
+    int r = 0, i = 0;
+    const cJSON *spec = cJSON_IsObject(meas) ? meas : meas->child;
+    for (; spec && r == 0; spec = cJSON_IsObject(meas) ? NULL : spec->next, i++) {
+        char mbuf[160], idx[32];
+        if (cJSON_IsObject(meas)) snprintf(idx, sizeof idx, "measured");
+        else snprintf(idx, sizeof idx, "measured[%d]", i);
+        jconf mc = jconf_child(c, idx, mbuf, sizeof mbuf);
+        if (!cJSON_IsObject(spec)) {
+            agoq_error("%s: key '%s': expected an object", c.file, mc.prefix);
+            return -1;
+        }
+        r = read_measured(mc, spec, out);
+    }
     if (r == 0) {
         size_t used = strlen(out->source);
         snprintf(out->source + used, sizeof out->source - used, "%s", " (no measured value in the named results file)");

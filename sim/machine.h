@@ -5,7 +5,8 @@
  *   "measured": {"file": "results/h200/gemm.json", "key": "tflops",
  *                "where": {"op": "gemm", "dtype": "bf16"}, "reduce": "max"|"median"}
  * The override takes `key` of every record whose string fields equal `where`, reduces them, and
- * scales by "scale" (default 1: unit conversion). A missing file falls back to the assumed value
+ * scales by "scale" (default 1: unit conversion). "measured" may also be an array of such specs
+ * (candidate files): the first that yields a value wins. A missing file falls back to the assumed value
  * (the source then says so); so does a present file without matching records (with a warning).
  *
  * Keys: name, description, gpu, gpus_per_node, nodes (size of the real cluster, informative),

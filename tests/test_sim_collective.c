@@ -130,6 +130,12 @@ TEST(sim_machine_file_sources_and_overrides) {
     CHECK(m.cal[AGOQ_CAL_GEMM_BF16_TFLOPS].measured);
     CHECK_NEAR(agoq_machine_val(&m, AGOQ_CAL_GEMM_BF16_TFLOPS), 325.0, 0);
     CHECK(strstr(m.cal[AGOQ_CAL_GEMM_BF16_TFLOPS].source, "measured: ") != NULL);
+    /* Candidate list: an absent file is skipped, the next one that has a value is used. */
+    snprintf(spec, sizeof spec, ", \"measured\": [{\"file\": \"%s/none.json\", \"key\": \"tflops\"},"
+             " {\"file\": \"%s\", \"key\": \"tflops\", \"reduce\": \"median\"}]", agoq_test_tmpdir(), meas);
+    agoq_test_write(path, machine_text(spec));
+    CHECK(agoq_machine_load(path, &m) == 0);
+    CHECK(m.cal[AGOQ_CAL_GEMM_BF16_TFLOPS].measured && agoq_machine_val(&m, AGOQ_CAL_GEMM_BF16_TFLOPS) == 650.0);
     /* Absent file: the assumed value, and the source says the measurement was not there. */
     snprintf(spec, sizeof spec, ", \"measured\": {\"file\": \"%s/none.json\", \"key\": \"tflops\"}", agoq_test_tmpdir());
     agoq_test_write(path, machine_text(spec));
