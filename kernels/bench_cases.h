@@ -40,10 +40,13 @@ typedef struct {
     int (*setup)(const agoq_bench_args *a, void **state);
     /* Enqueues the kernel(s) on a->stream; no synchronisation, no allocation. */
     void (*launch)(void *state, const agoq_bench_args *a);
-    /* Optional (NULL): 0 when the result of the last launch equals the CPU reference bit for bit,
-     * else prints the first mismatches and returns -1. Run once per case at the first size. */
+    /* Optional (NULL): launches once more and returns 0 when that result equals the CPU
+     * reference bit for bit, else prints the first mismatches and returns -1. Run once per case
+     * and format, at the first size of the sweep (when it is small enough for the CPU). */
     int (*check)(void *state, const agoq_bench_args *a);
     void (*teardown)(void *state);
+    /* Optional (NULL = all): 0 skips a format silently (e.g. 8-bit gradient cases). */
+    int (*supports)(const agoq_qconfig *qc);
 } agoq_bench_case;
 
 /* Registration (constructor time) and the table in registration order. */
@@ -65,8 +68,9 @@ typedef struct {
 /* Creates the stream and the L2 scrub buffer (2 x L2). 0 or -1. */
 int agoq_bench_init(void **stream);
 void agoq_bench_shutdown(void);
-/* warmup untimed launches, then iters launches each preceded by an L2 scrub (a memset of the
- * scrub buffer, outside the timed interval) and timed alone with CUDA events. */
+/* warmup untimed launches, then iters launches each preceded by an L2 scrub (a kernel that
+ * reads the scrub buffer, outside the timed interval: it leaves L2 holding clean lines of
+ * other data, so no write-back lands in the timed launch) and timed alone with CUDA events. */
 void agoq_bench_time_case(const agoq_bench_case *c, void *state, const agoq_bench_args *a, int warmup, int iters,
                           agoq_bench_timing *t);
 /* The same for cudaMemcpyAsync device-to-device of `bytes` (it moves 2 * bytes). */

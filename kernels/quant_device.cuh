@@ -244,4 +244,145 @@ __device__ __forceinline__ void agoq_dev_store8(uint16_t *y, size_t e0, int nval
 __device__ __forceinline__ int agoq_dev_group_valid(size_t e0, size_t n) {
     return e0 >= n ? 0 : (n - e0 >= 8 ? 8 : (int)(n - e0));
 }
+/* ---- generic block-quantize kernels over a value source ----
+ * A source yields the fp32 values of one group (group index g, block blk, first element e0,
+ * nvalid >= 1 of them): quantize reads the input, accumulate decodes the stored gradient and
+ * adds the new one, reduce sums N decoded chunks. `last` marks the pass whose values are
+ * quantized (sources with a side output write it then). Src::kTable: the source decodes
+ * through the shared-memory table. The output qtensor may be read by the source of the same
+ * group and block (in place): every read of a block happens before its codes or scale are
+ * written (segment kernel: reads precede the block reduction; warp kernel: __syncwarp).
+ *
+ *   Src: __device__ void load(const agoq_cuda_qparams &p, const agoq_smem_table *t, size_t g,
+ *                             size_t blk, size_t e0, int nvalid, bool last, float v[8]) const;
+ *
+ * agoq_quant_seg_kernel: blocks of <= 256 elements, one warp segment of G = B/8 lanes per
+ * block, floor(32/G) blocks per warp, U independent tasks per iteration (more loads in flight).
+ * agoq_quant_warp_kernel: any block size, one warp per block, two passes over the block. */
+#define AGOQ_QUANT_THREADS 256
+
+__device__ __forceinline__ void agoq_dev_store_params(const agoq_cuda_qparams &p, agoq_cuda_qtensor out, size_t blk,
+                                                      float s, float m) {
+    agoq_dev_store_scale(out.scales, blk, s, p.bf16_scale);
+    if (p.kind == AGOQ_CODE_INT_ASYM) agoq_dev_store_scale(out.zeros, blk, m, p.bf16_scale);
+}
+
+template <int ENC>
+__device__ __forceinline__ void agoq_dev_params_seg(const agoq_cuda_qparams &p, const float v[8], int nvalid, int width,
+                                                    float *s, float *m, float *inv) {
+    if constexpr (ENC == AGOQ_ENC_INT_ASYM) {
+        float lo = agoq_warp_seg_min(agoq_dev_min8(v, nvalid), width);
+        float hi = agoq_warp_seg_max(agoq_dev_max8(v, nvalid), width);
+        agoq_dev_block_params(p, 0.0f, lo, hi, s, m, inv);
+    } else {
+        agoq_dev_block_params(p, agoq_warp_seg_max(agoq_dev_absmax8(v, nvalid), width), 0.0f, 0.0f, s, m, inv);
+    }
+}
+
+template <int ENC, int U, class Src>
+__global__ void __launch_bounds__(AGOQ_QUANT_THREADS) agoq_quant_seg_kernel(agoq_cuda_qparams p, Src src,
+                                                                             agoq_cuda_qtensor out) {
+    __shared__ agoq_smem_table tab;
+    if constexpr (ENC == AGOQ_ENC_TABLE || Src::kTable) {
+        agoq_dev_load_table(&tab, p.table);
+        __syncthreads();
+    }
+    const size_t n = out.n, B = (size_t)p.block;
+    const int G = p.block >> 3, bpw = 32 / G, lane = (int)(threadIdx.x & 31u), seg = lane / G, pos = lane - seg * G;
+    const size_t nblocks = (n + B - 1) / B, ntasks = (nblocks + (size_t)bpw - 1) / (size_t)bpw;
+    const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5;
+    for (size_t t0 = warp * U; t0 < ntasks; t0 += nwarps * U) {
+        float v[U][8];
+        int nv[U], act[U];
+        size_t blk[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const size_t task = t0 + (size_t)u;
+            blk[u] = task * (size_t)bpw + (size_t)seg;
+            act[u] = seg < bpw && task < ntasks && blk[u] < nblocks;
+            const size_t e0 = blk[u] * B + (size_t)pos * 8;
+            nv[u] = act[u] ? agoq_dev_group_valid(e0, n) : 0;
+            if (nv[u]) src.load(p, &tab, blk[u] * (size_t)G + (size_t)pos, blk[u], e0, nv[u], true, v[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            float s, m, inv;
+            agoq_dev_params_seg<ENC>(p, v[u], nv[u], G, &s, &m, &inv);
+            if (act[u]) {
+                const size_t e0 = blk[u] * B + (size_t)pos * 8;
+                agoq_dev_store_group(out.codes, blk[u] * (size_t)G + (size_t)pos, p.bits,
+                                     agoq_dev_encode8<ENC>(p, &tab, v[u], nv[u], inv, m, e0));
+                if (pos == 0) agoq_dev_store_params(p, out, blk[u], s, m);
+            }
+        }
+    }
+}
+
+template <int ENC, class Src>
+__global__ void __launch_bounds__(AGOQ_QUANT_THREADS) agoq_quant_warp_kernel(agoq_cuda_qparams p, Src src,
+                                                                              agoq_cuda_qtensor out) {
+    __shared__ agoq_smem_table tab;
+    if constexpr (ENC == AGOQ_ENC_TABLE || Src::kTable) {
+        agoq_dev_load_table(&tab, p.table);
+        __syncthreads();
+    }
+    const size_t n = out.n, B = (size_t)p.block;
+    const int G = p.block >> 3, lane = (int)(threadIdx.x & 31u);
+    const size_t nblocks = (n + B - 1) / B;
+    const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5;
+    for (size_t blk = warp; blk < nblocks; blk += nwarps) {
+        float amax = 0.0f, lo = __int_as_float(0x7f800000), hi = __int_as_float(0xff800000);
+        for (int g = lane; g < G; g += 32) {
+            const size_t e0 = blk * B + (size_t)g * 8;
+            const int nv = agoq_dev_group_valid(e0, n);
+            if (!nv) break;
+            float v[8];
+            src.load(p, &tab, blk * (size_t)G + (size_t)g, blk, e0, nv, false, v);
+            if constexpr (ENC == AGOQ_ENC_INT_ASYM) {
+                lo = fminf(lo, agoq_dev_min8(v, nv));
+                hi = fmaxf(hi, agoq_dev_max8(v, nv));
+            } else {
+                amax = fmaxf(amax, agoq_dev_absmax8(v, nv));
+            }
+        }
+        float s, m, inv;
+        agoq_dev_block_params(p, agoq_warp_seg_max(amax, 32), agoq_warp_seg_min(lo, 32), agoq_warp_seg_max(hi, 32),
+                              &s, &m, &inv);
+        for (int g = lane; g < G; g += 32) {
+            const size_t e0 = blk * B + (size_t)g * 8;
+            const int nv = agoq_dev_group_valid(e0, n);
+            float v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            if (nv) src.load(p, &tab, blk * (size_t)G + (size_t)g, blk, e0, nv, true, v);
+            agoq_dev_store_group(out.codes, blk * (size_t)G + (size_t)g, p.bits,
+                                 agoq_dev_encode8<ENC>(p, &tab, v, nv, inv, m, e0));
+        }
+        __syncwarp();
+        if (lane == 0) agoq_dev_store_params(p, out, blk, s, m);
+    }
+}
+
+/* The quantize source: fp32 or bf16 input (vec: aligned for vector loads). */
+template <typename T>
+struct agoq_src_input {
+    static constexpr bool kTable = false;
+    const T *x;
+    int vec;
+    __device__ __forceinline__ void load(const agoq_cuda_qparams &, const agoq_smem_table *, size_t, size_t, size_t e0,
+                                         int nvalid, bool, float v[8]) const {
+        agoq_dev_load8(x, e0, nvalid, vec, v);
+    }
+};
+
+/* Decodes group g (block blk) of a device qtensor's planes with decoder DEC. */
+template <int DEC>
+__device__ __forceinline__ void agoq_dev_decode_group(const agoq_cuda_qparams &p, const agoq_smem_table *t,
+                                                      const uint8_t *codes, const uint8_t *scales,
+                                                      const uint8_t *zeros, size_t g, size_t blk, float v[8]) {
+    const uint64_t packed = agoq_dev_load_group(codes, g, p.bits);
+    const float s = agoq_dev_load_scale(scales, blk, p.bf16_scale);
+    const float m = DEC == AGOQ_ENC_INT_ASYM ? agoq_dev_load_scale(zeros, blk, p.bf16_scale) : 0.0f;
+    agoq_dev_decode8<DEC>(p, t, packed, s, m, v);
+}
 #endif

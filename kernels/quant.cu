@@ -1,0 +1,257 @@
+/* CUDA block quantize / dequantize of every format (quant_cuda.h), bit-exact with quant_ref.c.
+ *
+ * Kernels (quant_device.cuh): blocks of <= 256 elements use agoq_quant_seg_kernel (one thread
+ * per 8 elements, one warp segment per block); larger blocks agoq_quant_warp_kernel. Both are
+ * templates over the encoder, so the per-element path has no format dispatch. Dequantize is
+ * one thread per group for every block size. Grids are capped at 8 CTAs of 256 threads per SM
+ * (full occupancy at <= 32 registers) with grid-stride loops, so table formats stage their
+ * table in shared memory once per CTA, not once per 2048 elements.
+ *
+ * Also here: the per-device value tables, the qparams, device qtensor helpers and the small
+ * runtime wrappers C callers use. */
+#include <cuda_runtime.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <type_traits>
+
+#include "harness/check.h"
+#include "harness/common.h"
+#include "kernels/quant_cuda.h"
+#include "kernels/quant_device.cuh"
+#include "kernels/quant_launch.cuh"
+
+/* ---- per-device tables and qparams ---- */
+#define MAX_DEVICES 64
+static const agoq_dev_table *g_tables[MAX_DEVICES][AGOQ_FMT_COUNT];
+static int g_sm_count[MAX_DEVICES];
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int current_device(void) {
+    int dev = 0;
+    cudaCheck(cudaGetDevice(&dev));
+    if (dev >= MAX_DEVICES) agoq_die("CUDA device %d: at most %d devices are supported", dev, MAX_DEVICES);
+    return dev;
+}
+
+int agoq_cuda_sm_count(void) {
+    int dev = current_device();
+    if (!g_sm_count[dev]) {
+        int n = 0;
+        cudaCheck(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+        g_sm_count[dev] = n;
+    }
+    return g_sm_count[dev];
+}
+
+static const agoq_dev_table *device_table(agoq_format f) {
+    const int dev = current_device();
+    pthread_mutex_lock(&g_lock);
+    if (!g_tables[dev][f]) {
+        const agoq_code_table *h = agoq_table(f);
+        agoq_dev_table t;
+        memset(&t, 0, sizeof t);
+        t.nsorted = h->nsorted;
+        t.ncodes = h->ncodes;
+        memcpy(t.sorted, h->sorted, sizeof t.sorted);
+        memcpy(t.mid, h->mid, sizeof t.mid);
+        memcpy(t.value, h->value, sizeof t.value);
+        memcpy(t.sorted_code, h->sorted_code, sizeof t.sorted_code);
+        agoq_dev_table *d = NULL;
+        cudaCheck(cudaMalloc((void **)&d, sizeof *d));
+        cudaCheck(cudaMemcpy(d, &t, sizeof t, cudaMemcpyHostToDevice));
+        g_tables[dev][f] = d;
+    }
+    const agoq_dev_table *d = g_tables[dev][f];
+    pthread_mutex_unlock(&g_lock);
+    return d;
+}
+
+int agoq_cuda_qparams_make(const agoq_qconfig *c, agoq_cuda_qparams *p) {
+    if (!c || agoq_qconfig_check(c)) return -1;
+    const agoq_format_traits *t = &agoq_formats[c->fmt];
+    memset(p, 0, sizeof *p);
+    p->fmt = c->fmt;
+    p->kind = t->kind;
+    p->bits = t->bits;
+    p->block = c->block;
+    p->bf16_scale = c->scale == AGOQ_SCALE_BF16;
+    p->stochastic = c->rounding == AGOQ_ROUND_STOCHASTIC;
+    p->qmax = t->qmax;
+    p->seed = c->seed;
+    switch (c->fmt) {
+    case AGOQ_FMT_FP4_E2M1: p->dec = AGOQ_ENC_FP4; break;
+    case AGOQ_FMT_FP8_E4M3: p->dec = AGOQ_ENC_FP8_E4M3; break;
+    case AGOQ_FMT_FP8_E5M2: p->dec = AGOQ_ENC_FP8_E5M2; break;
+    default:
+        p->dec = t->kind == AGOQ_CODE_INT_SYM ? AGOQ_ENC_INT_SYM
+                 : t->kind == AGOQ_CODE_INT_ASYM ? AGOQ_ENC_INT_ASYM : AGOQ_ENC_TABLE;
+    }
+    /* the arithmetic fp4/fp8 encoders are round-to-nearest only */
+    p->enc = (p->stochastic && t->kind == AGOQ_CODE_TABLE) ? AGOQ_ENC_TABLE : p->dec;
+    p->table = t->kind == AGOQ_CODE_TABLE ? device_table(c->fmt) : NULL;
+    return 0;
+}
+
+int agoq_cuda_check_qtensor(const char *fn, const agoq_qconfig *c, const agoq_cuda_qtensor *q) {
+    AGOQ_REQUIRE(q != NULL, "%s: qtensor is NULL", fn);
+    if (q->n == 0) return 0;
+    const uintptr_t a = (uintptr_t)agoq_scale_elem_bytes(c) - 1u;
+    AGOQ_REQUIRE(q->codes && q->scales, "%s: qtensor of %zu elements has a NULL codes or scales plane", fn, q->n);
+    AGOQ_REQUIRE(!agoq_has_zeros(c) || q->zeros, "%s: format %s needs a zeros plane", fn, agoq_formats[c->fmt].name);
+    AGOQ_REQUIRE(((uintptr_t)q->scales & a) == 0 && ((uintptr_t)q->zeros & a) == 0,
+                 "%s: scale/zero planes must be aligned to %zu bytes", fn, agoq_scale_elem_bytes(c));
+    return 0;
+}
+
+/* ---- quantize ---- */
+template <typename T>
+static int quantize(const char *fn, const agoq_qconfig *c, const T *x, size_t n, agoq_cuda_qtensor *q, void *stream) {
+    agoq_cuda_qparams p;
+    if (agoq_cuda_qparams_make(c, &p)) return -1;
+    AGOQ_REQUIRE(q != NULL, "%s: qtensor is NULL", fn);
+    q->n = n;
+    if (agoq_cuda_check_qtensor(fn, c, q)) return -1;
+    AGOQ_REQUIRE(n == 0 || x, "%s: input is NULL", fn);
+    if (n == 0) return 0;
+    agoq_src_input<T> src = {x, ((uintptr_t)x & 15u) == 0};
+    agoq_dispatch_enc(p.enc, [&](auto enc) { agoq_launch_quant<decltype(enc)::value>(p, src, *q, stream); });
+    return 0;
+}
+
+int agoq_cuda_quantize_f32(const agoq_qconfig *c, const float *x, size_t n, agoq_cuda_qtensor *q, void *stream) {
+    return quantize("agoq_cuda_quantize_f32", c, x, n, q, stream);
+}
+int agoq_cuda_quantize_bf16(const agoq_qconfig *c, const uint16_t *x, size_t n, agoq_cuda_qtensor *q, void *stream) {
+    return quantize("agoq_cuda_quantize_bf16", c, x, n, q, stream);
+}
+
+/* ---- dequantize: one thread per group of 8, any block size ---- */
+template <int DEC, typename T>
+__global__ void __launch_bounds__(AGOQ_QUANT_THREADS) dequant_kernel(agoq_cuda_qparams p, agoq_cuda_qtensor q,
+                                                                      T *__restrict__ y, int vec, int gshift) {
+    __shared__ agoq_smem_table tab;
+    if constexpr (DEC == AGOQ_ENC_TABLE) {
+        agoq_dev_load_table(&tab, p.table);
+        __syncthreads();
+    }
+    const size_t n = q.n, ngroups = (n + 7) / 8, G = (size_t)(p.block >> 3);
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t g = (size_t)blockIdx.x * blockDim.x + threadIdx.x; g < ngroups; g += stride) {
+        const size_t blk = gshift >= 0 ? g >> gshift : g / G;
+        float v[8];
+        agoq_dev_decode_group<DEC>(p, &tab, q.codes, q.scales, q.zeros, g, blk, v);
+        agoq_dev_store8(y, g * 8, agoq_dev_group_valid(g * 8, n), vec, v);
+    }
+}
+
+template <typename T>
+static int dequantize(const char *fn, const agoq_qconfig *c, const agoq_cuda_qtensor *q, T *y, void *stream) {
+    agoq_cuda_qparams p;
+    if (agoq_cuda_qparams_make(c, &p) || agoq_cuda_check_qtensor(fn, c, q)) return -1;
+    AGOQ_REQUIRE(q->n == 0 || y, "%s: output is NULL", fn);
+    if (q->n == 0) return 0;
+    const int G = p.block >> 3, gshift = (G & (G - 1)) == 0 ? __builtin_ctz((unsigned)G) : -1;
+    const size_t ngroups = (q->n + 7) / 8;
+    const int vec = ((uintptr_t)y & 15u) == 0;
+    agoq_dispatch_enc(p.dec, [&](auto dec) {
+        dequant_kernel<decltype(dec)::value, T><<<agoq_grid_for(ngroups), AGOQ_QUANT_THREADS, 0, (cudaStream_t)stream>>>(
+            p, *q, y, vec, gshift);
+    });
+    cudaCheckLaunch();
+    return 0;
+}
+
+int agoq_cuda_dequantize_f32(const agoq_qconfig *c, const agoq_cuda_qtensor *q, float *y, void *stream) {
+    return dequantize("agoq_cuda_dequantize_f32", c, q, y, stream);
+}
+int agoq_cuda_dequantize_bf16(const agoq_qconfig *c, const agoq_cuda_qtensor *q, uint16_t *y, void *stream) {
+    return dequantize("agoq_cuda_dequantize_bf16", c, q, y, stream);
+}
+
+/* ---- device qtensors ---- */
+int agoq_cuda_qtensor_alloc(agoq_cuda_qtensor *q, const agoq_qconfig *c, size_t n) {
+    if (agoq_qconfig_check(c)) return -1;
+    memset(q, 0, sizeof *q);
+    q->n = n;
+    /* +8 bytes: word access to the last group never leaves the allocation */
+    q->codes = (uint8_t *)agoq_cuda_malloc(agoq_codes_bytes(c, n) + 8);
+    q->scales = (uint8_t *)agoq_cuda_malloc(agoq_scales_bytes(c, n) + 8);
+    if (agoq_has_zeros(c)) q->zeros = (uint8_t *)agoq_cuda_malloc(agoq_zeros_bytes(c, n) + 8);
+    cudaCheck(cudaMemset(q->codes, 0, agoq_codes_bytes(c, n) + 8));
+    cudaCheck(cudaMemset(q->scales, 0, agoq_scales_bytes(c, n) + 8));
+    if (q->zeros) cudaCheck(cudaMemset(q->zeros, 0, agoq_zeros_bytes(c, n) + 8));
+    return 0;
+}
+
+void agoq_cuda_qtensor_free(agoq_cuda_qtensor *q) {
+    if (!q) return;
+    agoq_cuda_free(q->codes);
+    agoq_cuda_free(q->scales);
+    agoq_cuda_free(q->zeros);
+    memset(q, 0, sizeof *q);
+}
+
+int agoq_cuda_qtensor_download(const agoq_qconfig *c, const agoq_cuda_qtensor *d, agoq_qtensor *h) {
+    AGOQ_REQUIRE(d && h && d->n == h->n, "agoq_cuda_qtensor_download: sizes differ (device %zu, host %zu)",
+                 d ? d->n : 0, h ? h->n : 0);
+    agoq_cuda_d2h(h->codes, d->codes, agoq_codes_bytes(c, d->n));
+    agoq_cuda_d2h(h->scales, d->scales, agoq_scales_bytes(c, d->n));
+    if (agoq_has_zeros(c)) agoq_cuda_d2h(h->zeros, d->zeros, agoq_zeros_bytes(c, d->n));
+    return 0;
+}
+
+int agoq_cuda_qtensor_upload(const agoq_qconfig *c, const agoq_qtensor *h, agoq_cuda_qtensor *d) {
+    AGOQ_REQUIRE(d && h && d->n == h->n, "agoq_cuda_qtensor_upload: sizes differ (host %zu, device %zu)",
+                 h ? h->n : 0, d ? d->n : 0);
+    agoq_cuda_h2d(d->codes, h->codes, agoq_codes_bytes(c, h->n));
+    agoq_cuda_h2d(d->scales, h->scales, agoq_scales_bytes(c, h->n));
+    if (agoq_has_zeros(c)) agoq_cuda_h2d(d->zeros, h->zeros, agoq_zeros_bytes(c, h->n));
+    return 0;
+}
+
+/* ---- runtime helpers ---- */
+void *agoq_cuda_malloc(size_t bytes) {
+    void *p = NULL;
+    if (bytes) cudaCheck(cudaMalloc(&p, bytes));
+    return p;
+}
+void agoq_cuda_free(void *p) {
+    if (p) cudaCheck(cudaFree(p));
+}
+void agoq_cuda_h2d(void *dst, const void *src, size_t bytes) {
+    if (bytes) cudaCheck(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+}
+void agoq_cuda_d2h(void *dst, const void *src, size_t bytes) {
+    if (bytes) cudaCheck(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+}
+void agoq_cuda_memset(void *p, int byte, size_t bytes, void *stream) {
+    if (bytes) cudaCheck(cudaMemsetAsync(p, byte, bytes, (cudaStream_t)stream));
+}
+void agoq_cuda_sync(void *stream) { cudaCheck(cudaStreamSynchronize((cudaStream_t)stream)); }
+
+/* Box-Muller over two counter-hash uniforms per element (benchmark data, not bit-exact). */
+__device__ __forceinline__ float fill_normal(uint64_t seed, size_t i) {
+    float u1 = agoq_u01(seed, 2 * (uint64_t)i) + 5.9604645e-08f, u2 = agoq_u01(seed, 2 * (uint64_t)i + 1);
+    return sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2);
+}
+template <typename T>
+__global__ void fill_normal_kernel(T *x, size_t n, uint64_t seed) {
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const float v = fill_normal(seed, i);
+        if constexpr (std::is_same<T, float>::value) x[i] = v;
+        else x[i] = agoq_f32_to_bf16(v);
+    }
+}
+void agoq_cuda_fill_normal_f32(float *x, size_t n, uint64_t seed, void *stream) {
+    if (!n) return;
+    fill_normal_kernel<<<agoq_grid_for(n), AGOQ_QUANT_THREADS, 0, (cudaStream_t)stream>>>(x, n, seed);
+    cudaCheckLaunch();
+}
+void agoq_cuda_fill_normal_bf16(uint16_t *x, size_t n, uint64_t seed, void *stream) {
+    if (!n) return;
+    fill_normal_kernel<<<agoq_grid_for(n), AGOQ_QUANT_THREADS, 0, (cudaStream_t)stream>>>(x, n, seed);
+    cudaCheckLaunch();
+}
