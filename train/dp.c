@@ -29,6 +29,10 @@ int train_reducer_init(train_reducer *r, train_grad_mode mode, const agoq_qconfi
     } else {
         r->q = agoq_qconfig_default(AGOQ_FMT_FP8_E4M3); /* FP8-LM's wire format; its scale is per tensor */
     }
+    /* reject a wire format the collective does not take now, not in the middle of training */
+    agoq_coll_config cc = agoq_coll_config_default(mode == GRAD_AGOQ8 ? AGOQ_ALGO_AGOQ : AGOQ_ALGO_FP8LM, AGOQ_COLL_ALLREDUCE);
+    cc.q = r->q;
+    if (agoq_coll_config_check(&cc, ranks)) return -1;
     r->bufs = malloc((size_t)ranks * max_n * sizeof(float));
     return r->bufs ? 0 : -1;
 }
@@ -55,7 +59,8 @@ void train_reduce_mean(train_reducer *r, const float *const *g, size_t n, float 
             bufs[k] = r->bufs + (size_t)k * r->cap;
             memcpy(bufs[k], g[k], n * sizeof(float));
         }
-        if (agoq_sim_allreduce(r->mode == GRAD_AGOQ8 ? "agoq" : "fp8lm", &r->q, 0, bufs, r->ranks, n) != 0) abort();
+        if (agoq_sim_allreduce(r->mode == GRAD_AGOQ8 ? "agoq" : "fp8lm", &r->q, 0, bufs, r->ranks, n) != 0)
+            abort(); /* the configuration was checked at init: only running out of memory gets here */
         for (size_t i = 0; i < n; i++) mean[i] = bufs[0][i] * inv_r;
         break;
     }
