@@ -251,3 +251,28 @@ TEST(sim_cli_step_and_comm_runs) {
     CHECK(cJSON_GetObjectItem(r0, "allreduce_ms")->valuedouble > cJSON_GetObjectItem(r0, "a2a_ms")->valuedouble);
     cJSON_Delete(doc);
 }
+
+TEST(sim_repository_experiments_run_and_carry_paper_numbers) {
+    static const char *const files[] = {"table2_llama2_13b", "table2_llama2_13b_paper_accounting", "table3_olmo1b_coat",
+                                        "table4_comm", "throughput_h200", "throughput_a6000", "ablation_act_bits",
+                                        "ablation_layer_placement", "ablation_grad_bits"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char args[1024], out[512], msg[65536];
+        snprintf(out, sizeof out, "%s/repo_%s.json", agoq_test_tmpdir(), files[i]);
+        snprintf(args, sizeof args, "run experiments/%s.json -q --out %s", files[i], out);
+        CHECK_MSG(agoq_test_run_cli(args, msg, sizeof msg) == 0, "%s failed: %.300s", files[i], msg);
+        cJSON *doc = agoq_read_json(out);
+        CHECK(doc != NULL);
+        const cJSON *src = cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "meta"), "source");
+        CHECK_MSG(cJSON_IsString(src) && strcmp(src->valuestring, "simulated") == 0, "%s not marked simulated", files[i]);
+        /* The table experiments carry the paper's value at every point, beside ours. */
+        if (strncmp(files[i], "table", 5) == 0) {
+            const cJSON *r;
+            cJSON_ArrayForEach(r, cJSON_GetObjectItem(doc, "records")) {
+                const cJSON *paper = cJSON_GetObjectItem(r, strcmp(files[i], "table4_comm") == 0 ? "paper_allreduce_ms" : "paper_step_ms");
+                CHECK_MSG(cJSON_IsNumber(paper), "%s: a record without its paper value", files[i]);
+            }
+        }
+        cJSON_Delete(doc);
+    }
+}
