@@ -16,6 +16,8 @@ SEEDS=${TRAIN_SEEDS:-2 3}
 LIMIT=${TRAIN_RUN_LIMIT_S:-70}
 [ -f tools/device_env.sh ] && source tools/device_env.sh
 [ -x "$BIN" ] || { echo "device_train: no agoq binary at $BIN (build here, carry the build dir)" >&2; exit 1; }
+missing=$(ldd "$BIN" 2>/dev/null | grep "not found")
+[ -z "$missing" ] || { echo "device_train: $BIN lacks libraries (carry .carry/lib: libcjson, libgomp): $missing" >&2; exit 1; }
 mkdir -p "$OUT"
 tmp=$(mktemp -d)
 log="$OUT/train_device.log"
