@@ -254,7 +254,7 @@ TEST(sim_cli_step_and_comm_runs) {
 
 TEST(sim_repository_experiments_run_and_carry_paper_numbers) {
     static const char *const files[] = {"table2_llama2_13b", "table2_llama2_13b_paper_accounting", "table3_olmo1b_coat",
-                                        "table4_comm", "throughput_h200", "throughput_a6000", "ablation_act_bits",
+                                        "table4_comm", "throughput_h200", "throughput_h200_long", "throughput_a6000", "ablation_act_bits",
                                         "ablation_layer_placement", "ablation_grad_bits"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char args[1024], out[512], msg[65536];
