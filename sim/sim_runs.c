@@ -193,6 +193,10 @@ int agoq_sim_run_step(const agoq_run_ctx *ctx, const cJSON *cfg, const agoq_mach
                             cJSON_AddStringToObject(rec, "variant", labels[k * AGOQ_SIM_MAX_VARIANTS + vi]);
                             cJSON_AddNumberToObject(rec, "variant_id", (double)vi);
                             add_step_record(rec, &p, &r);
+                            /* Layouts larger than the real cluster of the machine file are
+                             * extrapolations of its node type: say so in the record. */
+                            cJSON_AddNumberToObject(rec, "beyond_cluster",
+                                                    p.tp * p.pp * p.dp > machines[mi].nodes * machines[mi].gpus_per_node);
                             results_num(rec, "speedup", base_s / r.step_s);
                             if (agoq_sim_paper_attach(paper, s.methods[k], (double)p.seq, rec)) goto out;
                             if (s.baseline >= 0 && add_paper_speedup(paper, agoq_method_name((agoq_method)s.baseline),
