@@ -99,14 +99,7 @@ static int apply_variant(jconf c, const cJSON *v, agoq_policy *pol, const char *
     return 0;
 }
 
-/* paper block: finds the row whose key column equals `key` and copies the mapped columns. */
-typedef struct {
-    const cJSON *cols, *rows, *map;
-    const char *key, *source;
-    double key_scale;
-} paper_ref;
-
-static int parse_paper(jconf c, const cJSON *cfg, paper_ref *p) {
+static int parse_paper(jconf c, const cJSON *cfg, agoq_sim_paper *p) {
     static const char *const keys[] = {"source", "columns", "rows", "key", "key_scale", "map", "note", NULL};
     const cJSON *obj;
     char buf[64];
@@ -141,9 +134,7 @@ static int column_index(const cJSON *cols, const char *name) {
     return -1;
 }
 
-/* Adds paper_<field> to rec when a row matches; errors for columns named in map but absent. */
-int agoq_sim_paper_attach(const void *ref, const char *label, double key_value, cJSON *rec) {
-    const paper_ref *p = ref;
+int agoq_sim_paper_attach(const agoq_sim_paper *p, const char *label, double key_value, cJSON *rec) {
     if (!p->map) return 0;
     const cJSON *sub = cJSON_GetObjectItemCaseSensitive(p->map, label);
     int kc = column_index(p->cols, p->key);
@@ -208,7 +199,7 @@ int agoq_exp_simulate(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *r
     static const char *const comm_keys[] = {"mode", "machines", "algo", "paper", "tp", "dp", "sizes", "grad",
                                             "min_bytes", "max_bytes", "factor", NULL};
     if (jconf_only(c, cfg, is_step ? step_keys : comm_keys)) return -1;
-    paper_ref paper;
+    agoq_sim_paper paper;
     if (parse_paper(c, cfg, &paper)) return -1;
     agoq_machine *machines = NULL;
     size_t nm = 0;

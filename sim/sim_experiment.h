@@ -19,14 +19,21 @@ int agoq_sim_parse_store(const char *s, agoq_store *out);
 /* The config's variants applied to base (or one "default" variant); labels point into cfg. */
 int agoq_sim_variants(jconf c, const cJSON *cfg, const agoq_policy *base, agoq_policy *out, const char **labels,
                       size_t max, size_t *n);
-/* Adds paper_<field> columns of the paper row whose key equals key_value; ref is the parsed
- * paper block (opaque here). 0 or -1 (a mapped column missing from the rows). */
-int agoq_sim_paper_attach(const void *ref, const char *label, double key_value, cJSON *rec);
+/* The config's "paper" block: the paper's reported rows (pointers into the config). */
+typedef struct {
+    const cJSON *cols, *rows, *map; /* map: label -> {record field: paper column}; NULL = none */
+    const char *key, *source;       /* key: the paper column matched against the record */
+    double key_scale;               /* paper key x key_scale = record value (seq_k -> tokens) */
+} agoq_sim_paper;
+
+/* Adds paper_<field> columns of the paper row whose key equals key_value, using the map entry
+ * of `label` (method or machine name). 0 or -1 (a mapped column missing from the rows). */
+int agoq_sim_paper_attach(const agoq_sim_paper *p, const char *label, double key_value, cJSON *rec);
 
 int agoq_sim_run_step(const agoq_run_ctx *ctx, const cJSON *cfg, const agoq_machine *machines, size_t nm,
-                      agoq_allreduce_algo algo, const void *paper, agoq_results *res);
+                      agoq_allreduce_algo algo, const agoq_sim_paper *paper, agoq_results *res);
 int agoq_sim_run_comm(const agoq_run_ctx *ctx, const cJSON *cfg, const agoq_machine *machines, size_t nm,
-                      agoq_allreduce_algo algo, const void *paper, agoq_results *res);
+                      agoq_allreduce_algo algo, const agoq_sim_paper *paper, agoq_results *res);
 
 #ifdef __cplusplus
 }

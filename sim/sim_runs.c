@@ -125,7 +125,7 @@ static void add_step_record(cJSON *rec, const agoq_step_plan *p, const agoq_step
 }
 
 /* paper_speedup = the paper's baseline time / the paper's time for this record's method. */
-static int add_paper_speedup(const void *paper, const char *baseline, double seq, cJSON *rec) {
+static int add_paper_speedup(const agoq_sim_paper *paper, const char *baseline, double seq, cJSON *rec) {
     cJSON *base = cJSON_CreateObject();
     int rc = agoq_sim_paper_attach(paper, baseline, seq, base);
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(base, "paper_step_ms");
@@ -136,7 +136,7 @@ static int add_paper_speedup(const void *paper, const char *baseline, double seq
 }
 
 int agoq_sim_run_step(const agoq_run_ctx *ctx, const cJSON *cfg, const agoq_machine *machines, size_t nm,
-                      agoq_allreduce_algo algo, const void *paper, agoq_results *res) {
+                      agoq_allreduce_algo algo, const agoq_sim_paper *paper, agoq_results *res) {
     jconf c = ctx->where;
     step_cfg s;
     int rc = -1;
@@ -226,7 +226,7 @@ out:
 }
 
 int agoq_sim_run_comm(const agoq_run_ctx *ctx, const cJSON *cfg, const agoq_machine *machines, size_t nm,
-                      agoq_allreduce_algo algo, const void *paper, agoq_results *res) {
+                      agoq_allreduce_algo algo, const agoq_sim_paper *paper, agoq_results *res) {
     jconf c = ctx->where;
     long tp, dp;
     double *sizes;
