@@ -13,8 +13,9 @@
  *   gpus [counts] (dp = gpus / (tp pp)) or dp, tp, pp, vpp, micro_batch, global_batch or
  *   batch_per_replica (global = it x dp), recompute (-1 auto), overlap, fused_quant,
  *   accounting real|paper, baseline (method: adds speedup = its step / ours at the same point),
- *   variants [{label, act: "fmt"|{role: store}, grad: store}] (ablations; stores are "native",
- *   "fp32", "recompute" or "format[/block]"; act "fmt" re-formats every quantized role).
+ *   variants [{label, policy, act: "fmt"|{role: store}, grad: store}] (ablations: policy replaces
+ *   the method's memory policy; stores are "native", "fp32", "recompute" or "format[/block]";
+ *   act "fmt" re-formats every quantized role).
  * comm: tp (groups sharing a NIC), dp, sizes [bytes of the fp32 gradient buffer] or min_bytes,
  *   max_bytes, factor (the -b -e -f sweep), grad (quantized wire format, default dyn8/256). */
 #include <math.h>
@@ -59,14 +60,20 @@ static int store_arg(jconf c, const char *key, const char *v, agoq_store *out) {
 
 /* Applies one variant object to a policy. */
 static int apply_variant(jconf c, const cJSON *v, agoq_policy *pol, const char **label) {
-    static const char *const keys[] = {"label", "act", "grad", NULL};
-    const char *grad;
+    static const char *const keys[] = {"label", "policy", "act", "grad", NULL};
+    const char *grad, *policy;
     if (!cJSON_IsObject(v)) {
-        agoq_error("%s: key '%s': expected an object {label, act, grad}", c.file, c.prefix);
+        agoq_error("%s: key '%s': expected an object {label, policy, act, grad}", c.file, c.prefix);
         return -1;
     }
-    if (jconf_only(c, v, keys) || jconf_str(c, v, "label", 1, NULL, label) || jconf_str(c, v, "grad", 0, NULL, &grad))
+    if (jconf_only(c, v, keys) || jconf_str(c, v, "label", 1, NULL, label) || jconf_str(c, v, "grad", 0, NULL, &grad) ||
+        jconf_str(c, v, "policy", 0, NULL, &policy))
         return -1;
+    /* A whole memory-model policy first (e.g. agoq_balanced), then the per-role changes. */
+    if (policy && agoq_policy_by_name(policy, pol)) {
+        agoq_error("%s: key '%s.policy': unknown value '%s' (valid: %s)", c.file, c.prefix, policy, agoq_policy_names());
+        return -1;
+    }
     agoq_store st;
     if (grad) {
         if (store_arg(c, "grad", grad, &st)) return -1;

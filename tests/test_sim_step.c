@@ -214,6 +214,9 @@ TEST(sim_cli_bad_inputs_write_nothing) {
     CHECK(bad_sim("variant", "{\"machines\": [\"experiments/machines/a6000-8x8-ib200.json\"], \"models\": [\"llama2-13b\"],"
                   " \"methods\": [\"agoq\"], \"seqs\": [4096], \"global_batch\": 1, \"variants\": [{\"label\": \"x\", \"act\": \"int9\"}]}",
                   "key 'config.variants[0].act': bad store 'int9'"));
+    CHECK(bad_sim("policy", "{\"machines\": [\"experiments/machines/a6000-8x8-ib200.json\"], \"models\": [\"llama2-13b\"],"
+                  " \"methods\": [\"agoq\"], \"seqs\": [4096], \"global_batch\": 1, \"variants\": [{\"label\": \"x\", \"policy\": \"fp2\"}]}",
+                  "key 'config.variants[0].policy': unknown value 'fp2'"));
     CHECK(bad_sim("layout", "{\"machines\": [\"experiments/machines/a6000-8x8-ib200.json\"], \"models\": [\"llama2-13b\"],"
                   " \"methods\": [\"agoq\"], \"seqs\": [4096], \"tp\": 3, \"global_batch\": 1}", "tp = 3"));
     CHECK(bad_sim("paper", "{\"machines\": [\"experiments/machines/a6000-8x8-ib200.json\"], \"models\": [\"llama2-13b\"],"

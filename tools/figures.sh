@@ -28,7 +28,7 @@ entries=(
   "throughput_h200|throughput|models='llama2-7b llama2-13b'; methods='zero3 zeropp coat agoq agoq_zero1'; machine='H200 (8 per node, 8 x 400 Gb/s)'"
   "throughput_h200_long|throughput|models='llama2-13b llama2-70b'; methods='megatron zero1 zero3 coat agoq agoq_zero1'; machine='H200, seq 64K, TP=8'"
   "throughput_a6000|throughput|models='llama2-7b'; methods='megatron zero1 zero3 zeropp coat agoq agoq_zero1'; machine='RTX A6000 (8 per node, 200 Gb/s)'"
-  "ablation_act_bits|ablation_variants|variants='fp4_e2m1 int8 fp8_e4m3 bf16'; what='activation format'; capacity=48"
+  "ablation_act_bits|ablation_variants|variants='fp4_e2m1 int8 fp8_e4m3 bf16 balanced'; what='activation format'; capacity=48"
   "ablation_layer_placement|ablation_variants|variants='agoq attention-fp4 norm-bf16 outproj-bf16 fc1out-bf16'; what='high-precision layer types'; capacity=48"
   "ablation_grad_bits|ablation_grad_bits|"
   "ablation_error_quant|ablation_error_quant|"
