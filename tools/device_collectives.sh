@@ -7,6 +7,7 @@
 #   N > 1 GPUs:      ncclCommInitAll over all N GPUs           -> collectives_<N>gpu.json
 #                    mpirun -np N, one GPU per process (if BUILD_MPI/agoq exists and mpirun is
 #                    found)                                    -> collectives_<N>gpu_mpi.json
+# First, if $B/agoq_test_cuda exists: the nccl backend against the cpu backend, bit for bit.
 # Sizes: 1 KiB .. 1 GiB per rank, x32 (1K, 32K, 1M, 32M, 1G: the paper's Table 4 sizes), both
 # all-reduce and reduce-scatter, every algorithm. Errors are checked up to 256 MiB per rank.
 #   usage: bash tools/device_collectives.sh [BUILD_DIR [BUILD_MPI_DIR]]
@@ -43,6 +44,12 @@ run() { # name, command...: log everything, keep going so one failure does not l
     fi
 }
 
+# correctness first: the nccl backend must give the cpu backend's bits (tests/cuda/test_coll_nccl.c)
+if [ -x "$B/agoq_test_cuda" ]; then
+    run test_cuda_coll "$B/agoq_test_cuda" cuda_coll
+else
+    echo "== test_cuda_coll skipped: no $B/agoq_test_cuda (make test-cuda BUILD=$B builds it)" | tee -a "$LOG"
+fi
 run 1gpu "$B/agoq" collectives --backend cuda -g 1 "${SWEEP[@]}" -o "$OUT/collectives_1gpu.json"
 if [ "$NGPU" -gt 1 ]; then
     run "${NGPU}gpu" "$B/agoq" collectives --backend cuda -g "$NGPU" "${SWEEP[@]}" -o "$OUT/collectives_${NGPU}gpu.json"
