@@ -420,6 +420,10 @@ static int run_collectives(const agoq_run_ctx *ctx, const coll_plan *p, agoq_res
         for (size_t i = 0; i < k; i++)
             if (agoq_coll_config_check(&cfgs[i], (int)ranks[ri])) return -1;
     }
+    printf("# collectives: backend %s, %zu rank count(s) from %d, %zu size(s) %zu..%zu bytes per rank, "
+           "%ld timed + %ld warm-up runs, check %s, timing %s\n", agoq_backend_name(ctx->backend), nr, (int)ranks[0],
+           nsize, p->sweep.min_bytes, p->sweep.max_bytes, p->iters, p->warmup, p->check ? "on" : "off",
+           ctx->backend == AGOQ_BACKEND_CPU ? "cpu-simulated (all ranks in one thread)" : "gpu");
     printf("# %-6s %-14s %-8s %4s %5s %10s %10s %9s %9s %11s %2s %8s %8s %8s\n", "algo", "op", "format", "sum",
            "ranks", "bytes", "time_ms", "algbw", "busbw", "wire_bytes", "q", "snr_db", "quant_ms", "reduce_ms");
     double t0 = agoq_now_s();
