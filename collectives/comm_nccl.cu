@@ -96,26 +96,30 @@ static agoq_cuda_qtensor packed_view(const agoq_qconfig *q, const void *packed, 
     return t;
 }
 
-/* ---- memory ---- */
+/* ---- memory: everything on the rank's own (non-blocking) stream, so that no legacy-stream
+ * operation can race with the kernels and NCCL calls issued there ---- */
 static void *g_alloc(agoq_comm *c, int lr, size_t bytes) {
     void *p = NULL;
     on(c, lr);
     cudaCheck(cudaMalloc(&p, bytes ? bytes : 1));
-    cudaCheck(cudaMemset(p, 0, bytes ? bytes : 1));
+    cudaCheck(cudaMemsetAsync(p, 0, bytes ? bytes : 1, st(c)->stream[lr]));
+    cudaCheck(cudaStreamSynchronize(st(c)->stream[lr]));
     return p;
 }
 static void g_release(agoq_comm *c, int lr, void *p) {
     on(c, lr);
+    cudaCheck(cudaStreamSynchronize(st(c)->stream[lr]));
     cudaCheck(cudaFree(p));
 }
 static void g_upload(agoq_comm *c, int lr, void *dst, const void *host, size_t bytes) {
     on(c, lr);
-    cudaCheck(cudaMemcpy(dst, host, bytes, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, st(c)->stream[lr]));
+    cudaCheck(cudaStreamSynchronize(st(c)->stream[lr]));
 }
 static void g_download(agoq_comm *c, int lr, void *host, const void *src, size_t bytes) {
     on(c, lr);
+    cudaCheck(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, st(c)->stream[lr]));
     cudaCheck(cudaStreamSynchronize(st(c)->stream[lr]));
-    cudaCheck(cudaMemcpy(host, src, bytes, cudaMemcpyDeviceToHost));
 }
 static void g_copy(agoq_comm *c, int lr, void *dst, const void *src, size_t bytes) {
     on(c, lr);
