@@ -3,7 +3,8 @@
  * "memory"). Computed, not measured: results carry meta.source "simulated".
  *
  * config keys (a list key takes a number or an array of numbers):
- *   models [names] (required)
+ *   models [names] (required); layers: override every card's layer count (Table 14 ran
+ *   LLaMA3-8B with 36 and 16 layers)
  *   policies: names (bf16, coat, int8, int4, agoq, agoq_balanced) or objects
  *             {"label": "O", "base": "bf16", "grads": STORE, "moments": STORE} where STORE is
  *             "native", "fp32" or "<format>[/<block>]" (Table 8's O and O+G rows)
@@ -175,7 +176,8 @@ static int parse_policies(jconf c, const cJSON *cfg, mem_plan *p) {
 }
 
 static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, mem_plan *p) {
-    static const char *const own[] = {"models", "policies", "accounting", "gpus", "budget_gb", "roles", "paper", "seed"};
+    static const char *const own[] = {"models", "layers", "policies", "accounting", "gpus", "budget_gb", "roles", "paper",
+                                      "seed"};
     const char *keys[sizeof own / sizeof own[0] + 16];
     size_t nk = 0;
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) keys[nk++] = own[i];
@@ -197,7 +199,9 @@ static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, mem_plan *p) {
             rc = -1;
         }
     free(models);
-    if (rc) return -1;
+    long layers;
+    if (rc || jconf_long(c, cfg, "layers", 0, 0, 4096, 0, &layers)) return -1;
+    for (size_t i = 0; i < p->nmodel && layers; i++) p->models[i].layers = layers;
     if (parse_policies(c, cfg, p) || name_list(c, cfg, "accounting", 0, acc_by_name, "real, paper", acc, &p->nacc, 2) ||
         int_list(c, cfg, "tp", 1, 4096, 1, &p->tp) || int_list(c, cfg, "pp", 1, AGOQ_MAX_STAGES, 1, &p->pp) ||
         int_list(c, cfg, "zero", 0, 3, 0, &p->zero) || int_list(c, cfg, "seq", 1, 1 << 24, 2048, &p->seq) ||
@@ -225,11 +229,13 @@ static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, mem_plan *p) {
 
 static const char *acc_name(agoq_accounting a) { return a == AGOQ_ACCOUNT_PAPER ? "paper" : "real"; }
 
-/* One point: fills the record and prints a table row. Returns 0, or -1 on an invalid layout. */
-static int run_point(const mem_plan *p, const char *label, const agoq_mem_setup *ms, agoq_results *res) {
+/* One point: fills the record and prints a table row; base_total_bytes is the first policy's
+ * total at the same layout (the record's vs_baseline_pct). Returns the total, -1 when invalid. */
+static double run_point(const mem_plan *p, const char *label, const agoq_mem_setup *ms, double base_total_bytes,
+                        agoq_results *res) {
     agoq_mem_breakdown bd;
     int stage;
-    if (agoq_memory_peak(ms, &stage, &bd)) return -1;
+    if (agoq_memory_peak(ms, &stage, &bd)) return -1.0;
     const agoq_parallel *par = &ms->par;
     const agoq_model_card *m = ms->model;
     double unit = 2.0 * (double)par->micro_batch * (double)par->seq * (double)m->hidden / (par->sp ? (double)par->tp : 1.0);
@@ -238,6 +244,7 @@ static int run_point(const mem_plan *p, const char *label, const agoq_mem_setup 
     cJSON_AddStringToObject(r, "policy", label);
     cJSON_AddStringToObject(r, "base_policy", agoq_policy_name(ms->pol.id));
     cJSON_AddStringToObject(r, "accounting", acc_name(ms->acc));
+    results_num(r, "layers", (double)m->layers);
     const struct { const char *k; double v; } f[] = {
         {"gpus", (double)(par->tp * par->pp * par->dp)}, {"tp", (double)par->tp}, {"pp", (double)par->pp},
         {"dp", (double)par->dp}, {"vpp", (double)par->vpp}, {"zero", par->zero}, {"sp", par->sp},
@@ -249,6 +256,8 @@ static int run_point(const mem_plan *p, const char *label, const agoq_mem_setup 
         {"total_GB", bd.total_bytes / 1e9}, {"layer_act_U", bd.layer_act_bytes / unit}, {"unit_bytes", unit},
     };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) results_num(r, f[i].k, f[i].v);
+    cJSON_AddStringToObject(r, "baseline_policy", p->pols[0].label);
+    results_num(r, "vs_baseline_pct", 100.0 * (bd.total_bytes / (base_total_bytes > 0 ? base_total_bytes : bd.total_bytes) - 1.0));
     cJSON_AddItemToObject(r, "breakdown", agoq_mem_breakdown_json(&bd));
     if (par->pp > 1) {
         cJSON *st = cJSON_AddArrayToObject(r, "stages");
@@ -269,7 +278,7 @@ static int run_point(const mem_plan *p, const char *label, const agoq_mem_setup 
     if (p->has_budget) {
         long R;
         int fit = agoq_memory_min_recompute(ms, p->budget_gb * 1e9, &R);
-        if (fit < 0) return -1;
+        if (fit < 0) return -1.0;
         results_num(r, "budget_GB", p->budget_gb);
         results_num(r, "min_recompute_layers", fit == 0 ? (double)R : NAN);
         snprintf(rbuf, sizeof rbuf, fit == 0 ? "%ld" : "none", R);
@@ -286,7 +295,7 @@ static int run_point(const mem_plan *p, const char *label, const agoq_mem_setup 
            par->dp, par->zero, par->seq, stage, bd.weights_bytes / 1e9, bd.grads_bytes / 1e9, bd.optimizer_bytes / 1e9,
            bd.activations_bytes / 1e9, bd.act_scales_bytes / 1e9, bd.comm_bytes / 1e9, bd.total_bytes / 1e9,
            bd.layer_act_bytes / unit, rbuf, pbuf);
-    return 0;
+    return bd.total_bytes;
 }
 
 int agoq_exp_memory(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *res) {
@@ -299,6 +308,7 @@ int agoq_exp_memory(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *res
            "acct", "gpus", "tp", "pp", "dp", "z", "seq", "st", "weights", "grads", "optim", "acts", "scales", "comm",
            "total_GB", "layer_U", "minR", p->paper ? "  paper    diff" : "");
     size_t ndp = p->gpus.n ? p->gpus.n : 1;
+    double base_total = 0; /* the first policy's total at the current layout */
     for (size_t mi = 0; mi < p->nmodel; mi++)
         for (size_t ai = 0; ai < p->nacc; ai++)
             for (size_t ti = 0; ti < p->tp.n; ti++)
@@ -328,7 +338,9 @@ int agoq_exp_memory(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *res
                                         if (!p->layout.par.num_microbatches) par->num_microbatches = par->pp;
                                         ms->acc = p->accs[ai];
                                         ms->pol = p->pols[qi].pol;
-                                        if (run_point(p, p->pols[qi].label, ms, res)) {
+                                        double t = run_point(p, p->pols[qi].label, ms, base_total, res);
+                                        if (qi == 0) base_total = t;
+                                        if (t < 0) {
                                             agoq_error("%s: key '%s': invalid layout for model '%s'", ctx->where.file,
                                                        ctx->where.prefix, p->models[mi].name);
                                             goto done;
