@@ -229,9 +229,9 @@ static void add_stage_record(agoq_results *res, const ba_plan *p, const agoq_bit
         results_num(r, "greedy_total_GB", gr->total_bytes[i] / 1e9);
         results_num(r, "greedy_error_proxy", gr->err[i]);
     }
-    printf("  %5d %8ld%s %8.3f %9.5f %9.3f %s", i, agoq_inflight_microbatches(par, i), line, ar->total_bytes[i] / 1e9,
+    printf("  %5d %8ld%s %8.3f %9.3g %9.3f %s", i, agoq_inflight_microbatches(par, i), line, ar->total_bytes[i] / 1e9,
            ar->err[i], paper_rule / 1e9, paper_rule <= p->pr.budget_bytes ? "fits" : "OVER");
-    if (gr) printf(" %9.5f", gr->err[i]);
+    if (gr) printf(" %9.3g", gr->err[i]);
     printf("\n");
 }
 
