@@ -44,16 +44,17 @@ static int record_matches(const cJSON *rec, const cJSON *where) {
 /* Reads the measured override; returns 1 when applied, 0 when the file is absent or has no
  * matching record, -1 on a malformed spec or file. */
 static int read_measured(jconf c, const cJSON *spec, agoq_calib *out) {
-    static const char *const keys[] = {"file", "key", "where", "reduce", "scale", NULL};
+    static const char *const keys[] = {"file", "key", "where", "reduce", "scale", "inverse", NULL};
     const char *file, *key, *reduce;
     const cJSON *where;
     double scale;
+    int inverse;
     if (jconf_only(c, spec, keys) || jconf_str(c, spec, "file", 1, NULL, &file) || jconf_str(c, spec, "key", 1, NULL, &key) ||
         jconf_obj(c, spec, "where", 0, &where) || jconf_str(c, spec, "reduce", 0, "max", &reduce) ||
-        jconf_num(c, spec, "scale", 0, 1e-12, 1e12, 1.0, &scale))
+        jconf_num(c, spec, "scale", 0, 1e-12, 1e12, 1.0, &scale) || jconf_bool(c, spec, "inverse", 0, 0, &inverse))
         return -1;
-    if (strcmp(reduce, "max") != 0 && strcmp(reduce, "median") != 0) {
-        agoq_error("%s: key '%s.reduce': expected \"max\" or \"median\", got '%s'", c.file, c.prefix, reduce);
+    if (strcmp(reduce, "max") != 0 && strcmp(reduce, "median") != 0 && strcmp(reduce, "min") != 0) {
+        agoq_error("%s: key '%s.reduce': expected \"max\", \"median\" or \"min\", got '%s'", c.file, c.prefix, reduce);
         return -1;
     }
     if (access(file, R_OK) != 0) return 0;
@@ -73,10 +74,12 @@ static int read_measured(jconf c, const cJSON *spec, agoq_calib *out) {
                 c.file, c.prefix, file, key);
     } else {
         qsort(v, n, sizeof *v, cmp_double);
-        out->value = scale * (strcmp(reduce, "max") == 0 ? v[n - 1] : v[n / 2]);
+        double x = strcmp(reduce, "max") == 0 ? v[n - 1] : strcmp(reduce, "min") == 0 ? v[0] : v[n / 2];
+        /* inverse: a rate from a time, e.g. TFLOPS = (GEMM FLOPs / 1e9) / median_ms */
+        out->value = inverse ? scale / x : scale * x;
         out->measured = 1;
-        snprintf(out->source, sizeof out->source, "measured: %s (%s of '%s' over %zu records, x%g)", file, reduce, key, n,
-                 scale);
+        snprintf(out->source, sizeof out->source, "measured: %s (%s%g %s %s of '%s' over %zu records)", file,
+                 inverse ? "" : "x", scale, inverse ? "/" : "of", reduce, key, n);
         rc = 1;
     }
     free(v);

@@ -3,9 +3,10 @@
  *   {"value": 154.8, "source": "assumed: RTX A6000 datasheet, dense BF16 tensor TFLOPS"}
  * optionally with a measured override read from a results file when that file exists:
  *   "measured": {"file": "results/h200/gemm.json", "key": "tflops",
- *                "where": {"op": "gemm", "dtype": "bf16"}, "reduce": "max"|"median"}
- * The override takes `key` of every record whose string fields equal `where`, reduces them, and
- * scales by "scale" (default 1: unit conversion). "measured" may also be an array of such specs
+ *                "where": {"op": "gemm", "dtype": "bf16"}, "reduce": "max"|"median"|"min"}
+ * The override takes `key` of every record whose fields equal `where` (strings and numbers),
+ * reduces them, and multiplies by "scale" (default 1: unit conversion), or with "inverse": true
+ * takes scale / value (a rate from a time: TFLOPS = GEMM GFLOP / median_ms). "measured" may also be an array of such specs
  * (candidate files): the first that yields a value wins. A missing file falls back to the assumed value
  * (the source then says so); so does a present file without matching records (with a warning).
  *

@@ -136,6 +136,14 @@ TEST(sim_machine_file_sources_and_overrides) {
     agoq_test_write(path, machine_text(spec));
     CHECK(agoq_machine_load(path, &m) == 0);
     CHECK(m.cal[AGOQ_CAL_GEMM_BF16_TFLOPS].measured && agoq_machine_val(&m, AGOQ_CAL_GEMM_BF16_TFLOPS) == 650.0);
+    /* A rate from a time: TFLOPS = 4000 GFLOP / min median_ms of the records with n = 64 (2 ms). */
+    agoq_test_write(meas, "{\"records\": [{\"case\": \"g\", \"n\": 64, \"median_ms\": 2.0}, {\"case\": \"g\", \"n\": 64,"
+                          " \"median_ms\": 4.0}, {\"case\": \"g\", \"n\": 32, \"median_ms\": 1.0}]}");
+    snprintf(spec, sizeof spec, ", \"measured\": {\"file\": \"%s\", \"key\": \"median_ms\", \"where\": {\"case\": \"g\", \"n\": 64},"
+             " \"reduce\": \"min\", \"inverse\": true, \"scale\": 4000}", meas);
+    agoq_test_write(path, machine_text(spec));
+    CHECK(agoq_machine_load(path, &m) == 0);
+    CHECK_NEAR(agoq_machine_val(&m, AGOQ_CAL_GEMM_BF16_TFLOPS), 2000.0, 0);
     /* Absent file: the assumed value, and the source says the measurement was not there. */
     snprintf(spec, sizeof spec, ", \"measured\": {\"file\": \"%s/none.json\", \"key\": \"tflops\"}", agoq_test_tmpdir());
     agoq_test_write(path, machine_text(spec));
