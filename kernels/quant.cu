@@ -81,15 +81,17 @@ int agoq_cuda_qparams_make(const agoq_qconfig *c, agoq_cuda_qparams *p) {
     p->qmax = t->qmax;
     p->seed = c->seed;
     switch (c->fmt) {
-    case AGOQ_FMT_FP4_E2M1: p->dec = AGOQ_ENC_FP4; break;
-    case AGOQ_FMT_FP8_E4M3: p->dec = AGOQ_ENC_FP8_E4M3; break;
-    case AGOQ_FMT_FP8_E5M2: p->dec = AGOQ_ENC_FP8_E5M2; break;
+    case AGOQ_FMT_FP4_E2M1: p->enc = AGOQ_ENC_FP4; break;
+    case AGOQ_FMT_FP8_E4M3: p->enc = AGOQ_ENC_FP8_E4M3; break;
+    case AGOQ_FMT_FP8_E5M2: p->enc = AGOQ_ENC_FP8_E5M2; break;
     default:
-        p->dec = t->kind == AGOQ_CODE_INT_SYM ? AGOQ_ENC_INT_SYM
+        p->enc = t->kind == AGOQ_CODE_INT_SYM ? AGOQ_ENC_INT_SYM
                  : t->kind == AGOQ_CODE_INT_ASYM ? AGOQ_ENC_INT_ASYM : AGOQ_ENC_TABLE;
     }
-    /* the arithmetic fp4/fp8 encoders are round-to-nearest only */
-    p->enc = (p->stochastic && t->kind == AGOQ_CODE_TABLE) ? AGOQ_ENC_TABLE : p->dec;
+    /* fp4 decodes through its 16-entry value table in shared memory (one load, no branches);
+     * fp8 through the hardware conversion; the arithmetic encoders are round-to-nearest only */
+    p->dec = p->enc == AGOQ_ENC_FP4 ? AGOQ_ENC_TABLE : p->enc;
+    if (p->stochastic && t->kind == AGOQ_CODE_TABLE) p->enc = AGOQ_ENC_TABLE;
     p->table = t->kind == AGOQ_CODE_TABLE ? device_table(c->fmt) : NULL;
     return 0;
 }
@@ -127,7 +129,28 @@ int agoq_cuda_quantize_bf16(const agoq_qconfig *c, const uint16_t *x, size_t n, 
     return quantize("agoq_cuda_quantize_bf16", c, x, n, q, stream);
 }
 
-/* ---- dequantize: one thread per group of 8, any block size ---- */
+/* ---- dequantize: one thread per group of 8, any block size ----
+ * A warp decodes U x 32 consecutive groups per iteration, all loads first. fp32 output: the
+ * lanes of a pair swap half groups so that each 16-byte store instruction writes whole 32-byte
+ * sectors (a lane's own 32 bytes would take two half-sector stores: twice the L2 requests). */
+#define DEQUANT_UNROLL 4
+
+/* Lanes 2k (group A) and 2k+1 (group B, the next 8 elements): store 1 writes A[0..3] (even)
+ * and A[4..7] (odd), store 2 B[0..3] (even) and B[4..7] (odd): each store one whole sector. */
+__device__ __forceinline__ void store_pair_f32(float *y, size_t e0, const float v[8]) {
+    const int odd = (int)(threadIdx.x & 1u);
+    float r[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) r[k] = __shfl_xor_sync(0xffffffffu, odd ? v[k] : v[4 + k], 1);
+    if (odd) {
+        *(float4 *)(y + e0 - 4) = make_float4(r[0], r[1], r[2], r[3]);
+        *(float4 *)(y + e0 + 4) = make_float4(v[4], v[5], v[6], v[7]);
+    } else {
+        *(float4 *)(y + e0) = make_float4(v[0], v[1], v[2], v[3]);
+        *(float4 *)(y + e0 + 8) = make_float4(r[0], r[1], r[2], r[3]);
+    }
+}
+
 template <int DEC, typename T>
 __global__ void __launch_bounds__(AGOQ_QUANT_THREADS) dequant_kernel(agoq_cuda_qparams p, agoq_cuda_qtensor q,
                                                                       T *__restrict__ y, int vec, int gshift) {
@@ -137,12 +160,27 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS) dequant_kernel(agoq_cuda_q
         __syncthreads();
     }
     const size_t n = q.n, ngroups = (n + 7) / 8, G = (size_t)(p.block >> 3);
-    const size_t stride = (size_t)gridDim.x * blockDim.x;
-    for (size_t g = (size_t)blockIdx.x * blockDim.x + threadIdx.x; g < ngroups; g += stride) {
-        const size_t blk = gshift >= 0 ? g >> gshift : g / G;
-        float v[8];
-        agoq_dev_decode_group<DEC>(p, &tab, q.codes, q.scales, q.zeros, g, blk, v);
-        agoq_dev_store8(y, g * 8, agoq_dev_group_valid(g * 8, n), vec, v);
+    const size_t lane = threadIdx.x & 31u, warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const size_t tile = 32 * DEQUANT_UNROLL, stride = (((size_t)gridDim.x * blockDim.x) >> 5) * tile;
+    for (size_t base = warp * tile; base < ngroups; base += stride) {
+        float v[DEQUANT_UNROLL][8];
+#pragma unroll
+        for (int u = 0; u < DEQUANT_UNROLL; u++) {
+            const size_t g = base + (size_t)u * 32 + lane;
+            if (g < ngroups)
+                agoq_dev_decode_group<DEC>(p, &tab, q.codes, q.scales, q.zeros, g, gshift >= 0 ? g >> gshift : g / G, v[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < DEQUANT_UNROLL; u++) {
+            const size_t g0 = base + (size_t)u * 32, g = g0 + lane;
+            if constexpr (std::is_same<T, float>::value) {
+                if (vec && (g0 + 32) * 8 <= n) { /* the whole warp's 32 groups are full: uniform */
+                    store_pair_f32(y, g * 8, v[u]);
+                    continue;
+                }
+            }
+            if (g < ngroups) agoq_dev_store8(y, g * 8, agoq_dev_group_valid(g * 8, n), vec, v[u]);
+        }
     }
 }
 
@@ -156,8 +194,9 @@ static int dequantize(const char *fn, const agoq_qconfig *c, const agoq_cuda_qte
     const size_t ngroups = (q->n + 7) / 8;
     const int vec = ((uintptr_t)y & 15u) == 0;
     agoq_dispatch_enc(p.dec, [&](auto dec) {
-        dequant_kernel<decltype(dec)::value, T><<<agoq_grid_for(ngroups), AGOQ_QUANT_THREADS, 0, (cudaStream_t)stream>>>(
-            p, *q, y, vec, gshift);
+        dequant_kernel<decltype(dec)::value, T>
+            <<<agoq_grid_for((ngroups + DEQUANT_UNROLL - 1) / DEQUANT_UNROLL), AGOQ_QUANT_THREADS, 0,
+               (cudaStream_t)stream>>>(p, *q, y, vec, gshift);
     });
     cudaCheckLaunch();
     return 0;

@@ -21,9 +21,13 @@
  * Asymmetric formats reduce agoq_dev_min8 / agoq_dev_max8 instead and pass lo, hi. */
 #ifndef AGOQ_QUANT_DEVICE_CUH
 #define AGOQ_QUANT_DEVICE_CUH
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include "kernels/quant_cuda.h"
+#include "kernels/quant_fast.h"
 #include "kernels/quant_math.h"
 
 #define AGOQ_GROUP_ELEMS 8
@@ -55,6 +59,11 @@ __device__ __forceinline__ void agoq_dev_load_table(agoq_smem_table *s, const ag
 /* ---- block range: over finite elements only (formats.h) ---- */
 __device__ __forceinline__ float agoq_dev_absmax8(const float v[8], int nvalid) {
     float a = 0.0f;
+    if (nvalid == 8) {
+#pragma unroll
+        for (int j = 0; j < 8; j++) a = fmaxf(a, agoq_isfinite(v[j]) ? fabsf(v[j]) : 0.0f);
+        return a;
+    }
 #pragma unroll
     for (int j = 0; j < 8; j++)
         if (j < nvalid && agoq_isfinite(v[j])) a = fmaxf(a, fabsf(v[j]));
@@ -78,23 +87,35 @@ __device__ __forceinline__ float agoq_dev_max8(const float v[8], int nvalid) {
 /* Max / min over the `width` (1..32) consecutive lanes of this lane's segment, returned to every
  * lane of the segment. Exact for any width: max/min are order independent. All 32 lanes of the
  * warp must call it (full-mask shuffles); lanes past the last whole segment get garbage. */
-__device__ __forceinline__ float agoq_warp_seg_max(float v, int width) {
-    const int lane = (int)(threadIdx.x & 31u), pos = lane % width;
+/* *_pos: the same with the lane's position in its segment (lane % width) precomputed. A
+ * power-of-two width uses an xor butterfly (log2(width) shuffles, the result in every lane). */
+template <bool MAX>
+__device__ __forceinline__ float agoq_warp_seg_reduce(float v, int width, int pos) {
+    if ((width & (width - 1)) == 0) {
+        for (int off = width >> 1; off > 0; off >>= 1) {
+            const float o = __shfl_xor_sync(0xffffffffu, v, off);
+            v = MAX ? fmaxf(v, o) : fminf(v, o);
+        }
+        return v;
+    }
 #pragma unroll
     for (int off = 16; off > 0; off >>= 1) {
-        float o = __shfl_down_sync(0xffffffffu, v, off);
-        if (pos + off < width) v = fmaxf(v, o);
+        const float o = __shfl_down_sync(0xffffffffu, v, off);
+        if (pos + off < width) v = MAX ? fmaxf(v, o) : fminf(v, o);
     }
-    return __shfl_sync(0xffffffffu, v, lane - pos);
+    return __shfl_sync(0xffffffffu, v, (int)(threadIdx.x & 31u) - pos);
+}
+__device__ __forceinline__ float agoq_warp_seg_max_pos(float v, int width, int pos) {
+    return agoq_warp_seg_reduce<true>(v, width, pos);
+}
+__device__ __forceinline__ float agoq_warp_seg_min_pos(float v, int width, int pos) {
+    return agoq_warp_seg_reduce<false>(v, width, pos);
+}
+__device__ __forceinline__ float agoq_warp_seg_max(float v, int width) {
+    return agoq_warp_seg_max_pos(v, width, (int)(threadIdx.x & 31u) % width);
 }
 __device__ __forceinline__ float agoq_warp_seg_min(float v, int width) {
-    const int lane = (int)(threadIdx.x & 31u), pos = lane % width;
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) {
-        float o = __shfl_down_sync(0xffffffffu, v, off);
-        if (pos + off < width) v = fminf(v, o);
-    }
-    return __shfl_sync(0xffffffffu, v, lane - pos);
+    return agoq_warp_seg_min_pos(v, width, (int)(threadIdx.x & 31u) % width);
 }
 
 /* Stored scale s, zero point m and inv = 1/s of a block from its range (agoq_block_params_ref):
@@ -115,16 +136,36 @@ __device__ __forceinline__ void agoq_dev_block_params(const agoq_cuda_qparams &p
     *inv = agoq_inv_scale(*s);
 }
 
-/* ---- one element ---- */
+/* ---- one element ----
+ * Integers: the float-to-int conversion rounds (rn: half to even = rintf; rd: floor for the
+ * stochastic y + u), maps NaN to 0 (= agoq_nan_to_zero) and saturates +-Inf, so the integer
+ * clamp gives the reference's code. FP8: the hardware satfinite conversion (round half to
+ * even, Inf -> the largest finite) with the reference's two conventions patched in: NaN and
+ * -0 encode as code 0. FP4: the integer encoder of quant_fast.h. All are checked bit for bit
+ * against the reference by tests/cuda/test_quant_cuda.c (bit-pattern sweep included). */
 template <int ENC>
 __device__ __forceinline__ uint32_t agoq_dev_encode(const agoq_cuda_qparams &p, const agoq_smem_table *t, float x,
                                                     float inv, float m, float u) {
-    if constexpr (ENC == AGOQ_ENC_INT_SYM) return agoq_encode_int_sym(x, inv, p.bits, u);
-    else if constexpr (ENC == AGOQ_ENC_INT_ASYM) return agoq_encode_int_asym(x, inv, m, p.bits, u);
-    else if constexpr (ENC == AGOQ_ENC_FP4) return agoq_fp4_encode_rne(x * inv);
-    else if constexpr (ENC == AGOQ_ENC_FP8_E4M3) return agoq_fp8_encode_rne(x * inv, 0);
-    else if constexpr (ENC == AGOQ_ENC_FP8_E5M2) return agoq_fp8_encode_rne(x * inv, 1);
-    else return t->code[agoq_table_pos(t->sorted, t->mid, t->code, t->n, x * inv, u)];
+    if constexpr (ENC == AGOQ_ENC_INT_SYM) {
+        const float y = x * inv;
+        const int qm = (1 << (p.bits - 1)) - 1;
+        int q = u < 0.0f ? __float2int_rn(y) : __float2int_rd(y + u);
+        q = q > qm ? qm : (q < -qm ? -qm : q);
+        return (uint32_t)(q + qm + 1);
+    } else if constexpr (ENC == AGOQ_ENC_INT_ASYM) {
+        const float y = (x - m) * inv;
+        const int qm = (1 << p.bits) - 1;
+        int q = u < 0.0f ? __float2int_rn(y) : __float2int_rd(y + u);
+        return (uint32_t)(q > qm ? qm : (q < 0 ? 0 : q));
+    } else if constexpr (ENC == AGOQ_ENC_FP4) {
+        return agoq_fp4_encode_int(x * inv);
+    } else if constexpr (ENC == AGOQ_ENC_FP8_E4M3 || ENC == AGOQ_ENC_FP8_E5M2) {
+        const float y = x * inv;
+        uint32_t c = __nv_cvt_float_to_fp8(y, __NV_SATFINITE, ENC == AGOQ_ENC_FP8_E5M2 ? __NV_E5M2 : __NV_E4M3);
+        return (agoq_isnan(y) || c == 0x80u) ? 0u : c;
+    } else {
+        return t->code[agoq_table_pos(t->sorted, t->mid, t->code, t->n, x * inv, u)];
+    }
 }
 template <int DEC>
 __device__ __forceinline__ float agoq_dev_decode(const agoq_cuda_qparams &p, const agoq_smem_table *t, uint32_t code,
@@ -132,8 +173,13 @@ __device__ __forceinline__ float agoq_dev_decode(const agoq_cuda_qparams &p, con
     if constexpr (DEC == AGOQ_ENC_INT_SYM) return agoq_decode_int_sym(code, p.bits, s);
     else if constexpr (DEC == AGOQ_ENC_INT_ASYM) return agoq_decode_int_asym(code, s, m);
     else if constexpr (DEC == AGOQ_ENC_FP4) return agoq_fp4_decode(code) * s;
-    else if constexpr (DEC == AGOQ_ENC_FP8_E4M3) return agoq_fp8_decode(code, 0) * s;
-    else if constexpr (DEC == AGOQ_ENC_FP8_E5M2) return agoq_fp8_decode(code, 1) * s;
+    else if constexpr (DEC == AGOQ_ENC_FP8_E4M3)
+        return __half2float(__half(__nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)code, __NV_E4M3))) * s;
+    else if constexpr (DEC == AGOQ_ENC_FP8_E5M2) { /* E5M2 is the top byte of an fp16 */
+        __half_raw h;
+        h.x = (unsigned short)(code << 8);
+        return __half2float(__half(h)) * s;
+    }
     else return t->value[code] * s;
 }
 
@@ -143,13 +189,23 @@ __device__ __forceinline__ float agoq_dev_decode(const agoq_cuda_qparams &p, con
 template <int ENC>
 __device__ __forceinline__ uint64_t agoq_dev_encode8(const agoq_cuda_qparams &p, const agoq_smem_table *t,
                                                      const float v[8], int nvalid, float inv, float m, uint64_t idx0) {
+    /* the fp4 / fp8 encoders fix the width: constant shifts */
+    constexpr int kBits = ENC == AGOQ_ENC_FP4 ? 4 : (ENC == AGOQ_ENC_FP8_E4M3 || ENC == AGOQ_ENC_FP8_E5M2) ? 8 : 0;
+    const int bits = kBits ? kBits : p.bits;
     uint64_t packed = 0;
+    if (p.stochastic) {
 #pragma unroll
-    for (int j = 0; j < 8; j++) {
-        if (j < nvalid) {
-            float u = p.stochastic ? agoq_u01(p.seed, idx0 + (uint64_t)j) : -1.0f;
-            packed |= (uint64_t)agoq_dev_encode<ENC>(p, t, v[j], inv, m, u) << (j * p.bits);
-        }
+        for (int j = 0; j < 8; j++)
+            if (j < nvalid)
+                packed |= (uint64_t)agoq_dev_encode<ENC>(p, t, v[j], inv, m, agoq_u01(p.seed, idx0 + (uint64_t)j))
+                          << (j * bits);
+    } else if (nvalid == 8) { /* the common full group: no per-element predicate */
+#pragma unroll
+        for (int j = 0; j < 8; j++) packed |= (uint64_t)agoq_dev_encode<ENC>(p, t, v[j], inv, m, -1.0f) << (j * bits);
+    } else {
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            if (j < nvalid) packed |= (uint64_t)agoq_dev_encode<ENC>(p, t, v[j], inv, m, -1.0f) << (j * bits);
     }
     return packed;
 }
@@ -229,11 +285,13 @@ __device__ __forceinline__ void agoq_dev_store8(float *y, size_t e0, int nvalid,
     for (int j = 0; j < nvalid; j++) y[e0 + j] = v[j];
 }
 __device__ __forceinline__ void agoq_dev_store8(uint16_t *y, size_t e0, int nvalid, int vec, const float v[8]) {
-    if (vec && nvalid == 8) {
+    if (vec && nvalid == 8) { /* one round-to-nearest-even pack instruction per pair (NaN: any NaN) */
         uint32_t u[4];
 #pragma unroll
-        for (int j = 0; j < 4; j++)
-            u[j] = (uint32_t)agoq_f32_to_bf16(v[2 * j]) | ((uint32_t)agoq_f32_to_bf16(v[2 * j + 1]) << 16);
+        for (int j = 0; j < 4; j++) {
+            __nv_bfloat162 h = __floats2bfloat162_rn(v[2 * j], v[2 * j + 1]);
+            u[j] = *(const uint32_t *)&h;
+        }
         *(uint4 *)(y + e0) = make_uint4(u[0], u[1], u[2], u[3]);
         return;
     }
@@ -269,13 +327,13 @@ __device__ __forceinline__ void agoq_dev_store_params(const agoq_cuda_qparams &p
 
 template <int ENC>
 __device__ __forceinline__ void agoq_dev_params_seg(const agoq_cuda_qparams &p, const float v[8], int nvalid, int width,
-                                                    float *s, float *m, float *inv) {
+                                                    int pos, float *s, float *m, float *inv) {
     if constexpr (ENC == AGOQ_ENC_INT_ASYM) {
-        float lo = agoq_warp_seg_min(agoq_dev_min8(v, nvalid), width);
-        float hi = agoq_warp_seg_max(agoq_dev_max8(v, nvalid), width);
+        float lo = agoq_warp_seg_min_pos(agoq_dev_min8(v, nvalid), width, pos);
+        float hi = agoq_warp_seg_max_pos(agoq_dev_max8(v, nvalid), width, pos);
         agoq_dev_block_params(p, 0.0f, lo, hi, s, m, inv);
     } else {
-        agoq_dev_block_params(p, agoq_warp_seg_max(agoq_dev_absmax8(v, nvalid), width), 0.0f, 0.0f, s, m, inv);
+        agoq_dev_block_params(p, agoq_warp_seg_max_pos(agoq_dev_absmax8(v, nvalid), width, pos), 0.0f, 0.0f, s, m, inv);
     }
 }
 
@@ -308,7 +366,7 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS) agoq_quant_seg_kernel(agoq
 #pragma unroll
         for (int u = 0; u < U; u++) {
             float s, m, inv;
-            agoq_dev_params_seg<ENC>(p, v[u], nv[u], G, &s, &m, &inv);
+            agoq_dev_params_seg<ENC>(p, v[u], nv[u], G, pos, &s, &m, &inv);
             if (act[u]) {
                 const size_t e0 = blk[u] * B + (size_t)pos * 8;
                 agoq_dev_store_group(out.codes, blk[u] * (size_t)G + (size_t)pos, p.bits,

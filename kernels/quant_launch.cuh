@@ -39,24 +39,22 @@ static void agoq_dispatch_enc(int enc, F f) {
     }
 }
 
-/* Calls f(enc, dec) for the (encoder, decoder) pairs qparams can hold: the decoder is the
- * format's, the encoder the same or the table (stochastic fp4 / fp8). */
+/* Calls f(enc, dec) for the (encoder, decoder) pairs qparams can hold (quant.cu,
+ * agoq_cuda_qparams_make): equal kinds; fp4 nearest (arithmetic encoder, table decoder);
+ * fp8 stochastic (table encoder, hardware decoder). */
 template <class F>
 static void agoq_dispatch_pair(int enc, int dec, F f) {
-    if (enc == AGOQ_ENC_TABLE && dec != AGOQ_ENC_TABLE) {
-        agoq_dispatch_enc(dec, [&](auto d) {
-            if constexpr (decltype(d)::value == AGOQ_ENC_FP4 || decltype(d)::value == AGOQ_ENC_FP8_E4M3 ||
-                          decltype(d)::value == AGOQ_ENC_FP8_E5M2)
-                f(agoq_enc_t<AGOQ_ENC_TABLE>(), d);
-        });
-        return;
-    }
-    agoq_dispatch_enc(dec, [&](auto d) { f(d, d); });
+    if (enc == AGOQ_ENC_FP4 && dec == AGOQ_ENC_TABLE) f(agoq_enc_t<AGOQ_ENC_FP4>(), agoq_enc_t<AGOQ_ENC_TABLE>());
+    else if (enc == AGOQ_ENC_TABLE && dec == AGOQ_ENC_FP8_E4M3)
+        f(agoq_enc_t<AGOQ_ENC_TABLE>(), agoq_enc_t<AGOQ_ENC_FP8_E4M3>());
+    else if (enc == AGOQ_ENC_TABLE && dec == AGOQ_ENC_FP8_E5M2)
+        f(agoq_enc_t<AGOQ_ENC_TABLE>(), agoq_enc_t<AGOQ_ENC_FP8_E5M2>());
+    else agoq_dispatch_enc(dec, [&](auto d) { f(d, d); });
 }
 
 /* Quantizes the values of src into q (q.n elements) on stream: the segment kernel for blocks
- * of <= 256 elements (2 tasks in flight per warp), the warp-per-block kernel above. */
-#define AGOQ_SEG_UNROLL 2
+ * of <= 256 elements (4 tasks of loads in flight per warp), the warp-per-block kernel above. */
+#define AGOQ_SEG_UNROLL 4
 template <int ENC, class Src>
 static void agoq_launch_quant(const agoq_cuda_qparams &p, const Src &src, agoq_cuda_qtensor q, void *stream) {
     const size_t nblocks = (q.n + (size_t)p.block - 1) / (size_t)p.block;

@@ -20,12 +20,13 @@ if [ "$rc" -ne 0 ]; then
 fi
 case "$MODE" in
 quick) "$B/agoq" kernels -b 1M -e 256M -f 16 -n 10 -w 3 -q -o "$OUT/kernels_quick.json" 2>&1 | tee "$OUT/kernels_quick.log" || rc=1 ;;
-full) "$B/agoq" kernels -q -o "$OUT/kernels.json" 2>&1 | tee "$OUT/kernels.log" || rc=1 ;;
+full) "$B/agoq" run experiments/kernels.json -q --out "$OUT/kernels.json" 2>&1 | tee "$OUT/kernels.log" || rc=1 ;;
 *) echo "device_kernels: unknown mode '$MODE' (quick|full)"; exit 2 ;;
 esac
 if [ "${4:-}" = ncu ] && command -v ncu >/dev/null; then
     ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
-        --section LaunchStats -k regex:'quant_seg_kernel|dequant_kernel' -c 6 \
+        --section LaunchStats --section InstructionStats --section WarpStateStats --section ComputeWorkloadAnalysis \
+        -k regex:'quant_seg_kernel|dequant_kernel' -c 6 \
         "$B/agoq" kernels --cases quantize_f32,quantize_bf16,dequantize_f32 --formats fp4_e2m1,dyn8 \
         -b 256M -e 256M -n 1 -w 0 --no-check -q -o /tmp/ncu_kernels.json >"$OUT/ncu.log" 2>&1 || echo "ncu failed (see ncu.log)"
 fi

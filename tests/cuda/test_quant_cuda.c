@@ -137,6 +137,42 @@ TEST(cuda_quant_large_sizes_turn_the_grid_stride_loops) {
     CHECK_MSG(bad == 0, "%zu mismatches", bad);
 }
 
+/* The device encoders (hardware fp8 conversion, integer fp4 and int codes) on every 997th
+ * float bit pattern and every table midpoint +-1 ulp: blocks of 32 led by qmax, so s = 1 and
+ * the codes are the encoders' outputs on the raw values; |y| > qmax is left out (it would
+ * change the scale), NaN and +-Inf stay in (they do not). */
+TEST(cuda_quant_encoders_on_bit_pattern_sweep) {
+    static const int fmts[] = {AGOQ_FMT_FP4_E2M1, AGOQ_FMT_FP8_E4M3, AGOQ_FMT_FP8_E5M2, AGOQ_FMT_INT8, AGOQ_FMT_INT4,
+                               AGOQ_FMT_NF4, AGOQ_FMT_DYN8};
+    size_t bad = 0;
+    for (size_t k = 0; k < sizeof fmts / sizeof fmts[0]; k++) {
+        const agoq_format f = (agoq_format)fmts[k];
+        const float qmax = agoq_formats[f].qmax;
+        const size_t cap = (size_t)1 << 23;
+        float *x = (float *)malloc(cap * sizeof(float));
+        size_t n = 0;
+        const agoq_code_table *t = agoq_table(f);
+        for (uint64_t u = 0; u <= 0xffffffffull && n + 64 < cap; u += 997) {
+            if (n % 32 == 0) x[n++] = qmax;
+            float y = agoq_bits_f32((uint32_t)u);
+            if (!agoq_isfinite(y) || fabsf(y) <= qmax) x[n++] = y;
+        }
+        for (int i = 0; t && i + 1 < t->nsorted && n + 64 < cap; i++) {
+            const float m = t->mid[i], probes[3] = {m, nextafterf(m, INFINITY), nextafterf(m, -INFINITY)};
+            for (int j = 0; j < 3; j++) {
+                if (n % 32 == 0) x[n++] = qmax;
+                x[n++] = probes[j];
+            }
+        }
+        for (int sr = 0; sr < 2; sr++) {
+            agoq_qconfig c = make_cfg(f, 32, 0, sr);
+            bad += check_config(&c, x, n, 0, 0, 0);
+        }
+        free(x);
+    }
+    CHECK_MSG(bad == 0, "%zu mismatches", bad);
+}
+
 TEST(cuda_quant_unaligned_pointers_use_scalar_paths) {
     const agoq_qconfig cs[] = {make_cfg(AGOQ_FMT_INT4, 32, 0, 0), make_cfg(AGOQ_FMT_INT8, 128, 1, 0),
                                make_cfg(AGOQ_FMT_INT2, 64, 0, 1), make_cfg(AGOQ_FMT_INT6_ASYM, 256, 0, 0)};
