@@ -338,7 +338,7 @@ int agoq_exp_memory(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *res
                                         if (!p->layout.par.num_microbatches) par->num_microbatches = par->pp;
                                         ms->acc = p->accs[ai];
                                         ms->pol = p->pols[qi].pol;
-                                        double t = run_point(p, p->pols[qi].label, ms, base_total, res);
+                                        double t = run_point(p, p->pols[qi].label, ms, qi ? base_total : 0.0, res);
                                         if (qi == 0) base_total = t;
                                         if (t < 0) {
                                             agoq_error("%s: key '%s': invalid layout for model '%s'", ctx->where.file,
