@@ -175,7 +175,7 @@ fail:
 /* One curve point: evaluation of run `name` after `step` steps. */
 static void add_point(agoq_results *res, const char *name, const train_plan *p, int ri, uint64_t seed, long step,
                       double tokens, double train_loss, double heldout, double gnorm, double lr,
-                      const agoq_error_stats *ge, double elapsed) {
+                      const agoq_error_stats *ge, const agoq_error_stats *re, double elapsed) {
     cJSON *r = results_add_record(res);
     cJSON_AddStringToObject(r, "record", "curve");
     cJSON_AddStringToObject(r, "run", name);
@@ -190,6 +190,7 @@ static void add_point(agoq_results *res, const char *name, const train_plan *p, 
     results_num(r, "lr", lr);
     results_num(r, "grad_rel_l2_vs_fp32_act", ge ? agoq_norm_l2(ge) : NAN);
     results_num(r, "grad_cosine_vs_fp32_act", ge ? ge->cosine : NAN);
+    results_num(r, "allreduce_rel_l2_vs_exact", re ? agoq_norm_l2(re) : NAN);
     results_num(r, "elapsed_s", elapsed);
     printf("  %-14s %4llu %6ld %10.0f %10.4f %10.4f %9.4f %9.5f %10.3g\n", name, (unsigned long long)seed, step, tokens,
            train_loss, heldout, gnorm, ge ? agoq_norm_l2(ge) : NAN, lr);
@@ -241,7 +242,7 @@ static int train_one(const agoq_run_ctx *ctx, const train_plan *p, int ri, uint6
     long nsum = 0;
     agoq_error_stats ge;
     if (p->grad_probe) ge = train_trainer_grad_error(&t, &fp32);
-    add_point(res, p->run_name[ri], p, ri, seed, 0, 0, NAN, heldout, NAN, 0, p->grad_probe ? &ge : NULL, 0);
+    add_point(res, p->run_name[ri], p, ri, seed, 0, 0, NAN, heldout, NAN, 0, p->grad_probe ? &ge : NULL, NULL, 0);
     for (long s = 1; s <= rc.steps; s++) {
         double lr = train_lr_at(t.step, rc.steps, rc.warmup, rc.lr, rc.min_lr_frac);
         loss_sum += train_trainer_step(&t, &gnorm);
@@ -253,7 +254,7 @@ static int train_one(const agoq_run_ctx *ctx, const train_plan *p, int ri, uint6
         if (p->grad_probe) ge = train_trainer_grad_error(&t, &fp32);
         last_train = loss_sum / (double)nsum;
         add_point(res, p->run_name[ri], p, ri, seed, s, tok_per_step * (double)s, last_train, heldout, gnorm, lr,
-                  p->grad_probe ? &ge : NULL, agoq_now_s() - run_t0);
+                  p->grad_probe ? &ge : NULL, &t.reduce_err, agoq_now_s() - run_t0);
         loss_sum = 0.0;
         nsum = 0;
         if (timed_out) break;
@@ -399,6 +400,7 @@ int cmd_train(int argc, char **argv) {
         return 2;
     }
     static const char *const tsv[] = {"record", "run", "seed", "step", "tokens", "train_loss", "heldout_loss",
-                                      "grad_norm", "grad_rel_l2_vs_fp32_act", "grad_cosine_vs_fp32_act", "lr"};
+                                      "grad_norm", "grad_rel_l2_vs_fp32_act", "grad_cosine_vs_fp32_act", "lr",
+                                      "allreduce_rel_l2_vs_exact"};
     return agoq_cmd_execute(&o, "train", cfg, tsv, sizeof tsv / sizeof tsv[0], argc, argv);
 }

@@ -19,9 +19,10 @@ int train_trainer_init(train_trainer *t, const train_run_cfg *c, const train_cor
     for (int i = 0; i < P_COUNT; i++) maxn = t->model.params.size[i] > maxn ? t->model.params.size[i] : maxn;
     t->rank_grads = malloc((size_t)c->ranks * np * sizeof(float));
     t->mean_grad = malloc(np * sizeof(float));
+    t->exact_mean = malloc(np * sizeof(float));
     t->tokens = malloc((size_t)bt * sizeof(int));
     t->targets = malloc((size_t)bt * sizeof(int));
-    if (!t->rank_grads || !t->mean_grad || !t->tokens || !t->targets ||
+    if (!t->rank_grads || !t->mean_grad || !t->exact_mean || !t->tokens || !t->targets ||
         train_reducer_init(&t->red, c->grad, &c->grad_q, c->ranks, maxn) ||
         train_adam_init(&t->adam, np, c->beta1, c->beta2, 1e-8f)) {
         train_trainer_free(t);
@@ -39,6 +40,7 @@ void train_trainer_free(train_trainer *t) {
     train_adam_free(&t->adam);
     free(t->rank_grads);
     free(t->mean_grad);
+    free(t->exact_mean);
     free(t->tokens);
     free(t->targets);
     memset(t, 0, sizeof *t);
@@ -62,6 +64,13 @@ double train_trainer_step(train_trainer *t, double *grad_norm) {
         train_reduce_mean(&t->red, g, m->params.size[p], t->mean_grad + off);
         off += m->params.size[p];
     }
+    /* the all-reduce's own error, against the exact mean of the same gradients */
+    for (size_t i = 0; i < np; i++) {
+        float acc = t->rank_grads[i];
+        for (int r = 1; r < c->ranks; r++) acc += t->rank_grads[(size_t)r * np + i];
+        t->exact_mean[i] = acc * (1.0f / (float)c->ranks);
+    }
+    t->reduce_err = agoq_compare(t->exact_mean, t->mean_grad, np);
     double norm = train_clip_grad(t->mean_grad, np, c->grad_clip);
     if (grad_norm) *grad_norm = norm;
     float lr = train_lr_at(t->step, c->steps, c->warmup, c->lr, c->min_lr_frac);

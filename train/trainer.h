@@ -38,6 +38,8 @@ typedef struct {
     float *rank_grads;       /* (ranks, P) */
     float *mean_grad;        /* (P) */
     int *tokens, *targets;   /* (B, T) */
+    float *exact_mean;       /* (P) fp32 mean of the ranks' gradients, to measure the all-reduce */
+    agoq_error_stats reduce_err; /* last step: all-reduce mean vs exact mean (all zero for fp32) */
     agoq_rng data_rng;
     long step;               /* optimizer steps taken */
 } train_trainer;
