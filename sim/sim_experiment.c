@@ -180,6 +180,10 @@ static int load_machines(jconf c, const cJSON *cfg, agoq_machine **out, size_t *
             return -1;
         }
         cJSON_AddItemToObject(cal, (*out)[i].name, agoq_machine_json(&(*out)[i]));
+        /* The calibration heads the text table too: which numbers are assumed, which measured. */
+        for (int k = 0; k < AGOQ_CAL_COUNT; k++)
+            printf("# %s: %-20s %10g  %s\n", (*out)[i].name, agoq_calib_keys[k], (*out)[i].cal[k].value,
+                   (*out)[i].cal[k].source);
     }
     free(files);
     return 0;
