@@ -249,3 +249,24 @@ TEST(fused_fp4_arithmetic_encode_equals_table_search) {
         CHECK(agoq_fp4_encode_rne(nextafterf(m, 10.f)) == t->sorted_code[i + 1]);
     }
 }
+
+/* The fused/GEMM experiment files validate (the CPU build then stops at the backend, writing
+ * nothing); a bad key in one names the file and the key, and writes nothing either. */
+TEST(fused_experiment_files_validate_and_bad_key_is_named) {
+    char out[4096], args[2048], bad[512], res[512];
+    static const char *const files[] = {"experiments/kernels_fused.json", "experiments/gemm.json"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(res, sizeof res, "%s/ok%d.json", agoq_test_tmpdir(), i);
+        snprintf(args, sizeof args, "run %s --backend cpu --out %s", files[i], res);
+        CHECK(agoq_test_run_cli(args, out, sizeof out) != 0);
+        CHECK_MSG(strstr(out, "needs the cuda backend") != NULL, "%s: %s", files[i], out);
+        CHECK(!agoq_test_file_exists(res));
+    }
+    snprintf(bad, sizeof bad, "%s/bad_fused.json", agoq_test_tmpdir());
+    snprintf(res, sizeof res, "%s/bad_fused_out.json", agoq_test_tmpdir());
+    agoq_test_write(bad, "{\"kind\": \"kernels\", \"config\": {\"cases\": [\"fused\"], \"cols\": 3}}");
+    snprintf(args, sizeof args, "run %s --backend cpu --out %s", bad, res);
+    CHECK(agoq_test_run_cli(args, out, sizeof out) != 0);
+    CHECK_MSG(strstr(out, "bad_fused.json: key 'config.cols'") != NULL, "%s", out);
+    CHECK(!agoq_test_file_exists(res));
+}
