@@ -15,7 +15,8 @@ set datafile separator "\t"
 set datafile missing "nan"
 stats in using 3 nooutput
 budget = STATS_max
-set title "DBCA-PP from the schedule (SIMULATED, activation units) ".note."\npaper's rounding vs exact widest-that-fits; dashed: budget N_0 x 4 = ".sprintf("%g", budget)
+nstages = STATS_records
+set title "DBCA-PP from the schedule (SIMULATED, activation units), ".nstages." stages ".note."\npaper's rounding vs exact widest-that-fits; dashed: budget N_0 x 4 = ".sprintf("%g", budget)
 set xlabel "pipeline stage (in-flight chunk micro-batches in brackets)"
 set ylabel "activation memory (units: micro-batch x bit)"
 set grid ytics
