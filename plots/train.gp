@@ -3,7 +3,9 @@
 # (against fp32 storage, same weights and batch). Reads the TSV `agoq run experiments/train.json`
 # writes beside its JSON:
 #   gnuplot -e "in='results/train/train.tsv'; out='results/train/train.png'" plots/train.gp
-# Optional: seed=N picks one seed when the file holds several (default 1).
+# Optional: seed=N picks one seed when the file holds several (default 1); runs='a+b c+d' the
+# runs to draw; allreduce=1 puts the all-reduce's error against the exact mean (column 12, in
+# files written from commit d9f088d on) in the last panel instead of the activation policy's.
 if (!exists("in")) in = 'results/train/train.tsv'
 if (!exists("out")) out = 'results/train/train.png'
 if (!exists("seed")) seed = 1
@@ -12,7 +14,7 @@ set output out
 set datafile separator "\t"
 set datafile missing "nan"
 # columns: 1 record 2 run 3 seed 4 step 5 tokens 6 train_loss 7 heldout_loss 8 grad_norm
-#          9 grad_rel_l2_vs_fp32_act 10 grad_cosine_vs_fp32_act 11 lr
+#          9 grad_rel_l2_vs_fp32_act 10 grad_cosine_vs_fp32_act 11 lr 12 allreduce_rel_l2_vs_exact
 # the runs to draw (override with -e "runs='a+b c+d'"), colours in the same order
 if (!exists("runs")) runs = "bf16+fp32 agoq+fp32 uniform4+fp32 coat+fp32 agoq+agoq8 bf16+fp8lm"
 colors = "#000000 #d62728 #9467bd #2ca02c #ff7f0e #1f77b4 #7f7f7f #8c564b #e377c2"
@@ -34,7 +36,9 @@ set xrange [*:*]
 set logscale y
 set title "training loss (mean over each evaluation interval)"
 plot for [i=1:words(runs)] in using 5:(sel(word(runs, i), 6)) with lines lw 2 lc rgb word(colors, i) title word(runs, i)
-set title "gradient error of the activation policy vs fp32 storage (relative L2)"
+if (!exists("allreduce")) allreduce = 0
+ecol = allreduce ? 12 : 9
+set title allreduce ? "gradient all-reduce error vs the exact mean (relative L2)" : "gradient error of the activation policy vs fp32 storage (relative L2)"
 set key bottom right
-plot for [i=1:words(runs)] in using 5:(sel(word(runs, i), 9)) with linespoints pt 7 ps 0.5 lw 1.5 lc rgb word(colors, i) title word(runs, i)
+plot for [i=1:words(runs)] in using 5:(sel(word(runs, i), ecol)) with linespoints pt 7 ps 0.5 lw 1.5 lc rgb word(colors, i) title word(runs, i)
 unset multiplot
