@@ -44,7 +44,7 @@ typedef struct {
     size_t nacc;
     num_list tp, pp, zero, seq, mbs, gpus;
     agoq_mem_setup layout; /* the non-swept layout keys (agoq_layout_parse) */
-    int roles, has_budget;
+    int roles, inventory, has_budget;
     double budget_gb;
     const cJSON *paper;
 } mem_plan;
@@ -176,8 +176,8 @@ static int parse_policies(jconf c, const cJSON *cfg, mem_plan *p) {
 }
 
 static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, mem_plan *p) {
-    static const char *const own[] = {"models", "layers", "policies", "accounting", "gpus", "budget_gb", "roles", "paper",
-                                      "seed"};
+    static const char *const own[] = {"models", "layers", "policies", "accounting", "gpus", "budget_gb", "roles",
+                                      "inventory", "paper", "seed"};
     const char *keys[sizeof own / sizeof own[0] + 16];
     size_t nk = 0;
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) keys[nk++] = own[i];
@@ -207,6 +207,7 @@ static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, mem_plan *p) {
         int_list(c, cfg, "zero", 0, 3, 0, &p->zero) || int_list(c, cfg, "seq", 1, 1 << 24, 2048, &p->seq) ||
         int_list(c, cfg, "micro_batch", 1, 1 << 16, 1, &p->mbs) || int_list(c, cfg, "gpus", 1, 1 << 20, 0, &p->gpus) ||
         jconf_num(c, cfg, "budget_gb", 0, 0, 1e6, 0, &p->budget_gb) || jconf_bool(c, cfg, "roles", 0, 0, &p->roles) ||
+        jconf_bool(c, cfg, "inventory", 0, 0, &p->inventory) ||
         jconf_obj(c, cfg, "paper", 0, &p->paper))
         return -1;
     agoq_mem_setup_default(&p->layout, &p->models[0]);
@@ -225,6 +226,35 @@ static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, mem_plan *p) {
         }
     }
     return 0;
+}
+
+/* The layer's saved tensors as stored at `stage`, into the record and as "#" lines. */
+static void add_inventory(cJSON *r, const agoq_mem_setup *ms, int stage) {
+    agoq_layer_entry e[AGOQ_INVENTORY_MAX];
+    int n = agoq_layer_entries(ms, stage, e);
+    cJSON *a = cJSON_AddArrayToObject(r, "inventory");
+    printf("#   %-26s %-9s %5s %-10s %-9s %-2s %-14s %14s\n", "saved tensor", "shape", "bytes", "role", "block", "tp",
+           "stored as", "stored_bytes");
+    for (int i = 0; i < n; i++) {
+        char shape[48], st[48];
+        const agoq_saved_tensor *t = &e[i].t;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", t->name);
+        cJSON_AddStringToObject(o, "shape", agoq_saved_shape(t, shape, sizeof shape));
+        results_num(o, "dtype_bytes", t->dtype_bytes);
+        cJSON_AddStringToObject(o, "role", agoq_role_name(t->role));
+        cJSON_AddStringToObject(o, "block", agoq_block_name(t->block));
+        cJSON_AddBoolToObject(o, "tp_split", agoq_saved_tp_split(t));
+        if (t->alias_of >= 0) cJSON_AddStringToObject(o, "shares_storage_with", e[t->alias_of].t.name);
+        cJSON_AddStringToObject(o, "stored_as", agoq_store_label(&e[i].store, st, sizeof st));
+        results_num(o, "elems", e[i].elems);
+        results_num(o, "stored_bytes", e[i].stored_bytes);
+        results_num(o, "scale_bytes", e[i].scale_bytes);
+        cJSON_AddItemToArray(a, o);
+        printf("#   %-26s %-9s %5d %-10s %-9s %-2s %-14s %14.0f%s%s\n", t->name, shape, t->dtype_bytes,
+               agoq_role_name(t->role), agoq_block_name(t->block), agoq_saved_tp_split(t) ? "y" : "-", st,
+               e[i].stored_bytes, t->alias_of >= 0 ? "  shares " : "", t->alias_of >= 0 ? e[t->alias_of].t.name : "");
+    }
 }
 
 static const char *acc_name(agoq_accounting a) { return a == AGOQ_ACCOUNT_PAPER ? "paper" : "real"; }
@@ -274,6 +304,7 @@ static double run_point(const mem_plan *p, const char *label, const agoq_mem_set
         for (int i = 0; i < AGOQ_ROLE_COUNT; i++)
             if (by_role[i] > 0 || ms->pol.act[i].kind == AGOQ_STORE_RECOMPUTE) results_num(u, agoq_role_name((agoq_role)i), by_role[i] / unit);
     }
+    if (p->inventory) add_inventory(r, ms, stage);
     char rbuf[32] = "-";
     if (p->has_budget) {
         long R;
@@ -373,13 +404,14 @@ static void help(void) {
            "  --selective          recompute core attention (Megatron selective)\n"
            "  --eager-attn --eager-norm --gqa-repeat   implementation of the saved tensors\n"
            "  --budget GB          also report the fewest recomputed layers per stage that fit\n"
-           "  --roles              per-role units U of one layer in the JSON\n" AGOQ_COMMON_HELP,
+           "  --roles              per-role units U of one layer in the JSON\n"
+           "  --inventory          list every saved tensor of one layer (shape, dtype, role, storage)\n" AGOQ_COMMON_HELP,
            agoq_model_names(), agoq_policy_names());
 }
 
 int cmd_memory(int argc, char **argv) {
     enum { O_MODEL = AGOQ_OPT_FIRST_PRIVATE, O_POLICY, O_ACC, O_TP, O_PP, O_DP, O_GPUS, O_ZERO, O_SEQ, O_MBS, O_VPP,
-           O_MICRO, O_SP, O_RECOMP, O_SEL, O_EAGER_ATTN, O_EAGER_NORM, O_GQA, O_BUDGET, O_ROLES };
+           O_MICRO, O_SP, O_RECOMP, O_SEL, O_EAGER_ATTN, O_EAGER_NORM, O_GQA, O_BUDGET, O_ROLES, O_INV };
     static const struct option longopts[] = {
         AGOQ_COMMON_LONGOPTS, {"model", required_argument, 0, O_MODEL}, {"policy", required_argument, 0, O_POLICY},
         {"accounting", required_argument, 0, O_ACC}, {"tp", required_argument, 0, O_TP}, {"pp", required_argument, 0, O_PP},
@@ -389,7 +421,7 @@ int cmd_memory(int argc, char **argv) {
         {"recompute", required_argument, 0, O_RECOMP}, {"selective", no_argument, 0, O_SEL},
         {"eager-attn", no_argument, 0, O_EAGER_ATTN}, {"eager-norm", no_argument, 0, O_EAGER_NORM},
         {"gqa-repeat", no_argument, 0, O_GQA}, {"budget", required_argument, 0, O_BUDGET},
-        {"roles", no_argument, 0, O_ROLES}, {0, 0, 0, 0}};
+        {"roles", no_argument, 0, O_ROLES}, {"inventory", no_argument, 0, O_INV}, {0, 0, 0, 0}};
     agoq_common_opts o;
     agoq_common_init(&o, "memory");
     cJSON *cfg = cJSON_CreateObject(), *impl = cJSON_CreateObject();
@@ -420,6 +452,7 @@ int cmd_memory(int argc, char **argv) {
         case O_SP: cJSON_AddTrueToObject(cfg, "sp"); break;
         case O_SEL: cJSON_AddTrueToObject(cfg, "recompute_attn_core"); break;
         case O_ROLES: cJSON_AddTrueToObject(cfg, "roles"); break;
+        case O_INV: cJSON_AddTrueToObject(cfg, "inventory"); break;
         case O_EAGER_ATTN: cJSON_AddFalseToObject(impl, "flash_attn"); break;
         case O_EAGER_NORM: cJSON_AddFalseToObject(impl, "fused_norm"); break;
         case O_GQA: cJSON_AddTrueToObject(impl, "gqa_repeat"); break;

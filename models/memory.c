@@ -112,25 +112,38 @@ static agoq_layer_kind layer_kind(const agoq_mem_setup *ms) {
     return ms->acc == AGOQ_ACCOUNT_PAPER ? AGOQ_LAYER_PAPER : ms->model->layer;
 }
 
-double agoq_layer_act_bytes(const agoq_mem_setup *ms, int stage, double *by_role, double *scale_bytes) {
-    if (agoq_mem_setup_check(ms)) return -1.0;
+int agoq_layer_entries(const agoq_mem_setup *ms, int stage, agoq_layer_entry *out) {
+    if (agoq_mem_setup_check(ms)) return -1;
     agoq_saved_tensor inv[AGOQ_INVENTORY_MAX];
     size_t n = agoq_inventory(layer_kind(ms), &ms->impl, inv);
     int with_scales = ms->acc == AGOQ_ACCOUNT_REAL;
-    double total = 0.0, scales = 0.0;
-    if (by_role) memset(by_role, 0, AGOQ_ROLE_COUNT * sizeof *by_role);
     for (size_t i = 0; i < n; i++) {
         const agoq_saved_tensor *t = &inv[i];
+        agoq_layer_entry *e = &out[i];
+        agoq_dims d = rank_dims(ms, t);
+        e->t = *t;
+        e->elems = agoq_saved_elems(t, &d);
+        e->store = role_store(ms, stage, t->role);
+        e->stored_bytes = e->scale_bytes = 0.0;
         if (ms->par.recompute_attn_core && is_core_attention(t)) continue;
         /* A shared storage costs nothing while its owner is stored: the consumer reads it. */
         if (with_scales && t->alias_of >= 0 && role_store(ms, stage, inv[t->alias_of].role).kind != AGOQ_STORE_RECOMPUTE)
             continue;
-        agoq_dims d = rank_dims(ms, t);
-        agoq_store st = role_store(ms, stage, t->role);
-        double sc, b = agoq_store_bytes(&st, agoq_saved_elems(t, &d), t->dtype_bytes, with_scales, &sc);
-        total += b;
-        scales += sc;
-        if (by_role) by_role[t->role] += b;
+        e->stored_bytes = agoq_store_bytes(&e->store, e->elems, t->dtype_bytes, with_scales, &e->scale_bytes);
+    }
+    return (int)n;
+}
+
+double agoq_layer_act_bytes(const agoq_mem_setup *ms, int stage, double *by_role, double *scale_bytes) {
+    agoq_layer_entry e[AGOQ_INVENTORY_MAX];
+    int n = agoq_layer_entries(ms, stage, e);
+    if (n < 0) return -1.0;
+    double total = 0.0, scales = 0.0;
+    if (by_role) memset(by_role, 0, AGOQ_ROLE_COUNT * sizeof *by_role);
+    for (int i = 0; i < n; i++) {
+        total += e[i].stored_bytes;
+        scales += e[i].scale_bytes;
+        if (by_role) by_role[e[i].t.role] += e[i].stored_bytes;
     }
     if (scale_bytes) *scale_bytes = scales;
     return total;

@@ -155,6 +155,18 @@ typedef struct {
     double head_act_bytes;     /* embedding / logits activations on this stage */
 } agoq_mem_breakdown;
 
+/* One saved tensor of a layer as the setup stores it on one rank for one micro-batch. */
+typedef struct {
+    agoq_saved_tensor t;
+    double elems;        /* per rank */
+    agoq_store store;    /* after policy, per-stage overrides and balancing */
+    double stored_bytes; /* 0 when recomputed, shared with a stored owner, or dropped by selective recomputation */
+    double scale_bytes;  /* of which scales / zero points */
+} agoq_layer_entry;
+
+/* The layer's inventory with each entry's storage (out has room for AGOQ_INVENTORY_MAX);
+ * returns the number of entries, or -1 on a bad setup. agoq_layer_act_bytes sums it. */
+int agoq_layer_entries(const agoq_mem_setup *ms, int stage, agoq_layer_entry *out);
 /* One layer's saved bytes for one micro-batch on one rank at `stage`; by_role[AGOQ_ROLE_COUNT]
  * and scale_bytes may be NULL. Returns the bytes (scales included), or -1 on a bad setup. */
 double agoq_layer_act_bytes(const agoq_mem_setup *ms, int stage, double *by_role, double *scale_bytes);

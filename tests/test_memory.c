@@ -268,3 +268,30 @@ TEST(memory_cli_writes_simulated) {
     cJSON_Delete(j);
     CHECK(ok);
 }
+
+/* The per-entry view sums to the layer total and names every tensor once. */
+TEST(memory_layer_entries) {
+    agoq_model_card m = load("llama3-8b");
+    agoq_mem_setup ms;
+    setup(&ms, &m, "agoq", AGOQ_ACCOUNT_REAL, 1, 4096);
+    ms.par.tp = 4;
+    ms.par.sp = 1;
+    agoq_layer_entry e[AGOQ_INVENTORY_MAX];
+    int n = agoq_layer_entries(&ms, 0, e);
+    CHECK(n == 16);
+    double sum = 0, sc = 0, scales;
+    for (int i = 0; i < n; i++) {
+        sum += e[i].stored_bytes;
+        sc += e[i].scale_bytes;
+        for (int j = 0; j < i; j++) CHECK(strcmp(e[i].t.name, e[j].t.name) != 0);
+        if (strcmp(e[i].t.name, "attn.k") == 0) CHECK(e[i].elems == 4096.0 * 2 * 128); /* 8 KV heads / tp 4 */
+        if (strcmp(e[i].t.name, "norm1.x") == 0) CHECK(e[i].elems == 4096.0 / 4 * 4096); /* SP splits s */
+        if (e[i].t.alias_of >= 0) CHECK(e[i].stored_bytes == 0);
+    }
+    CHECK_NEAR(agoq_layer_act_bytes(&ms, 0, NULL, &scales), sum, 0);
+    CHECK_NEAR(scales, sc, 0);
+    char out[512], args[1024], msg[16384];
+    snprintf(out, sizeof out, "%s/mem_inv.json", agoq_test_tmpdir());
+    snprintf(args, sizeof args, "memory --model llama3-8b --policy agoq --inventory -q -o %s", out);
+    CHECK(agoq_test_run_cli(args, msg, sizeof msg) == 0 && strstr(msg, "attn.outproj_in") && strstr(msg, "shares attn.out"));
+}
