@@ -28,7 +28,7 @@ extern "C" {
 typedef struct {
     double value;
     int measured;     /* 1 when value came from a results file */
-    char source[320]; /* "measured: FILE (key, n records)" or "assumed: ..." */
+    char source[512]; /* "measured: FILE (key, n records)" or "assumed: ..." */
 } agoq_calib;
 
 typedef enum {
