@@ -103,6 +103,16 @@ int agoq_gelu_fwd_cuda(const agoq_fq *q, const uint16_t *x, int rows, int cols, 
 int agoq_gelu_bwd_cuda(const agoq_fq *q, agoq_dqt xq, const uint16_t *x, const uint16_t *dy, int rows, int cols,
                        uint16_t *dx, uint16_t *y, void *stream);
 
+/* Host-side device memory helpers for tests and benchmarks (exit with context on failure). */
+void *agoq_fused_dmalloc(size_t bytes);
+void agoq_fused_dfree(void *p);
+void agoq_fused_h2d(void *dst, const void *src, size_t bytes);
+void agoq_fused_d2h(void *dst, const void *src, size_t bytes);
+void agoq_fused_dsync(void);
+/* Copies between a device rowq tensor and a host agoq_qtensor of the same config and shape. */
+void agoq_dqt_upload(const agoq_qconfig *c, size_t rows, size_t cols, const agoq_qtensor *h, agoq_dqt d);
+void agoq_dqt_download(const agoq_qconfig *c, size_t rows, size_t cols, agoq_dqt d, agoq_qtensor *h);
+
 #ifdef __cplusplus
 }
 #endif
