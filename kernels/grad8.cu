@@ -46,6 +46,8 @@ struct src_reduce {
                                          size_t e0, int nvalid, bool last, float v[8]) const {
 #pragma unroll
         for (int j = 0; j < 8; j++) v[j] = 0.0f;
+        /* unrolled so several chunks' loads are in flight; the sum order stays r = 0..nin-1 */
+#pragma unroll 4
         for (int r = 0; r < nin; r++) {
             float d[8];
             agoq_dev_decode_group<DEC>(p, t, in[r].codes, in[r].scales, in[r].zeros, grp, blk, d);

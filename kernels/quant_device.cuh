@@ -282,7 +282,10 @@ __device__ __forceinline__ void agoq_dev_store8(float *y, size_t e0, int nvalid,
         *(float4 *)(y + e0 + 4) = make_float4(v[4], v[5], v[6], v[7]);
         return;
     }
-    for (int j = 0; j < nvalid; j++) y[e0 + j] = v[j];
+    /* constant trip count + predicate: a run-time bound would put v[] in local memory */
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+        if (j < nvalid) y[e0 + j] = v[j];
 }
 __device__ __forceinline__ void agoq_dev_store8(uint16_t *y, size_t e0, int nvalid, int vec, const float v[8]) {
     if (vec && nvalid == 8) { /* one round-to-nearest-even pack instruction per pair (NaN: any NaN) */
@@ -295,7 +298,9 @@ __device__ __forceinline__ void agoq_dev_store8(uint16_t *y, size_t e0, int nval
         *(uint4 *)(y + e0) = make_uint4(u[0], u[1], u[2], u[3]);
         return;
     }
-    for (int j = 0; j < nvalid; j++) y[e0 + j] = agoq_f32_to_bf16(v[j]);
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+        if (j < nvalid) y[e0 + j] = agoq_f32_to_bf16(v[j]);
 }
 
 /* Elements of group starting at e0 that lie inside a tensor of n elements (0..8). */
