@@ -1,0 +1,26 @@
+# Measured on the GPU: achieved bandwidth of the quantization kernels as a fraction of the
+# device-to-device copy bandwidth measured in the same run, against input size, one line per
+# format; the issue's 0.90 target dashed. Reads results/h200/kernels.tsv (agoq kernels).
+#   gnuplot -e "in='results/h200/kernels.tsv'; out='results/figures/h200_kernels.png'" plots/kernels.gp
+if (!exists("in")) in = 'results/h200/kernels.tsv'
+if (!exists("out")) out = 'results/figures/h200_kernels.png'
+set terminal pngcairo size 1500,900 font ",10" noenhanced
+set output out
+set datafile separator "\t"
+set datafile missing "nan"
+# columns: 1 case 2 format 3 block 4 scale 5 rounding 6 n 7 bytes 8 bytes_moved 9 median_ms ... 14 copy_ratio
+set logscale x 2
+set format x "%.0b %BB"
+set xlabel "input size (fp32 bytes)"
+set ylabel "achieved / copy bandwidth"
+set yrange [0:1.05]
+set grid
+set key top left
+set multiplot layout 2,3 margins 0.06,0.98,0.07,0.92 spacing 0.06,0.1 title "CUDA quantization kernels on the H200 (MEASURED; ratio to cudaMemcpy D2D of the same run)"
+fmts = "fp4_e2m1 int4 int8 fp8_e4m3 nf4 dyn8"
+do for [c in "quantize_f32 quantize_bf16 dequantize_f32 dequantize_bf16 grad_accumulate_bf16 grad_reduce"] {
+  set title sprintf("%s", c) offset 0,-0.5
+  plot for [f in fmts] in using ((strcol(1) eq c && strcol(2) eq f) ? $7 : 1/0):14 with points pt 7 ps 0.9 title f, \
+       0.9 with lines dt 2 lc rgb "gray40" title "target 0.90"
+}
+unset multiplot
