@@ -51,31 +51,6 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* A list of names under key mapped through by_name; missing = dflt (or all when dflt < 0). */
-static int parse_names(jconf c, const cJSON *cfg, const char *key, int (*by_name)(const char *), int *out,
-                       size_t *n, size_t max, int dflt, const char *valid) {
-    const char **names;
-    size_t k;
-    if (jconf_strs(c, cfg, key, 0, &names, &k)) return -1;
-    *n = 0;
-    if (k == 0) {
-        if (dflt >= 0) out[(*n)++] = dflt;
-        else
-            for (size_t i = 0; i < max; i++) out[(*n)++] = (int)i;
-    }
-    for (size_t i = 0; i < k; i++) {
-        int v = by_name(names[i]);
-        if (v < 0 || *n >= max) {
-            agoq_error("%s: key '%s.%s[%zu]': unknown value '%s' (valid: %s)", c.file, c.prefix, key, i, names[i], valid);
-            free(names);
-            return -1;
-        }
-        out[(*n)++] = v;
-    }
-    free(names);
-    return 0;
-}
-
 static int sum_by_name(const char *s) { return s && !strcmp(s, "fp32") ? AGOQ_SUM_FP32 : s && !strcmp(s, "bf16") ? AGOQ_SUM_BF16 : -1; }
 
 static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, coll_plan *p) {
@@ -88,13 +63,13 @@ static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, coll_plan *p) {
     double mn, mx;
     memset(p, 0, sizeof *p);
     if (jconf_only(c, cfg, keys) || jconf_str(c, cfg, "mode", 0, "collective", &mode) ||
-        parse_names(c, cfg, "algos", agoq_coll_algo_by_name, p->algos, &p->nalgo, AGOQ_ALGO_COUNT, -1,
+        agoq_jconf_names(c, cfg, "algos", agoq_coll_algo_by_name, p->algos, &p->nalgo, AGOQ_ALGO_COUNT, -1,
                     agoq_coll_algo_names()) ||
-        parse_names(c, cfg, "ops", agoq_coll_op_by_name, p->ops, &p->nop, 2, AGOQ_COLL_ALLREDUCE,
+        agoq_jconf_names(c, cfg, "ops", agoq_coll_op_by_name, p->ops, &p->nop, 2, AGOQ_COLL_ALLREDUCE,
                     "allreduce, reduce_scatter") ||
-        parse_names(c, cfg, "formats", agoq_format_by_name, p->fmts, &p->nfmt, AGOQ_FMT_COUNT, AGOQ_FMT_COUNT,
+        agoq_jconf_names(c, cfg, "formats", agoq_format_by_name, p->fmts, &p->nfmt, AGOQ_FMT_COUNT, AGOQ_FMT_COUNT,
                     agoq_format_names()) ||
-        parse_names(c, cfg, "sums", sum_by_name, p->sums, &p->nsum, 2, AGOQ_SUM_FP32, "fp32, bf16") ||
+        agoq_jconf_names(c, cfg, "sums", sum_by_name, p->sums, &p->nsum, 2, AGOQ_SUM_FP32, "fp32, bf16") ||
         jconf_long(c, cfg, "block", 0, 0, 65536, 0, &p->block) || jconf_str(c, cfg, "scale", 0, "fp32", &scale) ||
         jconf_nums(c, cfg, "ranks", 0, 1, 4096, &p->ranks, &p->nranks) ||
         jconf_long(c, cfg, "ranks_per_node", 0, 0, 4096, 0, &p->rpn) ||

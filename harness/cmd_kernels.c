@@ -42,27 +42,6 @@ typedef struct {
 static const agoq_format kDefaultFormats[] = {AGOQ_FMT_FP4_E2M1, AGOQ_FMT_INT4, AGOQ_FMT_NF4,
                                               AGOQ_FMT_INT8, AGOQ_FMT_FP8_E4M3, AGOQ_FMT_DYN8};
 
-/* A list of names under key mapped by by_name (missing: the single default). */
-static int parse_enum_list(jconf c, const cJSON *cfg, const char *key, int (*by_name)(const char *), int dflt,
-                           const char *valid, int *out, size_t *n) {
-    const char **names;
-    size_t k;
-    if (jconf_strs(c, cfg, key, 0, &names, &k)) return -1;
-    *n = 0;
-    if (k == 0) out[(*n)++] = dflt;
-    for (size_t i = 0; i < k && *n < 2; i++) {
-        int v = by_name(names[i]);
-        if (v < 0) {
-            agoq_error("%s: key '%s.%s[%zu]': unknown value '%s' (valid: %s)", c.file, c.prefix, key, i, names[i], valid);
-            free(names);
-            return -1;
-        }
-        out[(*n)++] = v;
-    }
-    free(names);
-    return 0;
-}
-
 static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, kplan *p) {
     static const char *const keys[] = {"cases", "formats", "blocks", "scales", "roundings", "min_bytes", "max_bytes",
                                        "factor", "iters", "warmup", "cols", "nchunks", "check", "seed", NULL};
@@ -71,9 +50,8 @@ static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, kplan *p) {
     memset(p, 0, sizeof *p);
     if (jconf_only(c, cfg, keys) || jconf_strs(c, cfg, "cases", 0, &p->cases, &p->ncases) ||
         jconf_nums(c, cfg, "blocks", 0, 8, 65536, &p->blocks, &p->nblocks) ||
-        parse_enum_list(c, cfg, "scales", agoq_scale_by_name, AGOQ_SCALE_FP32, "fp32, bf16", p->scales, &p->nscale) ||
-        parse_enum_list(c, cfg, "roundings", agoq_rounding_by_name, AGOQ_ROUND_NEAREST, "nearest, stochastic",
-                        p->rounds, &p->nround) ||
+        agoq_jconf_names(c, cfg, "scales", agoq_scale_by_name, p->scales, &p->nscale, 2, AGOQ_SCALE_FP32, "fp32, bf16") ||
+        agoq_jconf_names(c, cfg, "roundings", agoq_rounding_by_name, p->rounds, &p->nround, 2, AGOQ_ROUND_NEAREST, "nearest, stochastic") ||
         jconf_num(c, cfg, "min_bytes", 0, 64, 1e12, 1 << 20, &mn) ||
         jconf_num(c, cfg, "max_bytes", 0, 64, 1e12, 4.0 * (1 << 30), &mx) ||
         jconf_num(c, cfg, "factor", 0, 1, 1e6, 4, &p->sweep.factor) ||

@@ -35,29 +35,6 @@ typedef struct {
     long iters;
 } quant_plan;
 
-static int parse_names(jconf c, const cJSON *cfg, const char *key, int (*by_name)(const char *), int *out,
-                       size_t *n, size_t max, int dflt, const char *valid) {
-    const char **names;
-    size_t k;
-    if (jconf_strs(c, cfg, key, 0, &names, &k)) return -1;
-    *n = 0;
-    if (k == 0) {
-        if (dflt >= 0) out[(*n)++] = dflt;
-        else for (size_t i = 0; i < max; i++) out[(*n)++] = (int)i;
-    }
-    for (size_t i = 0; i < k && *n < max; i++) {
-        int v = by_name(names[i]);
-        if (v < 0) {
-            agoq_error("%s: key '%s.%s': unknown value '%s' (valid: %s)", c.file, c.prefix, key, names[i], valid);
-            free(names);
-            return -1;
-        }
-        out[(*n)++] = v;
-    }
-    free(names);
-    return 0;
-}
-
 static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, quant_plan *p) {
     static const char *const keys[] = {"formats", "blocks", "scales", "roundings", "distributions", "min_bytes",
                                        "max_bytes", "factor", "iters", "warmup", "seed", NULL};
@@ -66,10 +43,10 @@ static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, quant_plan *p) 
     memset(p, 0, sizeof *p);
     if (jconf_only(c, cfg, keys) || agoq_qspec_formats(c, cfg, "formats", p->fmts, &p->nfmt) ||
         jconf_nums(c, cfg, "blocks", 0, 8, 65536, &p->blocks, &p->nblocks) ||
-        parse_names(c, cfg, "scales", agoq_scale_by_name, p->scales, &p->nscale, 2, AGOQ_SCALE_FP32, "fp32, bf16") ||
-        parse_names(c, cfg, "roundings", agoq_rounding_by_name, p->rounds, &p->nround, 2, AGOQ_ROUND_NEAREST,
+        agoq_jconf_names(c, cfg, "scales", agoq_scale_by_name, p->scales, &p->nscale, 2, AGOQ_SCALE_FP32, "fp32, bf16") ||
+        agoq_jconf_names(c, cfg, "roundings", agoq_rounding_by_name, p->rounds, &p->nround, 2, AGOQ_ROUND_NEAREST,
                     "nearest, stochastic") ||
-        parse_names(c, cfg, "distributions", agoq_dist_by_name, p->dists, &p->ndist, AGOQ_DIST_COUNT, -1,
+        agoq_jconf_names(c, cfg, "distributions", agoq_dist_by_name, p->dists, &p->ndist, AGOQ_DIST_COUNT, -1,
                     "normal, uniform, outliers, heavy, constant, zeros") ||
         jconf_num(c, cfg, "min_bytes", 0, 4, 1e12, 1 << 20, &mn) || jconf_num(c, cfg, "max_bytes", 0, 4, 1e12, 16 << 20, &mx) ||
         jconf_num(c, cfg, "factor", 0, 1, 1e6, 4, &p->sweep.factor) || jconf_long(c, cfg, "iters", 0, 1, 1000, 3, &p->iters))

@@ -26,6 +26,31 @@ static int bad_name(jconf c, const char *key, const char *v, const char *valid) 
     return -1;
 }
 
+int agoq_jconf_names(jconf c, const cJSON *obj, const char *key, int (*by_name)(const char *), int *out, size_t *n,
+                     size_t max, int dflt, const char *valid) {
+    const char **names;
+    size_t k;
+    if (jconf_strs(c, obj, key, 0, &names, &k)) return -1;
+    *n = 0;
+    if (k == 0) {
+        if (dflt >= 0) out[(*n)++] = dflt;
+        else
+            for (size_t i = 0; i < max; i++) out[(*n)++] = (int)i;
+    }
+    for (size_t i = 0; i < k; i++) {
+        int v = by_name(names[i]);
+        if (v < 0 || *n >= max) {
+            agoq_error("%s: key '%s.%s[%zu]': %s value '%s' (valid: %s)", c.file, c.prefix, key, i,
+                       v < 0 ? "unknown" : "one too many", names[i], valid);
+            free(names);
+            return -1;
+        }
+        out[(*n)++] = v;
+    }
+    free(names);
+    return 0;
+}
+
 int agoq_qspec_parse(jconf c, const cJSON *obj, agoq_qconfig *out) {
     static const char *const keys[] = {"format", "block", "scale", "rounding", NULL};
     const char *fmt, *scale, *rnd;

@@ -16,6 +16,11 @@ extern "C" {
 int agoq_qspec_parse(jconf c, const cJSON *obj, agoq_qconfig *out);
 /* Array of format names under key ("all" = every format); default when missing: all. */
 int agoq_qspec_formats(jconf c, const cJSON *obj, const char *key, int *fmts, size_t *n);
+/* A list of names under key, each mapped through by_name into out (at most max). Missing key:
+ * the single default dflt, or every value 0..max-1 when dflt < 0. An unknown name is an error
+ * naming file, key, index and the valid names. */
+int agoq_jconf_names(jconf c, const cJSON *obj, const char *key, int (*by_name)(const char *), int *out, size_t *n,
+                     size_t max, int dflt, const char *valid);
 int agoq_scale_by_name(const char *s);    /* -1 when unknown */
 int agoq_rounding_by_name(const char *s); /* -1 when unknown */
 const char *agoq_scale_name(agoq_scale_type s);

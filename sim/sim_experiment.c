@@ -25,31 +25,11 @@
 
 #include "harness/common.h"
 #include "harness/experiment.h"
+#include "models/memory.h"
 #include "sim/sim_experiment.h"
 
-int agoq_sim_parse_store(const char *s, agoq_store *out) {
-    memset(out, 0, sizeof *out);
-    if (strcmp(s, "native") == 0 || strcmp(s, "bf16") == 0) { out->kind = AGOQ_STORE_NATIVE; return 0; }
-    if (strcmp(s, "fp32") == 0) { out->kind = AGOQ_STORE_FP32; return 0; }
-    if (strcmp(s, "recompute") == 0) { out->kind = AGOQ_STORE_RECOMPUTE; return 0; }
-    char name[64];
-    const char *slash = strchr(s, '/');
-    size_t len = slash ? (size_t)(slash - s) : strlen(s);
-    if (len == 0 || len >= sizeof name) return -1;
-    memcpy(name, s, len);
-    name[len] = '\0';
-    int f = agoq_format_by_name(name);
-    if (f < 0) return -1;
-    out->kind = AGOQ_STORE_QUANT;
-    out->q = agoq_qconfig_default((agoq_format)f);
-    if (slash) {
-        char *end;
-        long b = strtol(slash + 1, &end, 10);
-        if (*end || b < 8 || b > 65536 || b % 8) return -1;
-        out->q.block = (int)b;
-    }
-    return 0;
-}
+/* The memory model's store syntax (models/memory.h), one parser for both. */
+int agoq_sim_parse_store(const char *s, agoq_store *out) { return agoq_store_parse(s, out); }
 
 static int store_arg(jconf c, const char *key, const char *v, agoq_store *out) {
     if (agoq_sim_parse_store(v, out) == 0) return 0;

@@ -41,7 +41,7 @@ TEST(unknown_names) {
                              "unknown value 'int9'"));
     CHECK(run_bad_experiment("kind", "{\"kind\": \"teleport\", \"config\": {}}", NULL, "unknown experiment kind 'teleport'"));
     CHECK(run_bad_experiment("dist", "{\"kind\": \"quant\", \"config\": {\"distributions\": [\"cauchy\"]}}", NULL,
-                             "key 'config.distributions'"));
+                             "key 'config.distributions[0]': unknown value 'cauchy'"));
     CHECK(run_bad_experiment("backend", "{\"kind\": \"quant\", \"backend\": \"tpu\", \"config\": {}}", NULL,
                              "unknown backend 'tpu'"));
 }
