@@ -11,6 +11,7 @@
 #include "harness/rng.h"
 #include "kernels/fused.h"
 #include "kernels/quant_math.h"
+#include "tests/cuda/test_fused_util.h"
 #include "tests/test.h"
 
 typedef struct { agoq_format fmt; int block; agoq_scale_type scale; agoq_rounding round; } qcase;
@@ -84,17 +85,6 @@ static size_t cmp_qt(const agoq_qconfig *c, size_t rows, size_t cols, const agoq
     return bad;
 }
 
-/* Device copy of a host bf16 array, and download into a fresh host array. */
-static uint16_t *up16(const uint16_t *h, size_t n) {
-    uint16_t *d = agoq_fused_dmalloc(n * 2);
-    agoq_fused_h2d(d, h, n * 2);
-    return d;
-}
-static uint16_t *down16(const uint16_t *d, size_t n) {
-    uint16_t *h = malloc(n * 2);
-    agoq_fused_d2h(h, d, n * 2);
-    return h;
-}
 
 /* One op, fused (q) and plain (no q), every case and shape: forward outputs + stored copy,
  * backward from the reference's stored copy (fused) or from bf16 x (plain). nin = 2: SwiGLU. */

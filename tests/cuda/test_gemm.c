@@ -10,6 +10,7 @@
 #include "kernels/fused.h"
 #include "kernels/gemm.h"
 #include "kernels/quant_math.h"
+#include "tests/cuda/test_fused_util.h"
 #include "tests/test.h"
 
 static uint16_t *rand_bf16(size_t n, uint64_t seed) {
@@ -18,16 +19,6 @@ static uint16_t *rand_bf16(size_t n, uint64_t seed) {
     agoq_fill(AGOQ_DIST_NORMAL, f, n, seed);
     for (size_t i = 0; i < n; i++) h[i] = agoq_f32_to_bf16(f[i]);
     free(f);
-    return h;
-}
-static uint16_t *up16(const uint16_t *h, size_t n) {
-    uint16_t *d = agoq_fused_dmalloc(n * 2);
-    agoq_fused_h2d(d, h, n * 2);
-    return d;
-}
-static uint16_t *down16(const uint16_t *d, size_t n) {
-    uint16_t *h = malloc(n * 2);
-    agoq_fused_d2h(h, d, n * 2);
     return h;
 }
 
