@@ -26,14 +26,14 @@ static void driver_version(char *buf, size_t len) {
     if (!f) return;
     char line[512];
     if (fgets(line, sizeof line, f)) {
-        /* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  ..." */
-        const char *p = strstr(line, "Module");
-        if (p) {
-            p += 6;
-            while (*p == ' ') p++;
-            size_t i = 0;
-            while (p[i] && p[i] != ' ' && i + 1 < len) { buf[i] = p[i]; i++; }
-            buf[i] = '\0';
+        /* "NVRM version: NVIDIA UNIX [Open ]Kernel Module [for x86_64]  580.159.04  ...": the
+         * first token that starts with digits and a dot is the version */
+        for (char *tok = strtok(line, " \t\n"); tok; tok = strtok(NULL, " \t\n")) {
+            const char *dot = strchr(tok, '.');
+            if (tok[0] >= '0' && tok[0] <= '9' && dot && dot[1] >= '0' && dot[1] <= '9') {
+                snprintf(buf, len, "%s", tok);
+                break;
+            }
         }
     }
     fclose(f);
