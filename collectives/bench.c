@@ -136,16 +136,6 @@ static size_t plan_configs(const coll_plan *p, int N, agoq_coll_config *out, siz
 
 static uint64_t rank_seed(uint64_t seed, int r) { return seed * 1000003ull + 7919ull * (uint64_t)(r + 1); }
 
-static void record_error(cJSON *rec, const agoq_error_stats *e) {
-    results_num(rec, "mse", e->mse);
-    results_num(rec, "nmse", e->nmse);
-    results_num(rec, "snr_db", e->snr_db);
-    results_num(rec, "max_abs", e->max_abs);
-    results_num(rec, "max_rel", e->max_rel);
-    results_num(rec, "cosine", e->cosine);
-    results_num(rec, "norm_l2", agoq_norm_l2(e));
-    cJSON_AddNumberToObject(rec, "nonfinite", (double)e->nonfinite);
-}
 
 /* The lowest SNR a correct implementation reaches on finite inputs (a sanity bound, not the
  * accuracy claim: fp32 differs from the double reference only by summation rounding). */
@@ -290,7 +280,7 @@ static int run_point(const agoq_run_ctx *ctx, const coll_plan *p, const agoq_col
                 }
             }
             agoq_error_stats e = agoq_compare(pt->ref + lo, got + lo, hi > lo ? hi - lo : 0);
-            record_error(rec, &e);
+            results_error_stats(rec, &e);
             cJSON_AddBoolToObject(rec, "ranks_agree", agree);
             cJSON_AddStringToObject(rec, "error_scope", c->nlocal == N ? "all ranks" : "this process's ranks");
             snr = e.snr_db;
@@ -477,7 +467,7 @@ static int run_accumulate(const agoq_run_ctx *ctx, const coll_plan *p, agoq_resu
                 cJSON_AddNumberToObject(rec, "block", q.block);
                 cJSON_AddNumberToObject(rec, "n", (double)n);
                 cJSON_AddNumberToObject(rec, "microbatches", m);
-                record_error(rec, &e);
+                results_error_stats(rec, &e);
                 results_num(rec, "bf16_accum_snr_db", eb.snr_db);
                 results_num(rec, "bf16_accum_nmse", eb.nmse);
                 results_num(rec, "time_ms", ms);

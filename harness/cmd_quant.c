@@ -119,14 +119,7 @@ int agoq_exp_quant(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *res)
                             cJSON_AddNumberToObject(r, "bytes_in", 4.0 * (double)n);
                             cJSON_AddNumberToObject(r, "bytes_quantized", (double)agoq_qtensor_bytes(&q, n));
                             results_num(r, "bits_per_element", agoq_bits_per_element(&q, n));
-                            results_num(r, "mse", e.mse);
-                            results_num(r, "rmse", e.rmse);
-                            results_num(r, "nmse", e.nmse);
-                            results_num(r, "snr_db", e.snr_db);
-                            results_num(r, "max_abs", e.max_abs);
-                            results_num(r, "max_rel", e.max_rel);
-                            results_num(r, "cosine", e.cosine);
-                            cJSON_AddNumberToObject(r, "nonfinite", (double)e.nonfinite);
+                            results_error_stats(r, &e);
                             results_num(r, "quant_ms", qms);
                             results_num(r, "dequant_ms", dqms);
                             results_num(r, "quant_gbps", moved / (qms * 1e6));

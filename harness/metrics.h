@@ -14,7 +14,7 @@
 extern "C" {
 #endif
 
-typedef struct {
+typedef struct agoq_error_stats_s {
     size_t n, nonfinite;
     double mse, rmse, nmse, snr_db, max_abs, max_rel, cosine;
 } agoq_error_stats;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "harness/common.h"
+#include "harness/metrics.h"
 #include "harness/provenance.h"
 
 agoq_results *results_new(const char *tool, const char *backend, const char *source, int argc,
@@ -58,6 +59,18 @@ cJSON *results_add_record(agoq_results *r) {
 void results_num(cJSON *obj, const char *key, double v) {
     if (isfinite(v)) cJSON_AddNumberToObject(obj, key, v);
     else cJSON_AddNullToObject(obj, key);
+}
+
+void results_error_stats(cJSON *obj, const agoq_error_stats *e) {
+    results_num(obj, "mse", e->mse);
+    results_num(obj, "rmse", e->rmse);
+    results_num(obj, "nmse", e->nmse);
+    results_num(obj, "snr_db", e->snr_db);
+    results_num(obj, "max_abs", e->max_abs);
+    results_num(obj, "max_rel", e->max_rel);
+    results_num(obj, "cosine", e->cosine);
+    results_num(obj, "norm_l2", agoq_norm_l2(e));
+    cJSON_AddNumberToObject(obj, "nonfinite", (double)e->nonfinite);
 }
 
 void results_set_gpu(agoq_results *r, cJSON *gpu) {

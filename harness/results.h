@@ -33,6 +33,10 @@ void results_set_config(agoq_results *r, cJSON *config);
 cJSON *results_add_record(agoq_results *r);
 /* Adds a number, writing null for NaN/Inf (cJSON's own behaviour, made explicit). */
 void results_num(cJSON *obj, const char *key, double v);
+/* Writes every field of an error-stats record (harness/metrics.h): mse, rmse, nmse, snr_db,
+ * max_abs, max_rel, cosine, norm_l2, nonfinite. One definition for every runner. */
+struct agoq_error_stats_s;
+void results_error_stats(cJSON *obj, const struct agoq_error_stats_s *e);
 /* Attaches the GPU description (meta.gpu); takes ownership. */
 void results_set_gpu(agoq_results *r, cJSON *gpu);
 /* Writes r to path atomically. Creates missing parent directories. Returns 0 or -1. */
