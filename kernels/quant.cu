@@ -11,6 +11,7 @@
  * runtime wrappers C callers use. */
 #include <cuda_runtime.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -21,6 +22,7 @@
 #include "kernels/quant_cuda.h"
 #include "kernels/quant_device.cuh"
 #include "kernels/quant_launch.cuh"
+#include "kernels/quant_tile.cuh"
 
 /* ---- per-device tables and qparams ---- */
 #define MAX_DEVICES 64
@@ -118,7 +120,11 @@ static int quantize(const char *fn, const agoq_qconfig *c, const T *x, size_t n,
     AGOQ_REQUIRE(n == 0 || x, "%s: input is NULL", fn);
     if (n == 0) return 0;
     agoq_src_input<T> src = {x, ((uintptr_t)x & 15u) == 0};
-    agoq_dispatch_enc(p.enc, [&](auto enc) { agoq_launch_quant<decltype(enc)::value>(p, src, *q, stream); });
+    using tile_src_t = typename std::conditional<std::is_same<T, float>::value, agoq_tile_src_f32, agoq_tile_src_bf16>::type;
+    const tile_src_t tile_src = {x};
+    agoq_dispatch_enc(p.enc, [&](auto enc) {
+        agoq_launch_quant<decltype(enc)::value>(p, src, *q, stream, src.vec ? &tile_src : nullptr);
+    });
     return 0;
 }
 
@@ -153,7 +159,7 @@ __device__ __forceinline__ void store_pair_f32(float *y, size_t e0, const float 
 
 template <int DEC, typename T>
 __global__ void __launch_bounds__(AGOQ_QUANT_THREADS) dequant_kernel(agoq_cuda_qparams p, agoq_cuda_qtensor q,
-                                                                      T *__restrict__ y, int vec, int gshift) {
+                                                                      T *__restrict__ y, int vec, int gshift, size_t g0) {
     __shared__ agoq_smem_table tab;
     if constexpr (DEC == AGOQ_ENC_TABLE) {
         agoq_dev_load_table(&tab, p.table);
@@ -162,7 +168,7 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS) dequant_kernel(agoq_cuda_q
     const size_t n = q.n, ngroups = (n + 7) / 8, G = (size_t)(p.block >> 3);
     const size_t lane = threadIdx.x & 31u, warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const size_t tile = 32 * DEQUANT_UNROLL, stride = (((size_t)gridDim.x * blockDim.x) >> 5) * tile;
-    for (size_t base = warp * tile; base < ngroups; base += stride) {
+    for (size_t base = g0 + warp * tile; base < ngroups; base += stride) {
         float v[DEQUANT_UNROLL][8];
 #pragma unroll
         for (int u = 0; u < DEQUANT_UNROLL; u++) {
@@ -184,6 +190,103 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS) dequant_kernel(agoq_cuda_q
     }
 }
 
+/* ---- dequantize, whole tiles: the layout of quant_tile.cuh ----
+ * A warp writes U vectors of 32 lanes x 16 bytes (4 fp32 or 8 bf16 elements per lane), vector
+ * j of lane l at byte j*512 + l*16 of the tile: every store instruction of the warp is one
+ * contiguous 512-byte run (streaming stores: the output is not read back soon), and so is every
+ * code load. The tile's block scales (and zero points) are loaded once, one block per lane
+ * (two for bf16 blocks of 32: 64 blocks in a tile), and each vector takes its block's from
+ * that lane with a shuffle: one load per lane and tile instead of one per vector, which kept
+ * the load/store queue full. Blocks: powers of two >= 32; codes: 2, 4 or 8 bits. */
+template <int DEC, int BITS, typename T>
+__global__ void __launch_bounds__(AGOQ_QUANT_THREADS) dequant_tile_kernel(agoq_cuda_qparams p, agoq_cuda_qtensor q,
+                                                                           T *__restrict__ y, int log2b, size_t ntiles) {
+    constexpr int E = 16 / (int)sizeof(T), U = AGOQ_TILE_U, TILE = 32 * U * E;
+    constexpr bool kAsym = DEC == AGOQ_ENC_INT_ASYM;
+    __shared__ agoq_smem_table tab;
+    if constexpr (DEC == AGOQ_ENC_TABLE) {
+        agoq_dev_load_table(&tab, p.table);
+        __syncthreads();
+    }
+    const int lane = (int)(threadIdx.x & 31u);
+    const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5, nblocks = (q.n + ((size_t)1 << log2b) - 1) >> log2b;
+    for (size_t tile = warp; tile < ntiles; tile += nwarps) {
+        const size_t e_tile = tile * TILE, blk_first = e_tile >> log2b;
+        float own_s[2], own_m[2];
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+            const size_t blk = blk_first + (size_t)(32 * k + lane);
+            const bool load = blk < nblocks && (k == 0 || (TILE >> log2b) > 32);
+            own_s[k] = load ? agoq_dev_load_scale(q.scales, blk, p.bf16_scale) : 0.0f;
+            own_m[k] = kAsym && load ? agoq_dev_load_scale(q.zeros, blk, p.bf16_scale) : 0.0f;
+        }
+        uint64_t codes[U];
+#pragma unroll
+        for (int j = 0; j < U; j++) {
+            const uint8_t *src = q.codes + (e_tile + (size_t)j * 32 * E + (size_t)lane * E) * BITS / 8;
+            if constexpr (E * BITS == 8) codes[j] = *src;
+            else if constexpr (E * BITS == 16) codes[j] = *(const uint16_t *)src;
+            else if constexpr (E * BITS == 32) codes[j] = *(const uint32_t *)src;
+            else {
+                const uint2 w = *(const uint2 *)src;
+                codes[j] = (uint64_t)w.x | ((uint64_t)w.y << 32);
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < U; j++) {
+            const int rel = (j * 32 * E + lane * E) >> log2b; /* block of this vector, from blk_first */
+            const bool hi = ((j * 32 * E) >> log2b) >= 32;   /* the same for every lane of the warp */
+            const float s = __shfl_sync(0xffffffffu, hi ? own_s[1] : own_s[0], rel & 31);
+            const float m = kAsym ? __shfl_sync(0xffffffffu, hi ? own_m[1] : own_m[0], rel & 31) : 0.0f;
+            float v[E];
+            agoq_tile_decode<DEC, BITS, E>(p, &tab, codes[j], s, m, v);
+            T *dst = y + e_tile + (size_t)j * 32 * E + (size_t)lane * E;
+            if constexpr (std::is_same<T, float>::value) {
+                __stcs((float4 *)dst, make_float4(v[0], v[1], v[2], v[3]));
+            } else {
+                uint32_t w[4];
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    __nv_bfloat162 h = __floats2bfloat162_rn(v[2 * k], v[2 * k + 1]);
+                    w[k] = *(const uint32_t *)&h;
+                }
+                __stcs((uint4 *)dst, make_uint4(w[0], w[1], w[2], w[3]));
+            }
+        }
+    }
+}
+
+/* Whole tiles through dequant_tile_kernel when the planes allow; returns the elements done. */
+template <int DEC, typename T>
+static size_t dequantize_tiles(const agoq_cuda_qparams &p, const agoq_cuda_qtensor *q, T *y, void *stream) {
+    constexpr int E = 16 / (int)sizeof(T);
+    const size_t tile = (size_t)32 * AGOQ_TILE_U * E, ntiles = q->n / tile;
+    const size_t vec_code_bytes = (size_t)E * (size_t)p.bits / 8;
+    const bool pow2 = (p.block & (p.block - 1)) == 0;
+    if (ntiles == 0 || !pow2 || p.block < 32 || (p.bits != 2 && p.bits != 4 && p.bits != 8) ||
+        ((uintptr_t)y & 15u) != 0 || ((uintptr_t)q->codes & (vec_code_bytes - 1)) != 0 || getenv("AGOQ_DEQUANT_GROUPS"))
+        return 0;
+    const int log2b = __builtin_ctz((unsigned)p.block);
+    auto launch = [&](auto dec, auto bits) {
+        constexpr auto kernel = dequant_tile_kernel<decltype(dec)::value, decltype(bits)::value, T>;
+        kernel<<<agoq_grid_resident<kernel>(ntiles), AGOQ_QUANT_THREADS, 0, (cudaStream_t)stream>>>(p, *q, y, log2b,
+                                                                                                     ntiles);
+    };
+    /* fp4 decodes by byte permutes here (its group kernel reads the shared-memory table) */
+    if constexpr (DEC == AGOQ_ENC_TABLE)
+        if (p.fmt == AGOQ_FMT_FP4_E2M1) {
+            launch(agoq_enc_t<AGOQ_ENC_FP4>(), agoq_enc_t<4>());
+            cudaCheckLaunch();
+            return ntiles * tile;
+        }
+    if (p.bits == 2) launch(agoq_enc_t<DEC>(), agoq_enc_t<2>());
+    else if (p.bits == 4) launch(agoq_enc_t<DEC>(), agoq_enc_t<4>());
+    else launch(agoq_enc_t<DEC>(), agoq_enc_t<8>());
+    cudaCheckLaunch();
+    return ntiles * tile;
+}
+
 template <typename T>
 static int dequantize(const char *fn, const agoq_qconfig *c, const agoq_cuda_qtensor *q, T *y, void *stream) {
     agoq_cuda_qparams p;
@@ -194,9 +297,11 @@ static int dequantize(const char *fn, const agoq_qconfig *c, const agoq_cuda_qte
     const size_t ngroups = (q->n + 7) / 8;
     const int vec = ((uintptr_t)y & 15u) == 0;
     agoq_dispatch_enc(p.dec, [&](auto dec) {
-        dequant_kernel<decltype(dec)::value, T>
-            <<<agoq_grid_for((ngroups + DEQUANT_UNROLL - 1) / DEQUANT_UNROLL), AGOQ_QUANT_THREADS, 0,
-               (cudaStream_t)stream>>>(p, *q, y, vec, gshift);
+        constexpr int D = decltype(dec)::value;
+        const size_t g0 = dequantize_tiles<D>(p, q, y, stream) / 8;
+        if (g0 == ngroups) return;
+        dequant_kernel<D, T><<<agoq_grid_for((ngroups - g0 + DEQUANT_UNROLL - 1) / DEQUANT_UNROLL), AGOQ_QUANT_THREADS, 0,
+                               (cudaStream_t)stream>>>(p, *q, y, vec, gshift, g0);
     });
     cudaCheckLaunch();
     return 0;

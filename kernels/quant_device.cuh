@@ -321,7 +321,8 @@ __device__ __forceinline__ int agoq_dev_group_valid(size_t e0, size_t n) {
  *
  * agoq_quant_seg_kernel: blocks of <= 256 elements, one warp segment of G = B/8 lanes per
  * block, floor(32/G) blocks per warp, U independent tasks per iteration (more loads in flight).
- * agoq_quant_warp_kernel: any block size, one warp per block, two passes over the block. */
+ * agoq_quant_warp_kernel: any block size, one warp per block, two passes over the block.
+ * Both start at block blk0 (the blocks before it were quantized by quant_tile.cuh's kernel). */
 #define AGOQ_QUANT_THREADS 256
 
 __device__ __forceinline__ void agoq_dev_store_params(const agoq_cuda_qparams &p, agoq_cuda_qtensor out, size_t blk,
@@ -344,7 +345,7 @@ __device__ __forceinline__ void agoq_dev_params_seg(const agoq_cuda_qparams &p, 
 
 template <int ENC, int U, class Src>
 __global__ void __launch_bounds__(AGOQ_QUANT_THREADS) agoq_quant_seg_kernel(agoq_cuda_qparams p, Src src,
-                                                                             agoq_cuda_qtensor out) {
+                                                                             agoq_cuda_qtensor out, size_t blk0) {
     __shared__ agoq_smem_table tab;
     if constexpr (ENC == AGOQ_ENC_TABLE || Src::kTable) {
         agoq_dev_load_table(&tab, p.table);
@@ -352,7 +353,7 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS) agoq_quant_seg_kernel(agoq
     }
     const size_t n = out.n, B = (size_t)p.block;
     const int G = p.block >> 3, bpw = 32 / G, lane = (int)(threadIdx.x & 31u), seg = lane / G, pos = lane - seg * G;
-    const size_t nblocks = (n + B - 1) / B, ntasks = (nblocks + (size_t)bpw - 1) / (size_t)bpw;
+    const size_t nblocks = (n + B - 1) / B, ntasks = (nblocks - blk0 + (size_t)bpw - 1) / (size_t)bpw;
     const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5;
     for (size_t t0 = warp * U; t0 < ntasks; t0 += nwarps * U) {
@@ -362,7 +363,7 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS) agoq_quant_seg_kernel(agoq
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const size_t task = t0 + (size_t)u;
-            blk[u] = task * (size_t)bpw + (size_t)seg;
+            blk[u] = blk0 + task * (size_t)bpw + (size_t)seg;
             act[u] = seg < bpw && task < ntasks && blk[u] < nblocks;
             const size_t e0 = blk[u] * B + (size_t)pos * 8;
             nv[u] = act[u] ? agoq_dev_group_valid(e0, n) : 0;
@@ -384,7 +385,7 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS) agoq_quant_seg_kernel(agoq
 
 template <int ENC, class Src>
 __global__ void __launch_bounds__(AGOQ_QUANT_THREADS) agoq_quant_warp_kernel(agoq_cuda_qparams p, Src src,
-                                                                              agoq_cuda_qtensor out) {
+                                                                              agoq_cuda_qtensor out, size_t blk0) {
     __shared__ agoq_smem_table tab;
     if constexpr (ENC == AGOQ_ENC_TABLE || Src::kTable) {
         agoq_dev_load_table(&tab, p.table);
@@ -395,7 +396,7 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS) agoq_quant_warp_kernel(ago
     const size_t nblocks = (n + B - 1) / B;
     const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5;
-    for (size_t blk = warp; blk < nblocks; blk += nwarps) {
+    for (size_t blk = blk0 + warp; blk < nblocks; blk += nwarps) {
         float amax = 0.0f, lo = __int_as_float(0x7f800000), hi = __int_as_float(0xff800000);
         for (int g = lane; g < G; g += 32) {
             const size_t e0 = blk * B + (size_t)g * 8;

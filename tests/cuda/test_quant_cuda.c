@@ -173,6 +173,55 @@ TEST(cuda_quant_encoders_on_bit_pattern_sweep) {
     CHECK_MSG(bad == 0, "%zu mismatches", bad);
 }
 
+/* Data for the tile kernels (quant_tile.cuh): finite block patterns (wide, tiny, denormal,
+ * zero, constant, exact ties of every encoder, near FLT_MAX) so the fast path runs on most
+ * tiles, and a NaN and an Inf only in every third 2048-element region, so the careful path runs
+ * beside it in the same launch. */
+static float *tile_data(size_t n, int block, uint64_t seed) {
+    float *x = (float *)malloc(n * sizeof(float));
+    agoq_fill(AGOQ_DIST_NORMAL, x, n, seed);
+    agoq_rng r = {seed ^ 0x9e3779b9u};
+    for (size_t i = 0; i < n; i++) {
+        const size_t b = i / (size_t)block;
+        switch (b % 8) {
+        case 1: x[i] *= 1e30f; break;
+        case 2: x[i] *= 1e-30f; break;
+        case 3: x[i] = (i & 1) ? -0.0f : 0.0f; break;
+        case 4: x[i] = 0.37f; break;
+        case 5: x[i] = agoq_bits_f32((uint32_t)(agoq_rng_next(&r) & 0x807fffffu)); break;
+        case 6: x[i] = 0.25f * (float)((int)(agoq_rng_next(&r) % 49) - 24); break; /* absmax 6: ties of fp4 and ints */
+        case 7: x[i] = (i & 1) ? 3.0e38f : ((i % 3) ? -3.0e38f : -1.0e38f); break; /* the asym range overflows */
+        default: break;
+        }
+    }
+    for (size_t t = 2; t * 2048 < n; t += 3) {
+        x[t * 2048 + (seed % 1000)] = NAN;
+        if (t * 2048 + 1500 < n) x[t * 2048 + 1500] = INFINITY;
+    }
+    return x;
+}
+
+TEST(cuda_quant_tile_kernels_every_eligible_config) {
+    /* the fast-path configs: round to nearest, blocks 32..256, 4- and 8-bit codes; several whole
+     * tiles (1024 fp32 / 2048 bf16 elements) and a tail of whole and partial blocks */
+    static const int fmts[] = {AGOQ_FMT_FP4_E2M1, AGOQ_FMT_INT4,      AGOQ_FMT_INT8,      AGOQ_FMT_INT4_ASYM,
+                               AGOQ_FMT_INT8_ASYM, AGOQ_FMT_FP8_E4M3, AGOQ_FMT_FP8_E5M2, AGOQ_FMT_NF4,
+                               AGOQ_FMT_DYN8,      AGOQ_FMT_INT2};
+    static const int blocks[] = {32, 64, 128, 256};
+    size_t bad = 0, configs = 0;
+    for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++)
+        for (size_t bi = 0; bi < 4; bi++)
+            for (int sc = 0; sc < 2; sc++) {
+                agoq_qconfig c = make_cfg(fmts[f], blocks[bi], sc, 0);
+                const size_t n = 7 * 2048 + 3 * (size_t)blocks[bi] + 5;
+                float *x = tile_data(n, c.block, 31 + configs);
+                bad += check_config(&c, x, n, 0, 0, 0);
+                free(x);
+                configs++;
+            }
+    CHECK_MSG(bad == 0, "%zu mismatches over %zu configs", bad, configs);
+}
+
 TEST(cuda_quant_unaligned_pointers_use_scalar_paths) {
     const agoq_qconfig cs[] = {make_cfg(AGOQ_FMT_INT4, 32, 0, 0), make_cfg(AGOQ_FMT_INT8, 128, 1, 0),
                                make_cfg(AGOQ_FMT_INT2, 64, 0, 1), make_cfg(AGOQ_FMT_INT6_ASYM, 256, 0, 0)};
