@@ -11,7 +11,6 @@
  * runtime wrappers C callers use. */
 #include <cuda_runtime.h>
 #include <pthread.h>
-#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -194,10 +193,8 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS) dequant_kernel(agoq_cuda_q
  * A warp writes U vectors of 32 lanes x 16 bytes (4 fp32 or 8 bf16 elements per lane), vector
  * j of lane l at byte j*512 + l*16 of the tile: every store instruction of the warp is one
  * contiguous 512-byte run (streaming stores: the output is not read back soon), and so is every
- * code load. The tile's block scales (and zero points) are loaded once, one block per lane
- * (two for bf16 blocks of 32: 64 blocks in a tile), and each vector takes its block's from
- * that lane with a shuffle: one load per lane and tile instead of one per vector, which kept
- * the load/store queue full. Blocks: powers of two >= 32; codes: 2, 4 or 8 bits. */
+ * code load; the block scales come through agoq_tile_scales (one load per lane and tile).
+ * Blocks: powers of two >= 32; codes: 2, 4 or 8 bits. */
 template <int DEC, int BITS, typename T>
 __global__ void __launch_bounds__(AGOQ_QUANT_THREADS) dequant_tile_kernel(agoq_cuda_qparams p, agoq_cuda_qtensor q,
                                                                            T *__restrict__ y, int log2b, size_t ntiles) {
@@ -212,36 +209,18 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS) dequant_tile_kernel(agoq_c
     const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5, nblocks = (q.n + ((size_t)1 << log2b) - 1) >> log2b;
     for (size_t tile = warp; tile < ntiles; tile += nwarps) {
-        const size_t e_tile = tile * TILE, blk_first = e_tile >> log2b;
-        float own_s[2], own_m[2];
-#pragma unroll
-        for (int k = 0; k < 2; k++) {
-            const size_t blk = blk_first + (size_t)(32 * k + lane);
-            const bool load = blk < nblocks && (k == 0 || (TILE >> log2b) > 32);
-            own_s[k] = load ? agoq_dev_load_scale(q.scales, blk, p.bf16_scale) : 0.0f;
-            own_m[k] = kAsym && load ? agoq_dev_load_scale(q.zeros, blk, p.bf16_scale) : 0.0f;
-        }
+        const size_t e_tile = tile * TILE;
+        agoq_tile_scales<E, kAsym> sc;
+        sc.load(p, q.scales, q.zeros, e_tile, log2b, nblocks, lane);
         uint64_t codes[U];
 #pragma unroll
-        for (int j = 0; j < U; j++) {
-            const uint8_t *src = q.codes + (e_tile + (size_t)j * 32 * E + (size_t)lane * E) * BITS / 8;
-            if constexpr (E * BITS == 8) codes[j] = *src;
-            else if constexpr (E * BITS == 16) codes[j] = *(const uint16_t *)src;
-            else if constexpr (E * BITS == 32) codes[j] = *(const uint32_t *)src;
-            else {
-                const uint2 w = *(const uint2 *)src;
-                codes[j] = (uint64_t)w.x | ((uint64_t)w.y << 32);
-            }
-        }
+        for (int j = 0; j < U; j++) codes[j] = agoq_tile_load_codes<BITS, E>(q.codes, e_tile + (size_t)(j * 32 * E + lane * E));
 #pragma unroll
         for (int j = 0; j < U; j++) {
-            const int rel = (j * 32 * E + lane * E) >> log2b; /* block of this vector, from blk_first */
-            const bool hi = ((j * 32 * E) >> log2b) >= 32;   /* the same for every lane of the warp */
-            const float s = __shfl_sync(0xffffffffu, hi ? own_s[1] : own_s[0], rel & 31);
-            const float m = kAsym ? __shfl_sync(0xffffffffu, hi ? own_m[1] : own_m[0], rel & 31) : 0.0f;
-            float v[E];
+            float s, m, v[E];
+            sc.get(j, lane, s, m);
             agoq_tile_decode<DEC, BITS, E>(p, &tab, codes[j], s, m, v);
-            T *dst = y + e_tile + (size_t)j * 32 * E + (size_t)lane * E;
+            T *dst = y + e_tile + (size_t)(j * 32 * E + lane * E);
             if constexpr (std::is_same<T, float>::value) {
                 __stcs((float4 *)dst, make_float4(v[0], v[1], v[2], v[3]));
             } else {
@@ -264,8 +243,8 @@ static size_t dequantize_tiles(const agoq_cuda_qparams &p, const agoq_cuda_qtens
     const size_t tile = (size_t)32 * AGOQ_TILE_U * E, ntiles = q->n / tile;
     const size_t vec_code_bytes = (size_t)E * (size_t)p.bits / 8;
     const bool pow2 = (p.block & (p.block - 1)) == 0;
-    if (ntiles == 0 || !pow2 || p.block < 32 || (p.bits != 2 && p.bits != 4 && p.bits != 8) ||
-        ((uintptr_t)y & 15u) != 0 || ((uintptr_t)q->codes & (vec_code_bytes - 1)) != 0 || getenv("AGOQ_DEQUANT_GROUPS"))
+    if (ntiles == 0 || !pow2 || p.block < 32 || tile > 64 * (size_t)p.block || (p.bits != 2 && p.bits != 4 && p.bits != 8) ||
+        ((uintptr_t)y & 15u) != 0 || ((uintptr_t)q->codes & (vec_code_bytes - 1)) != 0)
         return 0;
     const int log2b = __builtin_ctz((unsigned)p.block);
     auto launch = [&](auto dec, auto bits) {

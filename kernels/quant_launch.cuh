@@ -4,7 +4,6 @@
 #ifndef AGOQ_QUANT_LAUNCH_CUH
 #define AGOQ_QUANT_LAUNCH_CUH
 #include <cuda_runtime.h>
-#include <stdlib.h>
 
 #include <type_traits>
 
@@ -67,9 +66,10 @@ static unsigned agoq_grid_resident(size_t warps) {
 
 /* The tile kernel (quant_tile.cuh) over the whole tiles of q, when the config has a fast path
  * (round to nearest, block 32/64/128/256, 4- or 8-bit codes, the codes plane aligned to one
- * vector's codes). Returns the elements it quantized (0: none, all go to the other kernels). */
+ * vector's codes). Returns the elements it quantized (0: none, all go to the other kernels).
+ * TileSrc::kBits: the only code width the source is used with (0: 4 and 8). */
 struct agoq_no_tile_src {
-    static constexpr int kVec = 0;
+    static constexpr int kVec = 0, kBits = 0;
 };
 template <int ENC, class TileSrc>
 static size_t agoq_launch_quant_tiles(const agoq_cuda_qparams &p, const TileSrc &src, agoq_cuda_qtensor q,
@@ -78,7 +78,7 @@ static size_t agoq_launch_quant_tiles(const agoq_cuda_qparams &p, const TileSrc 
     const int lb = p.block == 32 ? 5 : p.block == 64 ? 6 : p.block == 128 ? 7 : p.block == 256 ? 8 : 0;
     const size_t tile = (size_t)32 * AGOQ_TILE_U * E, ntiles = q.n / tile;
     const size_t vec_code_bytes = (size_t)E * (size_t)p.bits / 8;
-    if (p.stochastic || !lb || (p.bits != 4 && p.bits != 8) || ntiles == 0 || getenv("AGOQ_QUANT_NO_TILES") ||
+    if (p.stochastic || !lb || (p.bits != 4 && p.bits != 8) || (TileSrc::kBits && p.bits != TileSrc::kBits) || ntiles == 0 ||
         ((uintptr_t)q.codes & (vec_code_bytes - 1)) != 0)
         return 0;
     auto launch = [&](auto bits, auto log2b) {
@@ -93,6 +93,7 @@ static size_t agoq_launch_quant_tiles(const agoq_cuda_qparams &p, const TileSrc 
         }
     };
     auto with_bits = [&](auto bits) {
+        if constexpr (TileSrc::kBits != 0 && TileSrc::kBits != decltype(bits)::value) return; /* e.g. 8-bit only */
         switch (lb) {
         case 5: launch(bits, agoq_enc_t<5>()); break;
         case 6: launch(bits, agoq_enc_t<6>()); break;

@@ -136,9 +136,9 @@ __device__ __forceinline__ void agoq_tile_store_codes(uint8_t *codes, size_t e0,
 
 /* ---- vector decoders: N codes of BITS packed LSB first -> N values (bit-exact with
  * agoq_dev_decode, without its shared-memory table or integer-to-float conversion) ----
- * fp4: two byte permutes look up bytes 2 and 3 of the fp32 magnitudes of 4 codes at once
- * (byte 3 is < 0x80, so the permute's sign-replicate mode yields the zero bytes 0 and 1), one
- * permute assembles each magnitude, then * s and the code's sign bit (-v * s == -(v * s)).
+ * fp4: two byte permutes look up bytes 2 and 3 of the fp32 magnitudes of 4 codes at once (the
+ * other two bytes are zero for all eight), one permute and one mask assemble each value with
+ * the code's sign bit, then * s (the reference's (+-v) * s).
  * int: the code lands exactly in 0x4b400000 | code = 1.5 * 2^23 + code, one subtract removes
  * 1.5 * 2^23 (+ the offset). fp8: the hardware pair conversion to fp16, then fp32. */
 template <int DEC, int BITS, int N>
@@ -152,9 +152,9 @@ __device__ __forceinline__ void agoq_tile_decode(const agoq_cuda_qparams &p, con
             const uint32_t b2 = __byte_perm(0xc0800000u, 0xc0804000u, sel);
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                const uint32_t mag = __byte_perm(b2, b3, (0xcu + e) | (0xcu + e) << 4 | (uint32_t)e << 8 | (4u + e) << 12);
-                const float x = __uint_as_float(mag) * s;
-                v[4 * q + e] = __uint_as_float(__float_as_uint(x) ^ ((c4 << (28 - 4 * e)) & 0x80000000u));
+                const uint32_t hi = __byte_perm(b2, b3, (uint32_t)e << 8 | (4u + e) << 12); /* bytes 2, 3; 0, 1 junk */
+                const uint32_t sv = (hi & 0xffff0000u) | ((c4 << (28 - 4 * e)) & 0x80000000u);  /* +- magnitude */
+                v[4 * q + e] = __uint_as_float(sv) * s;
             }
         }
     } else if constexpr (DEC == AGOQ_ENC_INT_SYM || DEC == AGOQ_ENC_INT_ASYM) {
@@ -260,13 +260,61 @@ __device__ __forceinline__ bool agoq_tile_quantize(const agoq_cuda_qparams &p, c
     return true;
 }
 
-/* Tile sources deliver the 16-byte vector of E = Src::kVec elements at element e0 (always whole:
- * tiles never reach the tensor's end):
- *   Src: static constexpr int kVec; static constexpr bool kTable;
- *        __device__ void load_vec(const agoq_cuda_qparams &p, const agoq_smem_table *t, size_t e0,
- *                                 float (&v)[kVec]) const;
- * In-place sources (the accumulation) read a block's planes before the tile writes them: all
- * loads of a tile precede its reduction, whose shuffles every lane passes first. */
+/* The block scales (and zero points) of one tile, for lanes that decode it: lane l loads
+ * those of blocks blk_first + l and, when a tile holds more than 32 blocks (bf16 blocks of
+ * 32), blk_first + 32 + l; vector j takes its block's with a shuffle. A tile of U vectors
+ * must hold at most 64 blocks (32 * U * E <= 64 * B: the launchers check).  One load per lane and
+ * tile instead of one per vector, which kept the load/store queue full. Blocks are powers of
+ * two >= 32 (then a vector's lanes never straddle two 32-block halves). */
+template <int E, bool ZEROS>
+struct agoq_tile_scales {
+    float s[2], m[2];
+    size_t blk_first;
+    int log2b;
+    __device__ __forceinline__ void load(const agoq_cuda_qparams &p, const uint8_t *scales, const uint8_t *zeros,
+                                         size_t e_tile, int log2b_, size_t nblocks, int lane) {
+        log2b = log2b_;
+        blk_first = e_tile >> log2b;
+        constexpr int kTile = 32 * AGOQ_TILE_U * E;
+        const int tile_blocks = (kTile >> log2b) > 1 ? kTile >> log2b : 1; /* no reads past the tile */
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+            const size_t blk = blk_first + (size_t)(32 * k + lane);
+            const bool need = blk < nblocks && 32 * k + lane < tile_blocks;
+            s[k] = need ? agoq_dev_load_scale(scales, blk, p.bf16_scale) : 0.0f;
+            m[k] = ZEROS && need ? agoq_dev_load_scale(zeros, blk, p.bf16_scale) : 0.0f;
+        }
+    }
+    /* Scale and zero point of vector j of this lane (every lane of the warp must call it). */
+    __device__ __forceinline__ void get(int j, int lane, float &sj, float &mj) const {
+        const int rel = (j * 32 * E + lane * E) >> log2b;
+        const bool hi = ((j * 32 * E) >> log2b) >= 32; /* the same for every lane */
+        sj = __shfl_sync(0xffffffffu, hi ? s[1] : s[0], rel & 31);
+        mj = ZEROS ? __shfl_sync(0xffffffffu, hi ? m[1] : m[0], rel & 31) : 0.0f;
+    }
+};
+
+/* Codes of the vector of N elements at element e0 (N * BITS / 8 bytes, aligned). */
+template <int BITS, int N>
+__device__ __forceinline__ uint64_t agoq_tile_load_codes(const uint8_t *codes, size_t e0) {
+    constexpr int kBytes = N * BITS / 8;
+    const uint8_t *src = codes + e0 * BITS / 8;
+    if constexpr (kBytes == 1) return *src;
+    else if constexpr (kBytes == 2) return *(const uint16_t *)src;
+    else if constexpr (kBytes == 4) return *(const uint32_t *)src;
+    else {
+        const uint2 w = *(const uint2 *)src;
+        return (uint64_t)w.x | ((uint64_t)w.y << 32);
+    }
+}
+
+/* Tile sources deliver a whole tile: vector j of lane l, E = Src::kVec elements, starts at
+ * element e_tile + j*32*E + l*E (tiles never reach the tensor's end). All 32 lanes call it.
+ *   Src: static constexpr int kVec, kBits (the only code width it serves, 0: any); static constexpr bool kTable;
+ *        __device__ void load_tile(const agoq_cuda_qparams &p, const agoq_smem_table *t, size_t e_tile,
+ *                                  int lane, float (&v)[AGOQ_TILE_U][kVec]) const;
+ * In-place sources (the accumulation) read a block's planes before the tile writes them: every
+ * value read is consumed by the range reduction, whose shuffles every lane passes first. */
 template <int ENC, int BITS, int LOG2B, class Src>
 __global__ void __launch_bounds__(AGOQ_QUANT_THREADS) agoq_quant_tile_kernel(agoq_cuda_qparams p, Src src,
                                                                               agoq_cuda_qtensor out, size_t ntiles) {
@@ -281,10 +329,8 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS) agoq_quant_tile_kernel(ago
     const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5;
     for (size_t tile = warp; tile < ntiles; tile += nwarps) {
-        const size_t e_tile = tile * (size_t)G::TILE;
         float v[G::U][E];
-#pragma unroll
-        for (int j = 0; j < G::U; j++) src.load_vec(p, &tab, e_tile + (size_t)j * 32 * E + (size_t)lane * E, v[j]);
+        src.load_tile(p, &tab, tile * (size_t)G::TILE, lane, v);
         if (!agoq_tile_quantize<ENC, BITS, LOG2B, E, false>(p, &tab, v, tile, out, lane))
             agoq_tile_quantize<ENC, BITS, LOG2B, E, true>(p, &tab, v, tile, out, lane);
     }
@@ -292,28 +338,36 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS) agoq_quant_tile_kernel(ago
 
 /* The quantize sources of the tile kernel: fp32 (4 per vector) or bf16 (8) input. */
 struct agoq_tile_src_f32 {
-    static constexpr int kVec = 4;
+    static constexpr int kVec = 4, kBits = 0;
     static constexpr bool kTable = false;
     const float *x;
-    __device__ __forceinline__ void load_vec(const agoq_cuda_qparams &, const agoq_smem_table *, size_t e0,
-                                             float (&v)[4]) const {
-        const float4 a = __ldcs((const float4 *)(x + e0)); /* read once: evict first */
-        v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
+    __device__ __forceinline__ void load_tile(const agoq_cuda_qparams &, const agoq_smem_table *, size_t e_tile,
+                                              int lane, float (&v)[AGOQ_TILE_U][4]) const {
+#pragma unroll
+        for (int j = 0; j < AGOQ_TILE_U; j++) {
+            const float4 a = __ldcs((const float4 *)(x + e_tile + (size_t)(j * 128 + lane * 4))); /* read once */
+            v[j][0] = a.x; v[j][1] = a.y; v[j][2] = a.z; v[j][3] = a.w;
+        }
     }
 };
+/* 8 bf16 of a 16-byte word -> fp32 (exact) */
+__device__ __forceinline__ void agoq_bf16x8_to_f32(uint4 w, float (&v)[8]) {
+    const uint32_t u[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        v[2 * k] = __uint_as_float(u[k] << 16);
+        v[2 * k + 1] = __uint_as_float(u[k] & 0xffff0000u);
+    }
+}
 struct agoq_tile_src_bf16 {
-    static constexpr int kVec = 8;
+    static constexpr int kVec = 8, kBits = 0;
     static constexpr bool kTable = false;
     const uint16_t *x;
-    __device__ __forceinline__ void load_vec(const agoq_cuda_qparams &, const agoq_smem_table *, size_t e0,
-                                             float (&v)[8]) const {
-        const uint4 w = __ldcs((const uint4 *)(x + e0));
-        const uint32_t u[4] = {w.x, w.y, w.z, w.w};
+    __device__ __forceinline__ void load_tile(const agoq_cuda_qparams &, const agoq_smem_table *, size_t e_tile,
+                                              int lane, float (&v)[AGOQ_TILE_U][8]) const {
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
-            v[2 * j] = __uint_as_float(u[j] << 16);
-            v[2 * j + 1] = __uint_as_float(u[j] & 0xffff0000u);
-        }
+        for (int j = 0; j < AGOQ_TILE_U; j++)
+            agoq_bf16x8_to_f32(__ldcs((const uint4 *)(x + e_tile + (size_t)(j * 256 + lane * 8))), v[j]);
     }
 };
 #endif
