@@ -95,6 +95,8 @@ struct train_dev {
  * CUDA=0 build or without a visible GPU). */
 train_dev *train_dev_open(agoq_backend kind);
 void train_dev_close(train_dev *d);
+/* 1 when every entry of the table is set (train_dev_open refuses an incomplete table). */
+int train_ops_complete(const train_ops *o);
 
 #if AGOQ_HAVE_CUDA
 train_dev *train_cuda_open(void); /* ops_cuda.cu; the caller checked that a GPU is visible */

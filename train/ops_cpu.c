@@ -129,7 +129,19 @@ static const train_ops cpu_ops = {
     .sumsq = c_sumsq, .scale = c_scale, .compare = c_compare,
 };
 
+int train_ops_complete(const train_ops *o) {
+    typedef void (*any_fn)(void); /* every member is a function pointer */
+    _Static_assert(sizeof(train_ops) % sizeof(any_fn) == 0, "train_ops holds only function pointers");
+    for (size_t i = 0; i < sizeof *o / sizeof(any_fn); i++) {
+        any_fn f;
+        memcpy(&f, (const char *)o + i * sizeof f, sizeof f);
+        if (!f) return 0;
+    }
+    return 1;
+}
+
 train_dev *train_dev_open(agoq_backend kind) {
+    train_dev *d = NULL;
     if (kind == AGOQ_BACKEND_CUDA) {
         char why[256] = "";
         if (agoq_cuda_devices(why, sizeof why) <= 0) {
@@ -137,15 +149,16 @@ train_dev *train_dev_open(agoq_backend kind) {
             return NULL;
         }
 #if AGOQ_HAVE_CUDA
-        return train_cuda_open();
+        d = train_cuda_open();
 #endif
+    } else {
+        cpu_state *s = calloc(1, sizeof *s);
+        if (!(d = calloc(1, sizeof *d)) || !s) agoq_die("train cpu: out of host memory");
+        d->ops = &cpu_ops;
+        d->kind = AGOQ_BACKEND_CPU;
+        d->impl = s;
     }
-    train_dev *d = calloc(1, sizeof *d);
-    cpu_state *s = calloc(1, sizeof *s);
-    if (!d || !s) agoq_die("train cpu: out of host memory");
-    d->ops = &cpu_ops;
-    d->kind = AGOQ_BACKEND_CPU;
-    d->impl = s;
+    if (d && !train_ops_complete(d->ops)) agoq_die("train: the %s backend's ops table has an empty entry", agoq_backend_name(kind));
     return d;
 }
 
