@@ -6,10 +6,11 @@
 #   tools/device_train_cuda.sh [BUILD_DIR]          (default build)
 #   env: OUT (default results/train/cuda)
 # Order and budget (estimates, not measured when written): the cuda_train tests (~30 s,
-# guarded at 240 s), experiments/train_cuda_small.json (the CPU table's configuration, ~30 s,
-# guarded at 200 s), experiments/train_cuda.json (12 runs, ~3 min, each run capped at 30 s by
-# time_limit_s, guarded at 420 s). The experiments run even when a test fails (one device
-# batch: the data still comes back), but the log then says so and the exit status is 1.
+# guarded at 90 s), experiments/train_cuda_small.json (the CPU table's configuration, ~30 s,
+# guarded at 100 s), experiments/train_cuda.json (12 runs, ~3 min, each run capped at 25 s by
+# time_limit_s, guarded at 380 s): under 10 minutes in the worst case. The experiments run even
+# when a test fails (one device batch: the data still comes back), but the log then says so
+# and the exit status is 1.
 # Writes 6 files: $OUT/test_train_cuda.log, $OUT/train_cuda_small.{json,tsv},
 # $OUT/train_cuda.{json,tsv}, $OUT/device_train_cuda.log.
 set -u -o pipefail
@@ -29,7 +30,7 @@ command -v nvidia-smi >/dev/null &&
   nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv,noheader 2>&1 | tee -a "$log"
 
 rc=0
-AGOQ_BIN="$B/agoq" timeout 240 "$B/agoq_test_cuda" cuda_train > "$OUT/test_train_cuda.log" 2>&1 || rc=1
+AGOQ_BIN="$B/agoq" timeout 90 "$B/agoq_test_cuda" cuda_train > "$OUT/test_train_cuda.log" 2>&1 || rc=1
 tail -1 "$OUT/test_train_cuda.log" | tee -a "$log"
 grep -E "^FAIL|FAIL " "$OUT/test_train_cuda.log" | tee -a "$log"
 [ "$rc" -eq 0 ] || echo "device_train_cuda: GPU TESTS FAILED: the results below are not validated" | tee -a "$log"
@@ -42,7 +43,7 @@ per_step() {
     /"elapsed_s":/ { if (rec == "curve" && step > 0) { k = run " seed " seed; s[k] = step; e[k] = $2 + 0 } }
     END { for (k in s) printf "  %-24s %5d steps %7.1f s %7.2f ms/step (with evaluations)\n", k, s[k], e[k], 1000 * e[k] / s[k] }' "$1"
 }
-for x in train_cuda_small:200 train_cuda:420; do
+for x in train_cuda_small:100 train_cuda:380; do
   name=${x%%:*} limit=${x##*:}
   t0=$(date +%s)
   timeout "$limit" "$B/agoq" run "experiments/$name.json" -q --out "$OUT/$name.json" > "$OUT/$name.stdout" 2>&1 || rc=1
