@@ -285,7 +285,7 @@ TEST(cuda_train_op_optimizer_bit_exact) {
     CHECK(agoq_validate_floats("adam first moment", pm[0], pm[1], N) == 0);
     CHECK(agoq_validate_floats("adam second moment", pv[0], pv[1], N) == 0);
     CHECK(agoq_validate_floats("scale", sc[0], sc[1], N) == 0);
-    CHECK(fabs(ss[1] - ss[0]) <= 1e-12 * ss[0]); /* double sums of 1e5 terms in two orders */
+    CHECK(fabs(ss[1] - ss[0]) <= 1e-10 * ss[0]); /* double sums of 1e5 terms in two orders: ~1e-14 */
     for (int k = 0; k < 2; k++) free(pw[k]), free(pm[k]), free(pv[k]), free(sc[k]);
     free(w), free(g), free(m), free(v);
     tt_close(&p);
