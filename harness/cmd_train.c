@@ -274,7 +274,7 @@ static int train_one(const agoq_run_ctx *ctx, const train_plan *p, int ri, uint6
     return 0;
 }
 
-/* "4 threads" (cpu: OpenMP inside layers.c) or "cuda" for the header line. */
+/* "4 threads" (cpu: OpenMP inside layers.c) or "backend cuda" for the header line. */
 static const char *backend_label(agoq_backend b, char *buf, size_t len) {
     if (b == AGOQ_BACKEND_CUDA) snprintf(buf, len, "backend cuda");
     else snprintf(buf, len, "%d threads", tr_threads());
