@@ -101,8 +101,8 @@ test: | deps
 
 test-cuda: | deps
 	@test "$(CUDA)" = 1 || { echo "make test-cuda: needs CUDA=1 (nvcc at $(NVCC))"; exit 1; }
-	@$(MAKE) --no-print-directory $(BUILD)/agoq_test_cuda
-	$(BUILD)/agoq_test_cuda
+	@$(MAKE) --no-print-directory $(BUILD)/agoq $(BUILD)/agoq_test_cuda
+	AGOQ_BIN=$(BUILD)/agoq $(BUILD)/agoq_test_cuda
 
 cuda-check:
 	@test -x $(NVCC) || { echo "cuda-check: nvcc not found at $(NVCC)"; exit 1; }

@@ -15,7 +15,9 @@
 #include "tests/test.h"
 #include "train/corpus.h"
 #include "train/dp.h"
+#include "harness/backend.h"
 #include "train/model.h"
+#include "train/ops.h"
 #include "train/trainer.h"
 
 static train_cfg tiny_cfg(void) {
@@ -55,7 +57,6 @@ TEST(train_backward_matches_finite_differences) {
             int is_norm = t == P_LN1 || t == P_LN2 || t == P_LNF;
             m.params.t[t][i] = is_norm ? 1.0f + 0.1f * (float)((i * 7) % 5) : 5.0f * m.params.t[t][i];
         }
-    train_model_sync(&m);
     int tok[16], tgt[16];
     tiny_batch(&c, 11, tok, tgt);
     train_step_grads(&m, tok, tgt);
@@ -79,10 +80,8 @@ TEST(train_backward_matches_finite_differences) {
             for (size_t i = 0; i < n; i++) d[i] = (float)(d[i] / sqrt(nd));
             for (size_t i = 0; i < n; i++) gd += (double)g[off + i] * d[i];
             for (size_t i = 0; i < n; i++) m.params.t[t][i] = w0[off + i] + (float)(eps * d[i]);
-            train_model_sync(&m);
             double lp = train_forward(&m, tok, tgt);
             for (size_t i = 0; i < n; i++) m.params.t[t][i] = w0[off + i] - (float)(eps * d[i]);
-            train_model_sync(&m);
             double lm = train_forward(&m, tok, tgt);
             memcpy(m.params.t[t], w0 + off, n * sizeof(float));
             double fd = (lp - lm) / (2 * eps), tol = 0.01 * fmax(fabs(gd), 1e-3 * gn);
@@ -92,7 +91,6 @@ TEST(train_backward_matches_finite_differences) {
         }
         free(d);
     }
-    train_model_sync(&m);
     free(g);
     free(w0);
     train_model_free(&m);
@@ -329,6 +327,22 @@ static int run_bad_train(const char *name, const char *cfg, const char *want) {
     return 1;
 }
 
+/* An experiment file whose "backend" cannot run: refused before training, nothing written. */
+static int run_bad_train_backend(const char *name, const char *backend, const char *want) {
+    char file[512], out[512], args[2048], msg[8192];
+    snprintf(file, sizeof file, "%s/%s.json", agoq_test_tmpdir(), name);
+    snprintf(out, sizeof out, "%s/%s.out.json", agoq_test_tmpdir(), name);
+    snprintf(msg, sizeof msg, "{\"kind\": \"train\", \"backend\": \"%s\", \"config\": {\"steps\": 1}}", backend);
+    agoq_test_write(file, msg);
+    snprintf(args, sizeof args, "run %s --out %s -q", file, out);
+    int rc = agoq_test_run_cli(args, msg, sizeof msg);
+    if (rc != 1 || !strstr(msg, want) || agoq_test_file_exists(out)) {
+        fprintf(stderr, "    %s: rc %d, message: %s\n", name, rc, msg);
+        return 0;
+    }
+    return 1;
+}
+
 TEST(train_bad_config_names_file_and_key) {
     CHECK(run_bad_train("trun", "{\"runs\": [\"agoq+int4\"]}", "key 'config.runs[0]': bad run 'agoq+int4'"));
     CHECK(run_bad_train("tkey", "{\"stpes\": 3}", "unknown key 'config.stpes'"));
@@ -386,4 +400,42 @@ TEST(train_class_probe_records_every_class) {
         CHECK_MSG(strstr(msg, want) != NULL, "no error line for class %s", train_act_class_names[c]);
     }
     CHECK(strstr(msg, "rel_l2 0.00000 ") == NULL); /* every class really was quantized */
+}
+
+/* The backend interface: the cpu table is complete and selected by default (backend 0). */
+TEST(train_ops_table_cpu_is_complete_and_default) {
+    train_dev *d = train_dev_open(AGOQ_BACKEND_CPU);
+    CHECK(d != NULL && d->kind == AGOQ_BACKEND_CPU && train_ops_complete(d->ops));
+    train_ops broken = *d->ops;
+    broken.attention_bwd = NULL;
+    CHECK(!train_ops_complete(&broken));
+    train_dev_close(d);
+    train_cfg c = tiny_cfg();
+    train_act_policy p = policy("agoq");
+    train_model m;
+    CHECK(train_model_init(&m, &c, &p) == 0 && m.dev->kind == AGOQ_BACKEND_CPU);
+    train_model_free(&m);
+}
+
+/* Without a usable GPU (CI, this build with CUDA=0, or no device) the cuda backend is refused
+ * with one line naming it, at every entry: the library, `agoq train`, an experiment file; no
+ * results file is written. With a GPU, make test-cuda covers the backend. */
+TEST(train_cuda_backend_refused_without_gpu) {
+    char why[256];
+    if (agoq_cuda_devices(why, sizeof why) > 0) {
+        printf("    a GPU is visible: the cuda backend is tested by make test-cuda\n");
+        return;
+    }
+    CHECK(train_dev_open(AGOQ_BACKEND_CUDA) == NULL);
+    train_cfg c = tiny_cfg();
+    c.backend = AGOQ_BACKEND_CUDA;
+    train_act_policy p = policy("bf16");
+    train_model m;
+    CHECK(train_model_init(&m, &c, &p) == -1);
+    char out[512], args[1024], msg[4096];
+    snprintf(out, sizeof out, "%s/train_cuda_refused.json", agoq_test_tmpdir());
+    snprintf(args, sizeof args, "train --backend cuda --steps 1 -q -o %s", out);
+    CHECK(agoq_test_run_cli(args, msg, sizeof msg) == 1 && strstr(msg, "backend 'cuda'") && !agoq_test_file_exists(out));
+    CHECK(run_bad_train_backend("tcuda", "cuda", "backend 'cuda'"));
+    CHECK(run_bad_train_backend("tbogus", "tpu", "unknown backend 'tpu'"));
 }

@@ -16,23 +16,31 @@ int train_grad_mode_by_name(const char *name) {
     return -1;
 }
 
+int train_reducer_check(train_grad_mode mode, const agoq_qconfig *q, int ranks, agoq_qconfig *wire) {
+    AGOQ_REQUIRE(ranks >= 1 && ranks <= TRAIN_MAX_RANKS, "train: ranks %d must be in [1, %d]", ranks, TRAIN_MAX_RANKS);
+    AGOQ_REQUIRE((int)mode >= 0 && (int)mode < GRAD_MODE_COUNT, "train: gradient mode %d unknown", (int)mode);
+    memset(wire, 0, sizeof *wire);
+    if (mode == GRAD_FP32) return 0;
+    if (mode == GRAD_AGOQ8) {
+        AGOQ_REQUIRE(q != NULL, "train: agoq8 needs a wire format");
+        if (agoq_qconfig_check(q)) return -1;
+        *wire = *q;
+    } else {
+        *wire = agoq_qconfig_default(AGOQ_FMT_FP8_E4M3); /* FP8-LM's wire format; its scale is per tensor */
+    }
+    /* reject a wire format the collective does not take now, not in the middle of training */
+    agoq_coll_config cc = agoq_coll_config_default(mode == GRAD_AGOQ8 ? AGOQ_ALGO_AGOQ : AGOQ_ALGO_FP8LM, AGOQ_COLL_ALLREDUCE);
+    cc.q = *wire;
+    return agoq_coll_config_check(&cc, ranks);
+}
+
 int train_reducer_init(train_reducer *r, train_grad_mode mode, const agoq_qconfig *q, int ranks, size_t max_n) {
     memset(r, 0, sizeof *r);
-    AGOQ_REQUIRE(ranks >= 1 && ranks <= TRAIN_MAX_RANKS, "train: ranks %d must be in [1, %d]", ranks, TRAIN_MAX_RANKS);
+    if (train_reducer_check(mode, q, ranks, &r->q)) return -1;
     r->mode = mode;
     r->ranks = ranks;
     r->cap = max_n;
     if (mode == GRAD_FP32) return 0;
-    if (mode == GRAD_AGOQ8) {
-        r->q = *q;
-        if (agoq_qconfig_check(q)) return -1;
-    } else {
-        r->q = agoq_qconfig_default(AGOQ_FMT_FP8_E4M3); /* FP8-LM's wire format; its scale is per tensor */
-    }
-    /* reject a wire format the collective does not take now, not in the middle of training */
-    agoq_coll_config cc = agoq_coll_config_default(mode == GRAD_AGOQ8 ? AGOQ_ALGO_AGOQ : AGOQ_ALGO_FP8LM, AGOQ_COLL_ALLREDUCE);
-    cc.q = r->q;
-    if (agoq_coll_config_check(&cc, ranks)) return -1;
     r->bufs = malloc((size_t)ranks * max_n * sizeof(float));
     return r->bufs ? 0 : -1;
 }
@@ -45,13 +53,7 @@ void train_reducer_free(train_reducer *r) {
 void train_reduce_mean(train_reducer *r, const float *const *g, size_t n, float *mean) {
     const float inv_r = 1.0f / (float)r->ranks;
     switch (r->mode) {
-    case GRAD_FP32:
-        for (size_t i = 0; i < n; i++) {
-            float acc = g[0][i];
-            for (int k = 1; k < r->ranks; k++) acc += g[k][i];
-            mean[i] = acc * inv_r;
-        }
-        break;
+    case GRAD_FP32: train_mean_fp32(g, r->ranks, n, mean); break;
     case GRAD_AGOQ8:
     case GRAD_FP8LM: { /* the collectives module's simulated-rank all-reduce, in place on copies */
         float *bufs[TRAIN_MAX_RANKS];
@@ -65,5 +67,14 @@ void train_reduce_mean(train_reducer *r, const float *const *g, size_t n, float 
         break;
     }
     default: break;
+    }
+}
+
+void train_mean_fp32(const float *const *g, int ranks, size_t n, float *mean) {
+    const float inv_r = 1.0f / (float)ranks;
+    for (size_t i = 0; i < n; i++) {
+        float acc = g[0][i];
+        for (int k = 1; k < ranks; k++) acc += g[k][i];
+        mean[i] = acc * inv_r;
     }
 }

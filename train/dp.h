@@ -35,10 +35,16 @@ typedef struct {
     float *bufs;         /* quantized modes: (ranks, cap) copies the in-place all-reduce works on */
 } train_reducer;
 
+/* Checks (mode, q, ranks) as the collectives module will run them and returns the wire format
+ * in *wire (agoq8: q; fp8lm: fp8 e4m3; fp32: unused). 0 or -1 with a message. Shared by both
+ * backends' reducers (the cuda one is ops.h's reduce_init). */
+int train_reducer_check(train_grad_mode mode, const agoq_qconfig *q, int ranks, agoq_qconfig *wire);
 int train_reducer_init(train_reducer *r, train_grad_mode mode, const agoq_qconfig *q, int ranks, size_t max_n);
 void train_reducer_free(train_reducer *r);
 /* mean (n) = the mean of g[0 .. ranks-1] (n elements each) as `mode` delivers it. */
 void train_reduce_mean(train_reducer *r, const float *const *g, size_t n, float *mean);
+/* The exact mean: acc = g[0][i] + g[1][i] + ... in rank order (fp32), mean = acc * (1/R). */
+void train_mean_fp32(const float *const *g, int ranks, size_t n, float *mean);
 
 #ifdef __cplusplus
 }

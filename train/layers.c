@@ -113,6 +113,12 @@ void tr_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, const
     free(rstd);
 }
 
+void tr_rope_cs(int pos, int i, int hd, float base, float *cs, float *sn) {
+    double ang = (double)pos * pow((double)base, -2.0 * i / hd);
+    *cs = (float)cos(ang);
+    *sn = (float)sin(ang);
+}
+
 void tr_rope(float *qkv, int b, int t, int c, int nh, float base, int inverse) {
     const int hd = c / nh, rows = b * t;
 #pragma omp parallel for schedule(static) if ((long)rows * c >= TR_PAR_WORK)
@@ -120,8 +126,9 @@ void tr_rope(float *qkv, int b, int t, int c, int nh, float base, int inverse) {
         int pos = bt % t;
         float *row = qkv + (size_t)bt * 3 * (size_t)c;
         for (int i = 0; i < hd / 2; i++) {
-            double ang = (double)pos * pow((double)base, -2.0 * i / hd);
-            float cs = (float)cos(ang), sn = (float)(inverse ? -sin(ang) : sin(ang));
+            float cs, sn;
+            tr_rope_cs(pos, i, hd, base, &cs, &sn);
+            if (inverse) sn = -sn;
             for (int part = 0; part < 2; part++) /* q then k */
                 for (int h = 0; h < nh; h++) {
                     float *p = row + (size_t)part * (size_t)c + (size_t)h * (size_t)hd + 2 * (size_t)i;

@@ -27,6 +27,9 @@ void tr_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, const
 /* Rotary embedding in place on the q and k thirds of qkv (BT, 3C): pair (2i, 2i+1) of each
  * head rotated by t * base^(-2i/HD). inverse = 1 rotates back (the backward of the forward). */
 void tr_rope(float *qkv, int b, int t, int c, int nh, float base, int inverse);
+/* cos and sin of pair i at position pos: angle pos * base^(-2i/hd) in double, each rounded to
+ * float. The one definition of the angles: tr_rope and the CUDA backend's table use it. */
+void tr_rope_cs(int pos, int i, int hd, float base, float *cs, float *sn);
 
 /* Causal softmax attention. qkv (B, T, 3C) = [q | k | v]; att (B, NH, T, T) the probabilities
  * (upper triangle zero); y (B, T, C). */

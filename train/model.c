@@ -1,4 +1,5 @@
-/* The decoder's forward and backward passes over the saved-activation hook; see model.h. */
+/* The decoder's forward and backward passes over the saved-activation hook and the backend's
+ * ops table; see model.h and ops.h. */
 #include "train/model.h"
 
 #include <math.h>
@@ -7,7 +8,6 @@
 
 #include "harness/common.h"
 #include "harness/rng.h"
-#include "train/layers.h"
 
 const char *const train_param_names[P_COUNT] = {"wte", "ln1", "qkv", "wo", "ln2", "w1", "w2", "lnf"};
 
@@ -29,10 +29,10 @@ static void slot_shape(const train_cfg *c, int slot, size_t *rows, size_t *cols)
     }
 }
 
-static int tensors_alloc(train_tensors *t, const size_t *size) {
+static int tensors_alloc(train_dev *d, train_tensors *t, const size_t *size) {
     t->total = 0;
     for (int i = 0; i < P_COUNT; i++) t->total += (t->size[i] = size[i]);
-    t->mem = calloc(t->total, sizeof(float));
+    t->mem = d->ops->alloc(d, t->total * sizeof(float));
     if (!t->mem) return -1;
     float *p = t->mem;
     for (int i = 0; i < P_COUNT; i++) {
@@ -41,6 +41,11 @@ static int tensors_alloc(train_tensors *t, const size_t *size) {
     }
     return 0;
 }
+
+/* The activation and scratch buffers, in one list for allocation and release. */
+#define MODEL_BUFS(m)                                                                              \
+    {&(m)->res, &(m)->qkv, &(m)->att, &(m)->y, &(m)->gu, &(m)->s, &(m)->logits, &(m)->dres,         \
+     &(m)->dx2, &(m)->db1, &(m)->db2, &(m)->dqkv, &(m)->dgu}
 
 int train_model_init(train_model *m, const train_cfg *cfg, const train_act_policy *p) {
     memset(m, 0, sizeof *m);
@@ -56,56 +61,90 @@ int train_model_init(train_model *m, const train_cfg *cfg, const train_act_polic
                      "train: policy '%s': class '%s' cannot be recomputed", p->name, train_act_class_names[s]);
     m->cfg = *cfg;
     m->policy = *p;
+    if (!(m->dev = train_dev_open(c->backend))) return -1;
+    if (train_model_check_policy(m, p)) {
+        train_model_free(m);
+        return -1;
+    }
+    train_dev *d = m->dev;
     const size_t L = (size_t)c->n_layer, C = (size_t)c->d_model, F = (size_t)c->d_ff, V = (size_t)c->vocab;
     const size_t BT = (size_t)c->batch * (size_t)c->seq_len;
     size_t sz[P_COUNT] = {[P_WTE] = V * C, [P_LN1] = L * C, [P_QKV] = L * C * 3 * C, [P_WO] = L * C * C,
                           [P_LN2] = L * C, [P_W1] = L * C * 2 * F, [P_W2] = L * F * C, [P_LNF] = C};
-    int fail = tensors_alloc(&m->params, sz) | tensors_alloc(&m->grads, sz) | tensors_alloc(&m->wt, sz);
+    int fail = tensors_alloc(d, &m->params, sz) | tensors_alloc(d, &m->grads, sz);
     for (int s = 0; s < S_COUNT; s++) {
         size_t rows, cols;
         slot_shape(c, s, &rows, &cols);
         m->slot_n[s] = rows * cols;
-        m->saved[s] = malloc((L + 1) * m->slot_n[s] * sizeof(float));
+        m->saved[s] = d->ops->alloc(d, (L + 1) * m->slot_n[s] * sizeof(float));
         fail |= !m->saved[s];
         m->act_bytes_per_layer += train_act_store_bytes(&p->store[slot_class[s]], rows, cols);
     }
-    size_t trn = BT * (V > F ? (V > C ? V : C) : (F > C ? F : C));
-    float **bufs[] = {&m->res, &m->qkv, &m->att, &m->y, &m->gu, &m->s, &m->logits, &m->dres,
-                      &m->dx2, &m->db1, &m->db2, &m->dqkv, &m->dgu, &m->tr};
+    float **bufs[] = MODEL_BUFS(m);
     size_t n[] = {(L + 1) * BT * C, BT * 3 * C, m->slot_n[S_ATT], BT * C, BT * 2 * F, BT * F, BT * V, BT * C,
-                  BT * C, BT * C, BT * F, BT * 3 * C, BT * 2 * F, trn};
-    for (size_t i = 0; i < sizeof n / sizeof n[0]; i++) fail |= !(*bufs[i] = malloc(n[i] * sizeof(float)));
+                  BT * C, BT * C, BT * F, BT * 3 * C, BT * 2 * F};
+    for (size_t i = 0; i < sizeof n / sizeof n[0]; i++) fail |= !(*bufs[i] = d->ops->alloc(d, n[i] * sizeof(float)));
+    fail |= !(m->tokens = d->ops->alloc(d, BT * sizeof(int))) | !(m->targets = d->ops->alloc(d, BT * sizeof(int)));
     if (fail) {
+        agoq_error("train: out of %s memory for the model (%zu parameters)", agoq_backend_name(c->backend),
+                   m->params.total);
         train_model_free(m);
-        agoq_error("train: out of memory for the model (%zu parameters)", m->params.total);
         return -1;
     }
     return 0;
 }
 
 void train_model_free(train_model *m) {
-    free(m->params.mem);
-    free(m->grads.mem);
-    free(m->wt.mem);
-    for (int s = 0; s < S_COUNT; s++) free(m->saved[s]);
-    float *bufs[] = {m->res, m->qkv, m->att, m->y, m->gu, m->s, m->logits, m->dres,
-                     m->dx2, m->db1, m->db2, m->dqkv, m->dgu, m->tr};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    train_dev *d = m->dev;
+    if (d) {
+        d->ops->release(d, m->params.mem);
+        d->ops->release(d, m->grads.mem);
+        for (int s = 0; s < S_COUNT; s++) d->ops->release(d, m->saved[s]);
+        float **bufs[] = MODEL_BUFS(m);
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) d->ops->release(d, *bufs[i]);
+        d->ops->release(d, m->tokens);
+        d->ops->release(d, m->targets);
+        train_dev_close(d);
+    }
     memset(m, 0, sizeof *m);
+}
+
+int train_model_check_policy(train_model *m, const train_act_policy *p) {
+    for (int s = 0; s < S_COUNT; s++) {
+        size_t rows, cols;
+        slot_shape(&m->cfg, s, &rows, &cols);
+        if (m->dev->ops->act_store_check(m->dev, &p->store[slot_class[s]], rows, cols)) {
+            agoq_error("train: policy '%s', class '%s' (rows of %zu): not supported by the %s backend", p->name,
+                       train_act_class_names[slot_class[s]], cols, agoq_backend_name(m->dev->kind));
+            return -1;
+        }
+    }
+    return 0;
 }
 
 size_t train_model_param_count(const train_model *m) { return m->params.total; }
 
+void train_model_download(const train_model *m, const train_tensors *t, float *host) {
+    m->dev->ops->download(m->dev, host, t->mem, t->total * sizeof(float));
+}
+
+void train_model_upload(train_model *m, train_tensors *t, const float *host) {
+    m->dev->ops->upload(m->dev, t->mem, host, t->total * sizeof(float));
+}
+
 void train_model_init_weights(train_model *m, uint64_t seed) {
     agoq_rng r = {seed};
     const double sd = 0.02, sd_res = 0.02 / sqrt(2.0 * m->cfg.n_layer);
-    for (int t = 0; t < P_COUNT; t++) {
-        float *w = m->params.t[t];
+    float *host = malloc(m->params.total * sizeof(float));
+    if (!host) agoq_die("train: out of host memory for %zu initial weights", m->params.total);
+    float *w = host;
+    for (int t = 0; t < P_COUNT; w += m->params.size[t], t++) {
         int is_norm = t == P_LN1 || t == P_LN2 || t == P_LNF, is_res = t == P_WO || t == P_W2;
         for (size_t i = 0; i < m->params.size[t]; i++)
             w[i] = is_norm ? 1.0f : (float)((is_res ? sd_res : sd) * agoq_rng_normal(&r));
     }
-    train_model_sync(m);
+    train_model_upload(m, &m->params, host);
+    free(host);
 }
 
 /* Layer l's slice of a layer-major tensor. */
@@ -114,22 +153,11 @@ static float *lw(const train_model *m, const train_tensors *ts, int t, int l) {
 }
 static float *slot(const train_model *m, int s, int l) { return m->saved[s] + (size_t)l * m->slot_n[s]; }
 
-void train_model_sync(train_model *m) {
-    const int L = m->cfg.n_layer, C = m->cfg.d_model, F = m->cfg.d_ff;
-    tr_transpose(m->wt.t[P_WTE], m->params.t[P_WTE], m->cfg.vocab, C); /* (V, C) -> LM head (C, V) */
-    for (int l = 0; l < L; l++) {
-        tr_transpose(lw(m, &m->wt, P_QKV, l), lw(m, &m->params, P_QKV, l), C, 3 * C);
-        tr_transpose(lw(m, &m->wt, P_WO, l), lw(m, &m->params, P_WO, l), C, C);
-        tr_transpose(lw(m, &m->wt, P_W1, l), lw(m, &m->params, P_W1, l), C, 2 * F);
-        tr_transpose(lw(m, &m->wt, P_W2, l), lw(m, &m->params, P_W2, l), F, C);
-    }
-}
-
 /* The hook: keep slot s of layer l as the policy stores it. */
 static void save(train_model *m, int s, int l, const float *src) {
     size_t rows, cols;
     slot_shape(&m->cfg, s, &rows, &cols);
-    train_act_store(&m->policy.store[slot_class[s]], src, rows, cols, slot(m, s, l));
+    m->dev->ops->act_store(m->dev, &m->policy.store[slot_class[s]], src, rows, cols, slot(m, s, l));
 }
 
 /* What backward reads for slot s of layer l: the stored copy, or the recomputation from the
@@ -137,100 +165,111 @@ static void save(train_model *m, int s, int l, const float *src) {
  * storage the recomputed tensor equals the forward's bit for bit). */
 static const float *saved(train_model *m, int s, int l) {
     if (m->policy.store[slot_class[s]].kind != TS_RECOMPUTE) return slot(m, s, l);
+    const train_ops *o = m->dev->ops;
     const int L = m->cfg.n_layer, C = m->cfg.d_model, BT = m->cfg.batch * m->cfg.seq_len;
     float *out = slot(m, s, l);
-    if (s == S_H1) tr_rmsnorm_fwd(out, slot(m, S_X1, l), l == L ? m->params.t[P_LNF] : lw(m, &m->params, P_LN1, l), BT, C, m->cfg.norm_eps);
-    else if (s == S_H2) tr_rmsnorm_fwd(out, slot(m, S_X2, l), lw(m, &m->params, P_LN2, l), BT, C, m->cfg.norm_eps);
-    else tr_swiglu_fwd(out, slot(m, S_GU, l), BT, m->cfg.d_ff); /* S_S */
+    if (s == S_H1) o->rmsnorm_fwd(m->dev, out, slot(m, S_X1, l), l == L ? m->params.t[P_LNF] : lw(m, &m->params, P_LN1, l), BT, C, m->cfg.norm_eps);
+    else if (s == S_H2) o->rmsnorm_fwd(m->dev, out, slot(m, S_X2, l), lw(m, &m->params, P_LN2, l), BT, C, m->cfg.norm_eps);
+    else o->swiglu_fwd(m->dev, out, slot(m, S_GU, l), BT, m->cfg.d_ff); /* S_S */
     return out;
 }
 
-static void add_into(float *dst, const float *a, const float *b, size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = a[i] + b[i];
+/* Host tokens -> the model's backend copy, checked: an out-of-range id would index past wte. */
+static void upload_ids(train_model *m, int *dst, const int *ids, const char *what) {
+    const int BT = m->cfg.batch * m->cfg.seq_len;
+    for (int i = 0; i < BT; i++)
+        if (ids[i] < 0 || ids[i] >= m->cfg.vocab)
+            agoq_die("train: %s[%d] = %d is outside the vocabulary [0, %d)", what, i, ids[i], m->cfg.vocab);
+    m->dev->ops->upload(m->dev, dst, ids, (size_t)BT * sizeof(int));
 }
 
 double train_forward(train_model *m, const int *tokens, const int *targets) {
     const train_cfg *c = &m->cfg;
+    train_dev *d = m->dev;
+    const train_ops *o = d->ops;
     const int L = c->n_layer, C = c->d_model, F = c->d_ff, BT = c->batch * c->seq_len;
     const size_t btc = (size_t)BT * (size_t)C;
     float *h = m->db1, *tmp = m->dres; /* backward scratch is free during the forward */
-    for (int i = 0; i < BT; i++) memcpy(m->res + (size_t)i * C, m->params.t[P_WTE] + (size_t)tokens[i] * C, (size_t)C * sizeof(float));
+    upload_ids(m, m->tokens, tokens, "tokens");
+    upload_ids(m, m->targets, targets, "targets");
+    o->embed_fwd(d, m->res, m->params.t[P_WTE], m->tokens, BT, C);
     for (int l = 0; l < L; l++) {
         float *x = m->res + (size_t)l * btc, *x2 = m->dx2;
         save(m, S_X1, l, x);
-        tr_rmsnorm_fwd(h, x, lw(m, &m->params, P_LN1, l), BT, C, c->norm_eps);
+        o->rmsnorm_fwd(d, h, x, lw(m, &m->params, P_LN1, l), BT, C, c->norm_eps);
         save(m, S_H1, l, h);
-        tr_matmul(m->qkv, h, lw(m, &m->params, P_QKV, l), BT, C, 3 * C, 0);
-        tr_rope(m->qkv, c->batch, c->seq_len, C, c->n_head, c->rope_base, 0);
+        o->matmul(d, m->qkv, h, 0, lw(m, &m->params, P_QKV, l), 0, BT, C, 3 * C, 0);
+        o->rope(d, m->qkv, c->batch, c->seq_len, C, c->n_head, c->rope_base, 0);
         save(m, S_QKV, l, m->qkv);
-        tr_attention_fwd(m->y, m->att, m->qkv, c->batch, c->seq_len, C, c->n_head);
+        o->attention_fwd(d, m->y, m->att, m->qkv, c->batch, c->seq_len, C, c->n_head);
         save(m, S_ATT, l, m->att);
         save(m, S_Y, l, m->y);
-        tr_matmul(tmp, m->y, lw(m, &m->params, P_WO, l), BT, C, C, 0);
-        add_into(x2, x, tmp, btc);
+        o->matmul(d, tmp, m->y, 0, lw(m, &m->params, P_WO, l), 0, BT, C, C, 0);
+        o->add(d, x2, x, tmp, btc);
         save(m, S_X2, l, x2);
-        tr_rmsnorm_fwd(h, x2, lw(m, &m->params, P_LN2, l), BT, C, c->norm_eps);
+        o->rmsnorm_fwd(d, h, x2, lw(m, &m->params, P_LN2, l), BT, C, c->norm_eps);
         save(m, S_H2, l, h);
-        tr_matmul(m->gu, h, lw(m, &m->params, P_W1, l), BT, C, 2 * F, 0);
+        o->matmul(d, m->gu, h, 0, lw(m, &m->params, P_W1, l), 0, BT, C, 2 * F, 0);
         save(m, S_GU, l, m->gu);
-        tr_swiglu_fwd(m->s, m->gu, BT, F);
+        o->swiglu_fwd(d, m->s, m->gu, BT, F);
         save(m, S_S, l, m->s);
-        tr_matmul(tmp, m->s, lw(m, &m->params, P_W2, l), BT, F, C, 0);
-        add_into(x + btc, x2, tmp, btc);
+        o->matmul(d, tmp, m->s, 0, lw(m, &m->params, P_W2, l), 0, BT, F, C, 0);
+        o->add(d, x + btc, x2, tmp, btc);
     }
     float *xf = m->res + (size_t)L * btc;
     save(m, S_X1, L, xf);
-    tr_rmsnorm_fwd(h, xf, m->params.t[P_LNF], BT, C, c->norm_eps);
+    o->rmsnorm_fwd(d, h, xf, m->params.t[P_LNF], BT, C, c->norm_eps);
     save(m, S_H1, L, h);
-    tr_matmul(m->logits, h, m->wt.t[P_WTE], BT, C, c->vocab, 0);
-    return tr_cross_entropy(m->logits, m->logits, targets, BT, c->vocab, 1.0f / (float)BT);
+    o->matmul(d, m->logits, h, 0, m->params.t[P_WTE], 1, BT, C, c->vocab, 0); /* LM head: h @ wte^T */
+    return o->cross_entropy(d, m->logits, m->logits, m->targets, BT, c->vocab, 1.0f / (float)BT);
 }
 
-/* dW (in, out) += X^T (in, BT) @ dY (BT, out), X^T staged in m->tr. */
+/* dW (in, out) += X^T (in, BT) @ dY (BT, out) */
 static void weight_grad(train_model *m, float *dw, const float *x, const float *dy, int bt, int in, int out) {
-    tr_transpose(m->tr, x, bt, in);
-    tr_matmul(dw, m->tr, dy, in, bt, out, 1);
+    m->dev->ops->matmul(m->dev, dw, x, 1, dy, 0, in, bt, out, 1);
+}
+/* dX (BT, in) = dY (BT, out) @ W^T, W (in, out) */
+static void input_grad(train_model *m, float *dx, const float *dy, const float *w, int bt, int in, int out) {
+    m->dev->ops->matmul(m->dev, dx, dy, 0, w, 1, bt, out, in, 0);
 }
 
-void train_backward(train_model *m, const int *tokens) {
+void train_backward(train_model *m) {
     const train_cfg *c = &m->cfg;
+    train_dev *d = m->dev;
+    const train_ops *o = d->ops;
     const int L = c->n_layer, C = c->d_model, F = c->d_ff, V = c->vocab, BT = c->batch * c->seq_len;
     const size_t btc = (size_t)BT * (size_t)C;
     train_tensors *g = &m->grads;
-    memset(g->mem, 0, g->total * sizeof(float));
+    o->zero(d, g->mem, g->total * sizeof(float));
     /* LM head (tied): logits = hf @ wte^T */
     const float *hf = saved(m, S_H1, L);
-    tr_matmul(m->db1, m->logits, m->params.t[P_WTE], BT, V, C, 0);
+    o->matmul(d, m->db1, m->logits, 0, m->params.t[P_WTE], 0, BT, V, C, 0);
     weight_grad(m, g->t[P_WTE], m->logits, hf, BT, V, C);
-    tr_rmsnorm_bwd(m->dres, g->t[P_LNF], m->db1, slot(m, S_X1, L), m->params.t[P_LNF], BT, C, c->norm_eps);
+    o->rmsnorm_bwd(d, m->dres, g->t[P_LNF], m->db1, slot(m, S_X1, L), m->params.t[P_LNF], BT, C, c->norm_eps);
     for (int l = L - 1; l >= 0; l--) {
         /* FFN: res_out = x2 + FC2(swiglu(FC1(norm2(x2)))) */
         weight_grad(m, lw(m, g, P_W2, l), saved(m, S_S, l), m->dres, BT, F, C);
-        tr_matmul(m->db2, m->dres, lw(m, &m->wt, P_W2, l), BT, C, F, 0);
-        tr_swiglu_bwd(m->dgu, m->db2, slot(m, S_GU, l), BT, F);
+        input_grad(m, m->db2, m->dres, lw(m, &m->params, P_W2, l), BT, F, C);
+        o->swiglu_bwd(d, m->dgu, m->db2, slot(m, S_GU, l), BT, F);
         weight_grad(m, lw(m, g, P_W1, l), saved(m, S_H2, l), m->dgu, BT, C, 2 * F);
-        tr_matmul(m->db1, m->dgu, lw(m, &m->wt, P_W1, l), BT, 2 * F, C, 0);
-        tr_rmsnorm_bwd(m->dx2, lw(m, g, P_LN2, l), m->db1, slot(m, S_X2, l), lw(m, &m->params, P_LN2, l), BT, C, c->norm_eps);
-        add_into(m->dx2, m->dx2, m->dres, btc);
+        input_grad(m, m->db1, m->dgu, lw(m, &m->params, P_W1, l), BT, C, 2 * F);
+        o->rmsnorm_bwd(d, m->dx2, lw(m, g, P_LN2, l), m->db1, slot(m, S_X2, l), lw(m, &m->params, P_LN2, l), BT, C, c->norm_eps);
+        o->add(d, m->dx2, m->dx2, m->dres, btc);
         /* attention: x2 = x + Wo(attn(rope(QKV(norm1(x))))) */
         weight_grad(m, lw(m, g, P_WO, l), slot(m, S_Y, l), m->dx2, BT, C, C);
-        tr_matmul(m->db1, m->dx2, lw(m, &m->wt, P_WO, l), BT, C, C, 0);
-        tr_attention_bwd(m->dqkv, m->db1, slot(m, S_QKV, l), slot(m, S_ATT, l), c->batch, c->seq_len, C, c->n_head);
-        tr_rope(m->dqkv, c->batch, c->seq_len, C, c->n_head, c->rope_base, 1);
+        input_grad(m, m->db1, m->dx2, lw(m, &m->params, P_WO, l), BT, C, C);
+        o->attention_bwd(d, m->dqkv, m->db1, slot(m, S_QKV, l), slot(m, S_ATT, l), c->batch, c->seq_len, C, c->n_head);
+        o->rope(d, m->dqkv, c->batch, c->seq_len, C, c->n_head, c->rope_base, 1);
         weight_grad(m, lw(m, g, P_QKV, l), saved(m, S_H1, l), m->dqkv, BT, C, 3 * C);
-        tr_matmul(m->db1, m->dqkv, lw(m, &m->wt, P_QKV, l), BT, 3 * C, C, 0);
-        tr_rmsnorm_bwd(m->dres, lw(m, g, P_LN1, l), m->db1, slot(m, S_X1, l), lw(m, &m->params, P_LN1, l), BT, C, c->norm_eps);
-        add_into(m->dres, m->dres, m->dx2, btc);
+        input_grad(m, m->db1, m->dqkv, lw(m, &m->params, P_QKV, l), BT, C, 3 * C);
+        o->rmsnorm_bwd(d, m->dres, lw(m, g, P_LN1, l), m->db1, slot(m, S_X1, l), lw(m, &m->params, P_LN1, l), BT, C, c->norm_eps);
+        o->add(d, m->dres, m->dres, m->dx2, btc);
     }
-    for (int i = 0; i < BT; i++) { /* embedding rows, tokens in order (repeats accumulate) */
-        float *dst = g->t[P_WTE] + (size_t)tokens[i] * C;
-        const float *src = m->dres + (size_t)i * C;
-        for (int j = 0; j < C; j++) dst[j] += src[j];
-    }
+    o->embed_bwd(d, g->t[P_WTE], m->dres, m->tokens, BT, C, V);
 }
 
 double train_step_grads(train_model *m, const int *tokens, const int *targets) {
     double loss = train_forward(m, tokens, targets);
-    train_backward(m, tokens);
+    train_backward(m);
     return loss;
 }

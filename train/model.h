@@ -1,17 +1,21 @@
-/* A compact LLaMA-style decoder trained in plain C (llm.c shape): byte tokens, tied
- * input/output embedding, L x [RMSNorm -> QKV -> RoPE -> causal attention -> out-proj ->
- * residual -> RMSNorm -> FC1 (gate|up) -> SwiGLU -> FC2 -> residual], final RMSNorm, LM head.
- * No biases. Master weights, gradients and all forward arithmetic in fp32; what the backward
- * pass READS is the policy's stored copy of each saved activation (policy.h), recomputing the
- * norm outputs and the FC2 input when the policy says so.
+/* A compact LLaMA-style decoder (llm.c shape): byte tokens, tied input/output embedding,
+ * L x [RMSNorm -> QKV -> RoPE -> causal attention -> out-proj -> residual -> RMSNorm ->
+ * FC1 (gate|up) -> SwiGLU -> FC2 -> residual], final RMSNorm, LM head. No biases. Master
+ * weights, gradients and all forward arithmetic in fp32; what the backward pass READS is the
+ * policy's stored copy of each saved activation (policy.h), recomputing the norm outputs and
+ * the FC2 input when the policy says so.
  *
- * Weight layout (in, out) for the forward GEMM out = in @ W; a transposed copy (out, in) serves
- * the activation-gradient GEMM. train_model_sync() refreshes the copies after an update. */
+ * One orchestration for both backends: every tensor lives in the backend memory of m->dev and
+ * every operation goes through its ops table (ops.h), so the CPU and the CUDA model differ only
+ * in the kernels. Weight layout (in, out) for the forward GEMM out = in @ W; the backward GEMMs
+ * read W and the activations transposed through the matmul's transpose flags. */
 #ifndef AGOQ_TRAIN_MODEL_H
 #define AGOQ_TRAIN_MODEL_H
 #include <stddef.h>
 #include <stdint.h>
 
+#include "harness/backend.h"
+#include "train/ops.h"
 #include "train/policy.h"
 
 #ifdef __cplusplus
@@ -27,6 +31,7 @@ typedef struct {
     int d_ff;       /* F: SwiGLU width (FC1 is C -> 2F, FC2 F -> C) */
     int batch;      /* B: sequences per micro-batch */
     float rope_base, norm_eps;
+    agoq_backend backend; /* where the model lives (0 = cpu) */
 } train_cfg;
 
 /* Parameter tensors (all layers of one kind contiguous, layer-major). */
@@ -36,7 +41,7 @@ extern const char *const train_param_names[P_COUNT];
 typedef struct {
     size_t size[P_COUNT]; /* element counts */
     size_t total;
-    float *mem;           /* one allocation of total floats */
+    float *mem;           /* one allocation of total floats (backend memory) */
     float *t[P_COUNT];    /* views into mem */
 } train_tensors;
 
@@ -47,28 +52,37 @@ enum { S_X1, S_H1, S_QKV, S_ATT, S_Y, S_X2, S_H2, S_GU, S_S, S_COUNT };
 typedef struct {
     train_cfg cfg;
     train_act_policy policy;
-    train_tensors params, grads, wt; /* wt: transposed matrices (P_WTE: the (C, V) LM head) */
+    train_dev *dev;                  /* the backend; everything below is its memory */
+    train_tensors params, grads;
     float *saved[S_COUNT];           /* (L + 1) slots each, sized by slot */
     size_t slot_n[S_COUNT];          /* elements of one layer's slot */
     float *res;                      /* (L + 1, BT, C) residual stream */
     float *qkv, *att, *y, *gu, *s;   /* forward scratch of one layer */
     float *logits;                   /* (BT, V); becomes dlogits */
-    float *dres, *dx2, *db1, *db2, *dqkv, *dgu, *tr; /* backward scratch */
+    float *dres, *dx2, *db1, *db2, *dqkv, *dgu; /* backward scratch */
+    int *tokens, *targets;           /* (BT) of the last forward */
     size_t act_bytes_per_layer;      /* bytes the policy stores for one decoder layer */
 } train_model;
 
-/* Checks the shape (messages name the offending field) and allocates; 0 or -1. */
+/* Checks the shape (messages name the offending field), opens cfg->backend and allocates;
+ * 0 or -1. */
 int train_model_init(train_model *m, const train_cfg *cfg, const train_act_policy *p);
 void train_model_free(train_model *m);
-/* GPT-2 style init: N(0, 0.02), residual projections N(0, 0.02 / sqrt(2L)), norm weights 1. */
+/* GPT-2 style init: N(0, 0.02), residual projections N(0, 0.02 / sqrt(2L)), norm weights 1.
+ * Drawn on the host, so both backends start from the same bits. */
 void train_model_init_weights(train_model *m, uint64_t seed);
-void train_model_sync(train_model *m); /* refresh transposed copies after changing params */
 size_t train_model_param_count(const train_model *m);
+/* Host copies of a parameter-layout set (m->params or m->grads): t->total floats. */
+void train_model_download(const train_model *m, const train_tensors *t, float *host);
+void train_model_upload(train_model *m, train_tensors *t, const float *host);
+/* 0 if every slot of policy p can be stored on this model's backend, else -1 naming it. */
+int train_model_check_policy(train_model *m, const train_act_policy *p);
 
-/* Forward on tokens (B, T) with next-token targets (B, T): mean loss. */
+/* Forward on tokens (B, T) with next-token targets (B, T), host arrays of values in [0, V):
+ * mean loss. */
 double train_forward(train_model *m, const int *tokens, const int *targets);
 /* Backward of the last forward: overwrites grads (d mean loss / d params). */
-void train_backward(train_model *m, const int *tokens);
+void train_backward(train_model *m);
 /* Forward and backward of one micro-batch; loss returned. */
 double train_step_grads(train_model *m, const int *tokens, const int *targets);
 

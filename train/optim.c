@@ -2,13 +2,15 @@
 #include "train/optim.h"
 
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
-int train_adam_init(train_adam *a, size_t n, float beta1, float beta2, float eps) {
+#include "train/ops.h"
+
+int train_adam_init(train_adam *a, train_dev *dev, size_t n, float beta1, float beta2, float eps) {
     memset(a, 0, sizeof *a);
-    a->m = calloc(n, sizeof(float));
-    a->v = calloc(n, sizeof(float));
+    a->dev = dev;
+    a->m = dev->ops->alloc(dev, n * sizeof(float));
+    a->v = dev->ops->alloc(dev, n * sizeof(float));
     a->n = n;
     a->beta1 = beta1;
     a->beta2 = beta2;
@@ -17,23 +19,19 @@ int train_adam_init(train_adam *a, size_t n, float beta1, float beta2, float eps
 }
 
 void train_adam_free(train_adam *a) {
-    free(a->m);
-    free(a->v);
+    if (a->dev) {
+        a->dev->ops->release(a->dev, a->m);
+        a->dev->ops->release(a->dev, a->v);
+    }
     memset(a, 0, sizeof *a);
 }
 
 void train_adam_begin_step(train_adam *a) { a->t++; }
 
 void train_adam_update(train_adam *a, size_t off, float *p, const float *g, size_t n, float lr, float wd) {
-    const float b1 = a->beta1, b2 = a->beta2;
-    const float c1 = 1.0f - powf(b1, (float)a->t), c2 = 1.0f - powf(b2, (float)a->t);
-    float *m = a->m + off, *v = a->v + off;
-    for (size_t i = 0; i < n; i++) {
-        m[i] = b1 * m[i] + (1.0f - b1) * g[i];
-        v[i] = b2 * v[i] + (1.0f - b2) * (g[i] * g[i]);
-        float mh = m[i] / c1, vh = v[i] / c2;
-        p[i] -= lr * (mh / (sqrtf(vh) + a->eps) + wd * p[i]);
-    }
+    const train_adam_hyper h = {a->beta1, a->beta2, a->eps, 1.0f - powf(a->beta1, (float)a->t),
+                                1.0f - powf(a->beta2, (float)a->t), lr, wd};
+    a->dev->ops->adam(a->dev, &h, p, g, a->m + off, a->v + off, n);
 }
 
 float train_lr_at(long step, long steps, long warmup, float lr, float min_frac) {
@@ -44,13 +42,8 @@ float train_lr_at(long step, long steps, long warmup, float lr, float min_frac) 
     return (float)(lr * (min_frac + (1.0 - min_frac) * cosf_));
 }
 
-double train_clip_grad(float *g, size_t n, double max_norm) {
-    double ss = 0.0;
-    for (size_t i = 0; i < n; i++) ss += (double)g[i] * (double)g[i];
-    double norm = sqrt(ss);
-    if (max_norm > 0 && norm > max_norm) {
-        float s = (float)(max_norm / norm);
-        for (size_t i = 0; i < n; i++) g[i] *= s;
-    }
+double train_clip_grad(train_dev *dev, float *g, size_t n, double max_norm) {
+    double norm = sqrt(dev->ops->sumsq(dev, g, n));
+    if (max_norm > 0 && norm > max_norm) dev->ops->scale(dev, g, n, (float)(max_norm / norm));
     return norm;
 }

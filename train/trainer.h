@@ -1,5 +1,7 @@
 /* One training run: R simulated data-parallel ranks, each with its own micro-batch, gradients
- * combined by the chosen all-reduce (dp.h), global-norm clipping, AdamW (optim.h).
+ * combined by the chosen all-reduce (dp.h), global-norm clipping, AdamW (optim.h). The run
+ * lives on the backend of cfg.model.backend (ops.h): model, rank gradients, all-reduce and
+ * optimizer state in its memory, the same loop for cpu and cuda.
  * Determinism: the corpus, the initial weights (seed) and the data order (seed) are the same
  * for every policy, so runs differ only by their activation and gradient policies. */
 #ifndef AGOQ_TRAIN_TRAINER_H
@@ -31,15 +33,15 @@ typedef struct {
 
 typedef struct {
     train_run_cfg cfg;
-    train_model model;
-    train_reducer red;
+    train_model model;       /* owns the backend, model.dev */
     train_adam adam;
     const train_corpus *corpus;
-    float *rank_grads;       /* (ranks, P) */
-    float *mean_grad;        /* (P) */
-    int *tokens, *targets;   /* (B, T) */
+    float *rank_grads;       /* (ranks, P), backend memory */
+    float *mean_grad;        /* (P), backend memory */
+    int *tokens, *targets;   /* (B, T), host */
     float *exact_mean;       /* (P) fp32 mean of the ranks' gradients, to measure the all-reduce */
-    agoq_error_stats reduce_err; /* last step: all-reduce mean vs exact mean (all zero for fp32) */
+    int measure_reduce;      /* compute reduce_err in the next steps (1 after init) */
+    agoq_error_stats reduce_err; /* last measured step: all-reduce mean vs exact mean (zero for fp32) */
     agoq_rng data_rng;
     long step;               /* optimizer steps taken */
 } train_trainer;
