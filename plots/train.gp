@@ -3,7 +3,7 @@
 # (against fp32 storage, same weights and batch). Reads the TSV `agoq run experiments/train.json`
 # writes beside its JSON:
 #   gnuplot -e "in='results/train/train.tsv'; out='results/train/train.png'" plots/train.gp
-# Optional: seed=N picks one seed when the file holds several (default 1); runs='a+b c+d' the
+# Optional: where='GPU (H200)' names the machine in the title (default CPU); seed=N picks one seed when the file holds several (default 1); runs='a+b c+d' the
 # runs to draw; allreduce=1 puts the all-reduce's error against the exact mean (column 12, in
 # files written from commit d9f088d on) in the last panel instead of the activation policy's.
 if (!exists("in")) in = 'results/train/train.tsv'
@@ -21,7 +21,8 @@ colors = "#000000 #d62728 #9467bd #2ca02c #ff7f0e #1f77b4 #7f7f7f #8c564b #e377c
 sel(r, col) = (strcol(1) eq "curve" && strcol(2) eq r && $3 == seed) ? column(col) : 1/0
 stats in using 5 nooutput
 tmax = STATS_max
-set multiplot layout 2,2 title sprintf("Convergence check (measured CPU training runs, seed %d; lower is better)", seed)
+if (!exists("where")) where = "CPU"
+set multiplot layout 2,2 title sprintf("Convergence check (measured %s training runs, seed %d; lower is better)", where, seed)
 set grid
 set key top right
 set xlabel "training tokens"
