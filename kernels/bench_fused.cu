@@ -17,6 +17,31 @@
  *   gelu bwd      bf16 8n    fused 6n + Q    unfused 10n + Q
  * (unfused = its two kernels' traffic: the intermediate is written and read back).
  *
+ * Byte-ratio bound of fused vs unfused: at equal bandwidth the speedup is at most unfused bytes /
+ * fused bytes. With Q = q n (q = 0.53 bytes per input element for FP4 E2M1 block 128, fp32
+ * scales: 4 bits + 32 / 128 bits) and the dweight partials 8GC -> 0 for large n:
+ *   rmsnorm fwd (6 + q) / (4 + q) = 1.44    rmsnorm bwd (10 + q) / (6 + q) = 1.61 (1.53 at 64 MiB)
+ *   swiglu fwd  (5 + q) / (3 + q) = 1.57    swiglu bwd  (8 + q) / (4 + q)  = 1.88
+ *   gelu fwd    (6 + q) / (4 + q) = 1.44    gelu bwd    (10 + q) / (6 + q) = 1.61
+ * so a 1.5x target is out of reach for the RMSNorm and GELU forwards whatever the kernels do.
+ * Compute bound of the fused kernels: the op math is the exact-IEEE spec of fused_math.h (no
+ * FMA, agoq_exp_det, IEEE division: ~52 instructions per GELU, ~43 per SiLU * up, ~60 per GELU
+ * backward (one tanh), ~47 per SwiGLU backward, plus ~8 per division's SASS expansion), the
+ * fast quantizer ~13 per element (tile of 8 vectors) or ~20 (single vectors), a 4-bit vector
+ * decode ~6, bf16 unpack 1, pack 0.5 (PTX counts of the per-element code, fused_dev.cuh's
+ * paths). At 132 SMs x 4 schedulers x 1.98 GHz x 32 lanes = 33.4e12 lane-instructions/s and a
+ * device-to-device copy of ~4.2 TB/s (bytes read + written, as measured here):
+ *   op           instr/elem   bytes/elem    bound (TB/s)   of copy
+ *   gelu fwd     ~77          4 + q         ~2.0           ~0.47   (compute-bound)
+ *   swiglu fwd   ~100 /out    7 + 2q /out   ~2.4           ~0.56   (compute-bound)
+ *   gelu bwd     ~77          6 + q         ~2.8           ~0.68   (compute-bound)
+ *   swiglu bwd   ~72 /out     9 + 2q /out   ~4.2           ~1.0
+ *   rmsnorm fwd  ~32          4 + q         ~4.7           ~1.1    (memory-bound)
+ *   rmsnorm bwd  ~37          6 + q         ~5.9           ~1.4    (memory-bound)
+ * The plain bf16 GELU / SwiGLU kernels pay the same op math, so for those ops fusion removes a
+ * memory-bound quantize pass from a compute-bound pair and the speedup tends to (op + quantize
+ * time) / op time rather than the byte ratio.
+ *
  * GEMM cases (group "gemm"), LLaMA-7B (hidden 4096, FFN 11008) and LLaMA-13B (5120, 13824),
  * tokens M = n / 4096 rounded down to a multiple of 128 (so -b 64M is 4096 tokens):
  *   gemm_<m>_fc1_*   C[M, 2F] = X[M, H] W1[2F, H]^T; the FC1 output h is stored quantized
