@@ -1,6 +1,6 @@
 /* CUDA fused activation kernels (fused.h), part 1: the general paths and the standalone rowq
  * quantize / dequantize of the unfused baseline, plus the host helpers. The fast vector
- * kernels are in fused_ew.cu (GELU, SwiGLU) and fused_rmsnorm.cu; fused_dev.cuh says how the
+ * kernels are in fused_gelu.cu, fused_swiglu.cu and fused_rmsnorm.cu; fused_dev.cuh says how the
  * work is split. Bit-exact with kernels/{fused,rmsnorm,swiglu,gelu}_ref.c
  * (tests/cuda/test_fused.c).
  *

@@ -1,19 +1,21 @@
-/* Device and launch helpers of the fused activation kernels (fused.cu, fused_ew.cu,
- * fused_rmsnorm.cu). No quantization arithmetic lives here: ranges, scales, encoders and
- * decoders are those of the standalone quantizers (quant_tile.cuh, quant_device.cuh), one copy,
- * bit-exact with quant_ref.c; this file only adapts them to the fused kernels' data layout.
+/* Device and launch helpers of the fused activation kernels (fused.cu, fused_gelu.cu,
+ * fused_swiglu.cu, fused_rmsnorm.cu) and the GEMM epilogue. No quantization arithmetic lives
+ * here: ranges, scales, encoders and decoders are those of the standalone quantizers
+ * (quant_tile.cuh, quant_device.cuh), one copy, bit-exact with quant_ref.c; this file only
+ * adapts them to the fused kernels' data layout.
  *
  * Fast paths ("vector" kernels): a lane owns 8 consecutive bf16 elements (one 16-byte vector),
- * a warp 32 lanes x 16 bytes = 256 consecutive elements, so every warp load and store is one
- * contiguous 512-byte run. When a row is whole blocks (cols % B == 0) the rowq layout (fused.h)
- * is the flat layout of the whole tensor, and a block of 32..256 elements lies inside one warp
- * vector that starts at a multiple of 256 elements: agoq_tile_quantize<U = 1> quantizes that
- * vector as tile e0 / 256 (fast branch-free encoders, careful re-run when a block holds NaN or
- * Inf), and agoq_tile_decode decodes a lane's 8 codes with its block's scale.
+ * a warp 32 lanes x 16 bytes = 256 consecutive elements ("warp vector"), so every warp load and
+ * store is one contiguous 512-byte run. When a row is whole blocks (cols % B == 0) the rowq
+ * layout (fused.h) is the flat layout of the whole tensor, and a block of 32..256 elements lies
+ * inside one warp vector that starts at a multiple of 256 elements: agoq_tile_quantize<U>
+ * quantizes U contiguous warp vectors as one tile (fast branch-free encoders, careful re-run
+ * when a block holds NaN or Inf; fz_qt_at offsets the planes to a tile starting anywhere), and
+ * agoq_tile_decode decodes a lane's 8 codes with its block's scale. The (encoder, width, block)
+ * or (decoder, width) of a launch is dispatched once on the host: 9 x 4 or 9 instantiations.
  * General paths (any shape, format, rounding): one thread per 8-element group of the rowq
  * layout on quant_device.cuh's group primitives, the encoder / decoder picked per group by a
- * warp-uniform switch (one kernel per op instead of one per kind: these paths are the rare
- * ones, and the fast ones already instantiate every kind).
+ * warp-uniform switch (one kernel per op instead of one per kind: these are the rare paths).
  *
  * Test knobs (environment): AGOQ_FUSED_GRID_CAP=N caps every grid at N CTAs (exercises the
  * grid-stride loops), AGOQ_FUSED_NO_FAST=1 sends everything through the general kernels. */
@@ -63,6 +65,15 @@ __device__ __forceinline__ void fz_quantize(const agoq_cuda_qparams &p, const ag
                                             int lane) {
     if (!agoq_tile_quantize<ENC, BITS, LOG2B, 8, false>(p, t, v, tile, q, lane))
         agoq_tile_quantize<ENC, BITS, LOG2B, 8, true>(p, t, v, tile, q, lane);
+}
+
+/* The planes of q from element e0 on (a multiple of 256, so of the block): agoq_tile_quantize
+ * writes tile 0 of this view = elements [e0, e0 + 256 U) of q. */
+template <int BITS, int LOG2B>
+__device__ __forceinline__ agoq_cuda_qtensor fz_qt_at(const agoq_cuda_qparams &p, const agoq_cuda_qtensor &q,
+                                                      size_t e0) {
+    const size_t sb = (e0 >> LOG2B) * (p.bf16_scale ? 2u : 4u);
+    return agoq_cuda_qtensor{q.codes + e0 * BITS / 8, q.scales + sb, q.zeros ? q.zeros + sb : q.zeros, 0};
 }
 
 /* A lane's 8 codes (4 or 8 bytes) and its block's scale and zero point, loaded early and
@@ -221,6 +232,16 @@ static void fz_dispatch_dequant(const agoq_cuda_qparams &p, F f) {
         }
     });
 }
+
+/* CTAs per SM the vector kernels are register-bounded for (<= 128 registers; without a bound
+ * ptxas picked 64 registers and an 8-byte spill for one backward kernel). */
+#define FZ_EW_CTAS 2
+/* Launch of a grid-stride vector kernel over `units` warps of work on stream s. */
+#define FZ_LAUNCH(kernel, units, ...)                                                               \
+    do {                                                                                           \
+        kernel<<<fz_grid<kernel>(units), FZ_THREADS, 0, s>>>(__VA_ARGS__);                         \
+        cudaCheckLaunch();                                                                         \
+    } while (0)
 
 /* Grid of a grid-stride kernel: what the kernel keeps resident (quant_launch.cuh), capped by
  * AGOQ_FUSED_GRID_CAP. fz_no_fast: AGOQ_FUSED_NO_FAST is set. (fused.cu) */
