@@ -11,9 +11,11 @@
  * once), the next row's x is loaded while this one is reduced (forward), w is loaded once per
  * CTA, grids are what stays resident with a grid-stride loop over rows (forward) or row groups
  * (backward, whose dweight partials stay in registers: the thread owning a column sums it).
- * Warp w's group j is a whole warp vector, columns 2048 j + 256 w + [0, 256): the forward
- * quantizes it as tile (r * cols + 2048 j + 256 w) / 256 of the flat layout when cols % 256 ==
- * 0 (fast quantizer configs, fused_dev.cuh); the backward decodes a lane's 8 codes with its
+ * When cols % 256 == 0 (fast quantizer configs, fused_dev.cuh) the forward also stages the row
+ * in shared memory (two buffers, so the next row's staging needs no extra barrier) and warp w
+ * quantizes pairs of contiguous warp vectors w, w + 8, ... as tiles of 2 (agoq_tile_quantize<U
+ * = 2>: a thread's own groups are 2048 columns apart, too far for one tile; pairs halve the
+ * per-block parameter work of single vectors); the backward decodes a lane's 8 codes with its
  * block's scale when rows are whole power-of-two blocks of 4/8-bit codes.
  * General kernels (any shape and config): the same sums, x re-read in the second pass; blocks
  * of <= 256 elements (powers of two) quantized by lane segments, others by a warp per block. */
@@ -63,12 +65,14 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_FWD_CTAS) rms_fwd_kernel
                                                                   agoq_cuda_qtensor q, float *rstd_out) {
     __shared__ float red[2 * AGOQ_ROW_THREADS / 32];
     __shared__ agoq_smem_table tab;
+    __shared__ uint4 srow[QUANT ? 2 : 1][QUANT ? RMS_MAX_COLS / 8 : 1]; /* the row's groups, 2 buffers */
     if constexpr (QUANT && ENC == AGOQ_ENC_TABLE) {
         agoq_dev_load_table(&tab, p.table);
         __syncthreads();
     }
     const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5, ngroups = cols >> 3;
-    const int wvecs = cols / FZ_WVEC; /* QUANT: cols % 256 == 0 */
+    const int wvecs = cols / FZ_WVEC, npairs = wvecs / 2; /* QUANT: cols % 256 == 0 */
+    int buf = 0;
     uint4 cur[RMS_NG], nxt[RMS_NG];
 #pragma unroll
     for (int j = 0; j < RMS_NG; j++) cur[j] = nxt[j] = make_uint4(0, 0, 0, 0);
@@ -85,7 +89,9 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_FWD_CTAS) rms_fwd_kernel
         float acc[1] = {0.0f};
 #pragma unroll
         for (int j = 0; j < RMS_NG; j++) {
-            if (tid + j * AGOQ_ROW_THREADS >= ngroups) continue;
+            const int g = tid + j * AGOQ_ROW_THREADS;
+            if (g >= ngroups) continue;
+            if constexpr (QUANT) srow[buf][g] = cur[j]; /* read by other warps after the sum's barriers */
             float v[8];
             fz_unpack(cur[j], v);
 #pragma unroll
@@ -105,15 +111,23 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_FWD_CTAS) rms_fwd_kernel
             for (int e = 0; e < 8; e++) v[e] = agoq_rms_out(v[e], rstd, wf[e]);
             fz_store(y + r * (size_t)cols + (size_t)(8 * g), fz_pack(v));
         }
-        if constexpr (QUANT) {
-#pragma unroll
-            for (int j = 0; j < RMS_NG; j++) {
-                const int wvi = j * (AGOQ_ROW_THREADS / 32) + warp; /* warp vector of the row */
-                if (wvi >= wvecs) continue;                         /* warp-uniform */
-                float v[1][8];
-                fz_unpack(cur[j], v[0]);
-                fz_quantize<ENC, BITS, LOG2B, 1>(p, &tab, v, r * (size_t)wvecs + (size_t)wvi, q, lane);
+        if constexpr (QUANT) { /* warp w: pairs of warp vectors w, w + 8, ..., then an odd last vector */
+            const uint4 *sr = srow[buf];
+            for (int pr = warp; pr < npairs; pr += AGOQ_ROW_THREADS / 32) { /* warp-uniform */
+                float v[2][8];
+                fz_unpack(sr[64 * pr + lane], v[0]);
+                fz_unpack(sr[64 * pr + 32 + lane], v[1]);
+                fz_quantize<ENC, BITS, LOG2B, 2>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, r * (size_t)cols + 512 * (size_t)pr),
+                                                 lane);
             }
+            if ((wvecs & 1) && warp == npairs % (AGOQ_ROW_THREADS / 32)) {
+                float v[1][8];
+                fz_unpack(sr[32 * (wvecs - 1) + lane], v[0]);
+                fz_quantize<ENC, BITS, LOG2B, 1>(p, &tab, v, 0,
+                                                 fz_qt_at<BITS, LOG2B>(p, q, r * (size_t)cols + (size_t)FZ_WVEC * (wvecs - 1)), lane);
+            }
+            buf ^= 1; /* the next row stages into the other buffer while slow warps may still read this one;
+                         the row after it passes the next row's barriers first */
         }
 #pragma unroll
         for (int j = 0; j < RMS_NG; j++) cur[j] = nxt[j];
