@@ -23,9 +23,9 @@
 /* ---- GELU forward: tile t = elements [2048 t, 2048 (t + 1)), vector j of lane l at
  * 256 j + 8 l. QUANT: whole tiles only (the launcher leaves the rest to the general kernel). ---- */
 template <int ENC, int BITS, int LOG2B, bool QUANT>
-__global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS) gelu_fwd_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ x,
-                                                               uint16_t *__restrict__ y, agoq_cuda_qtensor q, size_t n,
-                                                               size_t ntiles) {
+__global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS)
+    gelu_fwd_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ x, uint16_t *__restrict__ y, agoq_cuda_qtensor q,
+                    size_t n, size_t ntiles) {
     constexpr int U = AGOQ_TILE_U;
     __shared__ agoq_smem_table tab;
     if constexpr (QUANT && ENC == AGOQ_ENC_TABLE) {
@@ -64,11 +64,10 @@ __global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS) gelu_fwd_kernel(agoq_c
 
 /* ---- GELU backward: dx = dy * gelu'(x), y = gelu(x) (recomputed); units of BWD_V vectors ---- */
 template <int DEC, int BITS, bool DEQ>
-__global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS) gelu_bwd_kernel(agoq_cuda_qparams p, agoq_cuda_qtensor q,
-                                                               const uint16_t *__restrict__ x,
-                                                               const uint16_t *__restrict__ dy,
-                                                               uint16_t *__restrict__ dx, uint16_t *__restrict__ y,
-                                                               size_t n, size_t nunits, int log2b) {
+__global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS)
+    gelu_bwd_kernel(agoq_cuda_qparams p, agoq_cuda_qtensor q, const uint16_t *__restrict__ x,
+                    const uint16_t *__restrict__ dy, uint16_t *__restrict__ dx, uint16_t *__restrict__ y, size_t n,
+                    size_t nunits, int log2b) {
     __shared__ agoq_smem_table tab;
     if constexpr (DEQ && DEC == AGOQ_ENC_TABLE) {
         agoq_dev_load_table(&tab, p.table);

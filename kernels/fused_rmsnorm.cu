@@ -59,10 +59,9 @@ __device__ __forceinline__ void row_tree_sum(float (&v)[NV], float *red) {
 
 /* ---- fast forward ---- */
 template <bool QUANT, int ENC, int BITS, int LOG2B>
-__global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_FWD_CTAS) rms_fwd_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ x,
-                                                                  const uint16_t *__restrict__ w, int rows, int cols,
-                                                                  float eps, uint16_t *__restrict__ y,
-                                                                  agoq_cuda_qtensor q, float *rstd_out) {
+__global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_FWD_CTAS)
+    rms_fwd_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w, int rows,
+                   int cols, float eps, uint16_t *__restrict__ y, agoq_cuda_qtensor q, float *rstd_out) {
     __shared__ float red[2 * AGOQ_ROW_THREADS / 32];
     __shared__ agoq_smem_table tab;
     __shared__ uint4 srow[QUANT ? 2 : 1][QUANT ? RMS_MAX_COLS / 8 : 1]; /* the row's groups, 2 buffers */
@@ -117,14 +116,14 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_FWD_CTAS) rms_fwd_kernel
                 float v[2][8];
                 fz_unpack(sr[64 * pr + lane], v[0]);
                 fz_unpack(sr[64 * pr + 32 + lane], v[1]);
-                fz_quantize<ENC, BITS, LOG2B, 2>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, r * (size_t)cols + 512 * (size_t)pr),
-                                                 lane);
+                const size_t e0 = r * (size_t)cols + 2 * FZ_WVEC * (size_t)pr;
+                fz_quantize<ENC, BITS, LOG2B, 2>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, e0), lane);
             }
             if ((wvecs & 1) && warp == npairs % (AGOQ_ROW_THREADS / 32)) {
                 float v[1][8];
                 fz_unpack(sr[32 * (wvecs - 1) + lane], v[0]);
-                fz_quantize<ENC, BITS, LOG2B, 1>(p, &tab, v, 0,
-                                                 fz_qt_at<BITS, LOG2B>(p, q, r * (size_t)cols + (size_t)FZ_WVEC * (wvecs - 1)), lane);
+                const size_t e0 = r * (size_t)cols + (size_t)FZ_WVEC * (size_t)(wvecs - 1);
+                fz_quantize<ENC, BITS, LOG2B, 1>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, e0), lane);
             }
             buf ^= 1; /* the next row stages into the other buffer while slow warps may still read this one;
                          the row after it passes the next row's barriers first */
@@ -138,14 +137,11 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_FWD_CTAS) rms_fwd_kernel
  * while this one is reduced; dweight partials in shared memory, [j][half][thread] float4s
  * (conflict-free: thread t only touches its own columns, so no barrier either) ---- */
 template <bool DEQ, int DEC, int BITS>
-__global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_BWD_CTAS) rms_bwd_kernel(agoq_cuda_qparams p, agoq_cuda_qtensor q,
-                                                                            const uint16_t *__restrict__ x,
-                                                                            const uint16_t *__restrict__ dy,
-                                                                            const uint16_t *__restrict__ w, int rows,
-                                                                            int cols, float eps, int rpg,
-                                                                            uint16_t *__restrict__ dx,
-                                                                            uint16_t *__restrict__ y,
-                                                                            float *__restrict__ dw_partial, int log2b) {
+__global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_BWD_CTAS)
+    rms_bwd_kernel(agoq_cuda_qparams p, agoq_cuda_qtensor q, const uint16_t *__restrict__ x,
+                   const uint16_t *__restrict__ dy, const uint16_t *__restrict__ w, int rows, int cols, float eps,
+                   int rpg, uint16_t *__restrict__ dx, uint16_t *__restrict__ y, float *__restrict__ dw_partial,
+                   int log2b) {
     __shared__ float red[2 * AGOQ_ROW_THREADS / 32];
     __shared__ float4 dws[RMS_NG * 2][AGOQ_ROW_THREADS];
     __shared__ agoq_smem_table tab;
@@ -298,7 +294,8 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS) rms_fwd_gen_kernel(agoq_cuda
                 const int c = c0 + 8 * gi, nv = fz_nvalid(cols, c);
                 float v[8], wf[8];
                 agoq_dev_load8(x, o + (size_t)c, nv, vec, v);
-                agoq_dev_store_group(q.codes, b * (size_t)G + (size_t)gi, p.bits, fz_encode8(p, &tab, v, nv, inv, m, o + (size_t)c));
+                agoq_dev_store_group(q.codes, b * (size_t)G + (size_t)gi, p.bits,
+                                     fz_encode8(p, &tab, v, nv, inv, m, o + (size_t)c));
                 if (nv == 0) continue;
                 agoq_dev_load8(w, (size_t)c, nv, vec, wf);
 #pragma unroll

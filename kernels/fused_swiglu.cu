@@ -39,9 +39,9 @@ __device__ __forceinline__ swi_unit swi_at(size_t u, uint32_t upr, uint32_t vpr)
  * its first element: the gate and up of an output run are F apart); a row's last partial quad
  * is quantized vector by vector (U = 1). ---- */
 template <int ENC, int BITS, int LOG2B, bool QUANT>
-__global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS) swiglu_fwd_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ h,
-                                                                 uint16_t *__restrict__ out, agoq_cuda_qtensor q, int f,
-                                                                 uint32_t vpr, uint32_t upr, size_t nunits) {
+__global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS)
+    swiglu_fwd_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ h, uint16_t *__restrict__ out,
+                      agoq_cuda_qtensor q, int f, uint32_t vpr, uint32_t upr, size_t nunits) {
     __shared__ agoq_smem_table tab;
     if constexpr (QUANT && ENC == AGOQ_ENC_TABLE) {
         agoq_dev_load_table(&tab, p.table);
@@ -100,12 +100,10 @@ __global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS) swiglu_fwd_kernel(agoq
 
 /* ---- SwiGLU backward: dh = (d_gate | d_up), out recomputed; units of SWI_V output vectors ---- */
 template <int DEC, int BITS, bool DEQ>
-__global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS) swiglu_bwd_kernel(agoq_cuda_qparams p, agoq_cuda_qtensor q,
-                                                                 const uint16_t *__restrict__ h,
-                                                                 const uint16_t *__restrict__ dout,
-                                                                 uint16_t *__restrict__ dh, uint16_t *__restrict__ out,
-                                                                 int f, uint32_t vpr, uint32_t upr, size_t nunits,
-                                                                 int log2b) {
+__global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS)
+    swiglu_bwd_kernel(agoq_cuda_qparams p, agoq_cuda_qtensor q, const uint16_t *__restrict__ h,
+                      const uint16_t *__restrict__ dout, uint16_t *__restrict__ dh, uint16_t *__restrict__ out, int f,
+                      uint32_t vpr, uint32_t upr, size_t nunits, int log2b) {
     __shared__ agoq_smem_table tab;
     if constexpr (DEQ && DEC == AGOQ_ENC_TABLE) {
         agoq_dev_load_table(&tab, p.table);
