@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "kernels/formats.h"
+#include "kernels/quant_cuda.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -66,15 +67,12 @@ void agoq_gelu_bwd_ref(const agoq_qconfig *qc, const agoq_qtensor *xq, const uin
                        int rows, int cols, uint16_t *dx, uint16_t *y);
 
 /* ---- CUDA (kernels/fused.cu) ---- */
-/* Device-side quantization parameters; table formats carry device copies of their tables. */
+/* Device-side quantization parameters: the config (the flat-layout quantizers of quant_cuda.h
+ * take it) and its kernel parameters (agoq_cuda_qparams_make; table formats point at the
+ * per-device tables of quant.cu, which live until exit). */
 typedef struct {
-    int kind, bits, block, bf16_scale, stochastic, fp4; /* fp4: E2M1 arithmetic encode (== table) */
-    float qmax;
-    uint64_t seed;
-    int nsorted;
-    const float *sorted, *mid, *value; /* device pointers (table formats), else NULL */
-    const uint8_t *sorted_code;
-    void *table_alloc;                 /* owner of the device table memory */
+    agoq_qconfig c;
+    agoq_cuda_qparams p;
 } agoq_fq;
 /* Device planes of a quantized tensor (layout as agoq_qtensor). */
 typedef struct {

@@ -56,16 +56,17 @@ AGOQ_HD float agoq_silu_grad(float x) {
 }
 /* tanh(u) = 1 - 2 / (exp(2u) + 1): saturates to +-1 through exp's overflow/underflow. */
 AGOQ_HD float agoq_tanh_det(float u) { return 1.0f - 2.0f / (agoq_exp_det(2.0f * u) + 1.0f); }
-/* GELU, tanh approximation (Megatron/GPT-2): 0.5 x (1 + tanh(c (x + a x^3))). */
-AGOQ_HD float agoq_gelu(float x) {
-    float t = agoq_tanh_det(AGOQ_GELU_C * (x + AGOQ_GELU_A * (x * x * x)));
-    return 0.5f * x * (1.0f + t);
-}
-AGOQ_HD float agoq_gelu_grad(float x) {
-    float t = agoq_tanh_det(AGOQ_GELU_C * (x + AGOQ_GELU_A * (x * x * x)));
+/* GELU, tanh approximation (Megatron/GPT-2): 0.5 x (1 + tanh(c (x + a x^3))), split at its
+ * tanh t = agoq_gelu_tanh(x) so that a backward needing both GELU and its derivative computes
+ * t once (agoq_gelu_of / agoq_gelu_grad_of: the same operations as agoq_gelu / agoq_gelu_grad). */
+AGOQ_HD float agoq_gelu_tanh(float x) { return agoq_tanh_det(AGOQ_GELU_C * (x + AGOQ_GELU_A * (x * x * x))); }
+AGOQ_HD float agoq_gelu_of(float x, float t) { return 0.5f * x * (1.0f + t); }
+AGOQ_HD float agoq_gelu_grad_of(float x, float t) {
     float du = AGOQ_GELU_C * (1.0f + 3.0f * AGOQ_GELU_A * (x * x));
     return 0.5f * (1.0f + t) + 0.5f * x * ((1.0f - t * t) * du);
 }
+AGOQ_HD float agoq_gelu(float x) { return agoq_gelu_of(x, agoq_gelu_tanh(x)); }
+AGOQ_HD float agoq_gelu_grad(float x) { return agoq_gelu_grad_of(x, agoq_gelu_tanh(x)); }
 
 /* RMSNorm per-row scalars: rstd = 1 / sqrt(sum_sq / C + eps) (IEEE sqrt and division, not
  * rsqrtf), and the backward coefficient (dot / C) * rstd^2 with dot = sum_j g_j x_j. */

@@ -9,14 +9,15 @@
  * A, the stage holds its codes (16 or 32 bytes per row) and each thread decodes two 8-element
  * groups into one bf16 tile before the MMAs (code -> value through a shared-memory table of the
  * format, times the block scale loaded one k-tile ahead). Epilogue: accumulators -> bf16 tile in shared
- * memory -> coalesced 16-byte stores of C, and (fused) one warp per quantization block of that
- * tile computes the block scale and writes codes + scale, reading the same bf16 values. */
+ * memory -> coalesced 16-byte stores of C, and (fused) one thread per 8-element group of that tile,
+ * a block = B/8 consecutive lanes, quantized by the general rowq path of the fused kernels
+ * (fused_dev.cuh on quant_device.cuh: range, scale, codes), reading the same bf16 values. */
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include "harness/check.h"
 #include "harness/common.h"
-#include "kernels/fused_quant.cuh"
+#include "kernels/fused_dev.cuh"
 #include "kernels/gemm.h"
 
 namespace {
@@ -53,26 +54,27 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
 /* Scales (and zero points) of this thread's two 8-element groups of the A k-tile at k0: group
  * g = threadIdx.x + i * THREADS is row g / 4, columns k0 + 8 (g % 4) .. + 7. Loaded one k-tile
  * ahead so their latency hides behind the MMAs. */
-__device__ __forceinline__ void tile_scales(const agoq_fq &q, agoq_dqt aq, int m0, int k0, int k, float *s, float *z) {
+__device__ __forceinline__ void tile_scales(const agoq_cuda_qparams &q, agoq_dqt aq, int m0, int k0, int k, float *s,
+                                            float *z) {
     const size_t nbpr = (size_t)(k / q.block);
 #pragma unroll
     for (int i = 0; i < BM * 4 / THREADS; i++) {
         const int g = threadIdx.x + i * THREADS, r = g >> 2, gc = g & 3;
         const size_t b = (size_t)(m0 + r) * nbpr + (size_t)((k0 + gc * 8) / q.block);
-        s[i] = fq_load_scale(q, aq.scales, b);
-        z[i] = q.kind == AGOQ_CODE_INT_ASYM ? fq_load_scale(q, aq.zeros, b) : 0.0f;
+        s[i] = agoq_dev_load_scale(aq.scales, b, q.bf16_scale);
+        z[i] = q.kind == AGOQ_CODE_INT_ASYM ? agoq_dev_load_scale(aq.zeros, b, q.bf16_scale) : 0.0f;
     }
 }
 
 /* Code -> value before the scale, for every code of the format, so that a decode is one
- * shared-memory load and one multiply (plus the zero point): bit-identical to fq_decode, which
- * computes (code - 2^(b-1)) * s, code * s + m, or value[code] * s. */
-__device__ __forceinline__ void build_lut(const agoq_fq &q, float *lut) {
+ * shared-memory load and one multiply (plus the zero point): bit-identical to agoq_dev_decode,
+ * which computes (code - 2^(b-1)) * s, code * s + m, or value[code] * s (fp4 and fp8 values
+ * are their tables' entries). */
+__device__ __forceinline__ void build_lut(const agoq_cuda_qparams &q, float *lut) {
     for (int c = threadIdx.x; c < (1 << q.bits); c += THREADS)
         lut[c] = q.kind == AGOQ_CODE_INT_SYM    ? (float)(c - (1 << (q.bits - 1)))
                  : q.kind == AGOQ_CODE_INT_ASYM ? (float)c
-                 : q.fp4                        ? agoq_fp4_decode((uint32_t)c)
-                                                : q.value[c];
+                                                : q.table->value[c];
 }
 /* 8 codes of 4 or 8 bits (4 / 8 bytes at src) -> values. */
 __device__ __forceinline__ void lut_group(const float *lut, const uint8_t *src, int bits, bool asym, float s, float z,
@@ -94,7 +96,7 @@ __device__ __forceinline__ void lut_group(const float *lut, const uint8_t *src, 
 }
 
 /* Stored A k-tile (codes in shared memory) -> swizzled bf16 tile, with the scales above. */
-__device__ __forceinline__ void dequant_tile(const agoq_fq &q, const float *lut, const uint8_t *codes, uint8_t *dst,
+__device__ __forceinline__ void dequant_tile(const agoq_cuda_qparams &q, const float *lut, const uint8_t *codes, uint8_t *dst,
                                              const float *s, const float *z, int code_row_bytes) {
     const bool asym = q.kind == AGOQ_CODE_INT_ASYM;
 #pragma unroll
@@ -108,7 +110,7 @@ __device__ __forceinline__ void dequant_tile(const agoq_fq &q, const float *lut,
 }
 
 template <bool QOUT, bool DEQA>
-__global__ void __launch_bounds__(THREADS, 1) gemm_kernel(agoq_fq q, const uint16_t *__restrict__ a, agoq_dqt aq,
+__global__ void __launch_bounds__(THREADS, 1) gemm_kernel(agoq_cuda_qparams q, const uint16_t *__restrict__ a, agoq_dqt aq,
                                                        const uint16_t *__restrict__ b, int n, int k,
                                                        uint16_t *__restrict__ c, agoq_dqt cq) {
     extern __shared__ __align__(128) uint8_t smem[];
@@ -153,6 +155,8 @@ __global__ void __launch_bounds__(THREADS, 1) gemm_kernel(agoq_fq q, const uint1
     }
     float a_s[BM * 4 / THREADS], a_z[BM * 4 / THREADS];
     __shared__ float s_lut[DEQA ? 256 : 1];
+    __shared__ agoq_smem_table s_tab;                                      /* table encoders of the epilogue */
+    if (QOUT && q.enc == AGOQ_ENC_TABLE) agoq_dev_load_table(&s_tab, q.table); /* visible after the main loop's barriers */
     if (DEQA) {
         build_lut(q, s_lut); /* visible after the first __syncthreads of the main loop */
         tile_scales(q, aq, m0, 0, k, a_s, a_z);
@@ -209,34 +213,25 @@ __global__ void __launch_bounds__(THREADS, 1) gemm_kernel(agoq_fq q, const uint1
         *reinterpret_cast<uint4 *>(c + (size_t)(m0 + r) * n + n0 + ch * 8) =
             *reinterpret_cast<const uint4 *>(s_c + r * C_STRIDE + ch * 8);
     }
-    if (QOUT) {
-        const int blk = q.block, per_row = BN / blk, ngr = blk / 8;
-        const size_t nbpr = (size_t)(n / blk), cb = (size_t)blk * q.bits / 8;
-        for (int t = warp; t < BM * per_row; t += THREADS / 32) {
-            const int r = t / per_row, kb = t % per_row;
-            const uint16_t *src = s_c + r * C_STRIDE + kb * blk;
-            fq_stat st = fq_stat_init();
-            for (int gi = lane; gi < ngr; gi += 32) {
-                float v[8];
-                bf16_load8(src + 8 * gi, 8, true, v);
-                fq_stat_add(st, v, 8);
-            }
-            float s, m, inv;
-            fq_params(q, fq_stat_warp(st), &s, &m, &inv);
-            const size_t bi = (size_t)(m0 + r) * nbpr + (size_t)(n0 / blk + kb);
-            if (lane == 0) fq_store_params(q, cq, bi, s, m);
-            for (int gi = lane; gi < ngr; gi += 32) {
-                float v[8];
-                bf16_load8(src + 8 * gi, 8, true, v);
-                fq_put_group(q, v, 8, inv, m, (size_t)(m0 + r) * n + (size_t)(n0 + kb * blk + 8 * gi),
-                             cq.codes + bi * cb + (size_t)gi * q.bits);
-            }
+    if (QOUT) { /* a block = G consecutive lanes (G = B/8 divides 16 and 32), 8 rounds of the CTA */
+        const int G = q.block >> 3;
+        const size_t nbpr = (size_t)(n / q.block);
+        const agoq_cuda_qtensor qt = fz_qt(cq, 0);
+        for (int i = tid; i < BM * BN / 8; i += THREADS) { /* the same trip count for every thread */
+            const int r = i / (BN / 8), gc = i % (BN / 8), pos = gc % G, col = n0 + 8 * gc;
+            float v[8], s, m, inv;
+            agoq_dev_load8(s_c + r * C_STRIDE, (size_t)(8 * gc), 8, 1, v);
+            fz_params_seg(q, v, 8, G, pos, &s, &m, &inv);
+            const size_t bi = (size_t)(m0 + r) * nbpr + (size_t)(col / q.block);
+            agoq_dev_store_group(cq.codes, bi * (size_t)G + (size_t)pos, q.bits,
+                                 fz_encode8(q, &s_tab, v, 8, inv, m, (size_t)(m0 + r) * (size_t)n + (size_t)col));
+            if (pos == 0) agoq_dev_store_params(q, qt, bi, s, m);
         }
     }
 }
 
 template <bool QOUT, bool DEQA>
-void launch(const agoq_fq &q, const uint16_t *a, agoq_dqt aq, const uint16_t *b, int m, int n, int k, uint16_t *c,
+void launch(const agoq_cuda_qparams &q, const uint16_t *a, agoq_dqt aq, const uint16_t *b, int m, int n, int k, uint16_t *c,
             agoq_dqt cq, cudaStream_t s) {
     const int smem = STAGES * ((DEQA ? CODE_STAGE_BYTES : TILE_BYTES) + TILE_BYTES) + (DEQA ? TILE_BYTES : 0);
     cudaCheck(cudaFuncSetAttribute(gemm_kernel<QOUT, DEQA>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -244,7 +239,7 @@ void launch(const agoq_fq &q, const uint16_t *a, agoq_dqt aq, const uint16_t *b,
     gemm_kernel<QOUT, DEQA><<<grid, THREADS, smem, s>>>(q, a, aq, b, n, k, c, cq);
     cudaCheckLaunch();
 }
-const agoq_fq kNoQuant = {};
+const agoq_cuda_qparams kNoQuant = {};
 } // namespace
 
 /* Shape rules of gemm.h; eblock = epilogue block (0: none), pbits/pblock = prologue A format (0: none). */
@@ -264,8 +259,8 @@ extern "C" int agoq_gemm_check(int m, int n, int k, const agoq_qconfig *eq, cons
 
 extern "C" int agoq_gemm_cuda(const agoq_fq *q, const uint16_t *a, const uint16_t *b, int m, int n, int k, uint16_t *c,
                               agoq_dqt cq, void *stream) {
-    if (check_shape(m, n, k, q ? q->block : 0, 0, 0)) return -1;
-    if (q) launch<true, false>(*q, a, cq, b, m, n, k, c, cq, (cudaStream_t)stream);
+    if (check_shape(m, n, k, q ? q->p.block : 0, 0, 0)) return -1;
+    if (q) launch<true, false>(q->p, a, cq, b, m, n, k, c, cq, (cudaStream_t)stream);
     else launch<false, false>(kNoQuant, a, cq, b, m, n, k, c, cq, (cudaStream_t)stream);
     return 0;
 }
@@ -273,8 +268,8 @@ extern "C" int agoq_gemm_cuda(const agoq_fq *q, const uint16_t *a, const uint16_
 extern "C" int agoq_gemm_deqa_cuda(const agoq_fq *qa, agoq_dqt aq, const uint16_t *b, int m, int n, int k, uint16_t *c,
                                    void *stream) {
     AGOQ_REQUIRE(qa, "gemm deqa: no quantization config for A");
-    if (check_shape(m, n, k, 0, qa->bits, qa->block)) return -1;
-    launch<false, true>(*qa, NULL, aq, b, m, n, k, c, agoq_dqt{}, (cudaStream_t)stream);
+    if (check_shape(m, n, k, 0, qa->p.bits, qa->p.block)) return -1;
+    launch<false, true>(qa->p, NULL, aq, b, m, n, k, c, agoq_dqt{}, (cudaStream_t)stream);
     return 0;
 }
 

@@ -28,10 +28,11 @@
 
 #define AGOQ_TILE_U 8 /* 16-byte vectors per lane per tile: 128 bytes of loads in flight per lane */
 
-/* Tile geometry of block size B = 2^LOG2B over vectors of E elements. */
-template <int LOG2B, int E>
+/* Tile geometry of block size B = 2^LOG2B over U vectors of E elements (the fused kernels of
+ * fused_*.cu quantize single vectors: U = 1). */
+template <int LOG2B, int E, int U_ = AGOQ_TILE_U>
 struct agoq_tile_geom {
-    static constexpr int B = 1 << LOG2B, U = AGOQ_TILE_U;
+    static constexpr int B = 1 << LOG2B, U = U_;
     static constexpr int LB = B / E <= 32 ? B / E : 32;         /* lanes of one block */
     static constexpr int VB = B / E <= 32 ? 1 : B / (32 * E);   /* vectors of one block */
     static constexpr int K = U / VB;                            /* block ranges per lane */
@@ -205,12 +206,13 @@ __device__ __forceinline__ void agoq_tile_range(const float (*v)[E], float &a, f
 }
 
 /* One tile: ranges, reduction, parameters, scales, codes. Returns false (and writes nothing)
- * when the fast path meets a non-finite range; the caller then runs it with CAREFUL. */
-template <int ENC, int BITS, int LOG2B, int E, bool CAREFUL>
+ * when the fast path meets a non-finite range; the caller then runs it with CAREFUL. U (the
+ * vectors of v, deduced) sets the tile: TILE = 32*U*E elements starting at tile * TILE. */
+template <int ENC, int BITS, int LOG2B, int E, bool CAREFUL, int U>
 __device__ __forceinline__ bool agoq_tile_quantize(const agoq_cuda_qparams &p, const agoq_smem_table *t,
-                                                   const float (&v)[AGOQ_TILE_U][E], size_t tile,
+                                                   const float (&v)[U][E], size_t tile,
                                                    agoq_cuda_qtensor out, int lane) {
-    using G = agoq_tile_geom<LOG2B, E>;
+    using G = agoq_tile_geom<LOG2B, E, U>;
     constexpr bool kAsym = ENC == AGOQ_ENC_INT_ASYM;
     float a[G::K], lo[G::K], hi[G::K];
 #pragma unroll

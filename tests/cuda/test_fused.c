@@ -1,9 +1,12 @@
-/* GPU tests: every fused kernel of kernels/fused.cu against its C reference, bit for bit
+/* GPU tests: every fused kernel (kernels/fused*.cu) against its C reference, bit for bit
  * (bf16 outputs, codes, scales, zero points, fp32 rstd and dweight partials), over formats
  * (FP4, NF4, int3/4/8, asymmetric, FP8, dyn8; fp32/bf16 scales; nearest/stochastic), odd row
- * widths, zero rows, NaN/Inf and denormal inputs. Both sides produce NaN in the same places but
- * not the same NaN payload (x86 keeps the operand's, CUDA returns the canonical one), so NaNs
- * compare equal to NaNs. Run by `make test-cuda`. */
+ * widths, zero rows, NaN/Inf and denormal inputs; every config of the fast vector kernels
+ * (fused_dev.cuh) on a shape with several tiles plus a tail and NaN/Inf in a few tiles (fast and
+ * careful quantizer paths in one launch); the grid-stride loops (one CTA) and the general
+ * kernels on fast shapes (AGOQ_FUSED_GRID_CAP / AGOQ_FUSED_NO_FAST). Both sides produce NaN in
+ * the same places but not the same NaN payload (x86 keeps the operand's, CUDA returns the
+ * canonical one), so NaNs compare equal to NaNs. Run by `make test-cuda`. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +25,11 @@ static const qcase kCases[] = {
     {AGOQ_FMT_INT8, 256, AGOQ_SCALE_FP32, AGOQ_ROUND_STOCHASTIC},  {AGOQ_FMT_FP8_E4M3, 128, AGOQ_SCALE_FP32, AGOQ_ROUND_NEAREST},
     {AGOQ_FMT_DYN8, 256, AGOQ_SCALE_FP32, AGOQ_ROUND_NEAREST},     {AGOQ_FMT_INT5_ASYM, 40, AGOQ_SCALE_BF16, AGOQ_ROUND_STOCHASTIC},
 };
-static const int kShapes[][2] = {{4, 4096}, {3, 1000}, {5, 129}, {2, 8}, {1, 1}, {3, 333}, {2, 2056}};
+/* {5, 4352}: 10 whole GELU tiles + a tail, 17 warp vectors per row (RMSNorm: a third group
+ * for warp 0 only); {3, 8192}: the widest register-resident RMSNorm row; {2, 8200}: one wider
+ * (general kernels); {7, 1536}: warps without a group */
+static const int kShapes[][2] = {{4, 4096}, {3, 1000}, {5, 129}, {2, 8}, {1, 1}, {3, 333}, {2, 2056},
+                                 {5, 4352}, {3, 8192}, {2, 8200}, {7, 1536}};
 #define NCASES (sizeof kCases / sizeof kCases[0])
 #define NSHAPES (sizeof kShapes / sizeof kShapes[0])
 
@@ -50,6 +57,36 @@ static uint16_t *make_input(size_t rows, size_t cols, uint64_t seed, int special
             static const uint16_t sp[] = {0x7fc0, 0x7f80, 0xff80, 0x0001, 0x8003, 0x0080};
             h[2 * cols + j] = sp[(j / 7) % 6];
         }
+    free(f);
+    return h;
+}
+
+/* The block patterns of the quantizer tile tests (test_quant_cuda.c, tile_data) as bf16: normal,
+ * huge, tiny, signed zeros, constant, denormal bit patterns, fp4/int ties, near the bf16 maximum
+ * (the asymmetric range overflows); and a NaN and an Inf in every third 2048-element tile, so
+ * fast and careful tiles run in one launch. */
+static uint16_t *tile_input(size_t n, int block, uint64_t seed) {
+    float *f = malloc(n * sizeof(float));
+    uint16_t *h = malloc(n * sizeof(uint16_t));
+    agoq_fill(AGOQ_DIST_NORMAL, f, n, seed);
+    agoq_rng r = {seed ^ 0x9e3779b9u};
+    for (size_t i = 0; i < n; i++) {
+        switch ((i / (size_t)block) % 8) {
+        case 1: f[i] *= 1e30f; break;
+        case 2: f[i] *= 1e-30f; break;
+        case 3: f[i] = (i & 1) ? -0.0f : 0.0f; break;
+        case 4: f[i] = 0.37f; break;
+        case 5: f[i] = agoq_bits_f32((uint32_t)(agoq_rng_next(&r) & 0x807fffffu)); break;
+        case 6: f[i] = 0.25f * (float)((int)(agoq_rng_next(&r) % 49) - 24); break;
+        case 7: f[i] = (i & 1) ? 3.0e38f : ((i % 3) ? -3.0e38f : -1.0e38f); break;
+        default: break;
+        }
+        h[i] = agoq_f32_to_bf16(f[i]);
+    }
+    for (size_t t = 2; t * 2048 < n; t += 3) {
+        h[t * 2048 + seed % 1000 % (n - t * 2048)] = 0x7fc0;
+        if (t * 2048 + 1500 < n) h[t * 2048 + 1500] = 0x7f80;
+    }
     free(f);
     return h;
 }
@@ -90,7 +127,7 @@ static size_t cmp_qt(const agoq_qconfig *c, size_t rows, size_t cols, const agoq
  * backward from the reference's stored copy (fused) or from bf16 x (plain). nin = 2: SwiGLU. */
 typedef enum { OP_RMS, OP_SWIGLU, OP_GELU } op_kind;
 
-static size_t run_op(op_kind op, const qcase *k, int rows, int cols) {
+static size_t run_op(op_kind op, const qcase *k, int rows, int cols, int tiles) {
     const agoq_qconfig cq = k ? qc_of(k) : agoq_qconfig_default(AGOQ_FMT_FP4_E2M1); /* k NULL: plain bf16 */
     const int nin = op == OP_SWIGLU ? 2 : 1, fused = k != NULL;
     const agoq_qconfig *c = fused ? &cq : NULL;
@@ -98,7 +135,8 @@ static size_t run_op(op_kind op, const qcase *k, int rows, int cols) {
     const int rpg = 2, groups = (rows + rpg - 1) / rpg;
     const float eps = 1e-5f;
     size_t bad = 0;
-    uint16_t *x = make_input(srows, cols, 1000 + (uint64_t)cols, op != OP_RMS || rows > 3);
+    uint16_t *x = tiles ? tile_input(nx, k ? k->block : 32, 1000 + (uint64_t)cols)
+                        : make_input(srows, cols, 1000 + (uint64_t)cols, op != OP_RMS || rows > 3);
     uint16_t *dy = make_input(rows, cols, 2000 + (uint64_t)cols, 0), *w = make_input(1, cols, 3000, 0);
     uint16_t *y = malloc(ny * 2), *dx = malloc(nx * 2), *yb = malloc(ny * 2);
     float *rstd = malloc(rows * sizeof(float)), *dwp = malloc((size_t)groups * cols * sizeof(float));
@@ -178,8 +216,8 @@ static size_t run_op(op_kind op, const qcase *k, int rows, int cols) {
 static size_t run_all(op_kind op) {
     size_t bad = 0;
     for (size_t s = 0; s < NSHAPES; s++) {
-        bad += run_op(op, NULL, kShapes[s][0], kShapes[s][1]);
-        for (size_t k = 0; k < NCASES; k++) bad += run_op(op, &kCases[k], kShapes[s][0], kShapes[s][1]);
+        bad += run_op(op, NULL, kShapes[s][0], kShapes[s][1], 0);
+        for (size_t k = 0; k < NCASES; k++) bad += run_op(op, &kCases[k], kShapes[s][0], kShapes[s][1], 0);
     }
     return bad;
 }
@@ -187,6 +225,50 @@ static size_t run_all(op_kind op) {
 TEST(cuda_fused_rmsnorm_bit_exact) { CHECK(run_all(OP_RMS) == 0); }
 TEST(cuda_fused_swiglu_bit_exact) { CHECK(run_all(OP_SWIGLU) == 0); }
 TEST(cuda_fused_gelu_bit_exact) { CHECK(run_all(OP_GELU) == 0); }
+
+/* Every config of the fast vector kernels (fused_dev.cuh: round to nearest, blocks 32..256,
+ * 4- and 8-bit codes), on a shape with several tiles plus a tail and the tile test patterns
+ * (a few tiles take the careful path). */
+static const agoq_format kFastFmts[] = {AGOQ_FMT_FP4_E2M1, AGOQ_FMT_INT4,     AGOQ_FMT_INT8,
+                                        AGOQ_FMT_INT4_ASYM, AGOQ_FMT_INT8_ASYM, AGOQ_FMT_FP8_E4M3,
+                                        AGOQ_FMT_FP8_E5M2, AGOQ_FMT_NF4,      AGOQ_FMT_DYN8};
+TEST(cuda_fused_fast_paths_every_eligible_config) {
+    static const int blocks[] = {32, 64, 128, 256};
+    size_t bad = 0, configs = 0;
+    for (int op = OP_RMS; op <= OP_GELU; op++)
+        for (size_t f = 0; f < sizeof kFastFmts / sizeof kFastFmts[0]; f++)
+            for (size_t b = 0; b < 4; b++, configs++) {
+                const qcase k = {kFastFmts[f], blocks[b], configs % 3 ? AGOQ_SCALE_FP32 : AGOQ_SCALE_BF16,
+                                 AGOQ_ROUND_NEAREST};
+                bad += run_op((op_kind)op, &k, 5, 4352, 1);
+            }
+    CHECK_MSG(bad == 0, "%zu mismatches over %zu configs", bad, configs);
+}
+
+/* The same kernels with one CTA (every grid-stride loop and the RMSNorm next-row loads run),
+ * and the general kernels on shapes that would take the fast ones. */
+static size_t run_env(const char *var, const char *val, int rows, int cols, int tiles) {
+    static const qcase ks[] = {{AGOQ_FMT_FP4_E2M1, 128, AGOQ_SCALE_FP32, AGOQ_ROUND_NEAREST},
+                               {AGOQ_FMT_INT8_ASYM, 64, AGOQ_SCALE_BF16, AGOQ_ROUND_NEAREST},
+                               {AGOQ_FMT_NF4, 32, AGOQ_SCALE_FP32, AGOQ_ROUND_NEAREST},
+                               {AGOQ_FMT_FP8_E5M2, 256, AGOQ_SCALE_BF16, AGOQ_ROUND_NEAREST},
+                               {AGOQ_FMT_INT4, 64, AGOQ_SCALE_FP32, AGOQ_ROUND_STOCHASTIC}};
+    size_t bad = 0;
+    setenv(var, val, 1);
+    for (int op = OP_RMS; op <= OP_GELU; op++) {
+        bad += run_op((op_kind)op, NULL, rows, cols, 0);
+        for (size_t k = 0; k < sizeof ks / sizeof ks[0]; k++) bad += run_op((op_kind)op, &ks[k], rows, cols, tiles);
+    }
+    unsetenv(var);
+    return bad;
+}
+TEST(cuda_fused_grid_stride_and_general_paths) {
+    size_t bad = run_env("AGOQ_FUSED_GRID_CAP", "1", 5, 4352, 1);
+    bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 9, 1536, 0);
+    bad += run_env("AGOQ_FUSED_NO_FAST", "1", 4, 4096, 1);
+    bad += run_env("AGOQ_FUSED_NO_FAST", "1", 3, 8192, 0);
+    CHECK(bad == 0);
+}
 
 /* The unfused baseline's standalone kernels: quantize == rowq reference, dequantize == bf16
  * of the reference's dequantized values. */
