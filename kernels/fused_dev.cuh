@@ -37,24 +37,6 @@ enum { FZ_OP_NONE, FZ_OP_GELU, FZ_OP_SWIGLU };
 /* ---- 16-byte bf16 vectors: streaming (read-once / write-once) access, exact unpack, RNE pack ---- */
 __device__ __forceinline__ uint4 fz_load(const uint16_t *p) { return __ldcs((const uint4 *)p); }
 __device__ __forceinline__ void fz_store(uint16_t *p, uint4 w) { __stcs((uint4 *)p, w); }
-__device__ __forceinline__ void fz_unpack(uint4 w, float (&v)[8]) {
-    const uint32_t u[4] = {w.x, w.y, w.z, w.w};
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        v[2 * k] = __uint_as_float(u[k] << 16);
-        v[2 * k + 1] = __uint_as_float(u[k] & 0xffff0000u);
-    }
-}
-/* one cvt.rn.bf16x2 per pair: agoq_f32_to_bf16 bit for bit except NaN payloads (any NaN) */
-__device__ __forceinline__ uint4 fz_pack(const float (&v)[8]) {
-    uint32_t u[4];
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        const __nv_bfloat162 h = __floats2bfloat162_rn(v[2 * k], v[2 * k + 1]);
-        u[k] = *(const uint32_t *)&h;
-    }
-    return make_uint4(u[0], u[1], u[2], u[3]);
-}
 
 /* ---- fast path: whole warp vectors of the flat layout ---- */
 /* Quantizes U warp vectors (tile `tile` of 256*U elements): the fast encoders, or the careful
@@ -117,7 +99,7 @@ struct fz_bwd_in {
     }
     __device__ __forceinline__ void get(const agoq_cuda_qparams &p, const agoq_smem_table *t, float (&v)[8]) const {
         if constexpr (DEQ) fz_decode<DEC, BITS>(p, t, c, v);
-        else fz_unpack(raw, v);
+        else agoq_bf16x8_to_f32(raw, v);
     }
 };
 

@@ -46,7 +46,7 @@ __global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS)
         if constexpr (QUANT) {
             float v[U][8];
 #pragma unroll
-            for (int j = 0; j < U; j++) fz_unpack(raw[j], v[j]);
+            for (int j = 0; j < U; j++) agoq_bf16x8_to_f32(raw[j], v[j]);
             fz_quantize<ENC, BITS, LOG2B, U>(p, &tab, v, t, q, lane);
         }
 #pragma unroll
@@ -54,10 +54,10 @@ __global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS)
             const size_t e = e_lane + (size_t)(j * FZ_WVEC);
             if (!QUANT && e >= n) continue;
             float v[8];
-            fz_unpack(raw[j], v);
+            agoq_bf16x8_to_f32(raw[j], v);
 #pragma unroll
             for (int k = 0; k < 8; k++) v[k] = agoq_gelu(v[k]);
-            fz_store(y + e, fz_pack(v));
+            fz_store(y + e, agoq_f32x8_to_bf16(v));
         }
     }
 }
@@ -93,15 +93,15 @@ __global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS)
             if (e >= n) continue;
             float v[8], g[8];
             in[j].get(p, &tab, v);
-            fz_unpack(d[j], g);
+            agoq_bf16x8_to_f32(d[j], g);
 #pragma unroll
             for (int k = 0; k < 8; k++) { /* one tanh for both: agoq_gelu_grad and agoq_gelu */
                 const float t = agoq_gelu_tanh(v[k]);
                 g[k] = g[k] * agoq_gelu_grad_of(v[k], t);
                 v[k] = agoq_gelu_of(v[k], t);
             }
-            fz_store(dx + e, fz_pack(g));
-            fz_store(y + e, fz_pack(v));
+            fz_store(dx + e, agoq_f32x8_to_bf16(g));
+            fz_store(y + e, agoq_f32x8_to_bf16(v));
         }
     }
 }

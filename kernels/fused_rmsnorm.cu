@@ -92,7 +92,7 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_FWD_CTAS)
             if (g >= ngroups) continue;
             if constexpr (QUANT) srow[buf][g] = cur[j]; /* read by other warps after the sum's barriers */
             float v[8];
-            fz_unpack(cur[j], v);
+            agoq_bf16x8_to_f32(cur[j], v);
 #pragma unroll
             for (int e = 0; e < 8; e++) acc[0] = acc[0] + v[e] * v[e];
         }
@@ -104,24 +104,24 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_FWD_CTAS)
             const int g = tid + j * AGOQ_ROW_THREADS;
             if (g >= ngroups) continue;
             float v[8], wf[8];
-            fz_unpack(cur[j], v);
-            fz_unpack(__ldg((const uint4 *)(w + 8 * g)), wf); /* an L1 hit after the first row */
+            agoq_bf16x8_to_f32(cur[j], v);
+            agoq_bf16x8_to_f32(__ldg((const uint4 *)(w + 8 * g)), wf); /* an L1 hit after the first row */
 #pragma unroll
             for (int e = 0; e < 8; e++) v[e] = agoq_rms_out(v[e], rstd, wf[e]);
-            fz_store(y + r * (size_t)cols + (size_t)(8 * g), fz_pack(v));
+            fz_store(y + r * (size_t)cols + (size_t)(8 * g), agoq_f32x8_to_bf16(v));
         }
         if constexpr (QUANT) { /* warp w: pairs of warp vectors w, w + 8, ..., then an odd last vector */
             const uint4 *sr = srow[buf];
             for (int pr = warp; pr < npairs; pr += AGOQ_ROW_THREADS / 32) { /* warp-uniform */
                 float v[2][8];
-                fz_unpack(sr[64 * pr + lane], v[0]);
-                fz_unpack(sr[64 * pr + 32 + lane], v[1]);
+                agoq_bf16x8_to_f32(sr[64 * pr + lane], v[0]);
+                agoq_bf16x8_to_f32(sr[64 * pr + 32 + lane], v[1]);
                 const size_t e0 = r * (size_t)cols + 2 * FZ_WVEC * (size_t)pr;
                 fz_quantize<ENC, BITS, LOG2B, 2>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, e0), lane);
             }
             if ((wvecs & 1) && warp == npairs % (AGOQ_ROW_THREADS / 32)) {
                 float v[1][8];
-                fz_unpack(sr[32 * (wvecs - 1) + lane], v[0]);
+                agoq_bf16x8_to_f32(sr[32 * (wvecs - 1) + lane], v[0]);
                 const size_t e0 = r * (size_t)cols + (size_t)FZ_WVEC * (size_t)(wvecs - 1);
                 fz_quantize<ENC, BITS, LOG2B, 1>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, e0), lane);
             }
@@ -176,8 +176,8 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_BWD_CTAS)
                 if (g >= ngroups) continue;
                 float v[8], dd[8], wf[8];
                 in[j].get(p, &tab, v);
-                fz_unpack(d[j], dd);
-                fz_unpack(__ldg((const uint4 *)(w + 8 * g)), wf);
+                agoq_bf16x8_to_f32(d[j], dd);
+                agoq_bf16x8_to_f32(__ldg((const uint4 *)(w + 8 * g)), wf);
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
                     acc[0] = acc[0] + v[e] * v[e];
@@ -192,8 +192,8 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_BWD_CTAS)
                 if (g >= ngroups) continue;
                 float v[8], dd[8], wf[8], dxv[8], dw[8];
                 in[j].get(p, &tab, v);
-                fz_unpack(d[j], dd);
-                fz_unpack(__ldg((const uint4 *)(w + 8 * g)), wf);
+                agoq_bf16x8_to_f32(d[j], dd);
+                agoq_bf16x8_to_f32(__ldg((const uint4 *)(w + 8 * g)), wf);
                 const float4 a = dws[2 * j][tid], b = dws[2 * j + 1][tid];
                 dw[0] = a.x; dw[1] = a.y; dw[2] = a.z; dw[3] = a.w; dw[4] = b.x; dw[5] = b.y; dw[6] = b.z; dw[7] = b.w;
 #pragma unroll
@@ -204,8 +204,8 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_BWD_CTAS)
                 }
                 dws[2 * j][tid] = make_float4(dw[0], dw[1], dw[2], dw[3]);
                 dws[2 * j + 1][tid] = make_float4(dw[4], dw[5], dw[6], dw[7]);
-                fz_store(dx + o + (size_t)(8 * g), fz_pack(dxv));
-                fz_store(y + o + (size_t)(8 * g), fz_pack(v));
+                fz_store(dx + o + (size_t)(8 * g), agoq_f32x8_to_bf16(dxv));
+                fz_store(y + o + (size_t)(8 * g), agoq_f32x8_to_bf16(v));
             }
 #pragma unroll
             for (int j = 0; j < RMS_NG; j++) {

@@ -67,10 +67,10 @@ __global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS)
             if (at.nv == SWI_V) {
                 float v[SWI_V][8];
 #pragma unroll
-                for (int i = 0; i < SWI_V; i++) fz_unpack(g[i], v[i]);
+                for (int i = 0; i < SWI_V; i++) agoq_bf16x8_to_f32(g[i], v[i]);
                 fz_quantize<ENC, BITS, LOG2B, SWI_V>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, e0), lane);
 #pragma unroll
-                for (int i = 0; i < SWI_V; i++) fz_unpack(up[i], v[i]);
+                for (int i = 0; i < SWI_V; i++) agoq_bf16x8_to_f32(up[i], v[i]);
                 fz_quantize<ENC, BITS, LOG2B, SWI_V>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, e0 + f), lane);
             } else {
 #pragma unroll
@@ -78,9 +78,9 @@ __global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS)
                     if (i >= at.nv) continue;
                     const size_t ei = e0 + (size_t)(i * FZ_WVEC);
                     float v[1][8];
-                    fz_unpack(g[i], v[0]);
+                    agoq_bf16x8_to_f32(g[i], v[0]);
                     fz_quantize<ENC, BITS, LOG2B, 1>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, ei), lane);
-                    fz_unpack(up[i], v[0]);
+                    agoq_bf16x8_to_f32(up[i], v[0]);
                     fz_quantize<ENC, BITS, LOG2B, 1>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, ei + f), lane);
                 }
             }
@@ -89,11 +89,11 @@ __global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS)
         for (int i = 0; i < SWI_V; i++) {
             if (i >= at.nv || c[i] >= f) continue;
             float a[8], b[8];
-            fz_unpack(g[i], a);
-            fz_unpack(up[i], b);
+            agoq_bf16x8_to_f32(g[i], a);
+            agoq_bf16x8_to_f32(up[i], b);
 #pragma unroll
             for (int e = 0; e < 8; e++) a[e] = agoq_silu(a[e]) * b[e];
-            fz_store(out + orow + (size_t)c[i], fz_pack(a));
+            fz_store(out + orow + (size_t)c[i], agoq_f32x8_to_bf16(a));
         }
     }
 }
@@ -132,12 +132,12 @@ __global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS)
             float a[8], b[8], g[8], o[8];
             gin[i].get(p, &tab, a);
             uin[i].get(p, &tab, b);
-            fz_unpack(d[i], g);
+            agoq_bf16x8_to_f32(d[i], g);
 #pragma unroll
             for (int e = 0; e < 8; e++) agoq_swiglu_bwd(a[e], b[e], g[e], &a[e], &b[e], &o[e]);
-            fz_store(dh + hrow + (size_t)c[i], fz_pack(a));
-            fz_store(dh + hrow + (size_t)f + (size_t)c[i], fz_pack(b));
-            fz_store(out + orow + (size_t)c[i], fz_pack(o));
+            fz_store(dh + hrow + (size_t)c[i], agoq_f32x8_to_bf16(a));
+            fz_store(dh + hrow + (size_t)f + (size_t)c[i], agoq_f32x8_to_bf16(b));
+            fz_store(out + orow + (size_t)c[i], agoq_f32x8_to_bf16(o));
         }
     }
 }

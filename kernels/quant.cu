@@ -224,13 +224,7 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS) dequant_tile_kernel(agoq_c
             if constexpr (std::is_same<T, float>::value) {
                 __stcs((float4 *)dst, make_float4(v[0], v[1], v[2], v[3]));
             } else {
-                uint32_t w[4];
-#pragma unroll
-                for (int k = 0; k < 4; k++) {
-                    __nv_bfloat162 h = __floats2bfloat162_rn(v[2 * k], v[2 * k + 1]);
-                    w[k] = *(const uint32_t *)&h;
-                }
-                __stcs((uint4 *)dst, make_uint4(w[0], w[1], w[2], w[3]));
+                __stcs((uint4 *)dst, agoq_f32x8_to_bf16(v));
             }
         }
     }

@@ -361,6 +361,17 @@ __device__ __forceinline__ void agoq_bf16x8_to_f32(uint4 w, float (&v)[8]) {
         v[2 * k + 1] = __uint_as_float(u[k] & 0xffff0000u);
     }
 }
+/* 8 fp32 -> 8 bf16 in a 16-byte word: one cvt.rn.bf16x2 per pair (agoq_f32_to_bf16 bit for bit
+ * except NaN payloads: any NaN) */
+__device__ __forceinline__ uint4 agoq_f32x8_to_bf16(const float (&v)[8]) {
+    uint32_t u[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const __nv_bfloat162 h = __floats2bfloat162_rn(v[2 * k], v[2 * k + 1]);
+        u[k] = *(const uint32_t *)&h;
+    }
+    return make_uint4(u[0], u[1], u[2], u[3]);
+}
 struct agoq_tile_src_bf16 {
     static constexpr int kVec = 8, kBits = 0;
     static constexpr bool kTable = false;
