@@ -10,10 +10,13 @@
 
 CUDA_HOME ?= /usr/local/cuda
 NCCL_HOME ?= $(CUDA_HOME)
+CUDNN_HOME ?= $(CUDA_HOME)
 NVCC      ?= $(CUDA_HOME)/bin/nvcc
 CUDA_ARCH ?= sm_90
 CUDA      ?= $(shell test -x $(NVCC) && echo 1 || echo 0)
 MPI       ?= 0
+# cuDNN (fused flash attention of the step engine): found like NCCL, by its header under CUDNN_HOME.
+CUDNN     ?= $(if $(filter 1,$(CUDA)),$(shell test -f $(CUDNN_HOME)/include/cudnn.h && echo 1 || echo 0),0)
 SAN       ?= 0
 BUILD     ?= build
 
@@ -27,7 +30,7 @@ GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 # The references are the specification: no fast-math, no FMA contraction.
 CFLAGS  := -std=c11 -O2 -g -Wall -Wextra -Wundef -Wshadow -Wno-unused-parameter \
            -ffp-contract=off -fno-fast-math -D_GNU_SOURCE -I. \
-           -DAGOQ_HAVE_CUDA=$(CUDA) -DAGOQ_HAVE_MPI=$(MPI)
+           -DAGOQ_HAVE_CUDA=$(CUDA) -DAGOQ_HAVE_MPI=$(MPI) -DAGOQ_HAVE_CUDNN=$(CUDNN)
 LDLIBS  := -lcjson -lm -lpthread
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer
@@ -37,10 +40,11 @@ endif
 # Quantizers must match the C references bit for bit: same IEEE ops, no FMA, no FTZ.
 NVCCFLAGS := -arch=$(CUDA_ARCH) -O3 -std=c++17 -I. -I$(NCCL_HOME)/include \
              --fmad=false --prec-div=true --prec-sqrt=true --ftz=false \
-             -DAGOQ_HAVE_CUDA=1 -DAGOQ_HAVE_MPI=$(MPI) -Xcompiler -Wall,-Wextra,-Wno-unused-parameter
+             -DAGOQ_HAVE_CUDA=1 -DAGOQ_HAVE_MPI=$(MPI) -DAGOQ_HAVE_CUDNN=$(CUDNN) \
+             -I$(CUDNN_HOME)/include -Xcompiler -Wall,-Wextra,-Wno-unused-parameter
 
-C_SRCS    := $(wildcard harness/*.c kernels/*.c collectives/*.c models/*.c train/*.c sim/*.c)
-CU_SRCS   := $(wildcard kernels/*.cu collectives/*.cu train/*.cu sim/*.cu)
+C_SRCS    := $(wildcard harness/*.c kernels/*.c kernels/*/*.c collectives/*.c models/*.c train/*.c sim/*.c step/*.c)
+CU_SRCS   := $(wildcard kernels/*.cu kernels/*/*.cu collectives/*.cu train/*.cu sim/*.cu step/*.cu)
 TEST_SRCS := $(wildcard tests/test_*.c)
 CUDA_TEST_SRCS := $(wildcard tests/cuda/test_*.c)
 
@@ -48,7 +52,7 @@ C_OBJS    := $(patsubst %.c,$(BUILD)/%.o,$(C_SRCS))
 LIB_OBJS  := $(filter-out $(BUILD)/harness/main.o,$(C_OBJS))
 ifeq ($(CUDA),1)
 CU_OBJS   := $(patsubst %.cu,$(BUILD)/%.o,$(CU_SRCS))
-LDLIBS    += -L$(CUDA_HOME)/lib64 -L$(NCCL_HOME)/lib64 -lcudart -lcublas -lnccl -lstdc++ -Wl,-rpath,$(CUDA_HOME)/lib64
+LDLIBS    += -L$(CUDA_HOME)/lib64 -L$(NCCL_HOME)/lib64 -lcudart -lcublas -lcublasLt -lnccl $(if $(filter 1,$(CUDNN)),-L$(CUDNN_HOME)/lib64 -lcudnn) -lstdc++ -Wl,-rpath,$(CUDA_HOME)/lib64
 else
 CU_OBJS   :=
 endif
@@ -67,7 +71,7 @@ FORCE:
 $(BUILD)/harness/provenance.o: CFLAGS += -DAGOQ_GIT_COMMIT='"$(GIT_COMMIT)"'
 $(BUILD)/harness/provenance.o: $(BUILD)/commit.stamp
 
-$(BUILD)/%.o: %.c $(wildcard */*.h)
+$(BUILD)/%.o: %.c $(wildcard */*.h */*/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
@@ -76,7 +80,7 @@ $(BUILD)/%.o: %.c $(wildcard */*.h)
 $(BUILD)/train/%.o: CFLAGS += -O3 -fopenmp
 LDFLAGS += -fopenmp
 
-$(BUILD)/%.o: %.cu $(wildcard */*.h) $(wildcard */*.cuh)
+$(BUILD)/%.o: %.cu $(wildcard */*.h */*/*.h) $(wildcard */*.cuh */*/*.cuh)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 

@@ -1,0 +1,32 @@
+/* AdamW with fp32 master weights (Megatron's mixed-precision optimizer), one fused pass:
+ *   g' = g * grad_scale
+ *   m = b1 m + (1 - b1) g',  v = b2 v + (1 - b2) g'^2
+ *   p = p - lr (m / (1 - b1^t) / (sqrt(v / (1 - b2^t)) + eps) + wd p)
+ *   w = bf16(p)   (the working weights the GEMMs read; RNE)
+ * t = hp->step (1-based). g is fp32 (the main gradient, or a dequantized 8-bit one).
+ * Reference adamw_ref.c; CUDA adamw.cu (within a few fp32 ulps of the reference: stated in its
+ * test). CUDA entry points take device pointers and a cudaStream_t as void *. */
+#ifndef AGOQ_ADAMW_H
+#define AGOQ_ADAMW_H
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    float lr, beta1, beta2, eps, weight_decay, grad_scale;
+    int step;
+} agoq_adamw_hp;
+
+void agoq_adamw_ref(const agoq_adamw_hp *hp, float *p, const float *g, float *m, float *v, uint16_t *w, size_t n);
+int agoq_adamw_cuda(const agoq_adamw_hp *hp, float *p, const float *g, float *m, float *v, uint16_t *w, size_t n,
+                    void *stream);
+/* Sum of squares of n fp32 values into *out (device fp32, overwritten), for gradient norms. */
+int agoq_sumsq_cuda(const float *x, size_t n, float *out, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
