@@ -121,7 +121,7 @@ const char *const agoq_layout_keys[] = {"tp", "pp", "dp", "zero", "seq", "micro_
                                         "bucket_elems", "impl", NULL};
 
 static int parse_impl(jconf c, const cJSON *cfg, agoq_layer_impl *impl) {
-    static const char *const keys[] = {"flash_attn", "fused_norm", "gqa_repeat", NULL};
+    static const char *const keys[] = {"flash_attn", "fused_norm", "gqa_repeat", "norm_no_rstd", "swiglu_fused", NULL};
     const cJSON *o;
     char buf[128];
     if (jconf_obj(c, cfg, "impl", 0, &o)) return -1;
@@ -129,7 +129,9 @@ static int parse_impl(jconf c, const cJSON *cfg, agoq_layer_impl *impl) {
     jconf ci = jconf_child(c, "impl", buf, sizeof buf);
     return jconf_only(ci, o, keys) || jconf_bool(ci, o, "flash_attn", 0, impl->flash_attn, &impl->flash_attn) ||
                    jconf_bool(ci, o, "fused_norm", 0, impl->fused_norm, &impl->fused_norm) ||
-                   jconf_bool(ci, o, "gqa_repeat", 0, impl->gqa_repeat, &impl->gqa_repeat)
+                   jconf_bool(ci, o, "gqa_repeat", 0, impl->gqa_repeat, &impl->gqa_repeat) ||
+                   jconf_bool(ci, o, "norm_no_rstd", 0, impl->norm_no_rstd, &impl->norm_no_rstd) ||
+                   jconf_bool(ci, o, "swiglu_fused", 0, impl->swiglu_fused, &impl->swiglu_fused)
                ? -1
                : 0;
 }

@@ -47,7 +47,7 @@ static size_t llama_norm(agoq_saved_tensor *o, const agoq_layer_impl *impl, cons
         o[n++] = E(names[0], NORM, NORM_IN, 4, B, S, H, ONE); /* x.float() */
         o[n++] = E(names[2], NORM, NORM_IN, 2, B, S, H, ONE); /* normalized bf16, for dweight */
     }
-    o[n++] = E(names[1], NORM, STAT, 4, B, S, ONE, ONE);
+    if (!impl->fused_norm || !impl->norm_no_rstd) o[n++] = E(names[1], NORM, STAT, 4, B, S, ONE, ONE);
     o[n] = E(names[3], NORM, QKV_IN, 2, B, S, H, ONE);
     o[n].block = out_block;
     o[n].role = out_role;
@@ -76,7 +76,7 @@ static size_t llama(const agoq_layer_impl *impl, agoq_saved_tensor *o) {
     n += llama_norm(o + n, impl, n2, AGOQ_BLOCK_MLP, AGOQ_ROLE_FFN1_IN);
     o[n++] = E("mlp.gate", MLP, FC1_OUT, 2, B, S, F, ONE);
     o[n++] = E("mlp.up", MLP, FC1_OUT, 2, B, S, F, ONE);
-    o[n++] = E("mlp.silu_out", MLP, ACT_OUT, 2, B, S, F, ONE);
+    if (!impl->swiglu_fused) o[n++] = E("mlp.silu_out", MLP, ACT_OUT, 2, B, S, F, ONE);
     o[n++] = E("mlp.ffn2_in", MLP, FFN2_IN, 2, B, S, F, ONE);
     return n;
 }
@@ -125,7 +125,7 @@ static size_t gpt(agoq_saved_tensor *o) {
 }
 
 size_t agoq_inventory(agoq_layer_kind kind, const agoq_layer_impl *impl, agoq_saved_tensor *out) {
-    static const agoq_layer_impl dflt = {1, 1, 0};
+    static const agoq_layer_impl dflt = {1, 1, 0, 0, 0};
     switch (kind) {
     case AGOQ_LAYER_LLAMA: return llama(impl ? impl : &dflt, out);
     case AGOQ_LAYER_PAPER: return paper(out);
@@ -161,6 +161,23 @@ double agoq_saved_elems(const agoq_saved_tensor *t, const agoq_dims *d) {
     double e = 1.0;
     for (int i = 0; i < AGOQ_SAVED_MAX_DIMS; i++) e *= dim_value(t->dims[i], d);
     return e;
+}
+
+void agoq_saved_rows_cols(const agoq_saved_tensor *t, const agoq_dims *d, double *rows, double *cols) {
+    double r = 1.0, c = 1.0;
+    int seen_s = 0;
+    for (int i = 0; i < AGOQ_SAVED_MAX_DIMS; i++) {
+        double v = dim_value(t->dims[i], d);
+        if (seen_s) c *= v;
+        else r *= v;
+        if (t->dims[i] == AGOQ_DIM_S) seen_s = 1;
+    }
+    if (!seen_s) {
+        c = r;
+        r = 1.0;
+    }
+    *rows = r;
+    *cols = c;
 }
 
 int agoq_saved_tp_split(const agoq_saved_tensor *t) {

@@ -57,6 +57,10 @@ typedef struct {
     int flash_attn;  /* 1: flash / SDPA-flash attention; 0: eager softmax(QK^T)V */
     int fused_norm;  /* 1: fused RMSNorm (saves input + rstd); 0: eager HF RMSNorm */
     int gqa_repeat;  /* 1: k, v materialized at a heads (HF repeat_kv); 0: native KV heads */
+    int norm_no_rstd; /* 1 (fused norm): backward recomputes rstd from the stored input, none saved
+                         (this project's fused RMSNorm kernels, the step engine) */
+    int swiglu_fused; /* 1: SwiGLU saves only its input (gate, up); silu(gate) is recomputed in
+                         backward (Megatron's fused bias-SwiGLU, the step engine) */
 } agoq_layer_impl;
 
 #define AGOQ_SAVED_MAX_DIMS 4
@@ -86,6 +90,10 @@ double agoq_saved_elems(const agoq_saved_tensor *t, const agoq_dims *d);
 static inline double agoq_saved_bytes(const agoq_saved_tensor *t, const agoq_dims *d) {
     return agoq_saved_elems(t, d) * (double)t->dtype_bytes;
 }
+/* Rows and columns of an entry as the fused kernels quantize it (one row per token): cols is
+ * the product of the dimensions after the first s (b*s*a*d: rows b*s, cols a*d); an entry
+ * without s is one row. rows * cols = agoq_saved_elems. */
+void agoq_saved_rows_cols(const agoq_saved_tensor *t, const agoq_dims *d, double *rows, double *cols);
 /* Whether tensor parallelism splits the entry (it has a head, FFN or vocabulary dimension);
  * otherwise it is replicated across TP ranks unless sequence parallelism splits s. */
 int agoq_saved_tp_split(const agoq_saved_tensor *t);

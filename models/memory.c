@@ -129,7 +129,9 @@ int agoq_layer_entries(const agoq_mem_setup *ms, int stage, agoq_layer_entry *ou
         /* A shared storage costs nothing while its owner is stored: the consumer reads it. */
         if (with_scales && t->alias_of >= 0 && role_store(ms, stage, inv[t->alias_of].role).kind != AGOQ_STORE_RECOMPUTE)
             continue;
-        e->stored_bytes = agoq_store_bytes(&e->store, e->elems, t->dtype_bytes, with_scales, &e->scale_bytes);
+        double rows, cols;
+        agoq_saved_rows_cols(t, &d, &rows, &cols);
+        e->stored_bytes = agoq_store_bytes_rows(&e->store, rows, cols, t->dtype_bytes, with_scales, &e->scale_bytes);
     }
     return (int)n;
 }
@@ -161,12 +163,13 @@ static double stage_params(const agoq_mem_setup *ms, int stage, double *layer_ou
     double kvw = m->layer == AGOQ_LAYER_GPT ? 0 : 2 * h * kvd; /* GPT has no separate KV heads */
     double layer = (lp - norms - kvw) / tp + norms + (kvw ? 2 * h * kv_rank : 0);
     double per = layer * (double)(m->layers / p->pp);
+    if (layer_out) *layer_out = layer;
+    if (ms->stack_only) return per;
     if (stage == 0) per += v * h / tp + (m->layer == AGOQ_LAYER_GPT ? (double)m->max_seq * h : 0);
     if (stage == p->pp - 1) {
         per += m->layer == AGOQ_LAYER_GPT ? 2 * h : (m->norm_weights ? h : 0);
         if (!m->tied_embeddings || p->pp > 1) per += v * h / tp;
     }
-    if (layer_out) *layer_out = layer;
     return per;
 }
 
@@ -215,7 +218,7 @@ int agoq_memory_stage(const agoq_mem_setup *ms, int stage, agoq_mem_breakdown *o
     out->inflight = (double)agoq_inflight_microbatches(p, stage);
     out->recompute_layers = R;
     out->layer_act_bytes = a_layer;
-    out->head_act_bytes = stage == p->pp - 1 ? head_act_bytes(ms) : 0.0;
+    out->head_act_bytes = stage == p->pp - 1 && !ms->stack_only ? head_act_bytes(ms) : 0.0;
     out->activations_bytes = acts + out->head_act_bytes;
     out->act_scales_bytes = act_scales;
 

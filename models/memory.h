@@ -117,6 +117,10 @@ const char *agoq_policy_names(void);                         /* "bf16, coat, ...
  * a quantized copy go to *scale_bytes (may be NULL). with_scales 0: the paper's n*bits/8. */
 double agoq_store_bytes(const agoq_store *st, double n, int native_bytes, int with_scales,
                         double *scale_bytes);
+/* The same for a row-blocked tensor of rows x cols (kernels/fused.h "rowq": each row is
+ * quantized on its own, its last block padded): blocks = rows * ceil(cols / block). */
+double agoq_store_bytes_rows(const agoq_store *st, double rows, double cols, int native_bytes, int with_scales,
+                             double *scale_bytes);
 /* Parses "native", "fp32", "recompute", "<format>" or "<format>/<block>" (formats.h names);
  * -1 (no message) when invalid. */
 int agoq_store_parse(const char *s, agoq_store *out);
@@ -132,6 +136,8 @@ typedef struct {
     agoq_policy pol;
     agoq_accounting acc;
     agoq_layer_impl impl;         /* REAL accounting of LLAMA layers: flash, fused norm, native GQA */
+    int stack_only;               /* the stage's decoder layers only: no embedding, no output head
+                                     (the step engine's stack; a middle pipeline stage) */
 } agoq_mem_setup;
 
 /* bf16 policy, REAL accounting, TP=PP=DP=1, ZeRO 0, b=1, s=2048, m=1, no recomputation. */
@@ -182,7 +188,7 @@ int agoq_memory_min_recompute(const agoq_mem_setup *ms, double budget_bytes, lon
  *   tp, pp, dp, zero, seq, micro_batch (skipped when sweep_keys: the caller sweeps them), vpp,
  *   schedule "1f1b"|"interleaved" (default interleaved when vpp > 1), sp, num_microbatches
  *   (default pp), recompute_layers, recompute_attn_core, bucket_elems,
- *   impl {flash_attn, fused_norm, gqa_repeat}.
+ *   impl {flash_attn, fused_norm, gqa_repeat, norm_no_rstd, swiglu_fused}.
  * Errors name the file and key. 0 or -1. */
 int agoq_layout_parse(jconf c, const cJSON *cfg, agoq_mem_setup *ms, int sweep_keys);
 /* The keys agoq_layout_parse reads (NULL-terminated), for jconf_only allow lists. */

@@ -79,6 +79,12 @@ int agoq_policy_by_name(const char *name, agoq_policy *out) {
 }
 
 double agoq_store_bytes(const agoq_store *st, double n, int native_bytes, int with_scales, double *scale_bytes) {
+    return agoq_store_bytes_rows(st, 1.0, n, native_bytes, with_scales, scale_bytes);
+}
+
+double agoq_store_bytes_rows(const agoq_store *st, double rows, double cols, int native_bytes, int with_scales,
+                             double *scale_bytes) {
+    const double n = rows * cols;
     if (scale_bytes) *scale_bytes = 0.0;
     switch (st->kind) {
     case AGOQ_STORE_NATIVE: return n * native_bytes;
@@ -87,7 +93,7 @@ double agoq_store_bytes(const agoq_store *st, double n, int native_bytes, int wi
     case AGOQ_STORE_QUANT: {
         if (!with_scales) return n * agoq_formats[st->q.fmt].bits / 8.0;
         /* Whole blocks: the tail block is padded (formats.h). Exact in double below 2^53. */
-        double blocks = ceil(n / st->q.block);
+        double blocks = rows * ceil(cols / st->q.block);
         double codes = blocks * (double)agoq_block_code_bytes(&st->q);
         double scales = blocks * (double)agoq_scale_elem_bytes(&st->q) * (agoq_has_zeros(&st->q) ? 2 : 1);
         if (scale_bytes) *scale_bytes = scales;

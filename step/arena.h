@@ -47,7 +47,7 @@ typedef struct {
     size_t peak_live_bytes;   /* largest live_bytes */
     size_t live_by_class[AGOQ_MEM_CLASS_COUNT];
     size_t at_peak_by_class[AGOQ_MEM_CLASS_COUNT]; /* live_by_class when peak_live_bytes was set */
-    double saved_by_role[AGOQ_ROLE_COUNT];           /* cumulative SAVED bytes ever allocated, per role */
+    double saved_by_role[AGOQ_ROLE_COUNT];           /* SAVED bytes ever allocated (or retagged) per role, role >= 0 */
     agoq_arena_block *live;   /* live blocks sorted by offset */
     size_t nlive, cap_live;
     size_t nallocs;           /* allocations made */
@@ -58,6 +58,9 @@ int agoq_arena_init(agoq_arena *a, void *base, size_t capacity);
 void agoq_arena_release(agoq_arena *a); /* frees the bookkeeping, not base */
 void *agoq_arena_alloc(agoq_arena *a, size_t bytes, agoq_mem_class cls, int role, int layer, const char *label);
 int agoq_arena_free(agoq_arena *a, void *p);
+/* Changes the class/role/layer of a live allocation (a layer's output that becomes the next
+ * layer's saved input, say); the per-class and per-role counts move with it. 0 or -1. */
+int agoq_arena_retag(agoq_arena *a, void *p, agoq_mem_class cls, int role, int layer);
 /* Fragmentation at the high-water mark: high_water - peak_live_bytes. */
 static inline size_t agoq_arena_fragmentation(const agoq_arena *a) {
     return a->high_water > a->peak_live_bytes ? a->high_water - a->peak_live_bytes : 0;

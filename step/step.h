@@ -46,6 +46,8 @@ typedef struct {
     agoq_model_card card;  /* a copy; card.layers = layers * pp so the memory model's stage has `layers` */
     agoq_mem_setup ms;     /* ms.model = &card after agoq_step_config_fix; policy, layout, seq, b, m */
     long layers;           /* decoder layers in the stack (this stage's, or fewer) */
+    int stage;             /* pipeline stage (0-based): 1F1B holds min(pp - stage, micro_batches)
+                              micro-batches in flight, and DBCA-PP picks this stage's widths */
     int reps, warmup;      /* timed steps, untimed steps before them */
     double budget_bytes;   /* arena capacity; 0 = the dry run's exact need (plus nothing) */
     int grad_error;        /* also run bf16 store-all on the same weights and data; compare grads */
@@ -69,6 +71,8 @@ typedef struct {
     int layer;
     agoq_param_kind kind;
     double snr_db, rel_err, max_abs_err; /* vs bf16 store-all, over the tensor's elements */
+    double ref_rel_spread, ref_max_abs_spread; /* store-all vs itself, run twice: the library's
+                                                  run-to-run spread (0 when deterministic) */
 } agoq_step_grad_err;
 
 typedef struct {
@@ -80,7 +84,8 @@ typedef struct {
     double mfu;             /* model_tflops / peak_tflops */
     double peak_tflops;     /* dense bf16 peak used (from the device name; 989.4 for H100/H200 SXM) */
     double recomputed_layers;
-    double loss;            /* mean over tokens of sum_j out[t, j] * dY[t, j] of the last step */
+    double fwd_flops, bwd_flops; /* one layer, one micro-batch (model FLOPs) */
+    double attn_workspace_bytes;  /* cuDNN's workspace (0 in a dry run: not known without a GPU) */
     /* memory (bytes) */
     double arena_bytes;     /* the arena's capacity */
     double peak_bytes;      /* arena high-water mark */
@@ -88,7 +93,8 @@ typedef struct {
     double cuda_used_bytes; /* cudaMemGetInfo used after the steps (context + libraries + arena) */
     double cuda_context_bytes; /* cudaMemGetInfo used before the arena was allocated */
     double at_peak[AGOQ_MEM_CLASS_COUNT];  /* live bytes per class at the peak */
-    double saved_activation_bytes;         /* saved activations of all layers of one micro-batch */
+    double saved_activation_bytes;         /* saved activations of all layers of one micro-batch
+                                              (recomputed layers: their checkpointed input) */
     double saved_by_role[AGOQ_ROLE_COUNT]; /* per layer, one micro-batch, as allocated */
     double model_saved_by_role[AGOQ_ROLE_COUNT]; /* the memory model's prediction of the same */
     agoq_mem_breakdown model;              /* the memory model's breakdown of the same setup */

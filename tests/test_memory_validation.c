@@ -37,7 +37,7 @@ static double model_bytes(const cJSON *r) {
     agoq_mem_setup_default(&ms, &m);
     ms.par.micro_batch = (long)num(r, "b");
     ms.par.seq = (long)num(r, "s");
-    ms.impl = (agoq_layer_impl){flag(r, "flash_attn"), flag(r, "fused_norm"), flag(r, "gqa_repeat")};
+    ms.impl = (agoq_layer_impl){flag(r, "flash_attn"), flag(r, "fused_norm"), flag(r, "gqa_repeat"), 0, 0};
     return agoq_layer_act_bytes(&ms, 0, NULL, NULL);
 }
 

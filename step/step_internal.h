@@ -1,0 +1,107 @@
+/* Internals of the step engine shared by its files (plan.c, engine.c, layer.c, optim.c):
+ * the plan (shapes, stores, FLOPs), the engine state and the saved tensors of a layer.
+ * Not for use outside step/. */
+#ifndef AGOQ_STEP_INTERNAL_H
+#define AGOQ_STEP_INTERNAL_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/attn/attn.h"
+#include "kernels/blaslt/blaslt.h"
+#include "kernels/fused.h"
+#include "kernels/quant_cuda.h"
+#include "kernels/rope/rope.h"
+#include "step/step.h"
+
+/* Shapes of one rank's layer (tokens T = b * s) and what each role stores. */
+typedef struct {
+    long b, s, T, h, d, a, kv, F, AD, QKVN, L, m, inflight, recompute_layers;
+    agoq_store st[AGOQ_ROLE_COUNT];
+    int has[AGOQ_ROLE_COUNT];
+    double model_by_role[AGOQ_ROLE_COUNT]; /* the memory model's bytes per role (one layer, one micro-batch) */
+    long prow[AGOQ_PARAM_COUNT], pcol[AGOQ_PARAM_COUNT];
+    size_t pelems[AGOQ_PARAM_COUNT], layer_params;
+    double fwd_flops, bwd_flops;
+} step_plan;
+
+int step_plan_make(const agoq_step_config *c, step_plan *pl);
+
+/* One saved tensor: bf16 (bf), quantized row-blocked (q, its planes), or nothing. */
+typedef struct {
+    uint16_t *bf;
+    agoq_dqt q;
+    int quant;
+} step_saved;
+
+/* What one layer keeps between its forward and its backward for one micro-batch. */
+typedef struct {
+    int recomputed;    /* full recomputation: only ckpt (the bf16 layer input) is kept */
+    uint16_t *ckpt;
+    step_saved x, y1, qkv, o, x2, y2, hh, a; /* norm1 in, QKV in, q|k|v, attn out, norm2 in, FFN1 in, FC1 out, FFN2 in */
+    float *lse;
+} step_layer_saved;
+
+typedef struct {
+    const agoq_step_config *cfg;
+    step_plan pl;
+    agoq_arena ar;
+    int dry;
+    void *stream;
+    agoq_fq fq[AGOQ_ROLE_COUNT]; /* device quantization parameters of the quantized roles */
+    agoq_lt *lt;
+    agoq_attn *attn;
+    void *lt_ws, *attn_ws;
+    size_t attn_ws_bytes;
+    /* per layer l, parameter k: bf16 weights, fp32 master, gradients, moments */
+    uint16_t **w;
+    float **master, **g32, **m32, **v32;
+    agoq_cuda_qtensor *g8, *mq, *vq;
+    unsigned char *grad_fresh; /* [L * PARAM_COUNT]: no gradient yet this step */
+    float *gtmp;               /* fp32 wgrad temporary (8-bit gradients) */
+    step_layer_saved *slots;   /* [inflight * L] */
+    /* accounting of the first forward of the first micro-batch */
+    int counting, count_layer;
+    double saved_by_role[AGOQ_ROLE_COUNT], saved_total;
+    double flops_done;         /* FLOPs executed in the last step (recomputation included) */
+    int adam_step;
+} step_engine;
+
+#define STEP_W(e, l, k) ((size_t)(l) * AGOQ_PARAM_COUNT + (size_t)(k))
+
+/* layer.c */
+int step_layer_fwd(step_engine *e, int l, step_layer_saved *S, uint16_t *x, int save, uint16_t **out);
+int step_layer_bwd(step_engine *e, int l, step_layer_saved *S, uint16_t *dout, uint16_t **dx);
+/* arena helpers (layer.c) */
+void *step_tmp(step_engine *e, size_t bytes, const char *label);
+void step_release(step_engine *e, void *p);
+/* optim.c: gradients and the optimizer */
+int step_grads_alloc(step_engine *e);
+int step_grad_wgrad(step_engine *e, int l, agoq_param_kind k, int M, int N, int K, const uint16_t *dY,
+                    const uint16_t *X);
+int step_grad_norm(step_engine *e, int l, agoq_param_kind k, const float *partial, int groups);
+int step_optimizer(step_engine *e);
+int step_grads_to_host(step_engine *e, float **host);
+
+/* GPU calls: compiled only in CUDA builds; a dry run skips them. */
+#if AGOQ_HAVE_CUDA
+#define STEP_GPU(e, call)                                                                          \
+    do {                                                                                           \
+        if (!(e)->dry && (call) != 0) return -1;                                                   \
+    } while (0)
+#define STEP_GPUV(e, call)                                                                         \
+    do {                                                                                           \
+        if (!(e)->dry) call;                                                                       \
+    } while (0)
+#else
+/* CPU builds: only dry runs; the call is type-checked but never evaluated or linked */
+#define STEP_GPU(e, call)                                                                          \
+    do {                                                                                           \
+        (void)sizeof((call), 0);                                                                   \
+        if (!(e)->dry) return agoq_error("step: built without CUDA"), -1;                           \
+    } while (0)
+#define STEP_GPUV(e, call)                                                                         \
+    do {                                                                                           \
+        (void)sizeof((call), 0);                                                                   \
+    } while (0)
+#endif
+#endif
