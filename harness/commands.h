@@ -10,4 +10,5 @@ int cmd_memory(int argc, char **argv);
 int cmd_bitalloc(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
 int cmd_train(int argc, char **argv);
+int cmd_step(int argc, char **argv);
 #endif

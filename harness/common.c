@@ -17,10 +17,23 @@ static void vreport(const char *fmt, va_list ap) {
     fputc('\n', stderr);
 }
 
+static char *g_capture;   /* agoq_error_capture's buffer, or NULL */
+static size_t g_capture_len;
+
+void agoq_error_capture(char *buf, size_t len) {
+    g_capture = buf && len ? buf : NULL;
+    g_capture_len = len;
+    if (g_capture) g_capture[0] = '\0';
+}
+
 void agoq_error(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vreport(fmt, ap);
+    if (g_capture) {
+        if (!g_capture[0]) vsnprintf(g_capture, g_capture_len, fmt, ap);
+    } else {
+        vreport(fmt, ap);
+    }
     va_end(ap);
 }
 

@@ -14,6 +14,10 @@ extern "C" {
 
 /* printf-style one-line error to stderr, prefixed "agoq: ". */
 void agoq_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Capture: while buf is set, agoq_error writes the first message (no prefix, no newline) into
+ * buf[len] instead of stderr, so a caller can re-report a library's one line with its own
+ * context (file, key). agoq_error_capture(NULL, 0) restores stderr. Not thread-safe. */
+void agoq_error_capture(char *buf, size_t len);
 /* agoq_error + exit(1): for setup failures in the CLI layer only. */
 void agoq_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 /* Progress on stderr unless quiet: "[label] done/total, elapsed, ETA". */

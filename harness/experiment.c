@@ -14,6 +14,7 @@ static const agoq_experiment_kind g_kinds[] = {
     {"bitalloc", agoq_exp_bitalloc, "per-stage bit widths under a memory budget (exact + greedy)"},
     {"simulate", agoq_exp_simulate, "step time at scale from measured calibration (simulated)"},
     {"train", agoq_exp_train, "small LLaMA-style model trained under activation/gradient policies"},
+    {"step", agoq_exp_step, "measured training step of LLaMA layers on one GPU per policy (or its dry plan)"},
 };
 
 const agoq_experiment_kind *agoq_experiment_kinds(int *count) {

@@ -57,6 +57,7 @@ int agoq_exp_memory(const agoq_run_ctx *ctx, const cJSON *config, agoq_results *
 int agoq_exp_bitalloc(const agoq_run_ctx *ctx, const cJSON *config, agoq_results *res);
 int agoq_exp_simulate(const agoq_run_ctx *ctx, const cJSON *config, agoq_results *res);
 int agoq_exp_train(const agoq_run_ctx *ctx, const cJSON *config, agoq_results *res);
+int agoq_exp_step(const agoq_run_ctx *ctx, const cJSON *config, agoq_results *res);
 
 void results_set_source(agoq_results *r, const char *source); /* "measured" | "simulated" */
 

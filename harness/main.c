@@ -20,6 +20,7 @@ static const struct {
     {"bitalloc", cmd_bitalloc, "choose per-stage bit widths under a memory budget"},
     {"simulate", cmd_simulate, "step-time simulator at scale (simulated results)"},
     {"train", cmd_train, "train a small LLaMA-style model under quantization policies"},
+    {"step", cmd_step, "measured training step of LLaMA layers on one GPU: policies side by side"},
 };
 
 static void usage(FILE *f) {

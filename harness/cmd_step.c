@@ -1,0 +1,515 @@
+/* agoq step: a measured training step of a stack of LLaMA decoder layers on one GPU (the step
+ * engine, step/step.h), policies side by side (experiment kind "step"). Every record is a real
+ * forward + backward + optimizer step ("source": "measured": CUDA-event times, the arena's
+ * exact high-water mark), or with "dry": true the step's exact allocation plan without a GPU
+ * ("source": "simulated": every allocation of the real step, no kernel, no timing).
+ *
+ * config keys (defaults in brackets; a list key takes one value or an array, one point each):
+ *   model ["llama2-7b"]  card name(s) (models/<name>.json); list: one point per model
+ *   layers [4]       decoder layers in the stack (this stage's, or fewer)
+ *   tp [1]           tensor-parallel degree (list): per-rank shapes; communication omitted
+ *   pp [1] stage [0] pipeline stages and which one: 1F1B holds min(pp - stage, micro_batches)
+ *                    micro-batches in flight
+ *   seq [4096]       tokens per sequence (list: one point per value)
+ *   micro_batch [1]  sequences per micro-batch     micro_batches [1]  gradient accumulation
+ *   rope_base [10000] norm_eps [1e-5]   (model cards carry no RoPE base: LLaMA-3 wants 500000)
+ *   reps [5] warmup [2]   timed steps, untimed steps before them
+ *   seed [the experiment seed]  weights, stage inputs and output gradients
+ *   grad_error [false]  also the gradient error of every run against bf16 store-all on the same
+ *                    weights and data (grad_errors per layer and parameter; measured runs only)
+ *   dry [false]      the allocation plan only (no GPU): records "source": "simulated", no timing
+ *   budget_gb [0 = none]  device memory budget, checked against each run's dry-run need
+ *                    (cuDNN's workspace, known only on the GPU, comes on top)
+ *   fit ["error"]    a run over the budget: "error" (names the smallest need at that point,
+ *                    nothing runs) or "record" (a record with "fits": false, the sweep goes on)
+ *   runs [["bf16", "recompute", "agoq"]]  each a preset name: bf16 (store-all), recompute (bf16 +
+ *                    Megatron full recomputation of every layer), selective (bf16 +
+ *                    recompute_attn_core), coat, agoq, int8, int4, agoq_balanced; or an object
+ *                    {"name", "policy": memory-model policy (default: the preset of that name),
+ *                     "recompute_layers": k | -1 (all) | "min_fit" (fewest layers whose dry-run
+ *                     need fits budget_gb), "selective": bool,
+ *                     "store": {ROLE: STORE} with ROLE norm_in, qkv_in, attention, ffn1_in,
+ *                     fc1_out, ffn2_in and STORE native, recompute, <format>[/<block>],
+ *                     "grad": "fp32" | <format>[/<block>], "moments": "fp32" | <format>[/<block>]}
+ * Records: one per (model, tp, seq, run); fields in docs/step.md. Ratios against the runs named
+ * "bf16" and "recompute" at the same point when the sweep has them. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/cmdline.h"
+#include "harness/commands.h"
+#include "harness/common.h"
+#include "harness/qspec.h"
+#include "harness/step_cfg.h"
+#if AGOQ_HAVE_CUDA
+#include "kernels/attn/attn.h"
+#endif
+
+#define DRY_NOTE                                                                                                      \
+    "dry run: the exact allocation plan of the real step (every arena allocation, no kernel, no GPU); cuDNN's "    \
+    "attention workspace is not included (known only on a GPU); no timing"
+
+/* 0 when a real step can run here (a GPU and cuDNN's flash attention); else -1 and why. */
+static int step_ready(char *why, size_t len, char *what, size_t wlen) {
+    char r[256];
+    if (agoq_cuda_devices(r, sizeof r) <= 0) {
+        snprintf(why, len, "no GPU: %s", r);
+        return -1;
+    }
+#if AGOQ_HAVE_CUDA
+    if (agoq_attn_available(r, sizeof r)) {
+        snprintf(why, len, "cuDNN flash attention unavailable: %s", r);
+        return -1;
+    }
+    agoq_gpu_info gi;
+    if (agoq_gpu_query(0, &gi)) gi.name[0] = '\0';
+    snprintf(what, wlen, "GPU %s, cuDNN %ld", gi.name, agoq_attn_cudnn_version());
+#endif
+    return 0;
+}
+
+/* One (model, tp, seq, run) of the sweep. */
+typedef struct {
+    size_t ci, ri;
+    long tp, seq;
+    long k;               /* fully recomputed layers the run uses (-1: all) */
+    int fits;             /* 1 without a budget */
+    double need;          /* the dry run's arena need, bytes */
+    agoq_step_result dry; /* the dry run at k */
+} step_point;
+
+/* Dry run of one run at k layers; the engine's one-line error into why. */
+static int dry_run(const step_exp *x, const step_point *p, long k, agoq_step_result *res, char *why, size_t len) {
+    agoq_step_config *c = malloc(sizeof *c);
+    if (!c) return snprintf(why, len, "out of host memory"), -1;
+    step_exp_config(x, p->ci, p->tp, p->seq, &x->runs[p->ri], k, 1, c);
+    c->dry = 1;
+    agoq_error_capture(why, len);
+    int rc = agoq_step_run(c, res);
+    agoq_error_capture(NULL, 0);
+    free(c);
+    return rc;
+}
+
+static void point_label(const step_exp *x, const step_point *p, char *buf, size_t len) {
+    snprintf(buf, len, "run '%s', %s, tp %ld, seq %ld", x->runs[p->ri].name, x->cards[p->ci].name, p->tp, p->seq);
+}
+
+/* The dry runs of every point (and min_fit's search): checks the whole sweep before anything
+ * is measured. Fills pts[n_runs per point]. 0 or -1 after one line naming the key. */
+static int plan_point(const agoq_run_ctx *ctx, const step_exp *x, step_point *pts) {
+    jconf c = ctx->where;
+    char why[512], lab[160];
+    const double budget = x->budget_gb * 1e9;
+    { /* the layout alone (tp, pp, stage, layers, seq against the card), as bf16 store-all */
+        agoq_step_config *cfg = malloc(sizeof *cfg);
+        step_run_spec bf;
+        memset(&bf, 0, sizeof bf);
+        agoq_policy_by_name("bf16", &bf.pol);
+        bf.pol.grad.kind = AGOQ_STORE_FP32;
+        if (!cfg) return agoq_error("step: out of host memory"), -1;
+        step_exp_config(x, pts[0].ci, pts[0].tp, pts[0].seq, &bf, 0, 1, cfg);
+        agoq_error_capture(why, sizeof why);
+        int rc = agoq_step_config_fix(cfg);
+        agoq_error_capture(NULL, 0);
+        free(cfg);
+        if (rc) {
+            agoq_error("%s: key '%s' (%s, tp %ld, seq %ld): %s", c.file, c.prefix, x->cards[pts[0].ci].name, pts[0].tp,
+                       pts[0].seq, why);
+            return -1;
+        }
+    }
+    size_t smallest = 0;
+    for (size_t ri = 0; ri < x->nruns; ri++) {
+        step_point *p = &pts[ri];
+        const step_run_spec *r = &x->runs[ri];
+        long k = r->min_fit ? 0 : r->recompute_layers, last = r->min_fit ? x->layers : k;
+        for (;; k++) {
+            agoq_step_result_free(&p->dry);
+            if (dry_run(x, p, k, &p->dry, why, sizeof why)) {
+                point_label(x, p, lab, sizeof lab);
+                agoq_error("%s: key '%s.runs[%zu]' (%s): %s", c.file, c.prefix, ri, lab, why);
+                return -1;
+            }
+            p->k = k;
+            p->need = p->dry.peak_bytes;
+            p->fits = budget <= 0 || p->need <= budget;
+            if (p->fits || k >= last) break;
+        }
+        if (p->need < pts[smallest].need) smallest = ri;
+    }
+    for (size_t ri = 0; ri < x->nruns && !x->fit_record; ri++)
+        if (!pts[ri].fits) {
+            char best[160];
+            point_label(x, &pts[ri], lab, sizeof lab);
+            point_label(x, &pts[smallest], best, sizeof best);
+            agoq_error("%s: key '%s.budget_gb': %s needs %.3f GB, over the budget of %g GB; the smallest need at this "
+                       "point is %.3f GB (%s)%s",
+                       c.file, c.prefix, lab, pts[ri].need / 1e9, x->budget_gb, pts[smallest].need / 1e9, best,
+                       pts[smallest].fits ? "" : ": no run fits");
+            return -1;
+        }
+    return 0;
+}
+
+static void add_str(cJSON *o, const char *k, const char *v) { cJSON_AddStringToObject(o, k, v); }
+
+/* Fields every record has: what ran. */
+static cJSON *record_head(agoq_results *res, const step_exp *x, const step_point *p, const char *source) {
+    const step_run_spec *r = &x->runs[p->ri];
+    cJSON *o = results_add_record(res);
+    add_str(o, "name", r->name);
+    add_str(o, "policy", agoq_policy_name(r->pol.id));
+    add_str(o, "model", x->cards[p->ci].name);
+    add_str(o, "source", source);
+    const struct { const char *k; double v; } f[] = {
+        {"tp", (double)p->tp}, {"pp", (double)x->pp}, {"stage", (double)x->stage}, {"layers", (double)x->layers},
+        {"seq", (double)p->seq}, {"micro_batch", (double)x->micro_batch}, {"micro_batches", (double)x->micro_batches},
+        {"recomputed_layers", p->dry.recomputed_layers}, {"needed_bytes", p->need},
+    };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) results_num(o, f[i].k, f[i].v);
+    cJSON_AddBoolToObject(o, "selective", r->selective);
+    add_str(o, "comm", "omitted");
+    if (x->budget_gb > 0) {
+        results_num(o, "budget_bytes", x->budget_gb * 1e9);
+        cJSON_AddBoolToObject(o, "fits", p->fits);
+    }
+    return o;
+}
+
+/* Stores, saved bytes per role (engine and model), the at-peak breakdown, the model's total. */
+static void record_memory(cJSON *o, const step_exp *x, const step_point *p, const agoq_step_result *r) {
+    agoq_step_config *c = malloc(sizeof *c);
+    agoq_layer_entry *e = malloc(AGOQ_INVENTORY_MAX * sizeof *e);
+    int n = -1;
+    if (c && e) {
+        step_exp_config(x, p->ci, p->tp, p->seq, &x->runs[p->ri], p->k, 1, c);
+        if (agoq_step_config_fix(c) == 0) n = agoq_layer_entries(&c->ms, c->stage, e);
+    }
+    cJSON *stores = cJSON_AddObjectToObject(o, "stores"), *sb = cJSON_AddObjectToObject(o, "saved_by_role"),
+          *mb = cJSON_AddObjectToObject(o, "model_saved_by_role");
+    char buf[48];
+    for (int i = 0; i < n; i++) {
+        const char *role = agoq_role_name(e[i].t.role);
+        if (e[i].t.alias_of < 0 && !cJSON_GetObjectItemCaseSensitive(stores, role))
+            add_str(stores, role, agoq_store_label(&e[i].store, buf, sizeof buf));
+        if (!cJSON_GetObjectItemCaseSensitive(sb, role)) {
+            results_num(sb, role, r->saved_by_role[e[i].t.role]);
+            results_num(mb, role, r->model_saved_by_role[e[i].t.role]);
+        }
+    }
+    add_str(o, "grad", agoq_store_label(&x->runs[p->ri].pol.grad, buf, sizeof buf));
+    add_str(o, "moments", agoq_store_label(&x->runs[p->ri].pol.moments, buf, sizeof buf));
+    free(c);
+    free(e);
+    results_num(o, "inflight", r->model.inflight);
+    results_num(o, "peak_bytes", r->peak_bytes);
+    results_num(o, "peak_live_bytes", r->peak_live_bytes);
+    results_num(o, "arena_bytes", r->arena_bytes);
+    for (int k = 0; k < AGOQ_MEM_CLASS_COUNT; k++) {
+        char key[32];
+        snprintf(key, sizeof key, "%s_bytes", agoq_mem_class_name((agoq_mem_class)k));
+        results_num(o, key, r->at_peak[k]);
+    }
+    results_num(o, "saved_activation_bytes", r->saved_activation_bytes);
+    cJSON_AddItemToObject(o, "memory_model", agoq_mem_breakdown_json(&r->model));
+    results_num(o, "model_total_bytes", r->model.total_bytes);
+    results_num(o, "peak_vs_model", r->model.total_bytes > 0 ? r->peak_bytes / r->model.total_bytes : NAN);
+    results_num(o, "fwd_flops", r->fwd_flops);
+    results_num(o, "bwd_flops", r->bwd_flops);
+}
+
+static void record_time(cJSON *o, const agoq_step_result *r) {
+    const struct { const char *k; double v; } f[] = {
+        {"step_ms_min", r->step_ms_min},   {"step_ms", r->step_ms_median},     {"step_ms_max", r->step_ms_max},
+        {"tokens_per_s", r->tokens_per_s}, {"model_tflops", r->model_tflops}, {"hw_tflops", r->hw_tflops},
+        {"mfu", r->mfu},                   {"peak_tflops", r->peak_tflops},    {"cuda_used_bytes", r->cuda_used_bytes},
+        {"cuda_context_bytes", r->cuda_context_bytes}, {"attn_workspace_bytes", r->attn_workspace_bytes},
+    };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) results_num(o, f[i].k, f[i].v);
+    add_str(o, "gpu", r->gpu_name);
+    if (!r->grad_errs) return;
+    cJSON *a = cJSON_AddArrayToObject(o, "grad_errors");
+    for (size_t i = 0; i < r->ngrad_errs; i++) {
+        const agoq_step_grad_err *g = &r->grad_errs[i];
+        cJSON *e = cJSON_CreateObject();
+        results_num(e, "layer", g->layer);
+        add_str(e, "param", agoq_param_name(g->kind));
+        results_num(e, "snr_db", g->snr_db);
+        results_num(e, "rel_err", g->rel_err);
+        results_num(e, "max_abs_err", g->max_abs_err);
+        results_num(e, "ref_rel_spread", g->ref_rel_spread);
+        results_num(e, "ref_max_abs_spread", g->ref_max_abs_spread);
+        cJSON_AddItemToArray(a, e);
+    }
+}
+
+static double num(const cJSON *o, const char *k) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+static int same_point(const cJSON *a, const cJSON *b) {
+    return strcmp(cJSON_GetObjectItem(a, "model")->valuestring, cJSON_GetObjectItem(b, "model")->valuestring) == 0 &&
+           num(a, "tp") == num(b, "tp") && num(a, "seq") == num(b, "seq");
+}
+
+/* The record named `name` at the same point as o, if it ran (fits). */
+static const cJSON *reference(const agoq_results *res, const cJSON *o, const char *name) {
+    const cJSON *r;
+    cJSON_ArrayForEach(r, res->records) {
+        if (strcmp(cJSON_GetObjectItem(r, "name")->valuestring, name) || !same_point(r, o)) continue;
+        return cJSON_IsFalse(cJSON_GetObjectItem(r, "fits")) ? NULL : r;
+    }
+    return NULL;
+}
+
+static void ratio(cJSON *o, const cJSON *ref, const char *key, const char *field) {
+    double a = num(o, field), b = num(ref, field);
+    if (isfinite(a) && isfinite(b) && b > 0) results_num(o, key, a / b);
+}
+
+/* time/saved/peak ratios against "bf16" and "recompute" at the same point. */
+static void add_ratios(agoq_results *res) {
+    cJSON *o;
+    cJSON_ArrayForEach(o, res->records) {
+        if (cJSON_IsFalse(cJSON_GetObjectItem(o, "fits"))) continue;
+        const cJSON *bf = reference(res, o, "bf16"), *rc = reference(res, o, "recompute");
+        if (bf) {
+            ratio(o, bf, "time_vs_bf16", "step_ms");
+            ratio(o, bf, "saved_vs_bf16", "saved_activation_bytes");
+            ratio(o, bf, "peak_vs_bf16", "peak_bytes");
+        }
+        if (rc) {
+            ratio(o, rc, "time_vs_recompute", "step_ms");
+            ratio(o, rc, "peak_vs_recompute", "peak_bytes");
+        }
+    }
+}
+
+static void table_row(const step_exp *x, const step_point *p, const agoq_step_result *r) {
+    printf("  %-14s %-13s %-11s %3ld %6ld %3ld", x->runs[p->ri].name, agoq_policy_name(x->runs[p->ri].pol.id),
+           x->cards[p->ci].name, p->tp, p->seq, p->k < 0 ? x->layers : p->k);
+    if (!r) printf("  needs %.3f GB: over the budget of %g GB\n", p->need / 1e9, x->budget_gb);
+    else if (x->dry) printf(" %9.3f %9.3f %9s %10s %6s\n", r->peak_bytes / 1e9, r->saved_activation_bytes / 1e9, "-", "-", "-");
+    else printf(" %9.3f %9.3f %9.2f %10.0f %6.3f\n", r->peak_bytes / 1e9, r->saved_activation_bytes / 1e9,
+                r->step_ms_median, r->tokens_per_s, r->mfu);
+    fflush(stdout);
+}
+
+/* Runs (or records the dry plan of) every point. */
+static int run_points(const agoq_run_ctx *ctx, const step_exp *x, step_point *pts, size_t npts, agoq_results *res) {
+    const double t0 = agoq_now_s();
+    for (size_t i = 0; i < npts; i++) {
+        step_point *p = &pts[i];
+        if (!p->fits) {
+            record_head(res, x, p, x->dry ? "simulated" : "measured");
+            table_row(x, p, NULL);
+            continue;
+        }
+        if (x->dry) {
+            cJSON *o = record_head(res, x, p, "simulated");
+            add_str(o, "note", DRY_NOTE);
+            record_memory(o, x, p, &p->dry);
+            table_row(x, p, &p->dry);
+            continue;
+        }
+        char lab[160];
+        point_label(x, p, lab, sizeof lab);
+        if (!ctx->quiet)
+            fprintf(stderr, "step: [%zu/%zu] %s, %ld recomputed layers, %.1f s elapsed\n", i + 1, npts, lab,
+                    p->k < 0 ? x->layers : p->k, agoq_now_s() - t0);
+        agoq_step_config *c = malloc(sizeof *c);
+        agoq_step_result r;
+        memset(&r, 0, sizeof r);
+        if (!c) return agoq_error("step: out of host memory"), -1;
+        step_exp_config(x, p->ci, p->tp, p->seq, &x->runs[p->ri], p->k, ctx->quiet, c);
+        int rc = agoq_step_run(c, &r);
+        free(c);
+        if (rc) {
+            agoq_error("%s: %s: the step failed (above)", ctx->where.file, lab);
+            agoq_step_result_free(&r);
+            return -1;
+        }
+        cJSON *o = record_head(res, x, p, "measured");
+        record_memory(o, x, p, &r);
+        record_time(o, &r);
+        table_row(x, p, &r);
+        agoq_step_result_free(&r);
+    }
+    return 0;
+}
+
+int agoq_exp_step(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *res) {
+    step_exp *x = malloc(sizeof *x);
+    step_point *pts = NULL;
+    size_t npts = 0;
+    int rc = -1;
+    if (!x || step_exp_parse(ctx, cfg, x)) goto done;
+    npts = x->ncards * x->ntp * x->nseq * x->nruns;
+    pts = calloc(npts, sizeof *pts);
+    if (!pts) goto done;
+    size_t i = 0;
+    for (size_t ci = 0; ci < x->ncards; ci++)
+        for (size_t ti = 0; ti < x->ntp; ti++)
+            for (size_t si = 0; si < x->nseq; si++) {
+                for (size_t ri = 0; ri < x->nruns; ri++)
+                    pts[i + ri] = (step_point){.ci = ci, .ri = ri, .tp = x->tp[ti], .seq = x->seq[si]};
+                if (plan_point(ctx, x, &pts[i])) goto done;
+                i += x->nruns;
+            }
+    char why[512], what[512] = "";
+    if (!x->dry && step_ready(why, sizeof why, what, sizeof what)) {
+        agoq_error("%s: key '%s.dry': false, but the step cannot run here: %s (\"dry\": true plans it without a GPU)",
+                   ctx->where.file, ctx->where.prefix, why);
+        goto done;
+    }
+    if (x->dry) {
+        results_set_source(res, "simulated");
+    } else {
+        agoq_gpu_info gi;
+        if (agoq_gpu_query(0, &gi) == 0) results_set_gpu(res, agoq_gpu_json(&gi));
+        if (!ctx->quiet) fprintf(stderr, "step: %s; %zu runs\n", what, npts);
+    }
+    printf("# %-14s %-13s %-11s %3s %6s %3s %9s %9s %9s %10s %6s%s\n", "name", "policy", "model", "tp", "seq", "rl",
+           "peak_GB", "saved_GB", "step_ms", "tokens/s", "mfu", x->dry ? "   (dry: allocation plan, no timing)" : "");
+    rc = run_points(ctx, x, pts, npts, res);
+    if (rc == 0) add_ratios(res);
+done:
+    for (size_t j = 0; j < npts; j++) agoq_step_result_free(&pts[j].dry);
+    free(pts);
+    free(x);
+    return rc;
+}
+
+/* ---- the subcommand ----------------------------------------------------------------------- */
+
+static void help(void) {
+    printf("usage: agoq step [options]      (or: agoq run experiments/step_*.json)\n"
+           "A measured training step (forward, backward, AdamW) of a stack of LLaMA decoder layers on\n"
+           "one GPU, bf16 with fp32 accumulation, cuBLASLt GEMMs and cuDNN flash attention; activations\n"
+           "really stored as each policy says (bf16, FP8, packed k-bit codes + scales, or recomputed) in\n"
+           "one arena whose high-water mark is the peak. TP/PP communication is not run (\"comm\": \"omitted\").\n"
+           "  --model NAME[,..]     model card(s): %s (default llama2-7b)\n"
+           "  --layers N            decoder layers in the stack (4)\n"
+           "  --tp N[,..] --pp N --stage I   per-rank shapes, pipeline stage (1, 1, 0)\n"
+           "  --seq N[,..]          tokens per sequence, K suffix allowed (4096)\n"
+           "  --mbs N --microbatches N       sequences per micro-batch, micro-batches per step (1, 1)\n"
+           "  --runs a,b            runs (default bf16,recompute,agoq): %s\n"
+           "  --reps N (-n) --warmup N (-w)  timed steps, untimed steps first (5, 2)\n"
+           "  --grad-error          gradient error of each run vs bf16 store-all (same weights, data)\n"
+           "  --dry                 the allocation plan only, no GPU (records marked simulated)\n"
+           "  --budget GB --fit error|record  device budget: over it an error, or a \"fits\": false record\n"
+           "  --rope-base X --norm-eps X      RoPE base (10000), RMSNorm epsilon (1e-5)\n"
+           "  --check               exit 0 if a GPU and cuDNN are usable here, else say why, exit 1\n"
+           "config keys (experiment files, kind \"step\"): model, layers, tp, pp, stage, seq, micro_batch,\n"
+           "micro_batches, rope_base, norm_eps, reps, warmup, seed, grad_error, dry, budget_gb, fit, runs;\n"
+           "a run is a preset name or {\"name\", \"policy\" (%s), \"recompute_layers\": k|-1|\"min_fit\",\n"
+           "\"selective\": bool, \"store\": {ROLE: STORE}, \"grad\": \"fp32\"|FORMAT, \"moments\": \"fp32\"|FORMAT};\n"
+           "ROLE: norm_in, qkv_in, attention, ffn1_in, fc1_out, ffn2_in; STORE: native, recompute,\n"
+           "<format>[/<block>] (docs/step.md has the records and an example).\n" AGOQ_COMMON_HELP,
+           agoq_model_names(), step_preset_names(), agoq_policy_names());
+}
+
+static int check(void) {
+    char why[512], what[512] = "";
+    if (step_ready(why, sizeof why, what, sizeof what)) {
+        agoq_error("step --check: %s", why);
+        return 1;
+    }
+    printf("agoq step --check: ready: %s\n", what);
+    return 0;
+}
+
+static void set_key(cJSON *cfg, const char *key, cJSON *item) {
+    cJSON_DeleteItemFromObjectCaseSensitive(cfg, key);
+    cJSON_AddItemToObject(cfg, key, item);
+}
+
+int cmd_step(int argc, char **argv) {
+    enum { O_MODEL = AGOQ_OPT_FIRST_PRIVATE, O_LAYERS, O_TP, O_PP, O_STAGE, O_SEQ, O_MBS, O_MICRO, O_RUNS, O_REPS,
+           O_WARMUP, O_GRADERR, O_DRY, O_BUDGET, O_FIT, O_ROPE, O_EPS, O_CHECK };
+    static const struct option longopts[] = {
+        AGOQ_COMMON_LONGOPTS, {"model", required_argument, 0, O_MODEL}, {"layers", required_argument, 0, O_LAYERS},
+        {"tp", required_argument, 0, O_TP}, {"pp", required_argument, 0, O_PP}, {"stage", required_argument, 0, O_STAGE},
+        {"seq", required_argument, 0, O_SEQ}, {"mbs", required_argument, 0, O_MBS},
+        {"microbatches", required_argument, 0, O_MICRO}, {"runs", required_argument, 0, O_RUNS},
+        {"reps", required_argument, 0, O_REPS}, {"warmup", required_argument, 0, O_WARMUP},
+        {"grad-error", no_argument, 0, O_GRADERR}, {"dry", no_argument, 0, O_DRY},
+        {"budget", required_argument, 0, O_BUDGET}, {"fit", required_argument, 0, O_FIT},
+        {"rope-base", required_argument, 0, O_ROPE}, {"norm-eps", required_argument, 0, O_EPS},
+        {"check", no_argument, 0, O_CHECK}, {0, 0, 0, 0}};
+    agoq_common_opts o;
+    agoq_common_init(&o, "step");
+    cJSON *cfg = cJSON_CreateObject();
+    int c, bad = 0, want_check = 0;
+    while (!bad && (c = getopt_long(argc, argv, AGOQ_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
+        const char *intkey = NULL, *numkey = NULL, *listkey = NULL;
+        double v;
+        switch (c) {
+        case 'n': case O_REPS: intkey = "reps"; break;
+        case 'w': case O_WARMUP: intkey = "warmup"; break;
+        case 'b': case 'e': case 'f':
+            agoq_error("step: -%c does not apply (sizes come from the model card and --seq)", c);
+            bad = 2;
+            break;
+        case O_MODEL: set_key(cfg, "model", agoq_csv_strings(optarg)); break;
+        case O_RUNS: set_key(cfg, "runs", agoq_csv_strings(optarg)); break;
+        case O_FIT: set_key(cfg, "fit", cJSON_CreateString(optarg)); break;
+        case O_LAYERS: intkey = "layers"; break;
+        case O_PP: intkey = "pp"; break;
+        case O_STAGE: intkey = "stage"; break;
+        case O_MBS: intkey = "micro_batch"; break;
+        case O_MICRO: intkey = "micro_batches"; break;
+        case O_TP: listkey = "tp"; break;
+        case O_SEQ: listkey = "seq"; break;
+        case O_BUDGET: numkey = "budget_gb"; break;
+        case O_ROPE: numkey = "rope_base"; break;
+        case O_EPS: numkey = "norm_eps"; break;
+        case O_GRADERR: set_key(cfg, "grad_error", cJSON_CreateTrue()); break;
+        case O_DRY: set_key(cfg, "dry", cJSON_CreateTrue()); break;
+        case O_CHECK: want_check = 1; break;
+        default: {
+            int r = agoq_common_opt(&o, c, optarg);
+            if (r < 0) bad = 2;
+            else if (r == 0) bad = agoq_cmd_usage_error("step");
+        }
+        }
+        if (intkey) {
+            long l;
+            if (cli_long_arg("step", argv[optind - 1], optarg, 0, 1L << 30, &l)) bad = 2;
+            else set_key(cfg, intkey, cJSON_CreateNumber((double)l));
+        }
+        if (numkey) {
+            if (cli_double_arg("step", argv[optind - 1], optarg, &v)) bad = 2;
+            else set_key(cfg, numkey, cJSON_CreateNumber(v));
+        }
+        if (listkey) {
+            cJSON *a = agoq_csv_numbers(optarg);
+            if (!a) {
+                agoq_error("step: bad value '%s' for --%s (expect e.g. 4096,16K)", optarg, listkey);
+                bad = 2;
+            } else {
+                set_key(cfg, listkey, a);
+            }
+        }
+    }
+    if (!bad && o.help) { help(); bad = -1; }
+    if (!bad && want_check) bad = check() ? -2 : -1;
+    if (!bad && optind < argc) {
+        agoq_error("step: unexpected argument '%s'", argv[optind]);
+        bad = 2;
+    }
+    if (bad) {
+        cJSON_Delete(cfg);
+        cJSON_Delete(o.sweep);
+        return bad == -1 ? 0 : bad == -2 ? 1 : bad;
+    }
+    static const char *const tsv[] = {"name", "policy", "model", "tp", "seq", "recomputed_layers", "fits", "peak_bytes",
+                                      "saved_activation_bytes", "step_ms", "tokens_per_s", "mfu", "time_vs_bf16",
+                                      "peak_vs_bf16", "saved_vs_bf16", "time_vs_recompute", "peak_vs_recompute",
+                                      "needed_bytes"};
+    return agoq_cmd_execute(&o, "step", cfg, tsv, sizeof tsv / sizeof tsv[0], argc, argv);
+}

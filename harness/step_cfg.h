@@ -1,0 +1,57 @@
+/* The "step" experiment's configuration (keys documented in harness/cmd_step.c): parsed and
+ * checked key by key into a sweep of points (model x tp x seq) and runs (named policies with
+ * their recomputation and per-role storage), and turned into the engine's agoq_step_config
+ * (step/step.h) for one point and run. Errors name the file and the key, one line. */
+#ifndef AGOQ_STEP_CFG_H
+#define AGOQ_STEP_CFG_H
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "harness/experiment.h"
+#include "step/step.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define STEP_MAX_RUNS 16
+#define STEP_MAX_AXIS 16 /* values per swept key (model, tp, seq) */
+
+typedef struct {
+    char name[48];           /* the record's "name"; unique in the sweep */
+    agoq_policy pol;         /* the memory model's policy with the run's overrides (grad FP32 for
+                                policies whose default is native: Megatron's fp32 main gradients) */
+    long recompute_layers;   /* Megatron full recomputation: layers of the stack, -1 = all */
+    int min_fit;             /* recompute_layers "min_fit": fewest layers whose dry need fits */
+    int selective;           /* Megatron selective recomputation (recompute_attn_core) */
+} step_run_spec;
+
+typedef struct {
+    agoq_model_card cards[STEP_MAX_AXIS];
+    size_t ncards;
+    long tp[STEP_MAX_AXIS], seq[STEP_MAX_AXIS];
+    size_t ntp, nseq;
+    long layers, pp, stage, micro_batch, micro_batches, reps, warmup;
+    double rope_base, norm_eps;
+    double budget_gb;        /* 0: no budget */
+    int fit_record;          /* over budget: a "fits": false record (1) or an error (0) */
+    int grad_error, dry;
+    uint64_t seed;
+    step_run_spec runs[STEP_MAX_RUNS];
+    size_t nruns;
+} step_exp;
+
+/* Names of the preset runs, "bf16, recompute, ..." (for help and messages). */
+const char *step_preset_names(void);
+/* Parses and checks every key (unknown keys are errors); 0 or -1 after one line. */
+int step_exp_parse(const agoq_run_ctx *ctx, const cJSON *cfg, step_exp *x);
+/* The engine's configuration of point (cards[ci], tp, seq) and run r with k fully recomputed
+ * layers (-1 = all). Not yet checked: agoq_step_run checks it (agoq_step_config_fix). */
+void step_exp_config(const step_exp *x, size_t ci, long tp, long seq, const step_run_spec *r, long k, int quiet,
+                     agoq_step_config *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
