@@ -290,7 +290,7 @@ static void add_ratios(agoq_results *res) {
 }
 
 static void table_row(const step_exp *x, const step_point *p, const agoq_step_result *r) {
-    printf("  %-14s %-13s %-11s %3ld %6ld %3ld", x->runs[p->ri].name, agoq_policy_name(x->runs[p->ri].pol.id),
+    printf("  %-16s %-13s %-11s %3ld %6ld %3ld", x->runs[p->ri].name, agoq_policy_name(x->runs[p->ri].pol.id),
            x->cards[p->ci].name, p->tp, p->seq, p->k < 0 ? x->layers : p->k);
     if (!r) printf("  needs %.3f GB: over the budget of %g GB\n", p->need / 1e9, x->budget_gb);
     else if (x->dry) printf(" %9.3f %9.3f %9s %10s %6s\n", r->peak_bytes / 1e9, r->saved_activation_bytes / 1e9, "-", "-", "-");
@@ -373,7 +373,7 @@ int agoq_exp_step(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *res) 
         if (agoq_gpu_query(0, &gi) == 0) results_set_gpu(res, agoq_gpu_json(&gi));
         if (!ctx->quiet) fprintf(stderr, "step: %s; %zu runs\n", what, npts);
     }
-    printf("# %-14s %-13s %-11s %3s %6s %3s %9s %9s %9s %10s %6s%s\n", "name", "policy", "model", "tp", "seq", "rl",
+    printf("# %-16s %-13s %-11s %3s %6s %3s %9s %9s %9s %10s %6s%s\n", "name", "policy", "model", "tp", "seq", "rl",
            "peak_GB", "saved_GB", "step_ms", "tokens/s", "mfu", x->dry ? "   (dry: allocation plan, no timing)" : "");
     rc = run_points(ctx, x, pts, npts, res);
     if (rc == 0) add_ratios(res);
