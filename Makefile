@@ -1,6 +1,7 @@
 # agoq-bench build.
 #   make            build build/agoq (CPU backend always; CUDA + NCCL when nvcc is found)
-#   make run        the default experiment on the best backend -> results/default.json + .png
+#   make run        the default experiment on the best backend -> results/default.json + .png, then
+#                   (GPU + cuDNN) the measured step comparison experiments/step_quick.json
 #   make test       CPU test runner (what CI runs); SAN=1 adds address/undefined sanitizers
 #   make test-cuda  bit-exact CUDA-vs-reference tests (needs a GPU)
 #   make cuda-check compile every .cu for sm_90 (CI does this: CUDA code must not rot)
@@ -57,7 +58,7 @@ else
 CU_OBJS   :=
 endif
 
-.PHONY: all deps run test test-cuda cuda-check figures clean
+.PHONY: all deps run run-step test test-cuda cuda-check figures clean
 all: $(BUILD)/agoq
 
 deps:
@@ -98,6 +99,17 @@ run: | deps
 	$(BUILD)/agoq run experiments/default.json --backend auto --out results/default.json
 	gnuplot -e "in='results/default.tsv'; out='results/default.png'" plots/default.gp
 	@echo "wrote results/default.json results/default.tsv results/default.png"
+	@$(MAKE) --no-print-directory run-step
+
+# The measured step comparison of `make run` (experiments/step_quick.json): only where
+# `agoq step --check` finds a GPU and cuDNN; otherwise one line saying why it was skipped.
+run-step:
+	@if why=$$($(BUILD)/agoq step --check 2>&1); then \
+	  echo "make run: $$why"; \
+	  $(BUILD)/agoq run experiments/step_quick.json -q > results/step_quick.txt && \
+	  echo "make run: measured step, 2 LLaMA-2-7B layers, seq 4096 (results/step_quick.json):" && \
+	  awk -F'\t' '!/^#/ { printf "  %-10s peak %7.2f GB  %9.0f tokens/s\n", $$1, $$8 / 1e9, $$11 }' results/step_quick.tsv; \
+	else echo "make run: step comparison skipped: $${why#agoq: step --check: }"; fi
 
 test: | deps
 	@$(MAKE) --no-print-directory $(BUILD)/agoq $(BUILD)/agoq_test

@@ -40,11 +40,13 @@ entries=(
   "collectives_cpu_error|collectives_cpu_error|"
   "collectives_cpu_accumulate|collectives_cpu_accumulate|"
   "train|train|"
+  "step_dry|step|"
 )
 # Measured GPU results: results/h200/<name>.tsv is drawn by plots/<name>.gp, or by the script
 # of the first matching pattern here.
 measured_scripts=(
   "collectives*|collectives_gpu"
+  "step_*|step"
 )
 
 wanted() { # name -> 0 when it should run
