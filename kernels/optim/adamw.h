@@ -23,7 +23,12 @@ typedef struct {
     int step;
 } agoq_adamw_hp;
 
+/* w may be NULL (no working copy). */
 void agoq_adamw_ref(const agoq_adamw_hp *hp, float *p, const float *g, float *m, float *v, uint16_t *w, size_t n);
+/* bc1, bc2 of the header comment (host fp32; reference and CUDA entry point share it). */
+void agoq_adamw_bias_corr(const agoq_adamw_hp *hp, float *bc1, float *bc2);
+/* Sum of squares in double, in index order (reference of agoq_sumsq_cuda). */
+double agoq_sumsq_ref(const float *x, size_t n);
 int agoq_adamw_cuda(const agoq_adamw_hp *hp, float *p, const float *g, float *m, float *v, uint16_t *w, size_t n,
                     void *stream);
 /* Sum of squares of n fp32 values into *out (device fp32, overwritten), for gradient norms.
