@@ -165,6 +165,18 @@ int lt_matmul(agoq_lt *lt, const char *fn, int op, int M, int N, int K, const vo
                                &p->algo, lt->workspace, lt->workspace_bytes, (cudaStream_t)stream));
     return 0;
 }
+
+/* R [rows, cols] and out [rows, cols] bf16 share no byte (blaslt.h: in place is refused). */
+int r_overlaps(const char *fn, const uint16_t *R, const uint16_t *out, int rows, int cols) {
+    if (!R || !out || rows < 1 || cols < 1) return 0;
+    const uintptr_t bytes = (uintptr_t)rows * (uintptr_t)cols * 2u, r = (uintptr_t)R, o = (uintptr_t)out;
+    if (r < o + bytes && o < r + bytes) {
+        fprintf(stderr, "%s: R %p overlaps the output %p (%zu bytes each): in place is not supported\n", fn,
+                (const void *)R, (const void *)out, (size_t)bytes);
+        return 1;
+    }
+    return 0;
+}
 } // namespace
 
 extern "C" int agoq_lt_create(void *workspace, size_t workspace_bytes, agoq_lt **out) {
@@ -201,12 +213,14 @@ extern "C" int agoq_lt_plan_count(const agoq_lt *lt) {
 /* Y^T = W X^T (+ R^T): A = W, B = X, C = R. */
 extern "C" int agoq_lt_fwd(agoq_lt *lt, int M, int N, int K, const uint16_t *X, const uint16_t *W, const uint16_t *R,
                            uint16_t *Y, void *stream) {
+    if (r_overlaps("agoq_lt_fwd", R, Y, M, N)) return -1;
     return lt_matmul(lt, "agoq_lt_fwd", AGOQ_LT_FWD, M, N, K, W, X, R, Y, 0, R != NULL, stream);
 }
 
 /* dX^T = W^T dY^T (+ R^T): A = W, B = dY, C = R. */
 extern "C" int agoq_lt_dgrad(agoq_lt *lt, int M, int N, int K, const uint16_t *dY, const uint16_t *W,
                              const uint16_t *R, uint16_t *dX, void *stream) {
+    if (r_overlaps("agoq_lt_dgrad", R, dX, M, K)) return -1;
     return lt_matmul(lt, "agoq_lt_dgrad", AGOQ_LT_DGRAD, M, N, K, W, dY, R, dX, 0, R != NULL, stream);
 }
 

@@ -1,6 +1,7 @@
 /* GPU tests of kernels/blaslt (cuBLASLt linear ops) against agoq_linear_ref, at several shapes
  * (odd ones included), with and without R / accumulate, fp32 and bf16 out; the plan cache; the
- * argument checks. And a timing mode at LLaMA-2-7B layer shapes (bench_lt_llama7b, runs only
+ * argument checks (R overlapping the output is refused: the first H200 run found cuBLASLt's
+ * aligned kernels a few bf16 ulps off in place). And a timing mode at LLaMA-2-7B layer shapes (bench_lt_llama7b, runs only
  * with AGOQ_LT_BENCH=1).
  *
  * Bound per output element (ref = the double-accumulated reference, mag = sum |a||b| of its
@@ -52,7 +53,7 @@ static const int kShapes[][3] = {{64, 64, 64}, {128, 96, 256}, {256, 512, 1024},
                                  {200, 3, 1000}, {17, 1, 1}};
 
 /* One op at one shape: out (and ref) with c added when addc (R for fwd/dgrad, dW for wgrad). */
-static int run_case(agoq_lt *lt, int op, int M, int N, int K, int addc, int out_f32, int in_place, uint64_t seed) {
+static int run_case(agoq_lt *lt, int op, int M, int N, int K, int addc, int out_f32, uint64_t seed) {
     /* operand shapes per op: fwd A=X[M,K] B=W[N,K] out[M,N]; dgrad A=dY[M,N] B=W[N,K] out[M,K];
      * wgrad A=dY[M,N] B=X[M,K] out[N,K] */
     const size_t na = (size_t)M * (op == AGOQ_LT_FWD ? K : N);
@@ -74,10 +75,6 @@ static int run_case(agoq_lt *lt, int op, int M, int N, int K, int addc, int out_
                            NULL);
     } else {
         const uint16_t *R = addc ? dc16 : NULL;
-        if (in_place) { /* R == output: Y += X W^T */
-            agoq_fused_h2d(dout, c16, no * 2);
-            R = (const uint16_t *)dout;
-        }
         rc = op == AGOQ_LT_FWD ? agoq_lt_fwd(lt, M, N, K, da, db, R, (uint16_t *)dout, NULL)
                                : agoq_lt_dgrad(lt, M, N, K, da, db, R, (uint16_t *)dout, NULL);
     }
@@ -89,8 +86,8 @@ static int run_case(agoq_lt *lt, int op, int M, int N, int K, int addc, int out_
                         addc ? c : NULL, no, len);
     }
     if (bad)
-        fprintf(stderr, "    op %d M=%d N=%d K=%d add %d out %s in_place %d: rc %d, %lld bad\n", op, M, N, K, addc,
-                out_f32 ? "fp32" : "bf16", in_place, rc, rc ? -1LL : (long long)bad);
+        fprintf(stderr, "    op %d M=%d N=%d K=%d add %d out %s: rc %d, %lld bad\n", op, M, N, K, addc,
+                out_f32 ? "fp32" : "bf16", rc, rc ? -1LL : (long long)bad);
     agoq_fused_dfree(da), agoq_fused_dfree(db), agoq_fused_dfree(dc16), agoq_fused_dfree(dout);
     free(a), free(b), free(c16), free(aa), free(ab), free(c), free(ref), free(mag), free(got32);
     return bad == 0 ? 0 : -1;
@@ -105,15 +102,13 @@ TEST(cuda_blaslt_fwd_dgrad_wgrad_match_reference) {
         const int M = kShapes[s][0], N = kShapes[s][1], K = kShapes[s][2];
         const uint64_t seed = 100 * s;
         for (int addc = 0; addc <= 1; addc++) {
-            fails += run_case(lt, AGOQ_LT_FWD, M, N, K, addc, 0, 0, seed) != 0;
-            fails += run_case(lt, AGOQ_LT_DGRAD, M, N, K, addc, 0, 0, seed + 10) != 0;
-            fails += run_case(lt, AGOQ_LT_WGRAD, M, N, K, addc, 1, 0, seed + 20) != 0; /* fp32, acc 0/1 */
+            fails += run_case(lt, AGOQ_LT_FWD, M, N, K, addc, 0, seed) != 0;
+            fails += run_case(lt, AGOQ_LT_DGRAD, M, N, K, addc, 0, seed + 10) != 0;
+            fails += run_case(lt, AGOQ_LT_WGRAD, M, N, K, addc, 1, seed + 20) != 0; /* fp32, acc 0/1 */
             cases += 3;
         }
-        fails += run_case(lt, AGOQ_LT_FWD, M, N, K, 1, 0, 1, seed + 30) != 0;   /* R == Y */
-        fails += run_case(lt, AGOQ_LT_DGRAD, M, N, K, 1, 0, 1, seed + 40) != 0; /* R == dX */
-        fails += run_case(lt, AGOQ_LT_WGRAD, M, N, K, 0, 0, 0, seed + 50) != 0; /* bf16 out */
-        cases += 3;
+        fails += run_case(lt, AGOQ_LT_WGRAD, M, N, K, 0, 0, seed + 50) != 0; /* bf16 out */
+        cases += 1;
     }
     fprintf(stderr, "    %d cases, %d failed, %d plans cached\n", cases, fails, agoq_lt_plan_count(lt));
     agoq_lt_destroy(lt);
@@ -157,6 +152,8 @@ TEST(cuda_blaslt_rejects_bad_arguments) {
     CHECK(agoq_lt_wgrad(lt, 4, 4, 4, b, b, 1, NULL, b, NULL) == -1);    /* accumulate into bf16 */
     CHECK(agoq_lt_wgrad(lt, 4, 4, 4, b, b, 2, f, NULL, NULL) == -1);
     CHECK(agoq_lt_fwd(lt, 4, 4, 4, b, (const uint16_t *)((char *)b + 1), NULL, b, NULL) == -1); /* odd address */
+    CHECK(agoq_lt_fwd(lt, 4, 4, 4, b, b, b + 64, b + 64, NULL) == -1);   /* R == Y: refused (blaslt.h) */
+    CHECK(agoq_lt_dgrad(lt, 4, 4, 4, b, b, b + 70, b + 64, NULL) == -1); /* R overlaps dX */
     CHECK(agoq_lt_fwd(lt, 4, 4, 4, b, b, NULL, b + 64, NULL) == 0); /* and a good call works without workspace */
     agoq_fused_dsync();
     CHECK(agoq_lt_plan_count(lt) == 1);
