@@ -123,19 +123,19 @@ TEST(cuda_blaslt_plan_cache_reuses_plans) {
     CHECK(agoq_lt_create(ws, 32u << 20, &lt) == 0);
     const int M = 64, N = 128, K = 96;
     uint16_t *x = agoq_fused_dmalloc((size_t)M * K * 2), *w = agoq_fused_dmalloc((size_t)N * K * 2),
-             *y = agoq_fused_dmalloc((size_t)M * N * 2);
+             *y = agoq_fused_dmalloc((size_t)M * N * 2), *r = agoq_fused_dmalloc((size_t)M * N * 2);
     float *dw = agoq_fused_dmalloc((size_t)N * K * 4);
     CHECK(agoq_lt_plan_count(lt) == 0);
     CHECK(agoq_lt_fwd(lt, M, N, K, x, w, NULL, y, NULL) == 0);
     CHECK(agoq_lt_plan_count(lt) == 1);
     for (int i = 0; i < 3; i++) CHECK(agoq_lt_fwd(lt, M, N, K, x, w, NULL, y, NULL) == 0);
     CHECK(agoq_lt_plan_count(lt) == 1);
-    CHECK(agoq_lt_fwd(lt, M, N, K, x, w, y, y, NULL) == 0); /* with R: another key */
+    CHECK(agoq_lt_fwd(lt, M, N, K, x, w, r, y, NULL) == 0); /* with R: another key */
     CHECK(agoq_lt_wgrad(lt, M, N, K, y, x, 1, dw, NULL, NULL) == 0);
     CHECK(agoq_lt_wgrad(lt, M, N, K, y, x, 1, dw, NULL, NULL) == 0);
     CHECK(agoq_lt_plan_count(lt) == 3);
     agoq_fused_dsync();
-    agoq_fused_dfree(x), agoq_fused_dfree(w), agoq_fused_dfree(y), agoq_fused_dfree(dw);
+    agoq_fused_dfree(x), agoq_fused_dfree(w), agoq_fused_dfree(y), agoq_fused_dfree(r), agoq_fused_dfree(dw);
     agoq_lt_destroy(lt);
     agoq_fused_dfree(ws);
 }
