@@ -24,6 +24,34 @@
 #define SEED_DY 0x2000u
 #define SEED_W 0x3000u
 
+_Static_assert(STEP_OP_COUNT <= 16, "agoq_step_result.op_ms holds 16 ops");
+const char *const step_op_names[STEP_OP_COUNT] = {
+    "norm_fwd", "gemm_fwd", "rope", "attn_fwd", "quantize", "swiglu_fwd", "gemm_dgrad", "gemm_wgrad",
+    "swiglu_bwd", "norm_bwd", "attn_bwd", "dequantize", "grad_store", "elementwise", "optimizer", "input"};
+
+#if AGOQ_HAVE_CUDA
+void step_prof_begin(step_prof *p, int id, void *stream) {
+    if (p->n >= STEP_PROF_MAX) return;
+    for (int k = 0; k < 2; k++)
+        if (!p->ev[2 * p->n + k]) p->ev[2 * p->n + k] = step_dev_event_create();
+    p->id[p->n] = id;
+    step_dev_event_record(p->ev[2 * p->n], stream);
+}
+void step_prof_end(step_prof *p, void *stream) {
+    if (p->n >= STEP_PROF_MAX) return;
+    step_dev_event_record(p->ev[2 * p->n + 1], stream);
+    p->n++;
+}
+/* Sums the recorded pairs per op (synchronizes) and frees the events. */
+static void prof_collect(step_prof *p, double *ms, double *calls) {
+    for (int i = 0; i < p->n; i++) {
+        ms[p->id[i]] += step_dev_event_ms(p->ev[2 * i], p->ev[2 * i + 1]);
+        calls[p->id[i]] += 1;
+    }
+    for (int i = 0; i < 2 * STEP_PROF_MAX; i++) step_dev_event_destroy(p->ev[i]);
+}
+#endif
+
 static void engine_free_host(step_engine *e) {
     free(e->w);
     free(e->master);
@@ -95,8 +123,12 @@ static int fwd_mb(step_engine *e, long mb) {
     const size_t xb = (size_t)p->T * (size_t)p->h * 2;
     uint16_t *x = agoq_arena_alloc(&e->ar, xb, AGOQ_MEM_IO, -1, -1, "stage input");
     if (!x) return -1;
-    STEP_GPU(e, step_dev_randn_bf16(x, (size_t)p->T * (size_t)p->h, e->cfg->seed * 7919u + SEED_INPUT + (uint64_t)mb,
+    STEP_OP(e, STEP_OP_INPUT, step_dev_randn_bf16(x, (size_t)p->T * (size_t)p->h, e->cfg->seed * 7919u + SEED_INPUT + (uint64_t)mb,
                                     1.0f, e->stream));
+    if (e->dump && (size_t)mb < e->dump->nmb) {
+        STEP_GPUV(e, step_dev_sync());
+        STEP_GPUV(e, step_dev_d2h(e->dump->x[mb], x, xb));
+    }
     step_layer_saved *slot = &e->slots[(size_t)(mb % p->inflight) * (size_t)p->L];
     for (int l = 0; l < p->L; l++) {
         step_layer_saved *S = &slot[l];
@@ -114,6 +146,10 @@ static int fwd_mb(step_engine *e, long mb) {
         x = y;
     }
     e->counting = 0;
+    if (e->dump && (size_t)mb < e->dump->nmb) {
+        STEP_GPUV(e, step_dev_sync());
+        STEP_GPUV(e, step_dev_d2h(e->dump->y[mb], x, xb));
+    }
     if (agoq_arena_retag(&e->ar, x, AGOQ_MEM_IO, -1, -1)) return -1;
     step_release(e, x); /* sent to the next stage */
     return 0;
@@ -123,8 +159,12 @@ static int bwd_mb(step_engine *e, long mb) {
     const step_plan *p = &e->pl;
     uint16_t *dy = agoq_arena_alloc(&e->ar, (size_t)p->T * (size_t)p->h * 2, AGOQ_MEM_IO, -1, -1, "stage output grad");
     if (!dy) return -1;
-    STEP_GPU(e, step_dev_randn_bf16(dy, (size_t)p->T * (size_t)p->h, e->cfg->seed * 7919u + SEED_DY + (uint64_t)mb, 1.0f,
+    STEP_OP(e, STEP_OP_INPUT, step_dev_randn_bf16(dy, (size_t)p->T * (size_t)p->h, e->cfg->seed * 7919u + SEED_DY + (uint64_t)mb, 1.0f,
                                     e->stream));
+    if (e->dump && (size_t)mb < e->dump->nmb) {
+        STEP_GPUV(e, step_dev_sync());
+        STEP_GPUV(e, step_dev_d2h(e->dump->dy[mb], dy, (size_t)p->T * (size_t)p->h * 2));
+    }
     step_layer_saved *slot = &e->slots[(size_t)(mb % p->inflight) * (size_t)p->L];
     for (int l = (int)p->L - 1; l >= 0; l--) {
         step_layer_saved *S = &slot[l];
@@ -322,6 +362,18 @@ int agoq_step_run(const agoq_step_config *cin, agoq_step_result *r) {
     step_dev_sync();
     size_t fr1;
     step_dev_meminfo(&fr1, &tot);
+    {   /* one more step with an event pair around every op: the per-op breakdown */
+        step_prof *prof = calloc(1, sizeof *prof);
+        if (!prof) goto out;
+        e.prof = prof;
+        int bad = engine_step(&e, 1);
+        e.prof = NULL;
+        step_dev_sync();
+        prof_collect(prof, r->op_ms, r->op_calls);
+        r->profiled = prof->n < STEP_PROF_MAX;
+        free(prof);
+        if (bad) goto out;
+    }
     r->cuda_used_bytes = (double)(tot - fr1);
     qsort(ms, (size_t)c->reps, sizeof *ms, cmp_double);
     r->step_ms_min = ms[0];
@@ -350,8 +402,86 @@ out:
 #endif
 }
 
+void agoq_step_dump_free(agoq_step_dump *d) {
+    for (size_t i = 0; i < d->nparams; i++) {
+        if (d->weights) free(d->weights[i]);
+        if (d->grads) free(d->grads[i]);
+    }
+    for (size_t i = 0; i < d->nmb; i++) {
+        if (d->x) free(d->x[i]);
+        if (d->dy) free(d->dy[i]);
+        if (d->y) free(d->y[i]);
+    }
+    free(d->weights);
+    free(d->grads);
+    free(d->x);
+    free(d->dy);
+    free(d->y);
+    memset(d, 0, sizeof *d);
+}
+
+int agoq_step_probe(const agoq_step_config *cin, agoq_step_dump *d) {
+    memset(d, 0, sizeof *d);
+    agoq_step_config cfg = *cin;
+    if (agoq_step_config_fix(&cfg)) return -1;
+#if !AGOQ_HAVE_CUDA
+    agoq_error("step: built without CUDA: no probe");
+    return -1;
+#else
+    const agoq_step_config *c = &cfg;
+    char why[256];
+    if (agoq_cuda_devices(why, sizeof why) <= 0) return agoq_error("step: no GPU: %s", why), -1;
+    if (agoq_attn_available(why, sizeof why)) return agoq_error("step: cuDNN flash attention unavailable: %s", why), -1;
+    step_plan pl;
+    if (step_plan_make(c, &pl)) return -1;
+    d->nparams = (size_t)pl.L * AGOQ_PARAM_COUNT;
+    d->nmb = (size_t)pl.m;
+    d->tokens = (size_t)pl.T;
+    d->hidden = (size_t)pl.h;
+    memcpy(d->prow, pl.prow, sizeof d->prow);
+    memcpy(d->pcol, pl.pcol, sizeof d->pcol);
+    d->weights = calloc(d->nparams, sizeof *d->weights);
+    d->grads = calloc(d->nparams, sizeof *d->grads);
+    d->x = calloc(d->nmb, sizeof *d->x);
+    d->dy = calloc(d->nmb, sizeof *d->dy);
+    d->y = calloc(d->nmb, sizeof *d->y);
+    const size_t xb = d->tokens * d->hidden * 2;
+    int ok = d->weights && d->grads && d->x && d->dy && d->y;
+    for (size_t i = 0; ok && i < d->nmb; i++) ok = (d->x[i] = malloc(xb)) && (d->dy[i] = malloc(xb)) && (d->y[i] = malloc(xb));
+    for (size_t i = 0; ok && i < d->nparams; i++) ok = (d->weights[i] = malloc(pl.pelems[i % AGOQ_PARAM_COUNT] * 2)) != NULL;
+    if (!ok) return agoq_step_dump_free(d), agoq_error("step: out of host memory"), -1;
+    agoq_attn_desc ad = {(int)pl.b, (int)pl.s, (int)pl.a, (int)pl.kv, (int)pl.d, pl.QKVN, pl.QKVN, pl.AD,
+                         1.0f / sqrtf((float)pl.d), 1};
+    agoq_attn *attn = NULL;
+    if (agoq_attn_create(&ad, &attn)) return agoq_step_dump_free(d), -1;
+    const size_t ws = agoq_attn_workspace_bytes(attn);
+    size_t need;
+    void *stream = step_dev_stream_create(), *base = NULL;
+    step_engine e;
+    int rc = -1, opened = 0;
+    if (dry_size(c, ws, NULL, &need) || !(base = step_dev_malloc(need))) goto out;
+    if (engine_open(&e, c, base, need, attn, ws, stream)) goto out;
+    opened = 1;
+    e.dump = d;
+    if (engine_step(&e, 0) || step_grads_to_host(&e, d->grads)) goto out;
+    step_dev_sync();
+    for (size_t i = 0; i < d->nparams; i++) step_dev_d2h(d->weights[i], e.w[i], pl.pelems[i % AGOQ_PARAM_COUNT] * 2);
+    rc = 0;
+out:
+    if (opened) engine_close(&e);
+    step_dev_sync();
+    step_dev_free(base);
+    step_dev_stream_destroy(stream);
+    agoq_attn_destroy(attn);
+    if (rc) agoq_step_dump_free(d);
+    return rc;
+#endif
+}
+
 void agoq_step_result_free(agoq_step_result *r) {
     free(r->grad_errs);
     r->grad_errs = NULL;
     r->ngrad_errs = 0;
 }
+
+const char *agoq_step_op_name(int op) { return op >= 0 && op < STEP_OP_COUNT ? step_op_names[op] : NULL; }

@@ -78,7 +78,7 @@ static int store_output(step_engine *e, step_saved *s, uint16_t *buf, size_t row
     if (k == AGOQ_STORE_NATIVE) return keep_bf16(e, s, buf, rows * cols, role, l);
     if (k == AGOQ_STORE_QUANT) {
         if (alloc_q(e, s, role, l, rows, cols)) return -1;
-        STEP_GPU(e, agoq_rowq_quantize_cuda(&e->fq[role], buf, (int)rows, (int)cols, s->q, e->stream));
+        STEP_OP(e, STEP_OP_QUANTIZE, agoq_rowq_quantize_cuda(&e->fq[role], buf, (int)rows, (int)cols, s->q, e->stream));
     }
     step_release(e, buf);
     return 0;
@@ -92,7 +92,7 @@ static int load(step_engine *e, const step_saved *s, int role, size_t rows, size
         *out = s->bf;
         return 0;
     }
-    STEP_GPU(e, agoq_rowq_dequantize_cuda(&e->fq[role], s->q, (int)rows, (int)cols, tmp, e->stream));
+    STEP_OP(e, STEP_OP_DEQUANTIZE, agoq_rowq_dequantize_cuda(&e->fq[role], s->q, (int)rows, (int)cols, tmp, e->stream));
     *out = tmp;
     return 0;
 }
@@ -116,12 +116,12 @@ int step_layer_fwd(step_engine *e, int l, step_layer_saved *S, uint16_t *x, int 
     }
     /* attention block */
     TMP(y1, T * h, "y1");
-    STEP_GPU(e, agoq_rmsnorm_fwd_cuda(fqn, x, W[AGOQ_PARAM_NORM1], (int)T, (int)h, c->norm_eps, y1, S->x.q, NULL,
+    STEP_OP(e, STEP_OP_NORM_FWD, agoq_rmsnorm_fwd_cuda(fqn, x, W[AGOQ_PARAM_NORM1], (int)T, (int)h, c->norm_eps, y1, S->x.q, NULL,
                                       e->stream));
     TMP(qkv, T * (size_t)p->QKVN, "qkv");
-    STEP_GPU(e, agoq_lt_fwd(e->lt, (int)T, (int)p->QKVN, (int)h, y1, W[AGOQ_PARAM_QKV], NULL, qkv, e->stream));
+    STEP_OP(e, STEP_OP_GEMM_FWD, agoq_lt_fwd(e->lt, (int)T, (int)p->QKVN, (int)h, y1, W[AGOQ_PARAM_QKV], NULL, qkv, e->stream));
     if (store_output(e, &S->y1, y1, T, h, AGOQ_ROLE_QKV_IN, l, save)) return -1;
-    STEP_GPU(e, agoq_rope_cuda(qkv, (int)T, (int)p->s, (int)p->a, (int)p->kv, (int)p->d, c->rope_base, 0, e->stream));
+    STEP_OP(e, STEP_OP_ROPE, agoq_rope_cuda(qkv, (int)T, (int)p->s, (int)p->a, (int)p->kv, (int)p->d, c->rope_base, 0, e->stream));
     TMP(o, T * (size_t)p->AD, "attn out");
     const size_t lse_bytes = (size_t)p->b * (size_t)p->a * (size_t)p->s * 4;
     S->lse = save ? agoq_arena_alloc(&e->ar, lse_bytes, AGOQ_MEM_SAVED, AGOQ_ROLE_STAT, l, "lse")
@@ -129,9 +129,9 @@ int step_layer_fwd(step_engine *e, int l, step_layer_saved *S, uint16_t *x, int 
     if (!S->lse) return -1;
     if (save) count_saved(e, AGOQ_ROLE_STAT, l, (double)lse_bytes);
     const uint16_t *k = qkv + p->AD, *v = qkv + p->AD + p->kv * p->d;
-    STEP_GPU(e, agoq_attn_fwd(e->attn, qkv, k, v, o, S->lse, e->attn_ws, e->stream));
+    STEP_OP(e, STEP_OP_ATTN_FWD, agoq_attn_fwd(e->attn, qkv, k, v, o, S->lse, e->attn_ws, e->stream));
     TMP(x2, T * h, "x2");
-    STEP_GPU(e, agoq_lt_fwd(e->lt, (int)T, (int)h, (int)p->AD, o, W[AGOQ_PARAM_OUT], x, x2, e->stream));
+    STEP_OP(e, STEP_OP_GEMM_FWD, agoq_lt_fwd(e->lt, (int)T, (int)h, (int)p->AD, o, W[AGOQ_PARAM_OUT], x, x2, e->stream));
     if (!save) {
         step_release(e, S->lse);
         S->lse = NULL;
@@ -155,16 +155,16 @@ int step_layer_fwd(step_engine *e, int l, step_layer_saved *S, uint16_t *x, int 
         return -1;
     }
     TMP(y2, T * h, "y2");
-    STEP_GPU(e, agoq_rmsnorm_fwd_cuda(fqn, x2, W[AGOQ_PARAM_NORM2], (int)T, (int)h, c->norm_eps, y2, S->x2.q, NULL,
+    STEP_OP(e, STEP_OP_NORM_FWD, agoq_rmsnorm_fwd_cuda(fqn, x2, W[AGOQ_PARAM_NORM2], (int)T, (int)h, c->norm_eps, y2, S->x2.q, NULL,
                                       e->stream));
     TMP(hh, T * 2 * F, "fc1 out");
-    STEP_GPU(e, agoq_lt_fwd(e->lt, (int)T, (int)(2 * F), (int)h, y2, W[AGOQ_PARAM_FC1], NULL, hh, e->stream));
+    STEP_OP(e, STEP_OP_GEMM_FWD, agoq_lt_fwd(e->lt, (int)T, (int)(2 * F), (int)h, y2, W[AGOQ_PARAM_FC1], NULL, hh, e->stream));
     if (store_output(e, &S->y2, y2, T, h, AGOQ_ROLE_FFN1_IN, l, save)) return -1;
     TMP(a, T * F, "swiglu out");
     const int qh = save && p->st[AGOQ_ROLE_FC1_OUT].kind == AGOQ_STORE_QUANT;
     memset(&S->hh, 0, sizeof S->hh);
     if (qh && alloc_q(e, &S->hh, AGOQ_ROLE_FC1_OUT, l, 2 * T, F)) return -1;
-    STEP_GPU(e, agoq_swiglu_fwd_cuda(qh ? &e->fq[AGOQ_ROLE_FC1_OUT] : NULL, hh, (int)T, (int)F, a, S->hh.q, e->stream));
+    STEP_OP(e, STEP_OP_SWIGLU_FWD, agoq_swiglu_fwd_cuda(qh ? &e->fq[AGOQ_ROLE_FC1_OUT] : NULL, hh, (int)T, (int)F, a, S->hh.q, e->stream));
     if (save && !qh) {
         if (keep_bf16(e, &S->hh, hh, T * 2 * F, AGOQ_ROLE_FC1_OUT, l)) return -1;
     } else {
@@ -172,7 +172,7 @@ int step_layer_fwd(step_engine *e, int l, step_layer_saved *S, uint16_t *x, int 
     }
     uint16_t *y = step_tmp(e, T * h * 2, "layer out");
     if (!y) return -1;
-    STEP_GPU(e, agoq_lt_fwd(e->lt, (int)T, (int)h, (int)F, a, W[AGOQ_PARAM_FC2], x2, y, e->stream));
+    STEP_OP(e, STEP_OP_GEMM_FWD, agoq_lt_fwd(e->lt, (int)T, (int)h, (int)F, a, W[AGOQ_PARAM_FC2], x2, y, e->stream));
     if (store_output(e, &S->a, a, T, F, AGOQ_ROLE_FFN2_IN, l, save)) return -1;
     if (qn || !save) step_release(e, x2);
     e->flops_done += p->fwd_flops;
@@ -188,10 +188,10 @@ int step_layer_bwd(step_engine *e, int l, step_layer_saved *S, uint16_t *dout, u
     const int groups = (int)((T + ROWS_PER_GROUP - 1) / ROWS_PER_GROUP);
     /* FC2 and SwiGLU: da = dout W2; dh and the recomputed a from the stored FC1 output */
     TMP(da, T * F, "da");
-    STEP_GPU(e, agoq_lt_dgrad(e->lt, (int)T, (int)h, (int)F, dout, W[AGOQ_PARAM_FC2], NULL, da, e->stream));
+    STEP_OP(e, STEP_OP_GEMM_DGRAD, agoq_lt_dgrad(e->lt, (int)T, (int)h, (int)F, dout, W[AGOQ_PARAM_FC2], NULL, da, e->stream));
     TMP(dh, T * 2 * F, "dh");
     TMP(ar, T * F, "a recomputed");
-    STEP_GPU(e, agoq_swiglu_bwd_cuda(S->hh.quant ? &e->fq[AGOQ_ROLE_FC1_OUT] : NULL, S->hh.q, S->hh.bf, da, (int)T,
+    STEP_OP(e, STEP_OP_SWIGLU_BWD, agoq_swiglu_bwd_cuda(S->hh.quant ? &e->fq[AGOQ_ROLE_FC1_OUT] : NULL, S->hh.q, S->hh.bf, da, (int)T,
                                      (int)F, dh, ar, e->stream));
     step_release(e, da);
     drop(e, &S->hh);
@@ -203,12 +203,12 @@ int step_layer_bwd(step_engine *e, int l, step_layer_saved *S, uint16_t *dout, u
     step_release(e, ar);
     /* FC1 and RMSNorm 2: dy2 = dh W1; dx2 and the recomputed y2 from the stored norm input */
     TMP(dy2, T * h, "dy2");
-    STEP_GPU(e, agoq_lt_dgrad(e->lt, (int)T, (int)(2 * F), (int)h, dh, W[AGOQ_PARAM_FC1], NULL, dy2, e->stream));
+    STEP_OP(e, STEP_OP_GEMM_DGRAD, agoq_lt_dgrad(e->lt, (int)T, (int)(2 * F), (int)h, dh, W[AGOQ_PARAM_FC1], NULL, dy2, e->stream));
     TMP(dx2, T * h, "dx2");
     TMP(y2r, T * h, "y2 recomputed");
     float *part = step_tmp(e, (size_t)groups * h * 4, "dw partial");
     if (!part) return -1;
-    STEP_GPU(e, agoq_rmsnorm_bwd_cuda(S->x2.quant ? fq_of(e, AGOQ_ROLE_NORM_IN) : NULL, S->x2.q, S->x2.bf, dy2,
+    STEP_OP(e, STEP_OP_NORM_BWD, agoq_rmsnorm_bwd_cuda(S->x2.quant ? fq_of(e, AGOQ_ROLE_NORM_IN) : NULL, S->x2.q, S->x2.bf, dy2,
                                       W[AGOQ_PARAM_NORM2], (int)T, (int)h, c->norm_eps, ROWS_PER_GROUP, dx2, y2r, part,
                                       e->stream));
     step_release(e, dy2);
@@ -222,10 +222,10 @@ int step_layer_bwd(step_engine *e, int l, step_layer_saved *S, uint16_t *dout, u
     drop(e, &S->y2);
     step_release(e, dh);
     step_release(e, y2r);
-    STEP_GPU(e, step_dev_add_bf16(dx2, dx2, dout, T * h, e->stream)); /* the residual's gradient */
+    STEP_OP(e, STEP_OP_ELEMENTWISE, step_dev_add_bf16(dx2, dx2, dout, T * h, e->stream)); /* the residual's gradient */
     /* attention block: do = dx2 Wo, dWo from o, SDPA backward, RoPE backward */
     TMP(dO, T * AD, "d attn out");
-    STEP_GPU(e, agoq_lt_dgrad(e->lt, (int)T, (int)h, (int)AD, dx2, W[AGOQ_PARAM_OUT], NULL, dO, e->stream));
+    STEP_OP(e, STEP_OP_GEMM_DGRAD, agoq_lt_dgrad(e->lt, (int)T, (int)h, (int)AD, dx2, W[AGOQ_PARAM_OUT], NULL, dO, e->stream));
     uint16_t *qkv_t = NULL, *o_t = NULL;
     if (S->qkv.quant) {
         qkv_t = step_tmp(e, T * QKVN * 2, "qkv dequantized");
@@ -238,7 +238,7 @@ int step_layer_bwd(step_engine *e, int l, step_layer_saved *S, uint16_t *dout, u
     if (step_grad_wgrad(e, l, AGOQ_PARAM_OUT, (int)T, (int)h, (int)AD, dx2, o)) return -1;
     TMP(dqkv, T * QKVN, "dqkv");
     const size_t ko = (size_t)p->AD, vo = ko + (size_t)(p->kv * p->d);
-    STEP_GPU(e, agoq_attn_bwd(e->attn, qkv, qkv + ko, qkv + vo, o, dO, S->lse, dqkv, dqkv + ko, dqkv + vo, e->attn_ws,
+    STEP_OP(e, STEP_OP_ATTN_BWD, agoq_attn_bwd(e->attn, qkv, qkv + ko, qkv + vo, o, dO, S->lse, dqkv, dqkv + ko, dqkv + vo, e->attn_ws,
                               e->stream));
     step_release(e, dO);
     drop(e, &S->qkv);
@@ -247,15 +247,15 @@ int step_layer_bwd(step_engine *e, int l, step_layer_saved *S, uint16_t *dout, u
     step_release(e, o_t);
     step_release(e, S->lse);
     S->lse = NULL;
-    STEP_GPU(e, agoq_rope_cuda(dqkv, (int)T, (int)p->s, (int)p->a, (int)p->kv, (int)p->d, c->rope_base, 1, e->stream));
+    STEP_OP(e, STEP_OP_ROPE, agoq_rope_cuda(dqkv, (int)T, (int)p->s, (int)p->a, (int)p->kv, (int)p->d, c->rope_base, 1, e->stream));
     /* QKV and RMSNorm 1 */
     TMP(dy1, T * h, "dy1");
-    STEP_GPU(e, agoq_lt_dgrad(e->lt, (int)T, (int)QKVN, (int)h, dqkv, W[AGOQ_PARAM_QKV], NULL, dy1, e->stream));
+    STEP_OP(e, STEP_OP_GEMM_DGRAD, agoq_lt_dgrad(e->lt, (int)T, (int)QKVN, (int)h, dqkv, W[AGOQ_PARAM_QKV], NULL, dy1, e->stream));
     TMP(dx, T * h, "dx");
     TMP(y1r, T * h, "y1 recomputed");
     part = step_tmp(e, (size_t)groups * h * 4, "dw partial");
     if (!part) return -1;
-    STEP_GPU(e, agoq_rmsnorm_bwd_cuda(S->x.quant ? fq_of(e, AGOQ_ROLE_NORM_IN) : NULL, S->x.q, S->x.bf, dy1,
+    STEP_OP(e, STEP_OP_NORM_BWD, agoq_rmsnorm_bwd_cuda(S->x.quant ? fq_of(e, AGOQ_ROLE_NORM_IN) : NULL, S->x.q, S->x.bf, dy1,
                                       W[AGOQ_PARAM_NORM1], (int)T, (int)h, c->norm_eps, ROWS_PER_GROUP, dx, y1r, part,
                                       e->stream));
     step_release(e, dy1);
@@ -269,7 +269,7 @@ int step_layer_bwd(step_engine *e, int l, step_layer_saved *S, uint16_t *dout, u
     drop(e, &S->y1);
     step_release(e, dqkv);
     step_release(e, y1r);
-    STEP_GPU(e, step_dev_add_bf16(dx, dx, dx2, T * h, e->stream));
+    STEP_OP(e, STEP_OP_ELEMENTWISE, step_dev_add_bf16(dx, dx, dx2, T * h, e->stream));
     step_release(e, dx2);
     e->flops_done += p->bwd_flops;
     *dx_out = dx;

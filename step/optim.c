@@ -80,13 +80,13 @@ int step_grads_alloc(step_engine *e) {
 static int commit(step_engine *e, size_t i, const float *g, size_t n) {
     const agoq_qconfig *c = &e->cfg->ms.pol.grad.q;
     if (grads_quant(e)) {
-        if (e->grad_fresh[i]) STEP_GPU(e, agoq_cuda_quantize_f32(c, g, n, &e->g8[i], e->stream));
-        else STEP_GPU(e, agoq_cuda_grad_accumulate(c, &e->g8[i], g, NULL, e->stream));
+        if (e->grad_fresh[i]) STEP_OP(e, STEP_OP_GRAD_ACCUM, agoq_cuda_quantize_f32(c, g, n, &e->g8[i], e->stream));
+        else STEP_OP(e, STEP_OP_GRAD_ACCUM, agoq_cuda_grad_accumulate(c, &e->g8[i], g, NULL, e->stream));
     } else if (e->grad_fresh[i]) {
         STEP_GPUV(e, step_dev_memset(e->g32[i], n * 4, e->stream));
-        STEP_GPU(e, step_dev_add_f32(e->g32[i], g, n, e->stream));
+        STEP_OP(e, STEP_OP_GRAD_ACCUM, step_dev_add_f32(e->g32[i], g, n, e->stream));
     } else {
-        STEP_GPU(e, step_dev_add_f32(e->g32[i], g, n, e->stream));
+        STEP_OP(e, STEP_OP_GRAD_ACCUM, step_dev_add_f32(e->g32[i], g, n, e->stream));
     }
     e->grad_fresh[i] = 0;
     return 0;
@@ -96,10 +96,10 @@ int step_grad_wgrad(step_engine *e, int l, agoq_param_kind k, int M, int N, int 
                     const uint16_t *X) {
     const size_t i = STEP_W(e, l, k);
     if (grads_quant(e)) {
-        STEP_GPU(e, agoq_lt_wgrad(e->lt, M, N, K, dY, X, 0, e->gtmp, NULL, e->stream));
+        STEP_OP(e, STEP_OP_GEMM_WGRAD, agoq_lt_wgrad(e->lt, M, N, K, dY, X, 0, e->gtmp, NULL, e->stream));
         return commit(e, i, e->gtmp, (size_t)N * (size_t)K);
     }
-    STEP_GPU(e, agoq_lt_wgrad(e->lt, M, N, K, dY, X, !e->grad_fresh[i], e->g32[i], NULL, e->stream));
+    STEP_OP(e, STEP_OP_GEMM_WGRAD, agoq_lt_wgrad(e->lt, M, N, K, dY, X, !e->grad_fresh[i], e->g32[i], NULL, e->stream));
     e->grad_fresh[i] = 0;
     return 0;
 }
@@ -108,7 +108,7 @@ int step_grad_norm(step_engine *e, int l, agoq_param_kind k, const float *partia
     const size_t h = (size_t)e->pl.h;
     float *dw = grads_quant(e) ? e->gtmp : step_tmp(e, h * 4, "norm dw");
     if (!dw) return -1;
-    STEP_GPU(e, agoq_dw_reduce_cuda(partial, groups, (int)h, dw, e->stream));
+    STEP_OP(e, STEP_OP_GRAD_ACCUM, agoq_dw_reduce_cuda(partial, groups, (int)h, dw, e->stream));
     int rc = commit(e, STEP_W(e, l, k), dw, h);
     if (!grads_quant(e)) step_release(e, dw);
     return rc;
@@ -127,7 +127,7 @@ int step_optimizer(step_engine *e) {
     for (size_t i = 0; i < (size_t)p->L * AGOQ_PARAM_COUNT; i++) {
         const size_t n = p->pelems[i % AGOQ_PARAM_COUNT];
         if (!gq && !mq) {
-            STEP_GPU(e, agoq_adamw_cuda(&hp, e->master[i], e->g32[i], e->m32[i], e->v32[i], e->w[i], n, e->stream));
+            STEP_OP(e, STEP_OP_OPTIMIZER, agoq_adamw_cuda(&hp, e->master[i], e->g32[i], e->m32[i], e->v32[i], e->w[i], n, e->stream));
             continue;
         }
         for (size_t off = 0; off < n; off += CHUNK_ELEMS) {
@@ -137,18 +137,18 @@ int step_optimizer(step_engine *e) {
             agoq_cuda_qtensor gv, mv, vv;
             if (gq) {
                 gv = qt_view(&pol->grad.q, &e->g8[i], off, cn);
-                STEP_GPU(e, agoq_cuda_dequantize_f32(&pol->grad.q, &gv, gt, e->stream));
+                STEP_OP(e, STEP_OP_OPTIMIZER, agoq_cuda_dequantize_f32(&pol->grad.q, &gv, gt, e->stream));
             }
             if (mq) {
                 mv = qt_view(&pol->moments.q, &e->mq[i], off, cn);
                 vv = qt_view(&pol->moments.q, &e->vq[i], off, cn);
-                STEP_GPU(e, agoq_cuda_dequantize_f32(&pol->moments.q, &mv, mt, e->stream));
-                STEP_GPU(e, agoq_cuda_dequantize_f32(&pol->moments.q, &vv, vt, e->stream));
+                STEP_OP(e, STEP_OP_OPTIMIZER, agoq_cuda_dequantize_f32(&pol->moments.q, &mv, mt, e->stream));
+                STEP_OP(e, STEP_OP_OPTIMIZER, agoq_cuda_dequantize_f32(&pol->moments.q, &vv, vt, e->stream));
             }
-            STEP_GPU(e, agoq_adamw_cuda(&hp, e->master[i] + off, g, m, v, e->w[i] + off, cn, e->stream));
+            STEP_OP(e, STEP_OP_OPTIMIZER, agoq_adamw_cuda(&hp, e->master[i] + off, g, m, v, e->w[i] + off, cn, e->stream));
             if (mq) {
-                STEP_GPU(e, agoq_cuda_quantize_f32(&pol->moments.q, mt, cn, &mv, e->stream));
-                STEP_GPU(e, agoq_cuda_quantize_f32(&pol->moments.q, vt, cn, &vv, e->stream));
+                STEP_OP(e, STEP_OP_OPTIMIZER, agoq_cuda_quantize_f32(&pol->moments.q, mt, cn, &mv, e->stream));
+                STEP_OP(e, STEP_OP_OPTIMIZER, agoq_cuda_quantize_f32(&pol->moments.q, vt, cn, &vv, e->stream));
             }
         }
     }
@@ -166,7 +166,7 @@ int step_grads_to_host(step_engine *e, float **host) {
         if (!host[i] && !(host[i] = malloc(n * sizeof(float)))) return agoq_error("step: out of host memory"), -1;
         if (e->dry) continue;
         if (grads_quant(e)) {
-            STEP_GPU(e, agoq_cuda_dequantize_f32(c, &e->g8[i], e->gtmp, e->stream));
+            STEP_OP(e, STEP_OP_OPTIMIZER, agoq_cuda_dequantize_f32(c, &e->g8[i], e->gtmp, e->stream));
             STEP_GPUV(e, step_dev_sync());
             STEP_GPUV(e, step_dev_d2h(host[i], e->gtmp, n * 4));
         } else {

@@ -102,7 +102,31 @@ typedef struct {
     agoq_step_grad_err *grad_errs;
     size_t ngrad_errs;
     char gpu_name[128];
+    /* per-op breakdown of one extra profiled step (event pairs around every op: the sum is a
+       little above step_ms; names in agoq_step_op_name) */
+    double op_ms[16], op_calls[16];
+    int profiled;
 } agoq_step_result;
+const char *agoq_step_op_name(int op); /* NULL past the last */
+
+/* Host copies of one probe step (forward and backward of every micro-batch from freshly
+ * initialized weights, no optimizer), for tests and the PyTorch validation: per layer l and
+ * parameter k (index l * AGOQ_PARAM_COUNT + k) the bf16 weights and fp32 gradients (8-bit
+ * gradients dequantized); per micro-batch the stage input x, the output gradient dy and the
+ * stack's output y (bf16 [T, hidden], T = micro_batch * seq). Shapes: plan rows x cols of
+ * each parameter in prow/pcol (norms are 1 x hidden; qkv rows are q, then k, then v heads;
+ * fc1 rows are gate then up). */
+typedef struct {
+    size_t nparams, nmb, tokens, hidden;
+    long prow[AGOQ_PARAM_COUNT], pcol[AGOQ_PARAM_COUNT];
+    uint16_t **weights;
+    float **grads;
+    uint16_t **x, **dy, **y;
+} agoq_step_dump;
+int agoq_step_probe(const agoq_step_config *c, agoq_step_dump *d);
+void agoq_step_dump_free(agoq_step_dump *d);
+/* Writes the dump as raw little-endian files + index.json under dir (created). 0 or -1. */
+int agoq_step_dump_write(const agoq_step_config *c, const agoq_step_dump *d, const char *dir);
 
 /* Runs the step (or the dry plan). 0, or -1 after one line on stderr. */
 int agoq_step_run(const agoq_step_config *c, agoq_step_result *r);

@@ -41,6 +41,24 @@ typedef struct {
     float *lse;
 } step_layer_saved;
 
+/* Per-op timing of one profiled step (CUDA events around every op): STEP_OP ids and names. */
+typedef enum {
+    STEP_OP_NORM_FWD, STEP_OP_GEMM_FWD, STEP_OP_ROPE, STEP_OP_ATTN_FWD, STEP_OP_QUANTIZE, STEP_OP_SWIGLU_FWD,
+    STEP_OP_GEMM_DGRAD, STEP_OP_GEMM_WGRAD, STEP_OP_SWIGLU_BWD, STEP_OP_NORM_BWD, STEP_OP_ATTN_BWD,
+    STEP_OP_DEQUANTIZE, STEP_OP_GRAD_ACCUM, STEP_OP_ELEMENTWISE, STEP_OP_OPTIMIZER, STEP_OP_INPUT, STEP_OP_COUNT
+} step_op_id;
+extern const char *const step_op_names[STEP_OP_COUNT];
+#define STEP_PROF_MAX 8192
+typedef struct {
+    int on, n;
+    void *ev[2 * STEP_PROF_MAX];
+    int id[STEP_PROF_MAX];
+    double ms[STEP_OP_COUNT];
+    long calls[STEP_OP_COUNT];
+} step_prof;
+void step_prof_begin(step_prof *p, int id, void *stream);
+void step_prof_end(step_prof *p, void *stream);
+
 typedef struct {
     const agoq_step_config *cfg;
     step_plan pl;
@@ -63,6 +81,8 @@ typedef struct {
     int counting, count_layer;
     double saved_by_role[AGOQ_ROLE_COUNT], saved_total;
     double flops_done;         /* FLOPs executed in the last step (recomputation included) */
+    agoq_step_dump *dump;      /* probe: host copies of inputs, dys and outputs (or NULL) */
+    step_prof *prof;           /* profiled step: per-op times (or NULL) */
     int adam_step;
 } step_engine;
 
@@ -88,6 +108,16 @@ int step_grads_to_host(step_engine *e, float **host);
     do {                                                                                           \
         if (!(e)->dry && (call) != 0) return -1;                                                   \
     } while (0)
+/* an op of the step: timed when the step is profiled */
+#define STEP_OP(e, op, call)                                                                       \
+    do {                                                                                           \
+        if (!(e)->dry) {                                                                           \
+            if ((e)->prof) step_prof_begin((e)->prof, (op), (e)->stream);                          \
+            int rc_ = (call);                                                                      \
+            if ((e)->prof) step_prof_end((e)->prof, (e)->stream);                                  \
+            if (rc_ != 0) return -1;                                                               \
+        }                                                                                          \
+    } while (0)
 #define STEP_GPUV(e, call)                                                                         \
     do {                                                                                           \
         if (!(e)->dry) call;                                                                       \
@@ -103,5 +133,6 @@ int step_grads_to_host(step_engine *e, float **host);
     do {                                                                                           \
         (void)sizeof((call), 0);                                                                   \
     } while (0)
+#define STEP_OP(e, op, call) STEP_GPU(e, call)
 #endif
 #endif

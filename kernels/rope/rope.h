@@ -5,7 +5,10 @@
  * with x1 = x[i], x2 = x[i + d/2]. inverse = 1 rotates by -theta: the backward of the rotation
  * (applied to dq, dk of a packed dQKV buffer). cos/sin are computed in fp32 from an fp32 theta
  * (as HF computes inv_freq in fp32); results rounded to bf16 (RNE).
- * Reference rope_ref.c; CUDA rope.cu (tested within the bound stated in its test). */
+ * In fp32: inv_freq_i = 1 / powf(base, 2i / d), theta = (float)pos * inv_freq_i, c = cosf(theta),
+ * s = sinf(theta), x1' = x1 c - x2 s (no FMA in the reference). head_dim must be even.
+ * Reference rope_ref.c; CUDA rope.cu (device pointer, cudaStream_t as void *; returns 0, or -1
+ * after printing one line for a bad argument; tested within the bound stated in its test). */
 #ifndef AGOQ_ROPE_H
 #define AGOQ_ROPE_H
 #include <stdint.h>
