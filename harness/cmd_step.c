@@ -230,6 +230,13 @@ static void record_time(cJSON *o, const agoq_step_result *r) {
     };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) results_num(o, f[i].k, f[i].v);
     add_str(o, "gpu", r->gpu_name);
+    /* one extra profiled step: event pairs around every op (their sum is a little above step_ms) */
+    cJSON *ms = cJSON_AddObjectToObject(o, "op_ms"), *calls = cJSON_AddObjectToObject(o, "op_calls");
+    for (int k = 0; agoq_step_op_name(k); k++) {
+        results_num(ms, agoq_step_op_name(k), r->op_ms[k]);
+        results_num(calls, agoq_step_op_name(k), r->op_calls[k]);
+    }
+    cJSON_AddBoolToObject(o, "op_profile_complete", r->profiled);
     if (!r->grad_errs) return;
     cJSON *a = cJSON_AddArrayToObject(o, "grad_errors");
     for (size_t i = 0; i < r->ngrad_errs; i++) {
