@@ -39,7 +39,7 @@ typedef struct {
 typedef struct agoq_attn agoq_attn; /* built graphs + plans for one desc (opaque) */
 
 /* 0 when cuDNN is usable on the current device (library loaded, version >= 9.0, sm >= 80);
- * else -1 with the reason in why ("built without cuDNN (CUDNN_HOME)", "cuDNN 8.9 < 9.0", ...). */
+ * else -1 with the reason in why ("built without cuDNN (set CUDNN_HOME)", "cuDNN 8.9 < 9.0", ...). */
 int agoq_attn_available(char *why, size_t len);
 /* cuDNN's runtime version (e.g. 91400), 0 when unavailable. */
 long agoq_attn_cudnn_version(void);
