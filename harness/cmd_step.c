@@ -15,6 +15,8 @@
  *   rope_base [10000] norm_eps [1e-5]   (model cards carry no RoPE base: LLaMA-3 wants 500000)
  *   reps [5] warmup [2]   timed steps, untimed steps before them
  *   seed [the experiment seed]  weights, stage inputs and output gradients
+ *   dump [none]      directory: after each measured run, a probe step (fresh weights, no
+ *                    optimizer) is written there for validation/hf_step.py (step/dump.c)
  *   grad_error [false]  also the gradient error of every run against bf16 store-all on the same
  *                    weights and data (grad_errors per layer and parameter; measured runs only)
  *   dry [false]      the allocation plan only (no GPU): records "source": "simulated", no timing
@@ -34,7 +36,9 @@
  * Records: one per (model, tp, seq, run); fields in docs/step.md. Ratios against the runs named
  * "bf16" and "recompute" at the same point when the sweep has them. */
 #include <math.h>
+#include <errno.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -306,6 +310,19 @@ static void table_row(const step_exp *x, const step_point *p, const agoq_step_re
     fflush(stdout);
 }
 
+/* dump: a probe step of the run (same weights, data) written for validation/hf_step.py */
+static int dump_point(const step_exp *x, const step_point *p, const agoq_step_config *c) {
+    char dir[1024];
+    if (mkdir(x->dump, 0755) != 0 && errno != EEXIST)
+        return agoq_error("step: cannot create dump directory %s: %s", x->dump, strerror(errno)), -1;
+    snprintf(dir, sizeof dir, "%s/%s_%s_s%ld", x->dump, x->cards[p->ci].name, x->runs[p->ri].name, p->seq);
+    agoq_step_dump d;
+    if (agoq_step_probe(c, &d)) return -1;
+    int rc = agoq_step_dump_write(c, &d, dir);
+    agoq_step_dump_free(&d);
+    return rc;
+}
+
 /* Runs (or records the dry plan of) every point. */
 static int run_points(const agoq_run_ctx *ctx, const step_exp *x, step_point *pts, size_t npts, agoq_results *res) {
     const double t0 = agoq_now_s();
@@ -334,6 +351,7 @@ static int run_points(const agoq_run_ctx *ctx, const step_exp *x, step_point *pt
         if (!c) return agoq_error("step: out of host memory"), -1;
         step_exp_config(x, p->ci, p->tp, p->seq, &x->runs[p->ri], p->k, ctx->quiet, c);
         int rc = agoq_step_run(c, &r);
+        if (!rc && x->dump) rc = dump_point(x, p, c);
         free(c);
         if (rc) {
             agoq_error("%s: %s: the step failed (above)", ctx->where.file, lab);

@@ -229,7 +229,7 @@ static int parse_runs(jconf c, const cJSON *cfg, step_exp *x) {
 int step_exp_parse(const agoq_run_ctx *ctx, const cJSON *cfg, step_exp *x) {
     static const char *const keys[] = {"model", "layers", "tp", "pp", "stage", "seq", "micro_batch", "micro_batches",
                                        "rope_base", "norm_eps", "reps", "warmup", "seed", "grad_error", "dry",
-                                       "budget_gb", "fit", "runs", NULL};
+                                       "budget_gb", "fit", "runs", "dump", NULL};
     jconf c = ctx->where;
     memset(x, 0, sizeof *x);
     const char *fit;
@@ -245,7 +245,8 @@ int step_exp_parse(const agoq_run_ctx *ctx, const cJSON *cfg, step_exp *x) {
         jconf_long(c, cfg, "reps", 0, 1, 100000, 5, &x->reps) || jconf_long(c, cfg, "warmup", 0, 0, 100000, 2, &x->warmup) ||
         jconf_num(c, cfg, "seed", 0, 0, 9007199254740992.0, (double)ctx->seed, &seed) ||
         jconf_bool(c, cfg, "grad_error", 0, 0, &x->grad_error) || jconf_bool(c, cfg, "dry", 0, 0, &x->dry) ||
-        jconf_num(c, cfg, "budget_gb", 0, 0, 1e6, 0, &x->budget_gb) || jconf_str(c, cfg, "fit", 0, "error", &fit))
+        jconf_num(c, cfg, "budget_gb", 0, 0, 1e6, 0, &x->budget_gb) || jconf_str(c, cfg, "fit", 0, "error", &fit) ||
+        jconf_str(c, cfg, "dump", 0, NULL, &x->dump))
         return -1;
     if (seed != floor(seed)) {
         agoq_error("%s: key '%s.seed': expected an integer", c.file, c.prefix);

@@ -37,6 +37,7 @@ typedef struct {
     double budget_gb;        /* 0: no budget */
     int fit_record;          /* over budget: a "fits": false record (1) or an error (0) */
     int grad_error, dry;
+    const char *dump; /* probe dumps of every measured run under this directory (or NULL) */
     uint64_t seed;
     step_run_spec runs[STEP_MAX_RUNS];
     size_t nruns;
