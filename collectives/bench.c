@@ -1,6 +1,6 @@
 /* Experiment kind "collectives": time and error of every collective algorithm over sizes and
  * rank counts, nccl-tests style, and (mode "accumulate") the error of 8-bit micro-batch
- * gradient accumulation over 1..64 micro-batches. CLI: harness/cmd_collectives.c.
+ * gradient accumulation over 1..64 micro-batches. CLI: runners/collectives.c.
  *
  * config keys (all optional):
  *   mode            "collective" (default) | "accumulate"
@@ -25,14 +25,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collectives/bench.h"
 #include "collectives/driver.h"
-#include "harness/cli.h"
-#include "harness/common.h"
-#include "harness/experiment.h"
-#include "harness/metrics.h"
-#include "harness/qspec.h"
-#include "harness/rng.h"
-#include "kernels/quant_math.h"
+#include "core/cli.h"
+#include "core/common.h"
+#include "core/metrics.h"
+#include "kernels/quant/qspec.h"
+#include "core/rng.h"
+#include "kernels/quant/quant_math.h"
 
 typedef struct {
     int accumulate;

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/common.h"
-#include "kernels/quant_ref.h"
+#include "core/common.h"
+#include "kernels/quant/quant_ref.h"
 
 const agoq_coll_algo_info agoq_coll_algos[AGOQ_ALGO_COUNT] = {
     [AGOQ_ALGO_FP32] = {"fp32", "NCCL ring reduce in fp32 (baseline)", 0, AGOQ_FMT_INT8},

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/common.h"
-#include "harness/results.h"
+#include "core/common.h"
+#include "core/results.h"
 
 static const char *const g_type_names[AGOQ_LTYPE_COUNT] = {"norm", "gemm", "actfn", "attention"};
 

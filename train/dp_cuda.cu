@@ -18,8 +18,8 @@
 #include <string.h>
 
 #include "collectives/driver.h"
-#include "kernels/quant_cuda.h"
-#include "kernels/quant_math.h"
+#include "kernels/quant/quant_cuda.h"
+#include "kernels/quant/quant_math.h"
 #include "train/cuda_common.cuh"
 
 /* Host array of rank pointers, passed by value to the kernels. */
