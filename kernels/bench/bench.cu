@@ -10,6 +10,7 @@
 #include "core/check.h"
 #include "core/common.h"
 #include "kernels/bench/bench_cases.h"
+#include "kernels/quant/quant_cuda.h"
 
 #define MAX_CASES 256
 static const agoq_bench_case *g_cases[MAX_CASES];
@@ -21,6 +22,12 @@ void agoq_bench_register(const agoq_bench_case *cases, int ncases) {
         g_cases[g_ncases++] = &cases[i];
     }
 }
+uint16_t *agoq_bench_dev_bf16(size_t n, uint64_t seed, void *stream) {
+    uint16_t *p = (uint16_t *)agoq_cuda_malloc(n * 2);
+    if (seed) agoq_cuda_fill_normal_bf16(p, n, seed, stream);
+    return p;
+}
+
 int agoq_bench_case_count(void) { return g_ncases; }
 const agoq_bench_case *agoq_bench_case_at(int i) { return i >= 0 && i < g_ncases ? g_cases[i] : NULL; }
 

@@ -1,7 +1,8 @@
 /* The kernel benchmark (`agoq kernels`, runners/kernels.c) as a table of "cases": each case
  * is a kernel launch with its buffers, its bytes-moved formula and an optional correctness
  * check against the CPU reference. Any .cu file adds cases with AGOQ_BENCH_REGISTER(array);
- * the quantization and gradient cases are in kernels/quant/bench_quant.cu, the timing driver (CUDA
+ * the quantization and gradient cases are in kernels/quant/bench_quant.cu (fused: kernels/fused/,
+ * GEMM: kernels/gemm/, copy ceilings: kernels/stream/), the timing driver (CUDA
  * events, warm-up, L2 scrub, min/median/max, the device-to-device copy of the same run) in
  * kernels/bench/bench.cu. CUDA=1 builds only.
  *
@@ -58,6 +59,15 @@ const agoq_bench_case *agoq_bench_case_at(int i);
     __attribute__((constructor)) static void agoq_bench_register_##arr(void) {             \
         agoq_bench_register(arr, (int)(sizeof(arr) / sizeof((arr)[0])));                   \
     }
+
+/* For case code (CUDA files, which include core/common.h): a setup or launch step that returns
+ * non-zero ends the run naming the call (a case cannot fail gracefully mid-timing). */
+#define AGOQ_BENCH_MUST(call)                                                              \
+    do {                                                                                   \
+        if ((call) != 0) agoq_die("kernels benchmark: %s failed", #call);                 \
+    } while (0)
+/* n bf16 elements on the device, filled with seeded normals on stream (seed 0: left unfilled). */
+uint16_t *agoq_bench_dev_bf16(size_t n, uint64_t seed, void *stream);
 
 /* Timing driver (kernels/bench/bench.cu). */
 typedef struct {

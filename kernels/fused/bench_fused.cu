@@ -1,5 +1,4 @@
-/* Benchmark cases of the fused activation kernels (fused.cu) and the fused GEMM (gemm.cu) for
- * `agoq kernels` (bench_cases.h), each beside its baselines in the same run:
+/* Benchmark cases of the fused activation kernels (fused.cu) for `agoq kernels` (bench_cases.h), each beside its baselines in the same run:
  *   <op>_<fwd|bwd>_bf16     plain bf16 kernel, nothing quantized (Megatron-style storage)
  *   <op>_<fwd|bwd>_unfused  producer, then the standalone rowq quantize kernel (fwd), or the
  *                           standalone dequantize kernel, then the bf16 backward (bwd)
@@ -41,17 +40,8 @@
  *   rmsnorm bwd  ~38          6 + q          ~5.7           ~1.4    (memory-bound)
  * The plain bf16 GELU / SwiGLU kernels pay the same op math, so for those ops fusion removes a
  * memory-bound quantize pass from a compute-bound pair and the speedup tends to (op + quantize
- * time) / op time rather than the byte ratio.
- *
- * GEMM cases (group "gemm"), LLaMA-7B (hidden 4096, FFN 11008) and LLaMA-13B (5120, 13824),
- * tokens M = n / 4096 rounded down to a multiple of 128 (so -b 64M is 4096 tokens):
- *   gemm_<m>_fc1_*   C[M, 2F] = X[M, H] W1[2F, H]^T; the FC1 output h is stored quantized
- *   gemm_<m>_fc2_*   C[M, H] = A[M, F] W2[H, F]^T with A (the FC2 input) read from its stored
- *                    quantized copy
- * variants: cublas (bf16, nothing quantized), cublas_q (cuBLAS + standalone quantize of C /
- * dequantize of A), own (this project's GEMM, bf16), own_q (own GEMM + standalone kernel),
- * fused (quantization in the epilogue / dequantization in the prologue). Bytes: the logical
- * tensors read and written (A, B, C, Q; unfused adds the intermediate's write + read). */
+ * time) / op time rather than the byte ratio. The fused GEMM
+ * cases are kernels/gemm/bench_gemm.cu. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,13 +49,7 @@
 #include "core/common.h"
 #include "kernels/bench/bench_cases.h"
 #include "kernels/fused/fused.h"
-#include "kernels/gemm/gemm.h"
 #include "kernels/quant/quant_cuda.h"
-
-#define MUST(call)                                                                         \
-    do {                                                                                   \
-        if ((call) != 0) agoq_die("kernels benchmark: %s failed", #call);                 \
-    } while (0)
 
 enum { OP_RMS, OP_SWIGLU, OP_GELU };
 enum { V_BF16, V_UNFUSED, V_FUSED };
@@ -114,12 +98,6 @@ static size_t count_diff(const uint8_t *ref, const uint8_t *got, size_t n) {
     return bad;
 }
 
-static uint16_t *dev_bf16(size_t n, uint64_t seed, void *stream) {
-    uint16_t *p = (uint16_t *)agoq_cuda_malloc(n * 2);
-    if (seed) agoq_cuda_fill_normal_bf16(p, n, seed, stream);
-    return p;
-}
-
 static int fsetup(fspec sp, const agoq_bench_args *a, void **out) {
     if (a->cols < 8 || a->n < (size_t)a->cols || (sp.op == OP_SWIGLU && a->cols % 2)) {
         agoq_error("kernels: fused case needs n >= cols >= 8 (SwiGLU: even cols), got n %zu cols %d", a->n, a->cols);
@@ -137,22 +115,22 @@ static int fsetup(fspec sp, const agoq_bench_args *a, void **out) {
     const size_t nout = (size_t)s->rows * s->ocols;
     s->rpg = (s->rows + 511) / 512; /* ~512 row groups: enough CTAs to fill the GPU, small partials */
     s->groups = (s->rows + s->rpg - 1) / s->rpg;
-    s->x = dev_bf16(nin, a->seed + 1, a->stream);
-    s->y = dev_bf16(nout, 0, a->stream);
+    s->x = agoq_bench_dev_bf16(nin, a->seed + 1, a->stream);
+    s->y = agoq_bench_dev_bf16(nout, 0, a->stream);
     if (sp.op == OP_RMS) {
-        s->w = dev_bf16((size_t)s->cols, a->seed + 2, a->stream);
+        s->w = agoq_bench_dev_bf16((size_t)s->cols, a->seed + 2, a->stream);
         s->partial = (float *)agoq_cuda_malloc((size_t)s->groups * s->cols * sizeof(float));
         s->dw = (float *)agoq_cuda_malloc((size_t)s->cols * sizeof(float));
     }
     if (sp.bwd) {
-        s->dy = dev_bf16(nout, a->seed + 3, a->stream);
-        s->dx = dev_bf16(nin, 0, a->stream);
+        s->dy = agoq_bench_dev_bf16(nout, a->seed + 3, a->stream);
+        s->dx = agoq_bench_dev_bf16(nin, 0, a->stream);
     }
-    if (sp.var == V_UNFUSED && sp.bwd) s->tmp = dev_bf16(nin, 0, a->stream);
+    if (sp.var == V_UNFUSED && sp.bwd) s->tmp = agoq_bench_dev_bf16(nin, 0, a->stream);
     if (sp.var != V_BF16) {
-        MUST(agoq_fq_make(&s->qc, &s->fq));
-        MUST(agoq_dqt_alloc(&s->qc, (size_t)s->qrows, (size_t)s->qcols, &s->xq));
-        if (sp.bwd) MUST(agoq_rowq_quantize_cuda(&s->fq, s->x, s->qrows, s->qcols, s->xq, a->stream)); /* the stored copy */
+        AGOQ_BENCH_MUST(agoq_fq_make(&s->qc, &s->fq));
+        AGOQ_BENCH_MUST(agoq_dqt_alloc(&s->qc, (size_t)s->qrows, (size_t)s->qcols, &s->xq));
+        if (sp.bwd) AGOQ_BENCH_MUST(agoq_rowq_quantize_cuda(&s->fq, s->x, s->qrows, s->qcols, s->xq, a->stream)); /* the stored copy */
     }
     agoq_cuda_sync(a->stream);
     *out = s;
@@ -164,18 +142,18 @@ static int fsetup(fspec sp, const agoq_bench_args *a, void **out) {
 static void run_op(const fstate *s, const agoq_fq *q, const uint16_t *x, void *st) {
     const int r = s->rows;
     if (!s->sp.bwd) {
-        if (s->sp.op == OP_RMS) MUST(agoq_rmsnorm_fwd_cuda(q, x, s->w, r, s->cols, kEps, s->y, s->xq, NULL, st));
-        else if (s->sp.op == OP_SWIGLU) MUST(agoq_swiglu_fwd_cuda(q, x, r, s->ocols, s->y, s->xq, st));
-        else MUST(agoq_gelu_fwd_cuda(q, x, r, s->cols, s->y, s->xq, st));
+        if (s->sp.op == OP_RMS) AGOQ_BENCH_MUST(agoq_rmsnorm_fwd_cuda(q, x, s->w, r, s->cols, kEps, s->y, s->xq, NULL, st));
+        else if (s->sp.op == OP_SWIGLU) AGOQ_BENCH_MUST(agoq_swiglu_fwd_cuda(q, x, r, s->ocols, s->y, s->xq, st));
+        else AGOQ_BENCH_MUST(agoq_gelu_fwd_cuda(q, x, r, s->cols, s->y, s->xq, st));
         return;
     }
     if (s->sp.op == OP_RMS) {
-        MUST(agoq_rmsnorm_bwd_cuda(q, s->xq, x, s->dy, s->w, r, s->cols, kEps, s->rpg, s->dx, s->y, s->partial, st));
-        MUST(agoq_dw_reduce_cuda(s->partial, s->groups, s->cols, s->dw, st));
+        AGOQ_BENCH_MUST(agoq_rmsnorm_bwd_cuda(q, s->xq, x, s->dy, s->w, r, s->cols, kEps, s->rpg, s->dx, s->y, s->partial, st));
+        AGOQ_BENCH_MUST(agoq_dw_reduce_cuda(s->partial, s->groups, s->cols, s->dw, st));
     } else if (s->sp.op == OP_SWIGLU) {
-        MUST(agoq_swiglu_bwd_cuda(q, s->xq, x, s->dy, r, s->ocols, s->dx, s->y, st));
+        AGOQ_BENCH_MUST(agoq_swiglu_bwd_cuda(q, s->xq, x, s->dy, r, s->ocols, s->dx, s->y, st));
     } else {
-        MUST(agoq_gelu_bwd_cuda(q, s->xq, x, s->dy, r, s->cols, s->dx, s->y, st));
+        AGOQ_BENCH_MUST(agoq_gelu_bwd_cuda(q, s->xq, x, s->dy, r, s->cols, s->dx, s->y, st));
     }
 }
 
@@ -186,11 +164,11 @@ static void flaunch(void *state, const agoq_bench_args *a) {
     case V_FUSED: run_op(s, &s->fq, s->x, a->stream); break;
     default:
         if (s->sp.bwd) {
-            MUST(agoq_rowq_dequantize_cuda(&s->fq, s->xq, s->qrows, s->qcols, s->tmp, a->stream));
+            AGOQ_BENCH_MUST(agoq_rowq_dequantize_cuda(&s->fq, s->xq, s->qrows, s->qcols, s->tmp, a->stream));
             run_op(s, NULL, s->tmp, a->stream);
         } else {
             run_op(s, NULL, s->x, a->stream);
-            MUST(agoq_rowq_quantize_cuda(&s->fq, s->x, s->qrows, s->qcols, s->xq, a->stream));
+            AGOQ_BENCH_MUST(agoq_rowq_quantize_cuda(&s->fq, s->x, s->qrows, s->qcols, s->xq, a->stream));
         }
     }
 }
@@ -214,8 +192,8 @@ static int fcheck(void *state, const agoq_bench_args *a) {
     if (s->w) agoq_cuda_d2h(w, s->w, (size_t)s->cols * 2);
     if (s->dy) agoq_cuda_d2h(dy, s->dy, nout * 2);
     if (qc) {
-        MUST(agoq_qtensor_alloc(&hq, qc, agoq_rowq_alloc_n(qc, (size_t)qr, (size_t)s->qcols)));
-        MUST(agoq_qtensor_alloc(&gq, qc, agoq_rowq_alloc_n(qc, (size_t)qr, (size_t)s->qcols)));
+        AGOQ_BENCH_MUST(agoq_qtensor_alloc(&hq, qc, agoq_rowq_alloc_n(qc, (size_t)qr, (size_t)s->qcols)));
+        AGOQ_BENCH_MUST(agoq_qtensor_alloc(&gq, qc, agoq_rowq_alloc_n(qc, (size_t)qr, (size_t)s->qcols)));
         agoq_dqt_download(qc, (size_t)qr, (size_t)s->qcols, s->xq, &gq); /* the first qr rows' blocks */
         if (s->sp.bwd) agoq_dqt_download(qc, (size_t)qr, (size_t)s->qcols, s->xq, &hq);
     }
@@ -277,126 +255,3 @@ FCASES(gelu, OP_GELU)
     FROW(op, bwd, bf16, 0, fcheck), FROW(op, bwd, unfused, 1, NULL), FROW(op, bwd, fused, 1, fcheck)
 static const agoq_bench_case fused_cases[] = {FROWS(rmsnorm), FROWS(swiglu), FROWS(gelu)};
 AGOQ_BENCH_REGISTER(fused_cases)
-
-/* ---- GEMM ---- */
-enum { G_CUBLAS, G_CUBLAS_Q, G_OWN, G_OWN_Q, G_FUSED };
-typedef struct {
-    int hidden, ffn, fc2, var;
-} gspec;
-typedef struct {
-    gspec sp;
-    int m, n, k;
-    agoq_qconfig qc;
-    agoq_fq fq;
-    agoq_dqt q;                 /* fc1: stored copy of C; fc2: stored A */
-    uint16_t *a, *b, *c, *adq;  /* adq: fc2 unfused, the dequantized A */
-    void *cublas;
-} gstate;
-
-static void gshape(gspec sp, const agoq_bench_args *a, int *m, int *n, int *k) {
-    *m = (int)(a->n / 4096 / 128 * 128);
-    *n = sp.fc2 ? sp.hidden : 2 * sp.ffn;
-    *k = sp.fc2 ? sp.ffn : sp.hidden;
-}
-static double gbytes(gspec sp, const agoq_bench_args *a) {
-    int m, n, k;
-    gshape(sp, a, &m, &n, &k);
-    const double w = 2.0 * n * k, quant = sp.var == G_CUBLAS || sp.var == G_OWN ? 0.0 : 1.0;
-    const double unf = sp.var == G_CUBLAS_Q || sp.var == G_OWN_Q ? 1.0 : 0.0;
-    if (!sp.fc2) {
-        const double qb = (double)agoq_qtensor_bytes(&a->qc, agoq_rowq_alloc_n(&a->qc, (size_t)m, (size_t)n));
-        return 2.0 * m * k + w + 2.0 * m * n + quant * qb + unf * 2.0 * m * n;
-    }
-    const double qb = (double)agoq_qtensor_bytes(&a->qc, agoq_rowq_alloc_n(&a->qc, (size_t)m, (size_t)k));
-    return (quant ? qb : 2.0 * m * k) + w + 2.0 * m * n + unf * 4.0 * m * k;
-}
-
-static int gsetup(gspec sp, const agoq_bench_args *a, void **out) {
-    gstate *s = (gstate *)calloc(1, sizeof *s);
-    s->sp = sp;
-    s->qc = a->qc;
-    gshape(sp, a, &s->m, &s->n, &s->k);
-    const int quant = sp.var != G_CUBLAS && sp.var != G_OWN;
-    if (agoq_gemm_check(s->m, s->n, s->k, quant && !sp.fc2 ? &s->qc : NULL, quant && sp.fc2 ? &s->qc : NULL)) {
-        free(s);
-        return -1;
-    }
-    s->a = dev_bf16((size_t)s->m * s->k, a->seed + 11, a->stream);
-    s->b = dev_bf16((size_t)s->n * s->k, a->seed + 12, a->stream);
-    s->c = dev_bf16((size_t)s->m * s->n, 0, a->stream);
-    if (sp.var == G_CUBLAS || sp.var == G_CUBLAS_Q) s->cublas = agoq_cublas_create();
-    if (quant) {
-        MUST(agoq_fq_make(&s->qc, &s->fq));
-        if (sp.fc2) {
-            MUST(agoq_dqt_alloc(&s->qc, (size_t)s->m, (size_t)s->k, &s->q));
-            MUST(agoq_rowq_quantize_cuda(&s->fq, s->a, s->m, s->k, s->q, a->stream));
-            if (sp.var != G_FUSED) s->adq = dev_bf16((size_t)s->m * s->k, 0, a->stream);
-        } else {
-            MUST(agoq_dqt_alloc(&s->qc, (size_t)s->m, (size_t)s->n, &s->q));
-        }
-    }
-    agoq_cuda_sync(a->stream);
-    *out = s;
-    return 0;
-}
-
-static void glaunch(void *state, const agoq_bench_args *a) {
-    gstate *s = (gstate *)state;
-    const agoq_dqt none = {};
-    const int v = s->sp.var, cub = v == G_CUBLAS || v == G_CUBLAS_Q;
-    const uint16_t *A = s->a;
-    if (s->sp.fc2 && v == G_FUSED) {
-        MUST(agoq_gemm_deqa_cuda(&s->fq, s->q, s->b, s->m, s->n, s->k, s->c, a->stream));
-        return;
-    }
-    if (s->sp.fc2 && (v == G_CUBLAS_Q || v == G_OWN_Q)) {
-        MUST(agoq_rowq_dequantize_cuda(&s->fq, s->q, s->m, s->k, s->adq, a->stream));
-        A = s->adq;
-    }
-    if (!s->sp.fc2 && v == G_FUSED) {
-        MUST(agoq_gemm_cuda(&s->fq, A, s->b, s->m, s->n, s->k, s->c, s->q, a->stream));
-        return;
-    }
-    if (cub) MUST(agoq_cublas_gemm(s->cublas, A, s->b, s->m, s->n, s->k, s->c, a->stream));
-    else MUST(agoq_gemm_cuda(NULL, A, s->b, s->m, s->n, s->k, s->c, none, a->stream));
-    if (!s->sp.fc2 && (v == G_CUBLAS_Q || v == G_OWN_Q))
-        MUST(agoq_rowq_quantize_cuda(&s->fq, s->c, s->m, s->n, s->q, a->stream));
-}
-
-static void gteardown(void *state) {
-    gstate *s = (gstate *)state;
-    agoq_cuda_free(s->a);
-    agoq_cuda_free(s->b);
-    agoq_cuda_free(s->c);
-    agoq_cuda_free(s->adq);
-    if (s->cublas) agoq_cublas_destroy(s->cublas);
-    if (s->q.codes) agoq_dqt_free(&s->q);
-    agoq_fq_free(&s->fq);
-    free(s);
-}
-
-/* Fused GEMM formats: epilogue blocks must divide the 128-wide tile, prologue codes be 4/8-bit. */
-static int gsupports_fc1(const agoq_qconfig *qc) { return AGOQ_GEMM_TILE_N % qc->block == 0; }
-static int gsupports_fc2(const agoq_qconfig *qc) {
-    const int bits = agoq_formats[qc->fmt].bits;
-    return (bits == 4 || bits == 8) && 11008 % qc->block == 0 && 13824 % qc->block == 0; /* K of both models */
-}
-
-#define GCASE(mdl, H, F, g, FC2, var, VAR)                                                                 \
-    static double gbytes_##mdl##_##g##_##var(const agoq_bench_args *a) { return gbytes(gspec{H, F, FC2, VAR}, a); } \
-    static int gsetup_##mdl##_##g##_##var(const agoq_bench_args *a, void **s) { return gsetup(gspec{H, F, FC2, VAR}, a, s); }
-#define GCASES(mdl, H, F, g, FC2)                                                                          \
-    GCASE(mdl, H, F, g, FC2, cublas, G_CUBLAS) GCASE(mdl, H, F, g, FC2, cublas_q, G_CUBLAS_Q)             \
-    GCASE(mdl, H, F, g, FC2, own, G_OWN) GCASE(mdl, H, F, g, FC2, own_q, G_OWN_Q) GCASE(mdl, H, F, g, FC2, fused, G_FUSED)
-GCASES(7b, 4096, 11008, fc1, 0)
-GCASES(7b, 4096, 11008, fc2, 1)
-GCASES(13b, 5120, 13824, fc1, 0)
-GCASES(13b, 5120, 13824, fc2, 1)
-
-#define GROW(mdl, g, var, FMT)                                                                             \
-    {"gemm_" #mdl "_" #g "_" #var, "gemm", FMT, gbytes_##mdl##_##g##_##var, gsetup_##mdl##_##g##_##var, glaunch, NULL, \
-     gteardown, FMT ? gsupports_##g : NULL}
-#define GROWS(mdl, g)                                                                                      \
-    GROW(mdl, g, cublas, 0), GROW(mdl, g, cublas_q, 1), GROW(mdl, g, own, 0), GROW(mdl, g, own_q, 1), GROW(mdl, g, fused, 1)
-static const agoq_bench_case gemm_cases[] = {GROWS(7b, fc1), GROWS(7b, fc2), GROWS(13b, fc1), GROWS(13b, fc2)};
-AGOQ_BENCH_REGISTER(gemm_cases)

@@ -30,10 +30,6 @@ typedef struct {
     int nchunks;
 } qstate;
 
-#define MUST(call)                                                                         \
-    do {                                                                                   \
-        if ((call) != 0) agoq_die("kernels benchmark: %s failed", #call);                 \
-    } while (0)
 
 static double qbytes(const agoq_bench_args *a) { return (double)agoq_qtensor_bytes(&a->qc, a->n); }
 static double bytes_quant_f32(const agoq_bench_args *a) { return 4.0 * (double)a->n + qbytes(a); }
@@ -47,7 +43,7 @@ static qstate *state_new(const agoq_bench_args *a) {
     if (!s) agoq_die("kernels benchmark: out of host memory");
     s->qc = a->qc;
     s->n = a->n;
-    MUST(agoq_cuda_qtensor_alloc(&s->q, &s->qc, s->n));
+    AGOQ_BENCH_MUST(agoq_cuda_qtensor_alloc(&s->q, &s->qc, s->n));
     return s;
 }
 static float *new_f32(const agoq_bench_args *a, uint64_t seed) {
@@ -86,7 +82,7 @@ static int same_bytes(const char *what, const void *ref, const void *got, size_t
 static int same_qtensor(const char *what, const agoq_qconfig *c, const agoq_qtensor *ref, const agoq_cuda_qtensor *d) {
     agoq_qtensor got;
     if (agoq_qtensor_alloc(&got, c, ref->n)) return -1;
-    MUST(agoq_cuda_qtensor_download(c, d, &got));
+    AGOQ_BENCH_MUST(agoq_cuda_qtensor_download(c, d, &got));
     int rc = same_bytes(what, ref->codes, got.codes, agoq_codes_bytes(c, ref->n)) ||
              same_bytes(what, ref->scales, got.scales, agoq_scales_bytes(c, ref->n)) ||
              (agoq_has_zeros(c) && same_bytes(what, ref->zeros, got.zeros, agoq_zeros_bytes(c, ref->n)));
@@ -119,11 +115,11 @@ static int setup_quant_bf16(const agoq_bench_args *a, void **st) {
 }
 static void launch_quant_f32(void *p, const agoq_bench_args *a) {
     qstate *s = (qstate *)p;
-    MUST(agoq_cuda_quantize_f32(&s->qc, s->xf, s->n, &s->q, a->stream));
+    AGOQ_BENCH_MUST(agoq_cuda_quantize_f32(&s->qc, s->xf, s->n, &s->q, a->stream));
 }
 static void launch_quant_bf16(void *p, const agoq_bench_args *a) {
     qstate *s = (qstate *)p;
-    MUST(agoq_cuda_quantize_bf16(&s->qc, s->xh, s->n, &s->q, a->stream));
+    AGOQ_BENCH_MUST(agoq_cuda_quantize_bf16(&s->qc, s->xh, s->n, &s->q, a->stream));
 }
 static int check_quant(void *p, const agoq_bench_args *a) {
     qstate *s = (qstate *)p;
@@ -149,7 +145,7 @@ static int check_quant(void *p, const agoq_bench_args *a) {
 static int setup_dequant(const agoq_bench_args *a, void **st, int out_bf16) {
     qstate *s = state_new(a);
     float *x = new_f32(a, a->seed);
-    MUST(agoq_cuda_quantize_f32(&s->qc, x, s->n, &s->q, a->stream));
+    AGOQ_BENCH_MUST(agoq_cuda_quantize_f32(&s->qc, x, s->n, &s->q, a->stream));
     agoq_cuda_sync(a->stream);
     agoq_cuda_free(x);
     if (out_bf16) s->yh = (uint16_t *)agoq_cuda_malloc(s->n * 2);
@@ -161,8 +157,8 @@ static int setup_dequant_f32(const agoq_bench_args *a, void **st) { return setup
 static int setup_dequant_bf16(const agoq_bench_args *a, void **st) { return setup_dequant(a, st, 1); }
 static void launch_dequant(void *p, const agoq_bench_args *a) {
     qstate *s = (qstate *)p;
-    if (s->yf) MUST(agoq_cuda_dequantize_f32(&s->qc, &s->q, s->yf, a->stream));
-    else MUST(agoq_cuda_dequantize_bf16(&s->qc, &s->q, s->yh, a->stream));
+    if (s->yf) AGOQ_BENCH_MUST(agoq_cuda_dequantize_f32(&s->qc, &s->q, s->yf, a->stream));
+    else AGOQ_BENCH_MUST(agoq_cuda_dequantize_bf16(&s->qc, &s->q, s->yh, a->stream));
 }
 static int check_dequant(void *p, const agoq_bench_args *a) {
     qstate *s = (qstate *)p;
@@ -187,7 +183,7 @@ static int only_8bit(const agoq_qconfig *qc) { return agoq_formats[qc->fmt].bits
 static int setup_acc(const agoq_bench_args *a, void **st, int g_bf16) {
     qstate *s = state_new(a);
     float *x = new_f32(a, a->seed);
-    MUST(agoq_cuda_quantize_f32(&s->qc, x, s->n, &s->q, a->stream));
+    AGOQ_BENCH_MUST(agoq_cuda_quantize_f32(&s->qc, x, s->n, &s->q, a->stream));
     agoq_cuda_sync(a->stream);
     agoq_cuda_free(x);
     if (g_bf16) s->xh = new_bf16(a, a->seed + 1);
@@ -199,7 +195,7 @@ static int setup_acc_f32(const agoq_bench_args *a, void **st) { return setup_acc
 static int setup_acc_bf16(const agoq_bench_args *a, void **st) { return setup_acc(a, st, 1); }
 static void launch_acc(void *p, const agoq_bench_args *a) {
     qstate *s = (qstate *)p;
-    MUST(agoq_cuda_grad_accumulate(&s->qc, &s->q, s->xf, s->xh, a->stream));
+    AGOQ_BENCH_MUST(agoq_cuda_grad_accumulate(&s->qc, &s->q, s->xf, s->xh, a->stream));
 }
 static int check_acc(void *p, const agoq_bench_args *a) {
     qstate *s = (qstate *)p;
@@ -226,10 +222,10 @@ static int setup_reduce(const agoq_bench_args *a, void **st) {
     qstate *s = state_new(a);
     float *x = (float *)agoq_cuda_malloc(s->n * 4);
     for (int r = 0; r < a->nchunks; r++) {
-        MUST(agoq_cuda_qtensor_alloc(&s->chunk[r], &s->qc, s->n));
+        AGOQ_BENCH_MUST(agoq_cuda_qtensor_alloc(&s->chunk[r], &s->qc, s->n));
         s->nchunks = r + 1;
         agoq_cuda_fill_normal_f32(x, s->n, a->seed + 17 * (uint64_t)r, a->stream);
-        MUST(agoq_cuda_quantize_f32(&s->qc, x, s->n, &s->chunk[r], a->stream));
+        AGOQ_BENCH_MUST(agoq_cuda_quantize_f32(&s->qc, x, s->n, &s->chunk[r], a->stream));
     }
     agoq_cuda_sync(a->stream);
     agoq_cuda_free(x);
@@ -238,7 +234,7 @@ static int setup_reduce(const agoq_bench_args *a, void **st) {
 }
 static void launch_reduce(void *p, const agoq_bench_args *a) {
     qstate *s = (qstate *)p;
-    MUST(agoq_cuda_grad_reduce(&s->qc, s->chunk, s->nchunks, AGOQ_SUM_FP32, &s->q, NULL, a->stream));
+    AGOQ_BENCH_MUST(agoq_cuda_grad_reduce(&s->qc, s->chunk, s->nchunks, AGOQ_SUM_FP32, &s->q, NULL, a->stream));
 }
 static int check_reduce(void *p, const agoq_bench_args *a) {
     qstate *s = (qstate *)p;
