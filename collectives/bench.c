@@ -127,7 +127,7 @@ static size_t plan_configs(const coll_plan *p, int N, agoq_coll_config *out, siz
                     c.q.scale = (agoq_scale_type)p->scale;
                     c.sum = (agoq_sum_precision)p->sums[s];
                     if (algo == AGOQ_ALGO_QGZ) c.ranks_per_node = p->rpn ? (int)p->rpn : (N % 8 == 0 ? 8 : N);
-                    if (algo == AGOQ_ALGO_FP8LM && c.q.fmt != AGOQ_FMT_FP8_E4M3 && c.q.fmt != AGOQ_FMT_FP8_E5M2) continue;
+                    if (algo == AGOQ_ALGO_FP8LM && !AGOQ_FMT_IS_FP8(c.q.fmt)) continue;
                     out[k++] = c;
                 }
         }

@@ -2,12 +2,19 @@
 # Rewrites source paths of the old flat layout (harness/ as both roof and ground, kernels/ flat,
 # tests/ flat) to the layered one (core/ < kernels/<op>/ < collectives, models < train, sim,
 # step < runners/ < harness/), from the one mapping table below.
-#   tools/relayout.sh [FILES...]     default: every tracked C/C++/CUDA source and tools/*.sh
+#   tools/relayout.sh [FILES...]     default: every tracked or new (not ignored) C/C++/CUDA source
+#                                    and tools/*.sh
+#   tools/relayout.sh --print-map    the table, one `OLD NEW` pair a line
 # Every whole-path occurrence of OLD (not part of a longer path) becomes NEW: `#include "OLD"`
 # lines, comments, shell scripts, docs. Idempotent: no NEW path contains an OLD one, so a second
 # run changes nothing. Prints the files it changed. --print-map prints the table.
 set -euo pipefail
-cd "$(git rev-parse --show-toplevel)"
+print_map=0
+[ "${1:-}" = "--print-map" ] && print_map=1 && shift
+args=()
+for f in "$@"; do args+=("$(realpath -m -- "$f")"); done # paths as given, before the cd
+set -- "${args[@]+"${args[@]}"}"
+cd "$(dirname "$(realpath "$0")")/.." # the repository of this script
 
 # old -> new (one pair a line). Keep sorted by area; a moved file appears exactly once.
 MAP='
@@ -88,12 +95,12 @@ tests/cuda/test_fused_util.h tests/cuda/fused/test_fused_util.h
 tests/cuda/test_gemm.c       tests/cuda/gemm/test_gemm_cuda.c
 '
 
-if [ "${1:-}" = "--print-map" ]; then echo "$MAP" | awk 'NF == 2'; exit 0; fi
+if [ "$print_map" = 1 ]; then echo "$MAP" | awk 'NF == 2'; exit 0; fi
 if [ $# -eq 0 ]; then
-    mapfile -t files < <(git ls-files '*.c' '*.h' '*.cu' '*.cuh' 'tools/*.sh' | grep -v '^tools/relayout.sh$')
+    mapfile -t files < <(git ls-files -co --exclude-standard '*.c' '*.h' '*.cu' '*.cuh' 'tools/*.sh' | grep -v '^tools/relayout.sh$')
 else
     files=()
-    for f in "$@"; do [ "$f" = tools/relayout.sh ] || files+=("$f"); done
+    for f in "$@"; do [ "$f" = "$PWD/tools/relayout.sh" ] || files+=("$f"); done
 fi
 
 # One perl program: a hash of old -> new, one alternation of the old paths (longest first), a

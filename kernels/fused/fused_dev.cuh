@@ -172,7 +172,7 @@ static inline bool fz_fast_dequant(const agoq_cuda_qparams &p, agoq_dqt d) {
     return (p.bits == 4 || p.bits == 8) && (p.block & (p.block - 1)) == 0 && ((uintptr_t)d.codes & 7u) == 0;
 }
 /* The vector decoder kind: fp4 by byte permutes (its qparams decode through the table). */
-static inline int fz_fast_dec(const agoq_cuda_qparams &p) { return p.fmt == AGOQ_FMT_FP4_E2M1 ? AGOQ_ENC_FP4 : p.dec; }
+static inline int fz_fast_dec(const agoq_cuda_qparams &p) { return agoq_formats[p.fmt].enc == AGOQ_ENC_FP4 ? AGOQ_ENC_FP4 : p.dec; }
 
 /* f(enc, bits, log2b) for the fast quantizer's (kind, width, block) of p; fp4 / fp8 encoders
  * have one width, so only 9 (kind, width) pairs x 4 blocks are instantiated. */

@@ -11,18 +11,18 @@
 #include "kernels/quant/quant_math.h"
 
 #define INT_SYM(k) \
-    [AGOQ_FMT_INT##k] = {"int" #k, #k "-bit symmetric integer, absmax scale", AGOQ_CODE_INT_SYM, k, 128, (float)((1 << ((k) - 1)) - 1)}
+    [AGOQ_FMT_INT##k] = {"int" #k, #k "-bit symmetric integer, absmax scale", AGOQ_CODE_INT_SYM, k, 128, (float)((1 << ((k) - 1)) - 1), AGOQ_ENC_INT_SYM, 0}
 #define INT_ASYM(k) \
-    [AGOQ_FMT_INT##k##_ASYM] = {"int" #k "_asym", #k "-bit asymmetric integer, min/max scale + zero point", AGOQ_CODE_INT_ASYM, k, 128, (float)((1 << (k)) - 1)}
+    [AGOQ_FMT_INT##k##_ASYM] = {"int" #k "_asym", #k "-bit asymmetric integer, min/max scale + zero point", AGOQ_CODE_INT_ASYM, k, 128, (float)((1 << (k)) - 1), AGOQ_ENC_INT_ASYM, 0}
 
 const agoq_format_traits agoq_formats[AGOQ_FMT_COUNT] = {
-    [AGOQ_FMT_FP4_E2M1] = {"fp4_e2m1", "FP4 E2M1 (+-{0,.5,1,1.5,2,3,4,6}), absmax scale: AGoQ activations", AGOQ_CODE_TABLE, 4, 128, 6.0f},
+    [AGOQ_FMT_FP4_E2M1] = {"fp4_e2m1", "FP4 E2M1 (+-{0,.5,1,1.5,2,3,4,6}), absmax scale: AGoQ activations", AGOQ_CODE_TABLE, 4, 128, 6.0f, AGOQ_ENC_FP4, 0},
     INT_SYM(2), INT_SYM(3), INT_SYM(4), INT_SYM(5), INT_SYM(6), INT_SYM(7), INT_SYM(8),
     INT_ASYM(2), INT_ASYM(3), INT_ASYM(4), INT_ASYM(5), INT_ASYM(6), INT_ASYM(7), INT_ASYM(8),
-    [AGOQ_FMT_NF4] = {"nf4", "4-bit normal-float code book (QLoRA), absmax scale", AGOQ_CODE_TABLE, 4, 64, 1.0f},
-    [AGOQ_FMT_DYN8] = {"dyn8", "signed dynamic 8-bit code map (bitsandbytes-style), absmax scale", AGOQ_CODE_TABLE, 8, 256, 1.0f},
-    [AGOQ_FMT_FP8_E4M3] = {"fp8_e4m3", "OCP FP8 E4M3 (max 448), per-block scale: COAT / gradients", AGOQ_CODE_TABLE, 8, 128, 448.0f},
-    [AGOQ_FMT_FP8_E5M2] = {"fp8_e5m2", "OCP FP8 E5M2 (max 57344), per-block scale", AGOQ_CODE_TABLE, 8, 128, 57344.0f},
+    [AGOQ_FMT_NF4] = {"nf4", "4-bit normal-float code book (QLoRA), absmax scale", AGOQ_CODE_TABLE, 4, 64, 1.0f, AGOQ_ENC_TABLE, 0},
+    [AGOQ_FMT_DYN8] = {"dyn8", "signed dynamic 8-bit code map (bitsandbytes-style), absmax scale", AGOQ_CODE_TABLE, 8, 256, 1.0f, AGOQ_ENC_TABLE, 0},
+    [AGOQ_FMT_FP8_E4M3] = {"fp8_e4m3", "OCP FP8 E4M3 (max 448), per-block scale: COAT / gradients", AGOQ_CODE_TABLE, 8, 128, 448.0f, AGOQ_ENC_FP8_E4M3, 3},
+    [AGOQ_FMT_FP8_E5M2] = {"fp8_e5m2", "OCP FP8 E5M2 (max 57344), per-block scale", AGOQ_CODE_TABLE, 8, 128, 57344.0f, AGOQ_ENC_FP8_E5M2, 2},
 };
 
 /* QLoRA's NF4 levels (quantiles of N(0,1) normalised to [-1, 1]). */

@@ -33,6 +33,19 @@ typedef enum {
     AGOQ_CODE_TABLE,    /* index into a value table (FP4, NF4, dynamic map, FP8) */
 } agoq_code_kind;
 
+/* How a value of a format (agoq_format_traits.enc) is encoded / decoded on the device. The fast arithmetic encoders (fp4, fp8) are
+ * equal to the table search of the reference (tests/quant/test_quant_math.c proves it) and are used
+ * for round-to-nearest; stochastic rounding of fp4/fp8 goes through the table. */
+typedef enum {
+    AGOQ_ENC_INT_SYM,
+    AGOQ_ENC_INT_ASYM,
+    AGOQ_ENC_FP4,      /* agoq_fp4_encode_rne / agoq_fp4_decode */
+    AGOQ_ENC_FP8_E4M3, /* agoq_fp8_encode_rne / agoq_fp8_decode */
+    AGOQ_ENC_FP8_E5M2,
+    AGOQ_ENC_TABLE,    /* agoq_table_pos over the format's sorted table / value[code] */
+    AGOQ_ENC_COUNT
+} agoq_enc_kind;
+
 typedef enum {
     AGOQ_FMT_FP4_E2M1,
     AGOQ_FMT_INT2, AGOQ_FMT_INT3, AGOQ_FMT_INT4, AGOQ_FMT_INT5, AGOQ_FMT_INT6, AGOQ_FMT_INT7, AGOQ_FMT_INT8,
@@ -52,7 +65,14 @@ typedef struct {
     int bits;             /* bits per code: 2..8 */
     int default_block;    /* elements per block when none is given */
     float qmax;           /* largest code magnitude: 2^(k-1)-1, 2^k-1 (asym), or max |table value| */
+    agoq_enc_kind enc;    /* the CUDA quantizers' encoder (round-to-nearest; stochastic table
+                             formats go through AGOQ_ENC_TABLE) and fp4's byte-permute decoder */
+    int fp8_mbits;        /* OCP FP8 formats: mantissa bits (E4M3 3, E5M2 2; the bitalloc error
+                             proxy, the fp8lm wire dtype); 0 for every other format */
 } agoq_format_traits;
+
+/* 1 for the OCP FP8 formats (fp8lm's wire formats). */
+#define AGOQ_FMT_IS_FP8(f) (agoq_formats[(f)].fp8_mbits > 0)
 
 extern const agoq_format_traits agoq_formats[AGOQ_FMT_COUNT];
 

@@ -81,14 +81,7 @@ int agoq_cuda_qparams_make(const agoq_qconfig *c, agoq_cuda_qparams *p) {
     p->stochastic = c->rounding == AGOQ_ROUND_STOCHASTIC;
     p->qmax = t->qmax;
     p->seed = c->seed;
-    switch (c->fmt) {
-    case AGOQ_FMT_FP4_E2M1: p->enc = AGOQ_ENC_FP4; break;
-    case AGOQ_FMT_FP8_E4M3: p->enc = AGOQ_ENC_FP8_E4M3; break;
-    case AGOQ_FMT_FP8_E5M2: p->enc = AGOQ_ENC_FP8_E5M2; break;
-    default:
-        p->enc = t->kind == AGOQ_CODE_INT_SYM ? AGOQ_ENC_INT_SYM
-                 : t->kind == AGOQ_CODE_INT_ASYM ? AGOQ_ENC_INT_ASYM : AGOQ_ENC_TABLE;
-    }
+    p->enc = t->enc;
     /* fp4 decodes through its 16-entry value table in shared memory (one load, no branches);
      * fp8 through the hardware conversion; the arithmetic encoders are round-to-nearest only */
     p->dec = p->enc == AGOQ_ENC_FP4 ? AGOQ_ENC_TABLE : p->enc;
@@ -248,7 +241,7 @@ static size_t dequantize_tiles(const agoq_cuda_qparams &p, const agoq_cuda_qtens
     };
     /* fp4 decodes by byte permutes here (its group kernel reads the shared-memory table) */
     if constexpr (DEC == AGOQ_ENC_TABLE)
-        if (p.fmt == AGOQ_FMT_FP4_E2M1) {
+        if (agoq_formats[p.fmt].enc == AGOQ_ENC_FP4) {
             launch(agoq_enc_t<AGOQ_ENC_FP4>(), agoq_enc_t<4>());
             cudaCheckLaunch();
             return ntiles * tile;

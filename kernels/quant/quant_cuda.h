@@ -26,18 +26,7 @@
 extern "C" {
 #endif
 
-/* How a value is encoded / decoded on the device. The fast arithmetic encoders (fp4, fp8) are
- * equal to the table search of the reference (tests/quant/test_quant_math.c proves it) and are used
- * for round-to-nearest; stochastic rounding of fp4/fp8 goes through the table. */
-typedef enum {
-    AGOQ_ENC_INT_SYM,
-    AGOQ_ENC_INT_ASYM,
-    AGOQ_ENC_FP4,      /* agoq_fp4_encode_rne / agoq_fp4_decode */
-    AGOQ_ENC_FP8_E4M3, /* agoq_fp8_encode_rne / agoq_fp8_decode */
-    AGOQ_ENC_FP8_E5M2,
-    AGOQ_ENC_TABLE,    /* agoq_table_pos over the format's sorted table / value[code] */
-    AGOQ_ENC_COUNT
-} agoq_enc_kind;
+/* The device encoder kinds (agoq_enc_kind) are in formats.h: each format names its own. */
 
 /* A format's value table in device memory (copied from agoq_table()); kernels stage it in
  * shared memory (agoq_dev_load_table in quant_device.cuh). */

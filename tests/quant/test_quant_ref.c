@@ -106,6 +106,27 @@ TEST(tables_are_sane) {
     CHECK(agoq_table(AGOQ_FMT_INT4) == NULL);
 }
 
+/* The row's encoder and FP8 fields agree with its code kind and value range: integer formats
+ * use their arithmetic encoders, table formats the table or fp4/fp8's arithmetic one, and an
+ * FP8 row's mantissa bits give its largest value (E4M3 448, E5M2 57344). */
+TEST(format_traits_encoder_and_fp8_fields_agree) {
+    for (int f = 0; f < AGOQ_FMT_COUNT; f++) {
+        const agoq_format_traits *t = &agoq_formats[f];
+        if (t->kind == AGOQ_CODE_INT_SYM) CHECK_MSG(t->enc == AGOQ_ENC_INT_SYM, "%s", t->name);
+        else if (t->kind == AGOQ_CODE_INT_ASYM) CHECK_MSG(t->enc == AGOQ_ENC_INT_ASYM, "%s", t->name);
+        else CHECK_MSG(t->enc == AGOQ_ENC_TABLE || t->enc == AGOQ_ENC_FP4 || t->enc == AGOQ_ENC_FP8_E4M3 || t->enc == AGOQ_ENC_FP8_E5M2,
+                       "%s", t->name);
+        const int fp8 = t->enc == AGOQ_ENC_FP8_E4M3 || t->enc == AGOQ_ENC_FP8_E5M2;
+        CHECK_MSG(fp8 == (t->fp8_mbits > 0) && fp8 == AGOQ_FMT_IS_FP8(f), "%s", t->name);
+        if (fp8) {
+            const int e5m2 = t->enc == AGOQ_ENC_FP8_E5M2;
+            CHECK_MSG(t->fp8_mbits == (e5m2 ? 2 : 3) && t->bits == 8, "%s", t->name);
+            CHECK_MSG(agoq_fp8_decode(agoq_fp8_encode_rne(1e30f, e5m2), e5m2) == t->qmax, "%s", t->name);
+        }
+        if (t->enc == AGOQ_ENC_FP4) CHECK_MSG(t->bits == 4 && t->qmax == 6.0f, "%s", t->name);
+    }
+}
+
 TEST(bits_per_element_includes_scales) {
     agoq_qconfig c = agoq_qconfig_default(AGOQ_FMT_FP4_E2M1);
     CHECK(agoq_bits_per_element(&c, 1024) == 4.25);
