@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fails when an #include points up the layering (lowest first):
 #   core < kernels < collectives, models < train, sim, step < runners < harness
-# (tests/ and tools/ sit above everything.) A file may include its own folder and any lower one;
+# (tests/, tools/ and fuzz/ sit above everything.) A file may include its own folder and any lower one;
 # folders of one layer may include each other. Reads the `#include "dir/..."` lines of every
 # tracked or new (not ignored) C/C++/CUDA file; prints each upward arrow as
 #   FILE:LINE: FROM -> TO (layer a < layer b)
@@ -13,7 +13,7 @@ git ls-files -co --exclude-standard -- '*.c' '*.h' '*.cu' '*.cuh' |
     xargs -r grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]+"[^"]+/' /dev/null |
     awk '
     BEGIN {
-        split("core:0 kernels:1 collectives:2 models:2 train:3 sim:3 step:3 runners:4 harness:5 tests:9 tools:9", L, " ")
+        split("core:0 kernels:1 collectives:2 models:2 train:3 sim:3 step:3 runners:4 harness:5 tests:9 tools:9 fuzz:9", L, " ")
         for (i in L) { split(L[i], kv, ":"); rank[kv[1]] = kv[2] }
     }
     {
