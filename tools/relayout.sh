@@ -2,12 +2,13 @@
 # Rewrites source paths of the old flat layout (harness/ as both roof and ground, kernels/ flat,
 # tests/ flat) to the layered one (core/ < kernels/<op>/ < collectives, models < train, sim,
 # step < runners/ < harness/), from the one mapping table below.
-#   tools/relayout.sh [FILES...]     default: every tracked or new (not ignored) C/C++/CUDA source
-#                                    and tools/*.sh
+#   tools/relayout.sh [FILES...]     default: every tracked or new (not ignored) C/C++/CUDA source,
+#                                    tools/*.sh and *.md (README, docs/)
 #   tools/relayout.sh --print-map    the table, one `OLD NEW` pair a line
 # Every whole-path occurrence of OLD (not part of a longer path) becomes NEW: `#include "OLD"`
 # lines, comments, shell scripts, docs. Idempotent: no NEW path contains an OLD one, so a second
-# run changes nothing. Prints the files it changed. --print-map prints the table.
+# run changes nothing. Prints the files it changed. After merging a branch written against the
+# old layout: in a conflicted #include block take that branch's side, then run this on the file.
 set -euo pipefail
 print_map=0
 [ "${1:-}" = "--print-map" ] && print_map=1 && shift
@@ -97,7 +98,7 @@ tests/cuda/test_gemm.c       tests/cuda/gemm/test_gemm_cuda.c
 
 if [ "$print_map" = 1 ]; then echo "$MAP" | awk 'NF == 2'; exit 0; fi
 if [ $# -eq 0 ]; then
-    mapfile -t files < <(git ls-files -co --exclude-standard '*.c' '*.h' '*.cu' '*.cuh' 'tools/*.sh' | grep -v '^tools/relayout.sh$')
+    mapfile -t files < <(git ls-files -co --exclude-standard '*.c' '*.h' '*.cu' '*.cuh' 'tools/*.sh' '*.md' | grep -v '^tools/relayout.sh$')
 else
     files=()
     for f in "$@"; do [ "$f" = "$PWD/tools/relayout.sh" ] || files+=("$f"); done
