@@ -21,6 +21,13 @@ CUDNN     ?= $(if $(filter 1,$(CUDA)),$(shell test -f $(CUDNN_HOME)/include/cudn
 SAN       ?= 0
 BUILD     ?= build
 
+# Parallel by default (one job per core); an explicit -jN on the command line wins.
+ifeq (0,$(MAKELEVEL))
+ifeq (,$(filter -j%,$(MAKEFLAGS)))
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
+endif
+endif
+
 ifeq ($(MPI),1)
 CC := mpicc
 endif
@@ -44,10 +51,17 @@ NVCCFLAGS := -arch=$(CUDA_ARCH) -O3 -std=c++17 -I. -I$(NCCL_HOME)/include \
              -DAGOQ_HAVE_CUDA=1 -DAGOQ_HAVE_MPI=$(MPI) -DAGOQ_HAVE_CUDNN=$(CUDNN) \
              -I$(CUDNN_HOME)/include -Xcompiler -Wall,-Wextra,-Wno-unused-parameter
 
-C_SRCS    := $(wildcard harness/*.c kernels/*.c kernels/*/*.c collectives/*.c models/*.c train/*.c sim/*.c step/*.c)
-CU_SRCS   := $(wildcard kernels/*.cu kernels/*/*.cu collectives/*.cu train/*.cu sim/*.cu step/*.cu)
-TEST_SRCS := $(wildcard tests/test_*.c)
-CUDA_TEST_SRCS := $(wildcard tests/cuda/test_*.c)
+# Layers, lowest first (tools/check_layers.sh keeps every #include pointing down):
+#   core/ < kernels/<op>/ < collectives/, models/ < train/, sim/, step/ < runners/ < harness/
+C_SRCS    := $(wildcard core/*.c kernels/*.c kernels/*/*.c collectives/*.c models/*.c train/*.c sim/*.c step/*.c \
+                        runners/*.c harness/*.c)
+CU_SRCS   := $(wildcard core/*.cu kernels/*.cu kernels/*/*.cu collectives/*.cu train/*.cu sim/*.cu step/*.cu)
+# tests/<area>/test_*.c mirror the source folders (tests/quant/ tests kernels/quant/); tests/cuda/
+# (and tests/cuda/<area>/) hold the GPU tests.
+TEST_SRCS := $(filter-out tests/cuda/%,$(wildcard tests/test_*.c tests/*/test_*.c))
+CUDA_TEST_SRCS := $(wildcard tests/cuda/test_*.c tests/cuda/*/test_*.c)
+HDRS      := $(wildcard */*.h */*/*.h */*/*/*.h)
+CUHS      := $(wildcard */*.cuh */*/*.cuh */*/*/*.cuh)
 
 C_OBJS    := $(patsubst %.c,$(BUILD)/%.o,$(C_SRCS))
 LIB_OBJS  := $(filter-out $(BUILD)/harness/main.o,$(C_OBJS))
@@ -69,10 +83,10 @@ $(BUILD)/commit.stamp: FORCE
 	@echo '$(GIT_COMMIT)' | cmp -s - $@ || echo '$(GIT_COMMIT)' > $@
 FORCE:
 
-$(BUILD)/harness/provenance.o: CFLAGS += -DAGOQ_GIT_COMMIT='"$(GIT_COMMIT)"'
-$(BUILD)/harness/provenance.o: $(BUILD)/commit.stamp
+$(BUILD)/core/provenance.o: CFLAGS += -DAGOQ_GIT_COMMIT='"$(GIT_COMMIT)"'
+$(BUILD)/core/provenance.o: $(BUILD)/commit.stamp
 
-$(BUILD)/%.o: %.c $(wildcard */*.h */*/*.h)
+$(BUILD)/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
@@ -81,7 +95,7 @@ $(BUILD)/%.o: %.c $(wildcard */*.h */*/*.h)
 $(BUILD)/train/%.o: CFLAGS += -O3 -fopenmp
 LDFLAGS += -fopenmp
 
-$(BUILD)/%.o: %.cu $(wildcard */*.h */*/*.h) $(wildcard */*.cuh */*/*.cuh)
+$(BUILD)/%.o: %.cu $(HDRS) $(CUHS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
@@ -112,6 +126,7 @@ run-step:
 	else echo "make run: step comparison skipped: $${why#agoq: step --check: }"; fi
 
 test: | deps
+	@bash tools/check_layers.sh
 	@$(MAKE) --no-print-directory $(BUILD)/agoq $(BUILD)/agoq_test
 	AGOQ_BIN=$(BUILD)/agoq $(BUILD)/agoq_test
 

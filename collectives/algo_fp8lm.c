@@ -9,7 +9,7 @@ int agoq_algo_fp8lm(agoq_coll_run *run) {
     agoq_comm *c = run->comm;
     const int N = c->nranks, ar = run->cfg->op == AGOQ_COLL_ALLREDUCE;
     const size_t total = run->shard * (size_t)N, out_count = ar ? total : run->shard;
-    const agoq_dtype dt = run->cfg->q.fmt == AGOQ_FMT_FP8_E5M2 ? AGOQ_DT_FP8_E5M2 : AGOQ_DT_FP8_E4M3;
+    const agoq_dtype dt = agoq_formats[run->cfg->q.fmt].fp8_mbits == 2 ? AGOQ_DT_FP8_E5M2 : AGOQ_DT_FP8_E4M3;
     void **win = agoq_scratch(run, total), **wout = agoq_scratch(run, out_count);
     agoq_phase(run, AGOQ_PH_QUANT);
     float amax = c->ops->global_absmax(c, (void *const *)run->in, total);

@@ -1,6 +1,6 @@
 /* Experiment kind "collectives": time and error of every collective algorithm over sizes and
  * rank counts, nccl-tests style, and (mode "accumulate") the error of 8-bit micro-batch
- * gradient accumulation over 1..64 micro-batches. CLI: harness/cmd_collectives.c.
+ * gradient accumulation over 1..64 micro-batches. CLI: runners/collectives.c.
  *
  * config keys (all optional):
  *   mode            "collective" (default) | "accumulate"
@@ -25,14 +25,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collectives/bench.h"
 #include "collectives/driver.h"
-#include "harness/cli.h"
-#include "harness/common.h"
-#include "harness/experiment.h"
-#include "harness/metrics.h"
-#include "harness/qspec.h"
-#include "harness/rng.h"
-#include "kernels/quant_math.h"
+#include "core/cli.h"
+#include "core/common.h"
+#include "core/metrics.h"
+#include "kernels/quant/qspec.h"
+#include "core/rng.h"
+#include "kernels/quant/quant_math.h"
 
 typedef struct {
     int accumulate;
@@ -127,7 +127,7 @@ static size_t plan_configs(const coll_plan *p, int N, agoq_coll_config *out, siz
                     c.q.scale = (agoq_scale_type)p->scale;
                     c.sum = (agoq_sum_precision)p->sums[s];
                     if (algo == AGOQ_ALGO_QGZ) c.ranks_per_node = p->rpn ? (int)p->rpn : (N % 8 == 0 ? 8 : N);
-                    if (algo == AGOQ_ALGO_FP8LM && c.q.fmt != AGOQ_FMT_FP8_E4M3 && c.q.fmt != AGOQ_FMT_FP8_E5M2) continue;
+                    if (algo == AGOQ_ALGO_FP8LM && !AGOQ_FMT_IS_FP8(c.q.fmt)) continue;
                     out[k++] = c;
                 }
         }

@@ -25,8 +25,8 @@
 #define AGOQ_COLLECTIVES_H
 #include <stddef.h>
 
-#include "kernels/formats.h"
-#include "kernels/grad8.h"
+#include "kernels/quant/formats.h"
+#include "kernels/grad8/grad8.h"
 
 #ifdef __cplusplus
 extern "C" {

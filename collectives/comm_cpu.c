@@ -8,10 +8,10 @@
 #include <string.h>
 
 #include "collectives/driver.h"
-#include "harness/common.h"
-#include "kernels/grad8.h"
-#include "kernels/quant_math.h"
-#include "kernels/quant_ref.h"
+#include "core/common.h"
+#include "kernels/grad8/grad8.h"
+#include "kernels/quant/quant_math.h"
+#include "kernels/quant/quant_ref.h"
 
 static void *cpu_alloc(agoq_comm *c, int lr, size_t bytes) {
     void *p = calloc(bytes ? bytes : 1, 1);

@@ -3,7 +3,7 @@
  *   mpirun -np N (MPI=1 build): one GPU per process (the node-local rank picks it), the NCCL
  *   unique id broadcast over MPI by launch.c (this file stays free of mpi.h, so nvcc needs no
  *   MPI include path), ncclCommInitRank (nlocal = 1).
- * Compute calls are k1's kernels (kernels/quant_cuda.h) plus the small elementwise kernels
+ * Compute calls are k1's kernels (kernels/quant/quant_cuda.h) plus the small elementwise kernels
  * below; every call is issued on the rank's stream, communication inside ncclGroupStart/End.
  * Wire dtypes: ncclFloat, ncclBfloat16, and NCCL's own ncclFloat8e4m3 / ncclFloat8e5m2 (NCCL
  * >= 2.24; the fp8 sum is NCCL's: values are loaded, added and stored in fp8 per hop). */
@@ -13,10 +13,10 @@
 #include <string.h>
 
 #include "collectives/driver.h"
-#include "harness/check.h"
-#include "harness/common.h"
-#include "kernels/quant_cuda.h"
-#include "kernels/quant_math.h"
+#include "core/check.h"
+#include "core/common.h"
+#include "kernels/quant/quant_cuda.h"
+#include "kernels/quant/quant_math.h"
 
 #define AGOQ_NCCL_MAX_LOCAL 64
 #define AGOQ_NCCL_HAS_FP8 (NCCL_VERSION_CODE >= NCCL_VERSION(2, 24, 0))

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/common.h"
-#include "kernels/quant_ref.h"
+#include "core/common.h"
+#include "kernels/quant/quant_ref.h"
 
 const agoq_coll_algo_info agoq_coll_algos[AGOQ_ALGO_COUNT] = {
     [AGOQ_ALGO_FP32] = {"fp32", "NCCL ring reduce in fp32 (baseline)", 0, AGOQ_FMT_INT8},
@@ -59,7 +59,7 @@ int agoq_coll_config_check(const agoq_coll_config *cfg, int nranks) {
     if (!agoq_coll_algos[cfg->algo].quantized) return 0;
     if (agoq_qconfig_check(&cfg->q)) return -1;
     if (cfg->algo == AGOQ_ALGO_FP8LM)
-        AGOQ_REQUIRE(cfg->q.fmt == AGOQ_FMT_FP8_E4M3 || cfg->q.fmt == AGOQ_FMT_FP8_E5M2,
+        AGOQ_REQUIRE(AGOQ_FMT_IS_FP8(cfg->q.fmt),
                      "collectives: fp8lm needs format fp8_e4m3 or fp8_e5m2, not %s", agoq_formats[cfg->q.fmt].name);
     if (cfg->algo == AGOQ_ALGO_QGZ && cfg->ranks_per_node)
         AGOQ_REQUIRE(cfg->ranks_per_node > 0 && nranks % cfg->ranks_per_node == 0,

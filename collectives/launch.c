@@ -4,12 +4,12 @@
 #include <stdlib.h>
 
 #include "collectives/driver.h"
-#include "harness/backend.h"
-#include "harness/common.h"
+#include "core/backend.h"
+#include "core/common.h"
 #if AGOQ_HAVE_MPI
 #include <mpi.h>
 
-#include "harness/check.h"
+#include "core/check.h"
 
 static void finalize_mpi(void) {
     int done = 0;

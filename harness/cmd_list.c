@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/backend.h"
-#include "harness/commands.h"
-#include "harness/experiment.h"
-#include "kernels/formats.h"
+#include "core/backend.h"
+#include "runners/commands.h"
+#include "runners/experiment.h"
+#include "kernels/quant/formats.h"
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/cmdline.h"
-#include "harness/commands.h"
-#include "harness/common.h"
-#include "harness/experiment.h"
+#include "runners/cmdline.h"
+#include "runners/commands.h"
+#include "core/common.h"
+#include "runners/experiment.h"
 
 static void help(void) {
     int n;

@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "harness/commands.h"
-#include "harness/common.h"
+#include "runners/commands.h"
+#include "core/common.h"
 
 static const struct {
     const char *name;

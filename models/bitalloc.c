@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/common.h"
-#include "harness/results.h"
+#include "core/common.h"
+#include "core/results.h"
 
 static const char *const g_type_names[AGOQ_LTYPE_COUNT] = {"norm", "gemm", "actfn", "attention"};
 
@@ -34,8 +34,8 @@ int agoq_layer_type_of_role(agoq_role r) {
 
 double agoq_proxy_builtin(const agoq_store *st) {
     if (st->kind != AGOQ_STORE_QUANT) return 0.0; /* native / fp32 / recomputed: the reference */
-    if (st->q.fmt == AGOQ_FMT_FP8_E4M3) return pow(2.0, -2.0 * 3) / 12.0;
-    if (st->q.fmt == AGOQ_FMT_FP8_E5M2) return pow(2.0, -2.0 * 2) / 12.0;
+    const int mbits = agoq_formats[st->q.fmt].fp8_mbits;
+    if (mbits) return pow(2.0, -2.0 * mbits) / 12.0;
     double qmax = pow(2.0, agoq_formats[st->q.fmt].bits - 1) - 1.0, m = 3.0;
     return (m / qmax) * (m / qmax) / 12.0;
 }

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/common.h"
-#include "harness/results.h"
+#include "core/common.h"
+#include "core/results.h"
 #include "models/memory.h"
 
 static const char *models_dir(void) {

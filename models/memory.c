@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "harness/common.h"
+#include "core/common.h"
 #include "models/memory.h"
 
 void agoq_mem_setup_default(agoq_mem_setup *ms, const agoq_model_card *m) {

@@ -16,15 +16,15 @@
  *   PAPER  the AGoQ paper's Table 1: PAPER layer inventory (FFN 4h, fp32 norm inputs), bytes
  *          = elements * bits / 8 with no scale bytes and no alias sharing.
  *   REAL   the card's real FFN width and KV heads, the LLAMA inventory of the chosen
- *          implementation (agoq_layer_impl), storage of quantized copies from kernels/formats.h
+ *          implementation (agoq_layer_impl), storage of quantized copies from kernels/quant/formats.h
  *          (codes + scales + zero points + tail padding), shared storages counted once.
  * Units: every *_bytes field is bytes per GPU (double: exact for integers below 2^53). */
 #ifndef AGOQ_MEMORY_H
 #define AGOQ_MEMORY_H
 #include <cjson/cJSON.h>
 
-#include "harness/jconf.h"
-#include "kernels/formats.h"
+#include "core/jconf.h"
+#include "kernels/quant/formats.h"
 #include "models/inventory.h"
 
 #ifdef __cplusplus

@@ -1,6 +1,6 @@
 /* Storage policies of the memory model: for every saved-activation role, the gradients and
  * Adam's moments, whether they are kept in their native dtype, widened, quantized (a format of
- * kernels/formats.h) or recomputed.
+ * kernels/quant/formats.h) or recomputed.
  *   bf16          everything native; bf16 gradients, fp32 master + fp32 m, v (16 B/param)
  *   coat          FP8 E4M3 (block 128) for norm inputs, FC1 input, SwiGLU and FC2 input; QKV
  *                 input, attention and out-projection input bf16 (the paper's Table 1 COAT

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "harness/common.h"
+#include "core/common.h"
 
 int agoq_group_check(const agoq_group *g) {
     AGOQ_REQUIRE(g->p >= 1, "collective group: p = %d must be >= 1", g->p);

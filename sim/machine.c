@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "harness/common.h"
-#include "harness/results.h"
+#include "core/common.h"
+#include "core/results.h"
 
 const char *const agoq_calib_keys[AGOQ_CAL_COUNT] = {
     [AGOQ_CAL_GPU_MEM_GIB] = "gpu_memory_GiB",

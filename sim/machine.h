@@ -18,7 +18,7 @@
 #define AGOQ_SIM_MACHINE_H
 #include <cjson/cJSON.h>
 
-#include "harness/jconf.h"
+#include "core/jconf.h"
 #include "sim/collective_model.h"
 
 #ifdef __cplusplus

@@ -23,8 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/common.h"
-#include "harness/experiment.h"
+#include "core/common.h"
 #include "models/memory.h"
 #include "sim/sim_experiment.h"
 

@@ -4,7 +4,7 @@
 #define AGOQ_SIM_EXPERIMENT_H
 #include <cjson/cJSON.h>
 
-#include "harness/experiment.h"
+#include "core/run.h"
 #include "sim/machine.h"
 #include "sim/step_model.h"
 
@@ -29,6 +29,9 @@ typedef struct {
 /* Adds paper_<field> columns of the paper row whose key equals key_value, using the map entry
  * of `label` (method or machine name). 0 or -1 (a mapped column missing from the rows). */
 int agoq_sim_paper_attach(const agoq_sim_paper *p, const char *label, double key_value, cJSON *rec);
+
+/* Experiment kind "simulate" (sim_experiment.c; CLI runners/simulate.c). */
+int agoq_exp_simulate(const agoq_run_ctx *ctx, const cJSON *config, agoq_results *res);
 
 int agoq_sim_run_step(const agoq_run_ctx *ctx, const cJSON *cfg, const agoq_machine *machines, size_t nm,
                       agoq_allreduce_algo algo, const agoq_sim_paper *paper, agoq_results *res);

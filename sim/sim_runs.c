@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/cli.h"
-#include "harness/common.h"
+#include "core/cli.h"
+#include "core/common.h"
 #include "sim/sim_experiment.h"
 
 typedef struct {

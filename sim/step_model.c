@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "harness/common.h"
-#include "kernels/formats.h"
+#include "core/common.h"
+#include "kernels/quant/formats.h"
 
 /* How each method moves data-parallel traffic. */
 typedef enum {

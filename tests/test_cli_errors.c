@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "harness/backend.h"
+#include "core/backend.h"
 #include "tests/test.h"
 
 /* Writes `json` to an experiment file, runs `agoq run` on it with --out, and checks the exit

@@ -7,10 +7,10 @@
 #include <string.h>
 
 #include "collectives/driver.h"
-#include "harness/metrics.h"
-#include "harness/rng.h"
-#include "kernels/quant_math.h"
-#include "kernels/quant_ref.h"
+#include "core/metrics.h"
+#include "core/rng.h"
+#include "kernels/quant/quant_math.h"
+#include "kernels/quant/quant_ref.h"
 #include "tests/test.h"
 
 /* nranks buffers of n floats: rank r is N(0, 1) times (1 + r % 3), so ranks' scales differ. */

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "harness/backend.h"
+#include "core/backend.h"
 #include "tests/test.h"
 
 /* Runs `agoq collectives ARGS -o TMP/name.json` and checks exit code, message and no output. */

@@ -3,9 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/cli.h"
-#include "harness/metrics.h"
-#include "harness/results.h"
+#include "core/cli.h"
+#include "core/metrics.h"
+#include "core/results.h"
 #include "tests/test.h"
 
 TEST(cli_parse_size_strict) {

@@ -1,12 +1,12 @@
 /* Memory model: the paper's Table 1 exactly (PAPER accounting), Korthikanti et al.'s GPT layer
  * formula (34sbh + 5as^2b, with TP and SP), hand-computed LLaMA inventories, the pipeline
  * in-flight counts, parameter counts of released models, ZeRO sharding, quantized storage
- * against kernels/formats.h, recomputation and the CLI's bad-input handling. */
+ * against kernels/quant/formats.h, recomputation and the CLI's bad-input handling. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "harness/results.h"
+#include "core/results.h"
 #include "models/memory.h"
 #include "tests/test.h"
 

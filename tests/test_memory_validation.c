@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "harness/results.h"
+#include "core/results.h"
 #include "models/memory.h"
 #include "tests/test.h"
 

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "harness/results.h"
+#include "core/results.h"
 #include "sim/collective_model.h"
 #include "sim/machine.h"
 #include "tests/test.h"

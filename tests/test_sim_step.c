@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "harness/results.h"
+#include "core/results.h"
 #include "sim/sim_experiment.h"
 #include "sim/step_model.h"
 #include "tests/test.h"

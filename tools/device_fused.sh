@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fused-kernel and GEMM session on the GPU machine (k2): bit-exact CUDA tests of
-# kernels/fused*.cu and kernels/gemm.cu (and of the quantizers whose tile code they share), then (if the benchmark driver is built) the fused and
+# kernels/fused*.cu and kernels/gemm/gemm.cu (and of the quantizers whose tile code they share), then (if the benchmark driver is built) the fused and
 # GEMM benchmark suites. Binaries are built on the host (make CUDA=1 BUILD=build-k2) and carried.
 #   usage: bash tools/device_fused.sh BUILD_DIR [tests|bench|all]
 # Logs and JSON go to $OUT (the device tool brings them back).

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/common.h"
+#include "core/common.h"
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 

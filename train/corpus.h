@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "harness/rng.h"
+#include "core/rng.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,14 +1,14 @@
 /* Internal to the cuda backend of the training path (train/ops_cuda.cu, layers_cuda.cu,
  * dp_cuda.cu): its state, its growable scratch, launch helpers and warp reductions.
  * Everything runs on the legacy default stream (stream 0): kernels, cuBLAS, the quantizers of
- * kernels/quant_cuda.h (stream NULL) and the synchronous copies are ordered by program order. */
+ * kernels/quant/quant_cuda.h (stream NULL) and the synchronous copies are ordered by program order. */
 #ifndef AGOQ_TRAIN_CUDA_COMMON_CUH
 #define AGOQ_TRAIN_CUDA_COMMON_CUH
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include "harness/check.h"
-#include "harness/common.h"
+#include "core/check.h"
+#include "core/common.h"
 #include "train/ops.h"
 
 /* Scratch buffers, one per use, grown (never shrunk) on first need. */

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "collectives/collectives.h"
-#include "harness/common.h"
+#include "core/common.h"
 
 const char *const train_grad_mode_names[GRAD_MODE_COUNT] = {"fp32", "agoq8", "fp8lm"};
 

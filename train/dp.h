@@ -4,7 +4,7 @@
  *   agoq8  AGoQ: each rank's gradient quantized to an 8-bit block format (int8 block 256 by
  *          default) -> all-to-all -> dequantized, summed in fp32, requantized once -> all-gather
  *          -> dequantized: collectives.h's agoq_sim_allreduce("agoq"), whose reduce is
- *          kernels/grad8.h's agoq_grad_reduce_ref
+ *          kernels/grad8/grad8.h's agoq_grad_reduce_ref
  *   fp8lm  FP8-LM baseline, agoq_sim_allreduce("fp8lm"): one scale shared by all ranks per
  *          tensor, s = R * max_r |g_r| / 448, so the fp8 sum cannot overflow; ranks send fp8 e4m3
  *          codes of g_r / s and the simulated ring rounds the partial sum to fp8 at every hop
@@ -14,7 +14,7 @@
 #define AGOQ_TRAIN_DP_H
 #include <stddef.h>
 
-#include "kernels/formats.h"
+#include "kernels/quant/formats.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -18,8 +18,8 @@
 #include <string.h>
 
 #include "collectives/driver.h"
-#include "kernels/quant_cuda.h"
-#include "kernels/quant_math.h"
+#include "kernels/quant/quant_cuda.h"
+#include "kernels/quant/quant_math.h"
 #include "train/cuda_common.cuh"
 
 /* Host array of rank pointers, passed by value to the kernels. */
@@ -140,7 +140,7 @@ __global__ void k_fp8lm_mean(rank_ptrs p, int ranks, size_t n, size_t chunk, flo
 
 static void fp8lm_mean(train_dev *d, const float *const *g, size_t n, float *mean) {
     const cuda_state *st = cst(d);
-    const int R = st->ranks, e5m2 = st->wire.fmt == AGOQ_FMT_FP8_E5M2;
+    const int R = st->ranks, e5m2 = agoq_formats[st->wire.fmt].fp8_mbits == 2;
     agoq_coll_config cc = agoq_coll_config_default(AGOQ_ALGO_FP8LM, AGOQ_COLL_ALLREDUCE);
     cc.q = st->wire;
     /* the driver's layout: shards of ceil(n/R), the ring's chunks of ceil(total/R) */

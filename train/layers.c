@@ -1,12 +1,12 @@
 /* CPU kernels of the training path; see layers.h. RMSNorm and SwiGLU use the scalar math of
- * kernels/fused_math.h, the same expressions the fused CUDA kernels evaluate. */
+ * kernels/fused/fused_math.h, the same expressions the fused CUDA kernels evaluate. */
 #include "train/layers.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/fused_math.h"
+#include "kernels/fused/fused_math.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif

@@ -1,6 +1,6 @@
 /* Layer kernels of the cuda training backend (ops.h's layer entries; the CPU versions are
  * train/layers.c). Same scalar math as the CPU where it is shared: RMSNorm and SwiGLU through
- * kernels/fused_math.h (bit-exact on the same inputs), RoPE through a table built by layers.c's
+ * kernels/fused/fused_math.h (bit-exact on the same inputs), RoPE through a table built by layers.c's
  * tr_rope_cs (bit-exact), embedding backward in the CPU's token order (bit-exact). Sums that
  * the CPU takes sequentially (row dots, softmax denominators, the weight gradient of RMSNorm,
  * the cross-entropy mean) are taken here in a fixed parallel order: same bits on every run,
@@ -8,7 +8,7 @@
  * (B, NH, T, HD), cuBLAS strided-batched GEMMs over the B * NH heads, a causal softmax kernel. */
 #include <math.h>
 
-#include "kernels/fused_math.h"
+#include "kernels/fused/fused_math.h"
 #include "train/cuda_common.cuh"
 #include "train/layers.h"
 

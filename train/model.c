@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/common.h"
-#include "harness/rng.h"
+#include "core/common.h"
+#include "core/rng.h"
 
 const char *const train_param_names[P_COUNT] = {"wte", "ln1", "qkv", "wo", "ln2", "w1", "w2", "lnf"};
 
@@ -17,7 +17,7 @@ static const train_act_class slot_class[S_COUNT] = {
     [S_X2] = ACT_NORM_IN, [S_H2] = ACT_NORM_OUT, [S_GU] = ACT_FC1_OUT, [S_S] = ACT_FC2_IN};
 
 /* Row view of each slot for quantized storage: rows of `cols` elements, each its own blocks.
- * q, k and v are separate rows of C; gate and up separate rows of F (kernels/fused.h's rowq). */
+ * q, k and v are separate rows of C; gate and up separate rows of F (kernels/fused/fused.h's rowq). */
 static void slot_shape(const train_cfg *c, int slot, size_t *rows, size_t *cols) {
     size_t bt = (size_t)c->batch * (size_t)c->seq_len;
     switch (slot) {

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "harness/backend.h"
+#include "core/backend.h"
 #include "train/ops.h"
 #include "train/policy.h"
 

@@ -17,9 +17,9 @@
 #define AGOQ_TRAIN_OPS_H
 #include <stddef.h>
 
-#include "harness/backend.h"
-#include "harness/metrics.h"
-#include "kernels/formats.h"
+#include "core/backend.h"
+#include "core/metrics.h"
+#include "kernels/quant/formats.h"
 #include "train/dp.h"
 #include "train/optim.h"
 #include "train/policy.h"
@@ -81,7 +81,7 @@ typedef struct {
     void (*adam)(train_dev *d, const train_adam_hyper *h, float *p, const float *g, float *m, float *v, size_t n);
     double (*sumsq)(train_dev *d, const float *x, size_t n); /* sum of x^2 in double */
     void (*scale)(train_dev *d, float *x, size_t n, float s);
-    /* harness/metrics.h's agoq_compare of two backend tensors */
+    /* core/metrics.h's agoq_compare of two backend tensors */
     agoq_error_stats (*compare)(train_dev *d, const float *ref, const float *approx, size_t n);
 } train_ops;
 

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/common.h"
+#include "core/common.h"
 #include "train/layers.h"
 #include "train/ops.h"
 

@@ -4,15 +4,15 @@
  *                through the transpose of the column-major call: C^T = op(B)^T op(A)^T
  *   act_store    the policy hook with this project's kernels: bf16 rounding by quant_math.h's
  *                agoq_round_bf16; block formats by agoq_cuda_quantize_f32 then
- *                agoq_cuda_dequantize_f32 (kernels/quant_cuda.h) on the rowq layout
+ *                agoq_cuda_dequantize_f32 (kernels/quant/quant_cuda.h) on the rowq layout
  *   optimizer    AdamW by optim.h's train_adam_elem (the CPU's expression), sum of squares in
- *                double in a fixed order, compare = download + harness/metrics.h
+ *                double in a fixed order, compare = download + core/metrics.h
  * Layer kernels: layers_cuda.cu; all-reduces: dp_cuda.cu. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/quant_cuda.h"
-#include "kernels/quant_math.h"
+#include "kernels/quant/quant_cuda.h"
+#include "kernels/quant/quant_math.h"
 #include "train/cuda_common.cuh"
 
 /* ---- memory ---- */
@@ -209,7 +209,7 @@ static void g_scale(train_dev *d, float *x, size_t n, float s) {
     cudaCheckLaunch();
 }
 
-/* The metric is defined once (harness/metrics.c): compare host copies. Used at evaluation
+/* The metric is defined once (core/metrics.c): compare host copies. Used at evaluation
  * points only (gradient probes, the all-reduce's error), so the download is not per step. */
 static agoq_error_stats g_compare(train_dev *d, const float *ref, const float *approx, size_t n) {
     float *a = (float *)malloc((n ? n : 1) * sizeof(float)), *b = (float *)malloc((n ? n : 1) * sizeof(float));

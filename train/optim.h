@@ -5,7 +5,7 @@
 #define AGOQ_TRAIN_OPTIM_H
 #include <stddef.h>
 
-#include "kernels/quant_math.h" /* AGOQ_HD */
+#include "kernels/quant/quant_math.h" /* AGOQ_HD */
 
 #ifdef __cplusplus
 extern "C" {

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/quant_math.h"
-#include "kernels/quant_ref.h"
+#include "kernels/quant/quant_math.h"
+#include "kernels/quant/quant_ref.h"
 
 const char *const train_act_class_names[ACT_CLASS_COUNT] = {
     "norm_in", "norm_out", "qkv", "attn_probs", "attn_out", "fc1_out", "fc2_in"};

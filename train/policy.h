@@ -2,8 +2,8 @@
  * backward pass is stored. The model calls train_act_store() on every saved tensor right after
  * computing it; backward reads only the stored copy (or recomputes from one), so a policy's
  * error reaches the gradients exactly as a real memory-saving implementation's would.
- * Quantized storage uses the reference quantizers (kernels/quant_ref.h) row by row, the
- * "rowq" layout of kernels/fused.h: each row of `cols` is its own run of blocks.
+ * Quantized storage uses the reference quantizers (kernels/quant/quant_ref.h) row by row, the
+ * "rowq" layout of kernels/fused/fused.h: each row of `cols` is its own run of blocks.
  *
  * Policies (name: storage per class):
  *   fp32      everything exact (gradient checks; the "quantization off" control)
@@ -18,7 +18,7 @@
 #define AGOQ_TRAIN_POLICY_H
 #include <stddef.h>
 
-#include "kernels/formats.h"
+#include "kernels/quant/formats.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/common.h"
+#include "core/common.h"
 
 int train_trainer_init(train_trainer *t, const train_run_cfg *c, const train_corpus *corpus) {
     memset(t, 0, sizeof *t);

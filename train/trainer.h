@@ -8,8 +8,8 @@
 #define AGOQ_TRAIN_TRAINER_H
 #include <stdint.h>
 
-#include "harness/metrics.h"
-#include "harness/rng.h"
+#include "core/metrics.h"
+#include "core/rng.h"
 #include "train/corpus.h"
 #include "train/dp.h"
 #include "train/model.h"

@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "collectives/driver.h"
-#include "harness/metrics.h"
-#include "harness/rng.h"
+#include "core/metrics.h"
+#include "core/rng.h"
 #include "tests/test.h"
 
 /* Runs cfg on comm c with rank r's input seeded by r; returns the rank outputs on the host

@@ -8,8 +8,8 @@
  *   relative L2 <= 1e-5: ops whose sums run in another order (cuBLAS GEMM, RMSNorm's row sums,
  *     attention, cross-entropy). fp32 sums of K <= 160 terms in a different order differ by
  *     about sqrt(K) ulp, a few 1e-7 relative; an indexing or transposition bug is O(1). */
-#include "kernels/formats.h"
-#include "kernels/quant_math.h"
+#include "kernels/quant/formats.h"
+#include "kernels/quant/quant_math.h"
 #include "tests/cuda/test_train_cuda_util.h"
 #include "train/dp.h"
 

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/metrics.h"
-#include "harness/rng.h"
+#include "core/metrics.h"
+#include "core/rng.h"
 #include "tests/test.h"
 #include "train/ops.h"
 

@@ -1,0 +1,245 @@
+/* Device and launch helpers of the fused activation kernels (fused.cu, fused_gelu.cu,
+ * fused_swiglu.cu, fused_rmsnorm.cu) and the GEMM epilogue. No quantization arithmetic lives
+ * here: ranges, scales, encoders and decoders are those of the standalone quantizers
+ * (quant_tile.cuh, quant_device.cuh), one copy, bit-exact with quant_ref.c; this file only
+ * adapts them to the fused kernels' data layout.
+ *
+ * Fast paths ("vector" kernels): a lane owns 8 consecutive bf16 elements (one 16-byte vector),
+ * a warp 32 lanes x 16 bytes = 256 consecutive elements ("warp vector"), so every warp load and
+ * store is one contiguous 512-byte run. When a row is whole blocks (cols % B == 0) the rowq
+ * layout (fused.h) is the flat layout of the whole tensor, and a block of 32..256 elements lies
+ * inside one warp vector that starts at a multiple of 256 elements: agoq_tile_quantize<U>
+ * quantizes U contiguous warp vectors as one tile (fast branch-free encoders, careful re-run
+ * when a block holds NaN or Inf; fz_qt_at offsets the planes to a tile starting anywhere), and
+ * agoq_tile_decode decodes a lane's 8 codes with its block's scale. The (encoder, width, block)
+ * or (decoder, width) of a launch is dispatched once on the host: 9 x 4 or 9 instantiations.
+ * General paths (any shape, format, rounding): one thread per 8-element group of the rowq
+ * layout on quant_device.cuh's group primitives, the encoder / decoder picked per group by a
+ * warp-uniform switch (one kernel per op instead of one per kind: these are the rare paths).
+ *
+ * Test knobs (environment): AGOQ_FUSED_GRID_CAP=N caps every grid at N CTAs (exercises the
+ * grid-stride loops), AGOQ_FUSED_NO_FAST=1 sends everything through the general kernels. */
+#ifndef AGOQ_FUSED_DEV_CUH
+#define AGOQ_FUSED_DEV_CUH
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include "kernels/fused/fused.h"
+#include "kernels/fused/fused_math.h"
+#include "kernels/quant/quant_launch.cuh"
+
+#define FZ_THREADS AGOQ_QUANT_THREADS /* CTA size of every fused kernel */
+#define FZ_WVEC 256                   /* elements of a warp vector: 32 lanes x 8 bf16 */
+static_assert(FZ_THREADS == AGOQ_ROW_THREADS, "the RMSNorm row kernels use the quantizers' CTA size");
+
+enum { FZ_OP_NONE, FZ_OP_GELU, FZ_OP_SWIGLU };
+
+/* ---- 16-byte bf16 vectors: streaming (read-once / write-once) access, exact unpack, RNE pack ---- */
+__device__ __forceinline__ uint4 fz_load(const uint16_t *p) { return __ldcs((const uint4 *)p); }
+__device__ __forceinline__ void fz_store(uint16_t *p, uint4 w) { __stcs((uint4 *)p, w); }
+
+/* ---- fast path: whole warp vectors of the flat layout ---- */
+/* Quantizes U warp vectors (tile `tile` of 256*U elements): the fast encoders, or the careful
+ * ones when a block's range is not finite. All 32 lanes call it. */
+template <int ENC, int BITS, int LOG2B, int U>
+__device__ __forceinline__ void fz_quantize(const agoq_cuda_qparams &p, const agoq_smem_table *t,
+                                            const float (&v)[U][8], size_t tile, const agoq_cuda_qtensor &q,
+                                            int lane) {
+    if (!agoq_tile_quantize<ENC, BITS, LOG2B, 8, false>(p, t, v, tile, q, lane))
+        agoq_tile_quantize<ENC, BITS, LOG2B, 8, true>(p, t, v, tile, q, lane);
+}
+
+/* The planes of q from element e0 on (a multiple of 256, so of the block): agoq_tile_quantize
+ * writes tile 0 of this view = elements [e0, e0 + 256 U) of q. */
+template <int BITS, int LOG2B>
+__device__ __forceinline__ agoq_cuda_qtensor fz_qt_at(const agoq_cuda_qparams &p, const agoq_cuda_qtensor &q,
+                                                      size_t e0) {
+    const size_t sb = (e0 >> LOG2B) * (p.bf16_scale ? 2u : 4u);
+    return agoq_cuda_qtensor{q.codes + e0 * BITS / 8, q.scales + sb, q.zeros ? q.zeros + sb : q.zeros, 0};
+}
+
+/* A lane's 8 codes (4 or 8 bytes) and its block's scale and zero point, loaded early and
+ * decoded later (agoq_tile_decode) so that loads of several vectors are in flight. */
+struct fz_codes {
+    uint64_t c;
+    float s, m;
+};
+template <int DEC, int BITS>
+__device__ __forceinline__ fz_codes fz_load_codes(const agoq_cuda_qparams &p, const agoq_cuda_qtensor &q, size_t e0,
+                                                  int log2b) {
+    static_assert(BITS == 4 || BITS == 8, "vector codes: 4 or 8 bytes");
+    fz_codes r;
+    if constexpr (BITS == 4) {
+        r.c = __ldcs((const unsigned int *)(q.codes + e0 / 2));
+    } else {
+        const uint2 w = __ldcs((const uint2 *)(q.codes + e0));
+        r.c = (uint64_t)w.x | (uint64_t)w.y << 32;
+    }
+    const size_t blk = e0 >> log2b;
+    r.s = agoq_dev_load_scale(q.scales, blk, p.bf16_scale);
+    r.m = DEC == AGOQ_ENC_INT_ASYM ? agoq_dev_load_scale(q.zeros, blk, p.bf16_scale) : 0.0f;
+    return r;
+}
+template <int DEC, int BITS>
+__device__ __forceinline__ void fz_decode(const agoq_cuda_qparams &p, const agoq_smem_table *t, const fz_codes &c,
+                                          float (&v)[8]) {
+    agoq_tile_decode<DEC, BITS, 8>(p, t, c.c, c.s, c.m, v);
+}
+
+/* The 8 input values of a backward lane: decoded from the stored copy (DEQ: flat layout,
+ * element e of q) or bf16 x[e]; loaded first, values taken later. */
+template <int DEC, int BITS, bool DEQ>
+struct fz_bwd_in {
+    fz_codes c;
+    uint4 raw;
+    __device__ __forceinline__ void load(const agoq_cuda_qparams &p, const agoq_cuda_qtensor &q, const uint16_t *x,
+                                         size_t e, int log2b) {
+        if constexpr (DEQ) c = fz_load_codes<DEC, BITS>(p, q, e, log2b);
+        else raw = fz_load(x + e);
+    }
+    __device__ __forceinline__ void get(const agoq_cuda_qparams &p, const agoq_smem_table *t, float (&v)[8]) const {
+        if constexpr (DEQ) fz_decode<DEC, BITS>(p, t, c, v);
+        else agoq_bf16x8_to_f32(raw, v);
+    }
+};
+
+/* ---- general path: 8-element groups of the rowq layout, runtime kinds ---- */
+template <class F>
+__device__ __forceinline__ void fz_with_kind(int kind, F f) {
+    switch (kind) { /* warp-uniform: a kernel parameter */
+    case AGOQ_ENC_INT_SYM: f(agoq_enc_t<AGOQ_ENC_INT_SYM>()); break;
+    case AGOQ_ENC_INT_ASYM: f(agoq_enc_t<AGOQ_ENC_INT_ASYM>()); break;
+    case AGOQ_ENC_FP4: f(agoq_enc_t<AGOQ_ENC_FP4>()); break;
+    case AGOQ_ENC_FP8_E4M3: f(agoq_enc_t<AGOQ_ENC_FP8_E4M3>()); break;
+    case AGOQ_ENC_FP8_E5M2: f(agoq_enc_t<AGOQ_ENC_FP8_E5M2>()); break;
+    default: f(agoq_enc_t<AGOQ_ENC_TABLE>()); break;
+    }
+}
+/* Scale, zero point and 1/s of the block held by `width` consecutive lanes (this one at pos);
+ * every lane of the warp calls it. Only asymmetric formats reduce differently. */
+__device__ __forceinline__ void fz_params_seg(const agoq_cuda_qparams &p, const float (&v)[8], int nvalid, int width,
+                                              int pos, float *s, float *m, float *inv) {
+    if (p.kind == AGOQ_CODE_INT_ASYM) agoq_dev_params_seg<AGOQ_ENC_INT_ASYM>(p, v, nvalid, width, pos, s, m, inv);
+    else agoq_dev_params_seg<AGOQ_ENC_INT_SYM>(p, v, nvalid, width, pos, s, m, inv);
+}
+/* Block parameters from a whole warp's partial ranges (one block per warp). */
+__device__ __forceinline__ void fz_params_warp(const agoq_cuda_qparams &p, float amax, float lo, float hi, float *s,
+                                               float *m, float *inv) {
+    agoq_dev_block_params(p, agoq_warp_seg_max(amax, 32), agoq_warp_seg_min(lo, 32), agoq_warp_seg_max(hi, 32), s, m,
+                          inv);
+}
+__device__ __forceinline__ void fz_range8(const float (&v)[8], int nvalid, float &amax, float &lo, float &hi) {
+    amax = fmaxf(amax, agoq_dev_absmax8(v, nvalid));
+    lo = fminf(lo, agoq_dev_min8(v, nvalid));
+    hi = fmaxf(hi, agoq_dev_max8(v, nvalid));
+}
+/* Codes of a group (nvalid elements, the rest code 0; idx0 = the stochastic draw index of v[0]). */
+__device__ __forceinline__ uint64_t fz_encode8(const agoq_cuda_qparams &p, const agoq_smem_table *t,
+                                               const float (&v)[8], int nvalid, float inv, float m, uint64_t idx0) {
+    uint64_t r = 0;
+    fz_with_kind(p.enc, [&](auto k) { r = agoq_dev_encode8<decltype(k)::value>(p, t, v, nvalid, inv, m, idx0); });
+    return r;
+}
+/* Columns [col0, col0 + 8) of row `row` of a rowq tensor cols wide (block B, G = B/8 groups). */
+__device__ __forceinline__ void fz_decode_rowq(const agoq_cuda_qparams &p, const agoq_smem_table *t,
+                                               const agoq_cuda_qtensor &q, int cols, size_t row, int col0,
+                                               float (&v)[8]) {
+    const size_t nbpr = (size_t)((cols + p.block - 1) / p.block), blk = row * nbpr + (size_t)(col0 / p.block);
+    const size_t g = blk * (size_t)(p.block >> 3) + (size_t)((col0 % p.block) >> 3);
+    fz_with_kind(p.dec, [&](auto k) {
+        agoq_dev_decode_group<decltype(k)::value>(p, t, q.codes, q.scales, q.zeros, g, blk, v);
+    });
+}
+/* Elements of the group at column c of a row of `cols` (0..8). */
+__device__ __forceinline__ int fz_nvalid(int cols, int c) { return cols - c >= 8 ? 8 : (cols > c ? cols - c : 0); }
+
+/* ---- host side ---- */
+__host__ __device__ inline agoq_cuda_qtensor fz_qt(agoq_dqt d, size_t n) {
+    return agoq_cuda_qtensor{d.codes, d.scales, d.zeros, n};
+}
+static inline bool fz_al16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+/* log2 of a block the tile geometry handles (32..256), else 0 */
+static inline int fz_tile_log2b(int block) {
+    return block == 32 ? 5 : block == 64 ? 6 : block == 128 ? 7 : block == 256 ? 8 : 0;
+}
+/* The fast quantizer: round to nearest, 4- or 8-bit codes, blocks of 32..256, codes plane
+ * aligned to a lane's 4 or 8 code bytes. */
+static inline bool fz_fast_quant(const agoq_cuda_qparams &p, agoq_dqt d) {
+    return !p.stochastic && fz_tile_log2b(p.block) && (p.bits == 4 || p.bits == 8) && ((uintptr_t)d.codes & 7u) == 0;
+}
+/* The fast decoder: 4- or 8-bit codes, power-of-two blocks (a lane's 8 elements share one). */
+static inline bool fz_fast_dequant(const agoq_cuda_qparams &p, agoq_dqt d) {
+    return (p.bits == 4 || p.bits == 8) && (p.block & (p.block - 1)) == 0 && ((uintptr_t)d.codes & 7u) == 0;
+}
+/* The vector decoder kind: fp4 by byte permutes (its qparams decode through the table). */
+static inline int fz_fast_dec(const agoq_cuda_qparams &p) { return agoq_formats[p.fmt].enc == AGOQ_ENC_FP4 ? AGOQ_ENC_FP4 : p.dec; }
+
+/* f(enc, bits, log2b) for the fast quantizer's (kind, width, block) of p; fp4 / fp8 encoders
+ * have one width, so only 9 (kind, width) pairs x 4 blocks are instantiated. */
+template <class F>
+static void fz_dispatch_quant(const agoq_cuda_qparams &p, F f) {
+    const int lb = fz_tile_log2b(p.block);
+    agoq_dispatch_enc(p.enc, [&](auto enc) {
+        constexpr int ENC = decltype(enc)::value;
+        auto with_bits = [&](auto bits) {
+            constexpr int BITS = decltype(bits)::value;
+            if constexpr ((ENC == AGOQ_ENC_FP4 && BITS != 4) ||
+                          ((ENC == AGOQ_ENC_FP8_E4M3 || ENC == AGOQ_ENC_FP8_E5M2) && BITS != 8)) {
+                return;
+            } else {
+                switch (lb) {
+                case 5: f(enc, bits, agoq_enc_t<5>()); break;
+                case 6: f(enc, bits, agoq_enc_t<6>()); break;
+                case 7: f(enc, bits, agoq_enc_t<7>()); break;
+                default: f(enc, bits, agoq_enc_t<8>()); break;
+                }
+            }
+        };
+        if (p.bits == 4) with_bits(agoq_enc_t<4>());
+        else with_bits(agoq_enc_t<8>());
+    });
+}
+/* f(dec, bits) for the fast decoder of p (9 pairs). */
+template <class F>
+static void fz_dispatch_dequant(const agoq_cuda_qparams &p, F f) {
+    agoq_dispatch_enc(fz_fast_dec(p), [&](auto dec) {
+        constexpr int DEC = decltype(dec)::value;
+        if constexpr (DEC == AGOQ_ENC_FP4) {
+            f(dec, agoq_enc_t<4>());
+        } else if constexpr (DEC == AGOQ_ENC_FP8_E4M3 || DEC == AGOQ_ENC_FP8_E5M2) {
+            f(dec, agoq_enc_t<8>());
+        } else {
+            if (p.bits == 4) f(dec, agoq_enc_t<4>());
+            else f(dec, agoq_enc_t<8>());
+        }
+    });
+}
+
+/* CTAs per SM the vector kernels are register-bounded for (<= 128 registers; without a bound
+ * ptxas picked 64 registers and an 8-byte spill for one backward kernel). */
+#define FZ_EW_CTAS 2
+/* Launch of a grid-stride vector kernel over `units` warps of work on stream s. */
+#define FZ_LAUNCH(kernel, units, ...)                                                               \
+    do {                                                                                           \
+        kernel<<<fz_grid<kernel>(units), FZ_THREADS, 0, s>>>(__VA_ARGS__);                         \
+        cudaCheckLaunch();                                                                         \
+    } while (0)
+
+/* Grid of a grid-stride kernel: what the kernel keeps resident (quant_launch.cuh), capped by
+ * AGOQ_FUSED_GRID_CAP. fz_no_fast: AGOQ_FUSED_NO_FAST is set. (fused.cu) */
+unsigned fz_grid_cap(unsigned grid);
+bool fz_no_fast(void);
+template <auto Kernel>
+static unsigned fz_grid(size_t warps) {
+    return fz_grid_cap(agoq_grid_resident<Kernel>(warps));
+}
+int fz_check_shape(const char *what, int rows, int cols);
+
+/* General-path launchers (fused.cu): rowq layout, any shape, format and rounding. op is
+ * FZ_OP_*; q NULL = nothing quantized. Forward starts at output block ob0 (blocks before it
+ * were done by a fast kernel); SwiGLU: cols = F, x = h [rows, 2F]. */
+void fz_ew_fwd_general(int op, const agoq_fq *q, const uint16_t *x, int rows, int cols, uint16_t *y, agoq_dqt xq,
+                       size_t ob0, cudaStream_t s);
+void fz_ew_bwd_general(int op, const agoq_fq *q, agoq_dqt xq, const uint16_t *x, const uint16_t *dy, int rows,
+                       int cols, uint16_t *dx, uint16_t *y, cudaStream_t s);
+#endif

@@ -1,0 +1,158 @@
+/* CUDA fused GELU (fused.h), fast paths (fused_dev.cuh): 16-byte vectors, a warp owning whole
+ * 512-byte runs, several vectors of loads in flight per lane, grids of what stays resident with
+ * grid-stride loops; other shapes and configs go to the general kernels of fused.cu. Bit-exact
+ * with gelu_ref.c (tests/cuda/fused/test_fused_cuda.c).
+ *
+ *   forward   tiles of 8 warp vectors (2048 elements) of the flat tensor, quantized as one tile
+ *             by agoq_tile_quantize<U = 8> when rows are whole blocks of 32..256 (4/8-bit codes,
+ *             round to nearest); the rest of the tensor (< one tile) and every other config: the
+ *             general kernel.
+ *   backward  units of 4 warp vectors; the stored copy decoded per lane (its codes, its block's
+ *             scale: agoq_tile_decode) when rows are whole blocks of a power of two with 4/8-bit
+ *             codes, else the general kernel; one tanh for GELU and its derivative.
+ * Without quantization the same kernels are the plain bf16 GELU (any n % 8 == 0). The per-element
+ * cost and the compute bound are in kernels/fused/bench_fused.cu's header. */
+#include <cuda_runtime.h>
+
+#include "core/check.h"
+#include "core/common.h"
+#include "kernels/fused/fused_dev.cuh"
+
+#define BWD_V 4 /* warp vectors per backward unit: 8 loads per lane in flight */
+
+/* ---- GELU forward: tile t = elements [2048 t, 2048 (t + 1)), vector j of lane l at
+ * 256 j + 8 l. QUANT: whole tiles only (the launcher leaves the rest to the general kernel). ---- */
+template <int ENC, int BITS, int LOG2B, bool QUANT>
+__global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS)
+    gelu_fwd_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ x, uint16_t *__restrict__ y, agoq_cuda_qtensor q,
+                    size_t n, size_t ntiles) {
+    constexpr int U = AGOQ_TILE_U;
+    __shared__ agoq_smem_table tab;
+    if constexpr (QUANT && ENC == AGOQ_ENC_TABLE) {
+        agoq_dev_load_table(&tab, p.table);
+        __syncthreads();
+    }
+    const int lane = (int)(threadIdx.x & 31u);
+    const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5;
+    for (size_t t = warp; t < ntiles; t += nwarps) {
+        const size_t e_lane = t * (size_t)(U * FZ_WVEC) + (size_t)(8 * lane);
+        uint4 raw[U];
+#pragma unroll
+        for (int j = 0; j < U; j++) {
+            const size_t e = e_lane + (size_t)(j * FZ_WVEC);
+            raw[j] = QUANT || e < n ? fz_load(x + e) : make_uint4(0, 0, 0, 0);
+        }
+        if constexpr (QUANT) {
+            float v[U][8];
+#pragma unroll
+            for (int j = 0; j < U; j++) agoq_bf16x8_to_f32(raw[j], v[j]);
+            fz_quantize<ENC, BITS, LOG2B, U>(p, &tab, v, t, q, lane);
+        }
+#pragma unroll
+        for (int j = 0; j < U; j++) {
+            const size_t e = e_lane + (size_t)(j * FZ_WVEC);
+            if (!QUANT && e >= n) continue;
+            float v[8];
+            agoq_bf16x8_to_f32(raw[j], v);
+#pragma unroll
+            for (int k = 0; k < 8; k++) v[k] = agoq_gelu(v[k]);
+            fz_store(y + e, agoq_f32x8_to_bf16(v));
+        }
+    }
+}
+
+/* ---- GELU backward: dx = dy * gelu'(x), y = gelu(x) (recomputed); units of BWD_V vectors ---- */
+template <int DEC, int BITS, bool DEQ>
+__global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS)
+    gelu_bwd_kernel(agoq_cuda_qparams p, agoq_cuda_qtensor q, const uint16_t *__restrict__ x,
+                    const uint16_t *__restrict__ dy, uint16_t *__restrict__ dx, uint16_t *__restrict__ y, size_t n,
+                    size_t nunits, int log2b) {
+    __shared__ agoq_smem_table tab;
+    if constexpr (DEQ && DEC == AGOQ_ENC_TABLE) {
+        agoq_dev_load_table(&tab, p.table);
+        __syncthreads();
+    }
+    const int lane = (int)(threadIdx.x & 31u);
+    const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5;
+    for (size_t u = warp; u < nunits; u += nwarps) {
+        const size_t e_lane = u * (size_t)(BWD_V * FZ_WVEC) + (size_t)(8 * lane);
+        fz_bwd_in<DEC, BITS, DEQ> in[BWD_V];
+        uint4 d[BWD_V];
+#pragma unroll
+        for (int j = 0; j < BWD_V; j++) {
+            const size_t e = e_lane + (size_t)(j * FZ_WVEC);
+            if (e >= n) continue;
+            in[j].load(p, q, x, e, log2b);
+            d[j] = fz_load(dy + e);
+        }
+#pragma unroll
+        for (int j = 0; j < BWD_V; j++) {
+            const size_t e = e_lane + (size_t)(j * FZ_WVEC);
+            if (e >= n) continue;
+            float v[8], g[8];
+            in[j].get(p, &tab, v);
+            agoq_bf16x8_to_f32(d[j], g);
+#pragma unroll
+            for (int k = 0; k < 8; k++) { /* one tanh for both: agoq_gelu_grad and agoq_gelu */
+                const float t = agoq_gelu_tanh(v[k]);
+                g[k] = g[k] * agoq_gelu_grad_of(v[k], t);
+                v[k] = agoq_gelu_of(v[k], t);
+            }
+            fz_store(dx + e, agoq_f32x8_to_bf16(g));
+            fz_store(y + e, agoq_f32x8_to_bf16(v));
+        }
+    }
+}
+
+/* ---- host side ---- */
+extern "C" int agoq_gelu_fwd_cuda(const agoq_fq *q, const uint16_t *x, int rows, int cols, uint16_t *y, agoq_dqt xq,
+                                  void *stream) {
+    if (fz_check_shape("gelu fwd", rows, cols)) return -1;
+    const cudaStream_t s = (cudaStream_t)stream;
+    const size_t n = (size_t)rows * (size_t)cols, tile = (size_t)AGOQ_TILE_U * FZ_WVEC;
+    const bool vec = n % 8 == 0 && fz_al16(x) && fz_al16(y) && !fz_no_fast();
+    const agoq_cuda_qtensor qt = fz_qt(xq, n);
+    if (!q) {
+        if (!vec) fz_ew_fwd_general(FZ_OP_GELU, NULL, x, rows, cols, y, xq, 0, s);
+        else {
+            constexpr auto k = gelu_fwd_kernel<0, 0, 0, false>;
+            FZ_LAUNCH(k, (n + tile - 1) / tile, agoq_cuda_qparams{}, x, y, qt, n, (n + tile - 1) / tile);
+        }
+        return 0;
+    }
+    size_t done = 0; /* output blocks of the fast kernel */
+    if (vec && cols % q->p.block == 0 && fz_fast_quant(q->p, xq) && n >= tile) {
+        const size_t ntiles = n / tile;
+        fz_dispatch_quant(q->p, [&](auto enc, auto bits, auto lb) {
+            constexpr auto k = gelu_fwd_kernel<decltype(enc)::value, decltype(bits)::value, decltype(lb)::value, true>;
+            FZ_LAUNCH(k, ntiles, q->p, x, y, qt, n, ntiles);
+        });
+        done = ntiles * tile / (size_t)q->p.block;
+    }
+    fz_ew_fwd_general(FZ_OP_GELU, q, x, rows, cols, y, xq, done, s); /* the tail (nothing when done) */
+    return 0;
+}
+
+extern "C" int agoq_gelu_bwd_cuda(const agoq_fq *q, agoq_dqt xq, const uint16_t *x, const uint16_t *dy, int rows,
+                                  int cols, uint16_t *dx, uint16_t *y, void *stream) {
+    if (fz_check_shape("gelu bwd", rows, cols)) return -1;
+    const cudaStream_t s = (cudaStream_t)stream;
+    const size_t n = (size_t)rows * (size_t)cols, nunits = (n + BWD_V * FZ_WVEC - 1) / (BWD_V * FZ_WVEC);
+    const bool vec = n % 8 == 0 && (q || fz_al16(x)) && fz_al16(dy) && fz_al16(dx) && fz_al16(y) && !fz_no_fast();
+    const agoq_cuda_qtensor qt = fz_qt(xq, n);
+    if (!q && vec) {
+        constexpr auto k = gelu_bwd_kernel<0, 0, false>;
+        FZ_LAUNCH(k, nunits, agoq_cuda_qparams{}, qt, x, dy, dx, y, n, nunits, 0);
+    } else if (q && vec && cols % q->p.block == 0 && fz_fast_dequant(q->p, xq)) {
+        const int lb = __builtin_ctz((unsigned)q->p.block);
+        fz_dispatch_dequant(q->p, [&](auto dec, auto bits) {
+            constexpr auto k = gelu_bwd_kernel<decltype(dec)::value, decltype(bits)::value, true>;
+            FZ_LAUNCH(k, nunits, q->p, qt, x, dy, dx, y, n, nunits, lb);
+        });
+    } else {
+        fz_ew_bwd_general(FZ_OP_GELU, q, xq, x, dy, rows, cols, dx, y, s);
+    }
+    return 0;
+}

@@ -1,0 +1,452 @@
+/* CUDA fused RMSNorm (fused.h): forward writing y and the quantized copy of x, backward from
+ * the stored copy (dequantize, recompute rstd and y, dx and dweight partials). Bit-exact with
+ * rmsnorm_ref.c (tests/cuda/fused/test_fused_cuda.c).
+ *
+ * The reduction order is the specification (fused_math.h): AGOQ_ROW_THREADS threads per row,
+ * thread t owns the 8-column groups t, t + T, ... in ascending order, then agoq_tree_sum
+ * (row_tree_sum below). Every kernel keeps it: a CTA of T threads works on one row at a time.
+ *
+ * Fast kernels (rows of cols % 8 == 0, at most RMS_NG * T * 8 = 8192 columns, 16-byte aligned
+ * tensors): a thread's groups stay in registers between the sum and the output pass (x is read
+ * once), the next row's x is loaded while this one is reduced (forward), w is loaded once per
+ * CTA, grids are what stays resident with a grid-stride loop over rows (forward) or row groups
+ * (backward, whose dweight partials stay in registers: the thread owning a column sums it).
+ * When cols % 256 == 0 (fast quantizer configs, fused_dev.cuh) the forward also stages the row
+ * in shared memory (two buffers, so the next row's staging needs no extra barrier) and warp w
+ * quantizes pairs of contiguous warp vectors w, w + 8, ... as tiles of 2 (agoq_tile_quantize<U
+ * = 2>: a thread's own groups are 2048 columns apart, too far for one tile; pairs halve the
+ * per-block parameter work of single vectors); the backward decodes a lane's 8 codes with its
+ * block's scale when rows are whole power-of-two blocks of 4/8-bit codes.
+ * General kernels (any shape and config): the same sums, x re-read in the second pass; blocks
+ * of <= 256 elements (powers of two) quantized by lane segments, others by a warp per block. */
+#include <cuda_runtime.h>
+
+#include "core/check.h"
+#include "core/common.h"
+#include "kernels/fused/fused_dev.cuh"
+
+#define RMS_NG 4 /* groups per thread kept in registers */
+#define RMS_MAX_COLS (RMS_NG * AGOQ_ROW_THREADS * 8)
+#define RMS_FWD_CTAS 3 /* CTAs per SM the fast kernels are register-bounded for (<= 85 registers) */
+#define RMS_BWD_CTAS 2 /* (<= 128: 85 spill) */
+
+/* Sum of the CTA's per-thread partials in the order of agoq_tree_sum_ref; every thread gets it.
+ * red: 2 * AGOQ_ROW_THREADS / 32 floats of shared memory. NV: values reduced at once (1 or 2). */
+template <int NV>
+__device__ __forceinline__ void row_tree_sum(float (&v)[NV], float *red) {
+    constexpr int NW = AGOQ_ROW_THREADS / 32;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int i = 0; i < NV; i++) {
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) v[i] = v[i] + __shfl_down_sync(0xffffffffu, v[i], off);
+        if (lane == 0) red[i * NW + warp] = v[i];
+    }
+    __syncthreads();
+    if (warp == 0)
+#pragma unroll
+        for (int i = 0; i < NV; i++) {
+            float w = lane < NW ? red[i * NW + lane] : 0.0f;
+#pragma unroll
+            for (int off = NW / 2; off > 0; off >>= 1) w = w + __shfl_down_sync(0xffffffffu, w, off);
+            if (lane == 0) red[i * NW] = w;
+        }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < NV; i++) v[i] = red[i * NW];
+    __syncthreads(); /* red is reused by the next row */
+}
+
+/* ---- fast forward ---- */
+template <bool QUANT, int ENC, int BITS, int LOG2B>
+__global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_FWD_CTAS)
+    rms_fwd_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w, int rows,
+                   int cols, float eps, uint16_t *__restrict__ y, agoq_cuda_qtensor q, float *rstd_out) {
+    __shared__ float red[2 * AGOQ_ROW_THREADS / 32];
+    __shared__ agoq_smem_table tab;
+    __shared__ uint4 srow[QUANT ? 2 : 1][QUANT ? RMS_MAX_COLS / 8 : 1]; /* the row's groups, 2 buffers */
+    if constexpr (QUANT && ENC == AGOQ_ENC_TABLE) {
+        agoq_dev_load_table(&tab, p.table);
+        __syncthreads();
+    }
+    const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5, ngroups = cols >> 3;
+    const int wvecs = cols / FZ_WVEC, npairs = wvecs / 2; /* QUANT: cols % 256 == 0 */
+    int buf = 0;
+    uint4 cur[RMS_NG], nxt[RMS_NG];
+#pragma unroll
+    for (int j = 0; j < RMS_NG; j++) cur[j] = nxt[j] = make_uint4(0, 0, 0, 0);
+    auto load_row = [&](uint4(&dst)[RMS_NG], size_t r) {
+#pragma unroll
+        for (int j = 0; j < RMS_NG; j++) {
+            const int g = tid + j * AGOQ_ROW_THREADS;
+            if (g < ngroups) dst[j] = fz_load(x + r * (size_t)cols + (size_t)(8 * g));
+        }
+    };
+    if ((size_t)blockIdx.x < (size_t)rows) load_row(cur, blockIdx.x);
+    for (size_t r = blockIdx.x; r < (size_t)rows; r += gridDim.x) { /* CTA-uniform: barriers inside */
+        if (r + gridDim.x < (size_t)rows) load_row(nxt, r + gridDim.x); /* in flight during this row */
+        float acc[1] = {0.0f};
+#pragma unroll
+        for (int j = 0; j < RMS_NG; j++) {
+            const int g = tid + j * AGOQ_ROW_THREADS;
+            if (g >= ngroups) continue;
+            if constexpr (QUANT) srow[buf][g] = cur[j]; /* read by other warps after the sum's barriers */
+            float v[8];
+            agoq_bf16x8_to_f32(cur[j], v);
+#pragma unroll
+            for (int e = 0; e < 8; e++) acc[0] = acc[0] + v[e] * v[e];
+        }
+        row_tree_sum<1>(acc, red);
+        const float rstd = agoq_rms_rstd(acc[0], cols, eps);
+        if (rstd_out && tid == 0) rstd_out[r] = rstd;
+#pragma unroll
+        for (int j = 0; j < RMS_NG; j++) {
+            const int g = tid + j * AGOQ_ROW_THREADS;
+            if (g >= ngroups) continue;
+            float v[8], wf[8];
+            agoq_bf16x8_to_f32(cur[j], v);
+            agoq_bf16x8_to_f32(__ldg((const uint4 *)(w + 8 * g)), wf); /* an L1 hit after the first row */
+#pragma unroll
+            for (int e = 0; e < 8; e++) v[e] = agoq_rms_out(v[e], rstd, wf[e]);
+            fz_store(y + r * (size_t)cols + (size_t)(8 * g), agoq_f32x8_to_bf16(v));
+        }
+        if constexpr (QUANT) { /* warp w: pairs of warp vectors w, w + 8, ..., then an odd last vector */
+            const uint4 *sr = srow[buf];
+            for (int pr = warp; pr < npairs; pr += AGOQ_ROW_THREADS / 32) { /* warp-uniform */
+                float v[2][8];
+                agoq_bf16x8_to_f32(sr[64 * pr + lane], v[0]);
+                agoq_bf16x8_to_f32(sr[64 * pr + 32 + lane], v[1]);
+                const size_t e0 = r * (size_t)cols + 2 * FZ_WVEC * (size_t)pr;
+                fz_quantize<ENC, BITS, LOG2B, 2>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, e0), lane);
+            }
+            if ((wvecs & 1) && warp == npairs % (AGOQ_ROW_THREADS / 32)) {
+                float v[1][8];
+                agoq_bf16x8_to_f32(sr[32 * (wvecs - 1) + lane], v[0]);
+                const size_t e0 = r * (size_t)cols + (size_t)FZ_WVEC * (size_t)(wvecs - 1);
+                fz_quantize<ENC, BITS, LOG2B, 1>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, e0), lane);
+            }
+            buf ^= 1; /* the next row stages into the other buffer while slow warps may still read this one;
+                         the row after it passes the next row's barriers first */
+        }
+#pragma unroll
+        for (int j = 0; j < RMS_NG; j++) cur[j] = nxt[j];
+    }
+}
+
+/* ---- fast backward: CTA per row group (grid-stride); the next row of the group is loaded
+ * while this one is reduced; dweight partials in shared memory, [j][half][thread] float4s
+ * (conflict-free: thread t only touches its own columns, so no barrier either) ---- */
+template <bool DEQ, int DEC, int BITS>
+__global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_BWD_CTAS)
+    rms_bwd_kernel(agoq_cuda_qparams p, agoq_cuda_qtensor q, const uint16_t *__restrict__ x,
+                   const uint16_t *__restrict__ dy, const uint16_t *__restrict__ w, int rows, int cols, float eps,
+                   int rpg, uint16_t *__restrict__ dx, uint16_t *__restrict__ y, float *__restrict__ dw_partial,
+                   int log2b) {
+    __shared__ float red[2 * AGOQ_ROW_THREADS / 32];
+    __shared__ float4 dws[RMS_NG * 2][AGOQ_ROW_THREADS];
+    __shared__ agoq_smem_table tab;
+    if constexpr (DEQ && DEC == AGOQ_ENC_TABLE) {
+        agoq_dev_load_table(&tab, p.table);
+        __syncthreads();
+    }
+    const int tid = (int)threadIdx.x, ngroups = cols >> 3, ngrp = (rows + rpg - 1) / rpg;
+    fz_bwd_in<DEC, BITS, DEQ> in[RMS_NG], in_n[RMS_NG];
+    uint4 d[RMS_NG], d_n[RMS_NG];
+    auto load_row = [&](fz_bwd_in<DEC, BITS, DEQ>(&xi)[RMS_NG], uint4(&di)[RMS_NG], size_t r) {
+#pragma unroll
+        for (int j = 0; j < RMS_NG; j++) {
+            const int g = tid + j * AGOQ_ROW_THREADS;
+            if (g >= ngroups) continue;
+            xi[j].load(p, q, x, r * (size_t)cols + (size_t)(8 * g), log2b);
+            di[j] = fz_load(dy + r * (size_t)cols + (size_t)(8 * g));
+        }
+    };
+    for (int grp = blockIdx.x; grp < ngrp; grp += gridDim.x) { /* CTA-uniform */
+        const int r0 = grp * rpg, r1 = min(rows, r0 + rpg);
+#pragma unroll
+        for (int j = 0; j < RMS_NG; j++) dws[2 * j][tid] = dws[2 * j + 1][tid] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        load_row(in, d, (size_t)r0);
+        for (int r = r0; r < r1; r++) {
+            if (r + 1 < r1) load_row(in_n, d_n, (size_t)r + 1); /* in flight during this row */
+            const size_t o = (size_t)r * (size_t)cols;
+            float acc[2] = {0.0f, 0.0f}; /* sum x^2, sum (dy w) x */
+#pragma unroll
+            for (int j = 0; j < RMS_NG; j++) {
+                const int g = tid + j * AGOQ_ROW_THREADS;
+                if (g >= ngroups) continue;
+                float v[8], dd[8], wf[8];
+                in[j].get(p, &tab, v);
+                agoq_bf16x8_to_f32(d[j], dd);
+                agoq_bf16x8_to_f32(__ldg((const uint4 *)(w + 8 * g)), wf);
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    acc[0] = acc[0] + v[e] * v[e];
+                    acc[1] = acc[1] + (dd[e] * wf[e]) * v[e];
+                }
+            }
+            row_tree_sum<2>(acc, red);
+            const float rstd = agoq_rms_rstd(acc[0], cols, eps), coef = agoq_rms_coef(acc[1], cols, rstd);
+#pragma unroll
+            for (int j = 0; j < RMS_NG; j++) {
+                const int g = tid + j * AGOQ_ROW_THREADS;
+                if (g >= ngroups) continue;
+                float v[8], dd[8], wf[8], dxv[8], dw[8];
+                in[j].get(p, &tab, v);
+                agoq_bf16x8_to_f32(d[j], dd);
+                agoq_bf16x8_to_f32(__ldg((const uint4 *)(w + 8 * g)), wf);
+                const float4 a = dws[2 * j][tid], b = dws[2 * j + 1][tid];
+                dw[0] = a.x; dw[1] = a.y; dw[2] = a.z; dw[3] = a.w; dw[4] = b.x; dw[5] = b.y; dw[6] = b.z; dw[7] = b.w;
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    dxv[e] = agoq_rms_dx(v[e], dd[e] * wf[e], rstd, coef);
+                    dw[e] = dw[e] + dd[e] * (v[e] * rstd);
+                    v[e] = agoq_rms_out(v[e], rstd, wf[e]);
+                }
+                dws[2 * j][tid] = make_float4(dw[0], dw[1], dw[2], dw[3]);
+                dws[2 * j + 1][tid] = make_float4(dw[4], dw[5], dw[6], dw[7]);
+                fz_store(dx + o + (size_t)(8 * g), agoq_f32x8_to_bf16(dxv));
+                fz_store(y + o + (size_t)(8 * g), agoq_f32x8_to_bf16(v));
+            }
+#pragma unroll
+            for (int j = 0; j < RMS_NG; j++) {
+                in[j] = in_n[j];
+                d[j] = d_n[j];
+            }
+        }
+        float *dst = dw_partial + (size_t)grp * (size_t)cols;
+#pragma unroll
+        for (int j = 0; j < RMS_NG; j++) {
+            const int g = tid + j * AGOQ_ROW_THREADS;
+            if (g >= ngroups) continue;
+            *(float4 *)(dst + 8 * g) = dws[2 * j][tid];
+            *(float4 *)(dst + 8 * g + 4) = dws[2 * j + 1][tid];
+        }
+    }
+}
+
+/* ---- general forward: CTA per row (grid-stride), x read twice ---- */
+template <bool QUANT>
+__global__ void __launch_bounds__(AGOQ_ROW_THREADS) rms_fwd_gen_kernel(agoq_cuda_qparams p,
+                                                                      const uint16_t *__restrict__ x,
+                                                                      const uint16_t *__restrict__ w, int rows,
+                                                                      int cols, float eps, uint16_t *__restrict__ y,
+                                                                      agoq_cuda_qtensor q, float *rstd_out, int vec) {
+    __shared__ float red[2 * AGOQ_ROW_THREADS / 32];
+    __shared__ agoq_smem_table tab;
+    if (QUANT && p.enc == AGOQ_ENC_TABLE) {
+        agoq_dev_load_table(&tab, p.table);
+        __syncthreads();
+    }
+    const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5, ngroups = (cols + 7) / 8;
+    const int B = QUANT ? p.block : 8, G = B >> 3, nbpr = (cols + B - 1) / B;
+    const bool seg = !QUANT || (B <= 256 && (B & (B - 1)) == 0); /* G | 32: a block = G lanes of a warp */
+    for (size_t r = blockIdx.x; r < (size_t)rows; r += gridDim.x) {
+        const size_t o = r * (size_t)cols;
+        float acc[1] = {0.0f};
+        for (int g = tid; g < ngroups; g += AGOQ_ROW_THREADS) {
+            const int nv = fz_nvalid(cols, 8 * g);
+            float v[8];
+            agoq_dev_load8(x, o + (size_t)(8 * g), nv, vec, v);
+#pragma unroll
+            for (int e = 0; e < 8; e++) /* a constant trip count keeps v[] in registers */
+                if (e < nv) acc[0] = acc[0] + v[e] * v[e];
+        }
+        row_tree_sum<1>(acc, red);
+        const float rstd = agoq_rms_rstd(acc[0], cols, eps);
+        if (rstd_out && tid == 0) rstd_out[r] = rstd;
+        if (seg) {
+            const int gpad = nbpr * G; /* groups of the row's blocks, padding included */
+            for (int base = 0; base < gpad; base += AGOQ_ROW_THREADS) { /* CTA-uniform: shuffles inside */
+                const int g = base + tid, c = 8 * g, nv = g < gpad ? fz_nvalid(cols, c) : 0;
+                float v[8], wf[8];
+                agoq_dev_load8(x, o + (size_t)c, nv, vec, v);
+                if (QUANT) {
+                    float s, m, inv;
+                    fz_params_seg(p, v, nv, G, g % G, &s, &m, &inv);
+                    const size_t b = r * (size_t)nbpr + (size_t)(g / G);
+                    if (g < gpad) {
+                        agoq_dev_store_group(q.codes, b * (size_t)G + (size_t)(g % G), p.bits,
+                                             fz_encode8(p, &tab, v, nv, inv, m, o + (size_t)c));
+                        if (g % G == 0) agoq_dev_store_params(p, q, b, s, m);
+                    }
+                }
+                if (nv == 0) continue;
+                agoq_dev_load8(w, (size_t)c, nv, vec, wf);
+#pragma unroll
+                for (int e = 0; e < 8; e++) v[e] = agoq_rms_out(v[e], rstd, wf[e]);
+                agoq_dev_store8(y, o + (size_t)c, nv, vec, v);
+            }
+        }
+        for (int k = warp; !seg && k < nbpr; k += AGOQ_ROW_THREADS / 32) { /* a warp per block */
+            const int c0 = k * B;
+            const size_t b = r * (size_t)nbpr + (size_t)k;
+            float amax = 0.0f, lo = __int_as_float(0x7f800000), hi = __int_as_float(0xff800000), s, m, inv;
+            for (int gi = lane; gi < G; gi += 32) {
+                const int nv = fz_nvalid(cols, c0 + 8 * gi);
+                if (!nv) break;
+                float v[8];
+                agoq_dev_load8(x, o + (size_t)(c0 + 8 * gi), nv, vec, v);
+                fz_range8(v, nv, amax, lo, hi);
+            }
+            fz_params_warp(p, amax, lo, hi, &s, &m, &inv);
+            if (lane == 0) agoq_dev_store_params(p, q, b, s, m);
+            for (int gi = lane; gi < G; gi += 32) {
+                const int c = c0 + 8 * gi, nv = fz_nvalid(cols, c);
+                float v[8], wf[8];
+                agoq_dev_load8(x, o + (size_t)c, nv, vec, v);
+                agoq_dev_store_group(q.codes, b * (size_t)G + (size_t)gi, p.bits,
+                                     fz_encode8(p, &tab, v, nv, inv, m, o + (size_t)c));
+                if (nv == 0) continue;
+                agoq_dev_load8(w, (size_t)c, nv, vec, wf);
+#pragma unroll
+                for (int e = 0; e < 8; e++) v[e] = agoq_rms_out(v[e], rstd, wf[e]);
+                agoq_dev_store8(y, o + (size_t)c, nv, vec, v);
+            }
+        }
+    }
+}
+
+/* ---- general backward: CTA per row group, dweight partials in shared memory ---- */
+template <bool DEQ>
+__global__ void __launch_bounds__(AGOQ_ROW_THREADS) rms_bwd_gen_kernel(agoq_cuda_qparams p, agoq_cuda_qtensor q,
+                                                                      const uint16_t *__restrict__ x,
+                                                                      const uint16_t *__restrict__ dy,
+                                                                      const uint16_t *__restrict__ w, int rows,
+                                                                      int cols, float eps, int rpg,
+                                                                      uint16_t *__restrict__ dx,
+                                                                      uint16_t *__restrict__ y, float *dw_partial,
+                                                                      int vec) {
+    extern __shared__ float dw_acc[]; /* [cols]: column j owned by the thread owning group j/8 */
+    __shared__ float red[2 * AGOQ_ROW_THREADS / 32];
+    __shared__ agoq_smem_table tab;
+    if (DEQ && p.dec == AGOQ_ENC_TABLE) {
+        agoq_dev_load_table(&tab, p.table);
+        __syncthreads();
+    }
+    const int ngroups = (cols + 7) / 8;
+    for (int g = threadIdx.x; g < ngroups; g += AGOQ_ROW_THREADS)
+        for (int e = 0; e < fz_nvalid(cols, 8 * g); e++) dw_acc[8 * g + e] = 0.0f;
+    const int r0 = blockIdx.x * rpg, r1 = min(rows, r0 + rpg);
+    for (int ri = r0; ri < r1; ri++) {
+        const size_t o = (size_t)ri * (size_t)cols;
+        float acc[2] = {0.0f, 0.0f}; /* sum x^2, sum g*x */
+        for (int pass = 0; pass < 2; pass++) {
+            const float rstd = pass ? agoq_rms_rstd(acc[0], cols, eps) : 0.0f;
+            const float coef = pass ? agoq_rms_coef(acc[1], cols, rstd) : 0.0f;
+            for (int gr = threadIdx.x; gr < ngroups; gr += AGOQ_ROW_THREADS) {
+                const int c = 8 * gr, nv = fz_nvalid(cols, c);
+                float v[8], d[8], wf[8];
+                if (DEQ) fz_decode_rowq(p, &tab, q, cols, (size_t)ri, c, v);
+                else agoq_dev_load8(x, o + (size_t)c, nv, vec, v);
+                agoq_dev_load8(dy, o + (size_t)c, nv, vec, d);
+                agoq_dev_load8(w, (size_t)c, nv, vec, wf);
+                if (!pass) {
+#pragma unroll
+                    for (int e = 0; e < 8; e++)
+                        if (e < nv) {
+                            acc[0] = acc[0] + v[e] * v[e];
+                            acc[1] = acc[1] + (d[e] * wf[e]) * v[e];
+                        }
+                    continue;
+                }
+                float dxv[8], yv[8];
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    dxv[e] = agoq_rms_dx(v[e], d[e] * wf[e], rstd, coef);
+                    yv[e] = agoq_rms_out(v[e], rstd, wf[e]);
+                    if (e < nv) dw_acc[c + e] = dw_acc[c + e] + d[e] * (v[e] * rstd);
+                }
+                agoq_dev_store8(dx, o + (size_t)c, nv, vec, dxv);
+                agoq_dev_store8(y, o + (size_t)c, nv, vec, yv);
+            }
+            if (!pass) row_tree_sum<2>(acc, red);
+        }
+    }
+    float *dst = dw_partial + (size_t)blockIdx.x * (size_t)cols;
+    for (int g = threadIdx.x; g < ngroups; g += AGOQ_ROW_THREADS)
+        for (int e = 0; e < fz_nvalid(cols, 8 * g); e++) dst[8 * g + e] = dw_acc[8 * g + e];
+}
+
+__global__ void dw_reduce_kernel(const float *__restrict__ partial, int groups, int cols, float *__restrict__ dw) {
+    const int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= cols) return;
+    float acc = 0.0f;
+    for (int g = 0; g < groups; g++) acc = acc + partial[(size_t)g * (size_t)cols + (size_t)j];
+    dw[j] = acc;
+}
+
+/* ---- host side ---- */
+extern "C" int agoq_rmsnorm_fwd_cuda(const agoq_fq *q, const uint16_t *x, const uint16_t *w, int rows, int cols,
+                                     float eps, uint16_t *y, agoq_dqt xq, float *rstd, void *stream) {
+    if (fz_check_shape("rmsnorm fwd", rows, cols)) return -1;
+    const cudaStream_t s = (cudaStream_t)stream;
+    const agoq_cuda_qtensor qt = fz_qt(xq, (size_t)rows * (size_t)cols);
+    const size_t warps = (size_t)rows * (AGOQ_ROW_THREADS / 32);
+    const bool fast = cols % 8 == 0 && cols <= RMS_MAX_COLS && fz_al16(x) && fz_al16(w) && fz_al16(y) && !fz_no_fast();
+    if (fast && !q) {
+        constexpr auto k = rms_fwd_kernel<false, 0, 0, 0>;
+        k<<<fz_grid<k>(warps), AGOQ_ROW_THREADS, 0, s>>>(agoq_cuda_qparams{}, x, w, rows, cols, eps, y, qt, rstd);
+    } else if (fast && cols % FZ_WVEC == 0 && fz_fast_quant(q->p, xq)) {
+        fz_dispatch_quant(q->p, [&](auto enc, auto bits, auto lb) {
+            constexpr auto k = rms_fwd_kernel<true, decltype(enc)::value, decltype(bits)::value, decltype(lb)::value>;
+            k<<<fz_grid<k>(warps), AGOQ_ROW_THREADS, 0, s>>>(q->p, x, w, rows, cols, eps, y, qt, rstd);
+        });
+    } else {
+        const int vec = cols % 8 == 0 && fz_al16(x) && fz_al16(w) && fz_al16(y);
+        if (q) {
+            constexpr auto k = rms_fwd_gen_kernel<true>;
+            k<<<fz_grid<k>(warps), AGOQ_ROW_THREADS, 0, s>>>(q->p, x, w, rows, cols, eps, y, qt, rstd, vec);
+        } else {
+            constexpr auto k = rms_fwd_gen_kernel<false>;
+            k<<<fz_grid<k>(warps), AGOQ_ROW_THREADS, 0, s>>>(agoq_cuda_qparams{}, x, w, rows, cols, eps, y, qt, rstd, vec);
+        }
+    }
+    cudaCheckLaunch();
+    return 0;
+}
+
+extern "C" int agoq_rmsnorm_bwd_cuda(const agoq_fq *q, agoq_dqt xq, const uint16_t *x, const uint16_t *dy,
+                                     const uint16_t *w, int rows, int cols, float eps, int rows_per_group,
+                                     uint16_t *dx, uint16_t *y, float *dw_partial, void *stream) {
+    if (fz_check_shape("rmsnorm bwd", rows, cols)) return -1;
+    AGOQ_REQUIRE(rows_per_group >= 1, "rmsnorm bwd: rows_per_group %d must be >= 1", rows_per_group);
+    const size_t smem = (size_t)cols * sizeof(float);
+    AGOQ_REQUIRE(smem <= 200 * 1024, "rmsnorm bwd: cols %d too wide for the shared-memory dweight partials (max %d)",
+                 cols, 200 * 1024 / 4);
+    const cudaStream_t s = (cudaStream_t)stream;
+    const int ngrp = (rows + rows_per_group - 1) / rows_per_group;
+    const agoq_cuda_qtensor qt = fz_qt(xq, (size_t)rows * (size_t)cols);
+    const size_t warps = (size_t)ngrp * (AGOQ_ROW_THREADS / 32);
+    const bool fast = cols % 8 == 0 && cols <= RMS_MAX_COLS && (q || fz_al16(x)) && fz_al16(dy) && fz_al16(w) &&
+                      fz_al16(dx) && fz_al16(y) && fz_al16(dw_partial) && !fz_no_fast();
+    if (fast && !q) {
+        constexpr auto k = rms_bwd_kernel<false, 0, 0>;
+        k<<<fz_grid<k>(warps), AGOQ_ROW_THREADS, 0, s>>>(agoq_cuda_qparams{}, qt, x, dy, w, rows, cols, eps,
+                                                        rows_per_group, dx, y, dw_partial, 0);
+    } else if (fast && cols % q->p.block == 0 && fz_fast_dequant(q->p, xq)) {
+        const int lb = __builtin_ctz((unsigned)q->p.block);
+        fz_dispatch_dequant(q->p, [&](auto dec, auto bits) {
+            constexpr auto k = rms_bwd_kernel<true, decltype(dec)::value, decltype(bits)::value>;
+            k<<<fz_grid<k>(warps), AGOQ_ROW_THREADS, 0, s>>>(q->p, qt, x, dy, w, rows, cols, eps, rows_per_group, dx, y,
+                                                            dw_partial, lb);
+        });
+    } else {
+        const int vec = cols % 8 == 0 && fz_al16(x) && fz_al16(dy) && fz_al16(w) && fz_al16(dx) && fz_al16(y);
+        auto go = [&](auto kernel, const agoq_cuda_qparams &p) {
+            cudaCheck(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+            kernel<<<(unsigned)ngrp, AGOQ_ROW_THREADS, smem, s>>>(p, qt, x, dy, w, rows, cols, eps, rows_per_group, dx,
+                                                                  y, dw_partial, vec);
+        };
+        if (q) go(rms_bwd_gen_kernel<true>, q->p);
+        else go(rms_bwd_gen_kernel<false>, agoq_cuda_qparams{});
+    }
+    cudaCheckLaunch();
+    return 0;
+}
+
+extern "C" int agoq_dw_reduce_cuda(const float *partial, int groups, int cols, float *dw, void *stream) {
+    if (fz_check_shape("dw reduce", groups, cols)) return -1;
+    dw_reduce_kernel<<<(unsigned)((cols + 255) / 256), 256, 0, (cudaStream_t)stream>>>(partial, groups, cols, dw);
+    cudaCheckLaunch();
+    return 0;
+}

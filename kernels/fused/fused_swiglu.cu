@@ -1,0 +1,190 @@
+/* CUDA fused SwiGLU (fused.h), fast paths (fused_dev.cuh): 16-byte vectors, a warp owning whole
+ * 512-byte runs, several vectors of loads in flight per lane, grids of what stays resident with
+ * grid-stride loops; other shapes and configs go to the general kernels of fused.cu. Bit-exact
+ * with swiglu_ref.c (tests/cuda/fused/test_fused_cuda.c).
+ *
+ * Work unit: 4 warp vectors of one output row r (columns 1024 k ..), gate h[r, c] and up
+ * h[r, F + c] loaded together. Forward, F % 256 == 0 (4/8-bit codes, blocks 32..256, round to
+ * nearest): the unit's gate and up runs are quantized as two tiles of 4 vectors (U = 4, the
+ * planes offset to the run: gate and up of an output run are F apart), a row's last partial
+ * unit vector by vector. Backward, rows of whole power-of-two blocks with 4/8-bit codes: the
+ * stored copy decoded per lane. Without quantization the same kernels are the plain bf16 ops
+ * (any F % 8 == 0). The per-element cost and the compute bound are in bench_fused.cu's header. */
+#include <cuda_runtime.h>
+
+#include "core/check.h"
+#include "core/common.h"
+#include "kernels/fused/fused_dev.cuh"
+
+#define SWI_V 4 /* output warp vectors per unit (and its quantizer tile): 8 / 12 loads per lane in flight */
+
+/* SwiGLU work unit u = (row r, quad k) of a [rows, F] output: its warp vectors cv0 + i, i < nv
+ * (cv0 = 4k, nv <= SWI_V of them inside the row), lane l at columns 256 (cv0 + i) + 8 l. */
+struct swi_unit {
+    size_t r;
+    uint32_t cv0;
+    int nv;
+};
+__device__ __forceinline__ swi_unit swi_at(size_t u, uint32_t upr, uint32_t vpr) {
+    const uint32_t r = (uint32_t)u / upr; /* the launcher keeps units < 2^32 */
+    swi_unit a;
+    a.r = r;
+    a.cv0 = ((uint32_t)u - r * upr) * SWI_V;
+    a.nv = vpr - a.cv0 < SWI_V ? (int)(vpr - a.cv0) : SWI_V;
+    return a;
+}
+
+/* ---- SwiGLU forward: out[r, c] = silu(h[r, c]) * h[r, F + c]. QUANT needs F % 256 == 0 (whole
+ * warp vectors): a whole quad's 4 gate (up) vectors are one tile of 4 (U = 4, planes offset to
+ * its first element: the gate and up of an output run are F apart); a row's last partial quad
+ * is quantized vector by vector (U = 1). ---- */
+template <int ENC, int BITS, int LOG2B, bool QUANT>
+__global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS)
+    swiglu_fwd_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ h, uint16_t *__restrict__ out,
+                      agoq_cuda_qtensor q, int f, uint32_t vpr, uint32_t upr, size_t nunits) {
+    __shared__ agoq_smem_table tab;
+    if constexpr (QUANT && ENC == AGOQ_ENC_TABLE) {
+        agoq_dev_load_table(&tab, p.table);
+        __syncthreads();
+    }
+    const int lane = (int)(threadIdx.x & 31u);
+    const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5;
+    for (size_t u = warp; u < nunits; u += nwarps) {
+        const swi_unit at = swi_at(u, upr, vpr);
+        const size_t hrow = 2 * at.r * (size_t)f, orow = at.r * (size_t)f;
+        int c[SWI_V];
+        uint4 g[SWI_V], up[SWI_V];
+#pragma unroll
+        for (int i = 0; i < SWI_V; i++) {
+            c[i] = (int)(at.cv0 + (uint32_t)i) * FZ_WVEC + 8 * lane;
+            const bool ok = i < at.nv && c[i] < f;
+            g[i] = ok ? fz_load(h + hrow + (size_t)c[i]) : make_uint4(0, 0, 0, 0);
+            up[i] = ok ? fz_load(h + hrow + (size_t)f + (size_t)c[i]) : make_uint4(0, 0, 0, 0);
+        }
+        if constexpr (QUANT) { /* warp-uniform branches: at is the warp's */
+            const size_t e0 = hrow + (size_t)at.cv0 * FZ_WVEC;
+            if (at.nv == SWI_V) {
+                float v[SWI_V][8];
+#pragma unroll
+                for (int i = 0; i < SWI_V; i++) agoq_bf16x8_to_f32(g[i], v[i]);
+                fz_quantize<ENC, BITS, LOG2B, SWI_V>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, e0), lane);
+#pragma unroll
+                for (int i = 0; i < SWI_V; i++) agoq_bf16x8_to_f32(up[i], v[i]);
+                fz_quantize<ENC, BITS, LOG2B, SWI_V>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, e0 + f), lane);
+            } else {
+#pragma unroll
+                for (int i = 0; i < SWI_V; i++) {
+                    if (i >= at.nv) continue;
+                    const size_t ei = e0 + (size_t)(i * FZ_WVEC);
+                    float v[1][8];
+                    agoq_bf16x8_to_f32(g[i], v[0]);
+                    fz_quantize<ENC, BITS, LOG2B, 1>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, ei), lane);
+                    agoq_bf16x8_to_f32(up[i], v[0]);
+                    fz_quantize<ENC, BITS, LOG2B, 1>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, ei + f), lane);
+                }
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < SWI_V; i++) {
+            if (i >= at.nv || c[i] >= f) continue;
+            float a[8], b[8];
+            agoq_bf16x8_to_f32(g[i], a);
+            agoq_bf16x8_to_f32(up[i], b);
+#pragma unroll
+            for (int e = 0; e < 8; e++) a[e] = agoq_silu(a[e]) * b[e];
+            fz_store(out + orow + (size_t)c[i], agoq_f32x8_to_bf16(a));
+        }
+    }
+}
+
+/* ---- SwiGLU backward: dh = (d_gate | d_up), out recomputed; units of SWI_V output vectors ---- */
+template <int DEC, int BITS, bool DEQ>
+__global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS)
+    swiglu_bwd_kernel(agoq_cuda_qparams p, agoq_cuda_qtensor q, const uint16_t *__restrict__ h,
+                      const uint16_t *__restrict__ dout, uint16_t *__restrict__ dh, uint16_t *__restrict__ out, int f,
+                      uint32_t vpr, uint32_t upr, size_t nunits, int log2b) {
+    __shared__ agoq_smem_table tab;
+    if constexpr (DEQ && DEC == AGOQ_ENC_TABLE) {
+        agoq_dev_load_table(&tab, p.table);
+        __syncthreads();
+    }
+    const int lane = (int)(threadIdx.x & 31u);
+    const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5;
+    for (size_t u = warp; u < nunits; u += nwarps) {
+        const swi_unit at = swi_at(u, upr, vpr);
+        const size_t hrow = 2 * at.r * (size_t)f, orow = at.r * (size_t)f;
+        int c[SWI_V];
+        fz_bwd_in<DEC, BITS, DEQ> gin[SWI_V], uin[SWI_V];
+        uint4 d[SWI_V];
+#pragma unroll
+        for (int i = 0; i < SWI_V; i++) {
+            c[i] = (int)(at.cv0 + (uint32_t)i) * FZ_WVEC + 8 * lane;
+            if (i >= at.nv || c[i] >= f) continue;
+            gin[i].load(p, q, h, hrow + (size_t)c[i], log2b);
+            uin[i].load(p, q, h, hrow + (size_t)f + (size_t)c[i], log2b);
+            d[i] = fz_load(dout + orow + (size_t)c[i]);
+        }
+#pragma unroll
+        for (int i = 0; i < SWI_V; i++) {
+            if (i >= at.nv || c[i] >= f) continue;
+            float a[8], b[8], g[8], o[8];
+            gin[i].get(p, &tab, a);
+            uin[i].get(p, &tab, b);
+            agoq_bf16x8_to_f32(d[i], g);
+#pragma unroll
+            for (int e = 0; e < 8; e++) agoq_swiglu_bwd(a[e], b[e], g[e], &a[e], &b[e], &o[e]);
+            fz_store(dh + hrow + (size_t)c[i], agoq_f32x8_to_bf16(a));
+            fz_store(dh + hrow + (size_t)f + (size_t)c[i], agoq_f32x8_to_bf16(b));
+            fz_store(out + orow + (size_t)c[i], agoq_f32x8_to_bf16(o));
+        }
+    }
+}
+
+/* ---- host side ---- */
+extern "C" int agoq_swiglu_fwd_cuda(const agoq_fq *q, const uint16_t *h, int rows, int f, uint16_t *out, agoq_dqt hq,
+                                    void *stream) {
+    if (fz_check_shape("swiglu fwd", rows, f)) return -1;
+    const cudaStream_t s = (cudaStream_t)stream;
+    const size_t vpr = (size_t)((f + FZ_WVEC - 1) / FZ_WVEC), upr = (vpr + SWI_V - 1) / SWI_V;
+    const size_t nunits = (size_t)rows * upr;
+    const bool vec = f % 8 == 0 && nunits < ((size_t)1 << 32) && fz_al16(h) && fz_al16(out) && !fz_no_fast();
+    const agoq_cuda_qtensor qt = fz_qt(hq, 2 * (size_t)rows * (size_t)f);
+    if (!q && vec) {
+        constexpr auto k = swiglu_fwd_kernel<0, 0, 0, false>;
+        FZ_LAUNCH(k, nunits, agoq_cuda_qparams{}, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits);
+    } else if (q && vec && f % FZ_WVEC == 0 && fz_fast_quant(q->p, hq)) {
+        fz_dispatch_quant(q->p, [&](auto enc, auto bits, auto lb) {
+            constexpr auto k = swiglu_fwd_kernel<decltype(enc)::value, decltype(bits)::value, decltype(lb)::value, true>;
+            FZ_LAUNCH(k, nunits, q->p, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits);
+        });
+    } else {
+        fz_ew_fwd_general(FZ_OP_SWIGLU, q, h, rows, f, out, hq, 0, s);
+    }
+    return 0;
+}
+
+extern "C" int agoq_swiglu_bwd_cuda(const agoq_fq *q, agoq_dqt hq, const uint16_t *h, const uint16_t *dout, int rows,
+                                    int f, uint16_t *dh, uint16_t *out, void *stream) {
+    if (fz_check_shape("swiglu bwd", rows, f)) return -1;
+    const cudaStream_t s = (cudaStream_t)stream;
+    const size_t vpr = (size_t)((f + FZ_WVEC - 1) / FZ_WVEC), upr = (vpr + SWI_V - 1) / SWI_V;
+    const size_t nunits = (size_t)rows * upr;
+    const bool vec = f % 8 == 0 && nunits < ((size_t)1 << 32) && (q || fz_al16(h)) && fz_al16(dout) && fz_al16(dh) &&
+                     fz_al16(out) && !fz_no_fast();
+    const agoq_cuda_qtensor qt = fz_qt(hq, 2 * (size_t)rows * (size_t)f);
+    if (!q && vec) {
+        constexpr auto k = swiglu_bwd_kernel<0, 0, false>;
+        FZ_LAUNCH(k, nunits, agoq_cuda_qparams{}, qt, h, dout, dh, out, f, (uint32_t)vpr, (uint32_t)upr, nunits, 0);
+    } else if (q && vec && f % q->p.block == 0 && fz_fast_dequant(q->p, hq)) {
+        const int lb = __builtin_ctz((unsigned)q->p.block);
+        fz_dispatch_dequant(q->p, [&](auto dec, auto bits) {
+            constexpr auto k = swiglu_bwd_kernel<decltype(dec)::value, decltype(bits)::value, true>;
+            FZ_LAUNCH(k, nunits, q->p, qt, h, dout, dh, out, f, (uint32_t)vpr, (uint32_t)upr, nunits, lb);
+        });
+    } else {
+        fz_ew_bwd_general(FZ_OP_SWIGLU, q, hq, h, dout, rows, f, dh, out, s);
+    }
+    return 0;
+}

@@ -1,0 +1,221 @@
+/* CUDA 8-bit gradient path (grad8.h): micro-batch accumulation and the AGoQ reduce core, each
+ * ONE kernel, bit-exact with grad8_ref.c. Both are the generic block-quantize kernels of
+ * quant_device.cuh over a value source that decodes the stored planes:
+ *   accumulate: v = dequant(acc) + g                         (fp32 add; g fp32 or bf16)
+ *   reduce:     v = sum_r dequant(in[r]), r = 0..N-1 in order (fp32, or bf16 after every add)
+ * then v is requantized into the output planes (in place for accumulate). Bytes moved per
+ * element: accumulate reads bits/8 + sizeof(g) and writes bits/8; reduce reads N*bits/8 and
+ * writes bits/8 (+4 with sum_out), plus the scales. */
+#include <cuda_runtime.h>
+#include <string.h>
+
+#include "core/check.h"
+#include "core/common.h"
+#include "kernels/quant/quant_cuda.h"
+#include "kernels/quant/quant_device.cuh"
+#include "kernels/quant/quant_launch.cuh"
+#include "kernels/quant/quant_tile.cuh"
+
+/* dequant(acc) + g for one group; acc planes are the kernel's output (in place). */
+template <int DEC, typename TG>
+struct src_accumulate {
+    static constexpr bool kTable = DEC == AGOQ_ENC_TABLE;
+    const uint8_t *codes, *scales, *zeros;
+    const TG *g;
+    int vec;
+    __device__ __forceinline__ void load(const agoq_cuda_qparams &p, const agoq_smem_table *t, size_t grp, size_t blk,
+                                         size_t e0, int nvalid, bool, float v[8]) const {
+        float d[8], x[8];
+        agoq_dev_decode_group<DEC>(p, t, codes, scales, zeros, grp, blk, d);
+        agoq_dev_load8(g, e0, nvalid, vec, x);
+#pragma unroll
+        for (int j = 0; j < 8; j++) v[j] = d[j] + x[j];
+    }
+};
+
+/* sum over the chunks in order; the views travel in the kernel's parameter space. */
+struct chunk_view {
+    const uint8_t *codes, *scales, *zeros;
+};
+template <int DEC>
+struct src_reduce {
+    static constexpr bool kTable = DEC == AGOQ_ENC_TABLE;
+    chunk_view in[AGOQ_CUDA_MAX_CHUNKS];
+    int nin, bf16_sum, vec_sum;
+    float *sum_out;
+    __device__ __forceinline__ void load(const agoq_cuda_qparams &p, const agoq_smem_table *t, size_t grp, size_t blk,
+                                         size_t e0, int nvalid, bool last, float v[8]) const {
+#pragma unroll
+        for (int j = 0; j < 8; j++) v[j] = 0.0f;
+        /* unrolled so several chunks' loads are in flight; the sum order stays r = 0..nin-1 */
+#pragma unroll 4
+        for (int r = 0; r < nin; r++) {
+            float d[8];
+            agoq_dev_decode_group<DEC>(p, t, in[r].codes, in[r].scales, in[r].zeros, grp, blk, d);
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                const float s = v[j] + d[j];
+                v[j] = bf16_sum ? agoq_round_bf16(s) : s;
+            }
+        }
+        if (last && sum_out) agoq_dev_store8(sum_out, e0, nvalid, vec_sum, v);
+    }
+};
+
+/* ---- tile sources (quant_tile.cuh) of the two kernels, 8-bit codes, blocks >= 32 ----
+ * accumulate: E = 4 (fp32 gradient) or 8 (bf16) elements per vector; reduce: 8. */
+template <int DEC, typename TG>
+struct tile_accumulate {
+    static constexpr int kVec = 16 / (int)sizeof(TG), kBits = 8;
+    static constexpr bool kTable = DEC == AGOQ_ENC_TABLE;
+    const uint8_t *codes, *scales, *zeros;
+    const TG *g;
+    size_t nblocks;
+    int log2b;
+    __device__ __forceinline__ void load_tile(const agoq_cuda_qparams &p, const agoq_smem_table *t, size_t e_tile,
+                                              int lane, float (&v)[AGOQ_TILE_U][kVec]) const {
+        agoq_tile_scales<kVec, DEC == AGOQ_ENC_INT_ASYM> sc;
+        sc.load(p, scales, zeros, e_tile, log2b, nblocks, lane);
+        uint64_t c[AGOQ_TILE_U];
+        float x[AGOQ_TILE_U][kVec];
+#pragma unroll
+        for (int j = 0; j < AGOQ_TILE_U; j++) {
+            const size_t e0 = e_tile + (size_t)(j * 32 * kVec + lane * kVec);
+            c[j] = agoq_tile_load_codes<8, kVec>(codes, e0);
+            if constexpr (kVec == 4) {
+                const float4 a = __ldcs((const float4 *)(g + e0));
+                x[j][0] = a.x; x[j][1] = a.y; x[j][2] = a.z; x[j][3] = a.w;
+            } else {
+                agoq_bf16x8_to_f32(__ldcs((const uint4 *)(g + e0)), x[j]);
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < AGOQ_TILE_U; j++) {
+            float s, m;
+            sc.get(j, lane, s, m);
+            agoq_tile_decode<DEC, 8, kVec>(p, t, c[j], s, m, v[j]);
+#pragma unroll
+            for (int e = 0; e < kVec; e++) v[j][e] = v[j][e] + x[j][e];
+        }
+    }
+};
+
+template <int DEC>
+struct tile_reduce {
+    static constexpr int kVec = 8, kBits = 8;
+    static constexpr bool kTable = DEC == AGOQ_ENC_TABLE;
+    chunk_view in[AGOQ_CUDA_MAX_CHUNKS];
+    int nin, bf16_sum, log2b;
+    size_t nblocks;
+    float *sum_out;
+    __device__ __forceinline__ void load_chunk(const agoq_cuda_qparams &p, int r, size_t e_tile, int lane,
+                                               agoq_tile_scales<8, DEC == AGOQ_ENC_INT_ASYM> &sc,
+                                               uint64_t (&c)[AGOQ_TILE_U]) const {
+        sc.load(p, in[r].scales, in[r].zeros, e_tile, log2b, nblocks, lane);
+#pragma unroll
+        for (int j = 0; j < AGOQ_TILE_U; j++) c[j] = agoq_tile_load_codes<8, 8>(in[r].codes, e_tile + (size_t)(j * 256 + lane * 8));
+    }
+    __device__ __forceinline__ void load_tile(const agoq_cuda_qparams &p, const agoq_smem_table *t, size_t e_tile,
+                                              int lane, float (&v)[AGOQ_TILE_U][8]) const {
+#pragma unroll
+        for (int j = 0; j < AGOQ_TILE_U; j++)
+#pragma unroll
+            for (int e = 0; e < 8; e++) v[j][e] = 0.0f;
+        for (int r = 0; r < nin; r++) { /* chunks in order: the sum's order is r = 0..nin-1 */
+            agoq_tile_scales<8, DEC == AGOQ_ENC_INT_ASYM> sc;
+            uint64_t c[AGOQ_TILE_U];
+            load_chunk(p, r, e_tile, lane, sc, c);
+#pragma unroll
+            for (int j = 0; j < AGOQ_TILE_U; j++) {
+                float s, m, d[8];
+                sc.get(j, lane, s, m);
+                agoq_tile_decode<DEC, 8, 8>(p, t, c[j], s, m, d);
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const float x = v[j][e] + d[e];
+                    v[j][e] = bf16_sum ? agoq_round_bf16(x) : x;
+                }
+            }
+        }
+        if (sum_out)
+#pragma unroll
+            for (int j = 0; j < AGOQ_TILE_U; j++) {
+                float *dst = sum_out + e_tile + (size_t)(j * 256 + lane * 8);
+                __stcs((float4 *)dst, make_float4(v[j][0], v[j][1], v[j][2], v[j][3]));
+                __stcs((float4 *)(dst + 4), make_float4(v[j][4], v[j][5], v[j][6], v[j][7]));
+            }
+    }
+};
+
+/* The tile sources need 8-bit codes and a power-of-two block >= 32 (agoq_tile_scales); the
+ * launcher checks the rest (rounding, block <= 256, alignment of the output codes). */
+static bool tile_grad_ok(const agoq_cuda_qparams &p) {
+    return p.bits == 8 && p.block >= 32 && (p.block & (p.block - 1)) == 0;
+}
+static bool aligned16(const void *x) { return ((uintptr_t)x & 15u) == 0; }
+
+int agoq_cuda_grad_accumulate(const agoq_qconfig *c, agoq_cuda_qtensor *acc, const float *g_f32,
+                              const uint16_t *g_bf16, void *stream) {
+    static const char fn[] = "agoq_cuda_grad_accumulate";
+    agoq_cuda_qparams p;
+    if (agoq_cuda_qparams_make(c, &p) || agoq_cuda_check_qtensor(fn, c, acc)) return -1;
+    AGOQ_REQUIRE(acc->n == 0 || g_f32 || g_bf16, "%s: both gradient pointers are NULL", fn);
+    if (acc->n == 0) return 0;
+    const agoq_cuda_qtensor out = *acc;
+    agoq_dispatch_pair(p.enc, p.dec, [&](auto enc, auto dec) {
+        constexpr int E = decltype(enc)::value, D = decltype(dec)::value;
+        const size_t nblocks = (acc->n + (size_t)p.block - 1) / (size_t)p.block;
+        const int log2b = __builtin_ctz((unsigned)p.block);
+        if (g_f32) {
+            src_accumulate<D, float> src = {acc->codes, acc->scales, acc->zeros, g_f32, ((uintptr_t)g_f32 & 15u) == 0};
+            tile_accumulate<D, float> tile = {acc->codes, acc->scales, acc->zeros, g_f32, nblocks, log2b};
+            if constexpr (E == D) agoq_launch_quant<E>(p, src, out, stream, tile_grad_ok(p) && aligned16(g_f32) ? &tile : nullptr);
+            else agoq_launch_quant<E>(p, src, out, stream); /* stochastic-only pairs: no tile path */
+        } else {
+            src_accumulate<D, uint16_t> src = {acc->codes, acc->scales, acc->zeros, g_bf16,
+                                               ((uintptr_t)g_bf16 & 15u) == 0};
+            tile_accumulate<D, uint16_t> tile = {acc->codes, acc->scales, acc->zeros, g_bf16, nblocks, log2b};
+            if constexpr (E == D) agoq_launch_quant<E>(p, src, out, stream, tile_grad_ok(p) && aligned16(g_bf16) ? &tile : nullptr);
+            else agoq_launch_quant<E>(p, src, out, stream);
+        }
+    });
+    return 0;
+}
+
+int agoq_cuda_grad_reduce(const agoq_qconfig *c, const agoq_cuda_qtensor *in, int nin, agoq_sum_precision prec,
+                          agoq_cuda_qtensor *out, float *sum_out, void *stream) {
+    static const char fn[] = "agoq_cuda_grad_reduce";
+    agoq_cuda_qparams p;
+    if (agoq_cuda_qparams_make(c, &p) || agoq_cuda_check_qtensor(fn, c, out)) return -1;
+    AGOQ_REQUIRE(nin >= 1 && nin <= AGOQ_CUDA_MAX_CHUNKS, "%s: nin = %d, expected 1..%d", fn, nin, AGOQ_CUDA_MAX_CHUNKS);
+    AGOQ_REQUIRE(in != NULL, "%s: input views are NULL", fn);
+    AGOQ_REQUIRE(prec == AGOQ_SUM_FP32 || prec == AGOQ_SUM_BF16, "%s: sum precision %d unknown", fn, (int)prec);
+    for (int r = 0; r < nin; r++) {
+        AGOQ_REQUIRE(in[r].n == out->n, "%s: input %d has %zu elements, output %zu", fn, r, in[r].n, out->n);
+        if (agoq_cuda_check_qtensor(fn, c, &in[r])) return -1;
+    }
+    if (out->n == 0) return 0;
+    agoq_dispatch_pair(p.enc, p.dec, [&](auto enc, auto dec) {
+        constexpr int E = decltype(enc)::value, D = decltype(dec)::value;
+        src_reduce<D> src;
+        memset(&src, 0, sizeof src);
+        for (int r = 0; r < nin; r++) src.in[r] = {in[r].codes, in[r].scales, in[r].zeros};
+        src.nin = nin;
+        src.bf16_sum = prec == AGOQ_SUM_BF16;
+        src.sum_out = sum_out;
+        src.vec_sum = ((uintptr_t)sum_out & 15u) == 0;
+        tile_reduce<D> tile;
+        memset(&tile, 0, sizeof tile);
+        memcpy(tile.in, src.in, sizeof tile.in);
+        tile.nin = nin;
+        tile.bf16_sum = src.bf16_sum;
+        tile.log2b = __builtin_ctz((unsigned)p.block);
+        tile.nblocks = (out->n + (size_t)p.block - 1) / (size_t)p.block;
+        tile.sum_out = sum_out;
+        bool aligned = sum_out == NULL || aligned16(sum_out);
+        for (int r = 0; r < nin; r++) aligned &= ((uintptr_t)in[r].codes & 7u) == 0; /* 8 codes per load */
+        if constexpr (E == D) agoq_launch_quant<E>(p, src, *out, stream, aligned && tile_grad_ok(p) ? &tile : nullptr);
+        else agoq_launch_quant<E>(p, src, *out, stream); /* stochastic-only pairs: no tile path */
+    });
+    return 0;
+}

@@ -1,0 +1,40 @@
+/* 8-bit gradient path (the paper's "local dequantize, sum in fp32, requantize"):
+ *   reduce:     N quantized chunks of the same n elements -> dequantize -> sum -> requantize.
+ *               This is the core of the AGoQ reduce-scatter: after the all-to-all, rank r holds
+ *               N quantized copies of its shard, one from every rank.
+ *   accumulate: stored 8-bit gradient + new bf16/fp32 micro-batch gradient -> dequantize, add,
+ *               requantize, in place (micro-batch gradient accumulation).
+ * Any format of formats.h works (int8, fp8_e4m3, dyn8 are the ones the paper uses).
+ * Summation order is fixed so CUDA kernels can match bit for bit: acc = 0; for r in 0..N-1:
+ * acc = acc + dequant(chunk_r)[i], in fp32, or with AGOQ_SUM_BF16 rounding acc to bf16 after
+ * every add (what the paper's released code did). */
+#ifndef AGOQ_GRAD8_H
+#define AGOQ_GRAD8_H
+#include "kernels/quant/formats.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { AGOQ_SUM_FP32, AGOQ_SUM_BF16 } agoq_sum_precision;
+
+/* The exact sum of element i (what the fused kernels reproduce). */
+static inline float agoq_sum_step(float acc, float v, agoq_sum_precision p);
+
+/* out = Q(sum_r dequant(in[r])); also writes the fp32 sum to sum_out when non-NULL. */
+void agoq_grad_reduce_ref(const agoq_qconfig *c, const agoq_qtensor *const *in, int nin, size_t n,
+                          agoq_sum_precision p, agoq_qtensor *out, float *sum_out);
+/* acc = Q(dequant(acc) + g): g is fp32 (g_f32) or bf16 (g_bf16, when g_f32 is NULL). */
+void agoq_grad_accumulate_ref(const agoq_qconfig *c, agoq_qtensor *acc, const float *g_f32,
+                              const uint16_t *g_bf16, size_t n);
+
+#include "kernels/quant/quant_math.h"
+static inline float agoq_sum_step(float acc, float v, agoq_sum_precision p) {
+    float s = acc + v;
+    return p == AGOQ_SUM_BF16 ? agoq_round_bf16(s) : s;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,112 @@
+/* C-callable CUDA quantization kernels: block quantize / dequantize of every format of
+ * formats.h and the 8-bit gradient path of grad8.h, bit-exact with quant_ref.c / grad8_ref.c.
+ *
+ * Layout: a device qtensor has the same three planes as agoq_qtensor (formats.h): codes (a
+ * dense bit stream, element i at bits [i*bits, (i+1)*bits), the last block zero-padded),
+ * scales (fp32 or bf16 per block) and zeros (asymmetric formats only). All pointers are device
+ * pointers; `stream` is a cudaStream_t passed as void * (NULL = the legacy default stream) so
+ * that C files need no CUDA headers. Calls are asynchronous on the stream unless they say not.
+ *
+ * Errors: a bad argument (config, NULL pointer, size mismatch) prints one line and returns -1
+ * before anything is launched; a failing CUDA call exits through cudaCheck (core/check.h).
+ *
+ * Speed notes: the fast kernels use one thread per 8 consecutive elements ("group") and one
+ * warp segment per block, for blocks of up to 256 elements; larger blocks use a warp-per-block
+ * kernel. fp32 input needs 16-byte, bf16 8-byte alignment for vector loads (else scalar loads).
+ * Implemented in kernels/quant/quant.cu and kernels/grad8/grad8.cu (CUDA=1 builds only). */
+#ifndef AGOQ_QUANT_CUDA_H
+#define AGOQ_QUANT_CUDA_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/quant/formats.h"
+#include "kernels/grad8/grad8.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The device encoder kinds (agoq_enc_kind) are in formats.h: each format names its own. */
+
+/* A format's value table in device memory (copied from agoq_table()); kernels stage it in
+ * shared memory (agoq_dev_load_table in quant_device.cuh). */
+typedef struct agoq_dev_table {
+    int nsorted;              /* distinct finite values */
+    int ncodes;               /* 2^bits */
+    float sorted[256];        /* ascending */
+    float mid[256];           /* mid[i] = 0.5f * (sorted[i] + sorted[i+1]) */
+    float value[256];         /* decoded value by code */
+    uint8_t sorted_code[256]; /* code of sorted[i] */
+} agoq_dev_table;
+
+/* Everything a kernel needs to know about a qconfig, passed by value to kernels. */
+typedef struct {
+    int fmt;        /* agoq_format */
+    int kind;       /* agoq_code_kind */
+    int enc;        /* agoq_enc_kind used to encode (depends on the rounding) */
+    int dec;        /* agoq_enc_kind used to decode */
+    int bits;       /* 2..8 */
+    int block;      /* elements per block, multiple of 8 */
+    int bf16_scale; /* scales (and zeros) stored as bf16 */
+    int stochastic; /* stochastic rounding: draw of element i is agoq_u01(seed, i) */
+    float qmax;     /* agoq_formats[fmt].qmax */
+    uint64_t seed;
+    const agoq_dev_table *table; /* device pointer; table formats only, else NULL */
+} agoq_cuda_qparams;
+
+/* Device planes of a quantized tensor of n elements (same layout as agoq_qtensor). */
+typedef struct {
+    uint8_t *codes;
+    uint8_t *scales;
+    uint8_t *zeros; /* NULL unless agoq_has_zeros */
+    size_t n;
+} agoq_cuda_qtensor;
+
+/* Checks c and fills p for the current device (device tables are built once per device and
+ * live until exit). 0 or -1. */
+int agoq_cuda_qparams_make(const agoq_qconfig *c, agoq_cuda_qparams *p);
+
+/* Device qtensor planes (zeroed, synchronous) and their release. */
+int agoq_cuda_qtensor_alloc(agoq_cuda_qtensor *q, const agoq_qconfig *c, size_t n);
+void agoq_cuda_qtensor_free(agoq_cuda_qtensor *q);
+/* Synchronous copies between a host agoq_qtensor and a device one of the same n. */
+int agoq_cuda_qtensor_download(const agoq_qconfig *c, const agoq_cuda_qtensor *d, agoq_qtensor *h);
+int agoq_cuda_qtensor_upload(const agoq_qconfig *c, const agoq_qtensor *h, agoq_cuda_qtensor *d);
+
+/* q->n = n elements of x (device fp32 / bf16) -> q. Writes every code byte of the n's blocks
+ * (tail padding included), every scale and zero. */
+int agoq_cuda_quantize_f32(const agoq_qconfig *c, const float *x, size_t n, agoq_cuda_qtensor *q, void *stream);
+int agoq_cuda_quantize_bf16(const agoq_qconfig *c, const uint16_t *x, size_t n, agoq_cuda_qtensor *q, void *stream);
+/* q -> y[0..q->n) as fp32 / bf16 (round to nearest even). */
+int agoq_cuda_dequantize_f32(const agoq_qconfig *c, const agoq_cuda_qtensor *q, float *y, void *stream);
+int agoq_cuda_dequantize_bf16(const agoq_qconfig *c, const agoq_cuda_qtensor *q, uint16_t *y, void *stream);
+
+/* Micro-batch accumulation in place: acc = Q(dequant(acc) + g), g fp32 (g_f32) or bf16 (g_bf16
+ * when g_f32 is NULL), acc->n elements. One kernel. Matches agoq_grad_accumulate_ref. */
+int agoq_cuda_grad_accumulate(const agoq_qconfig *c, agoq_cuda_qtensor *acc, const float *g_f32,
+                              const uint16_t *g_bf16, void *stream);
+
+/* The AGoQ reduce core, one kernel: out = Q(sum_r dequant(in[r])) over nin <= AGOQ_CUDA_MAX_CHUNKS
+ * device views (a host array of views, each of out->n elements; they may point into one
+ * receive buffer). sum_out (device fp32, may be NULL) receives the sum. `out` may alias one of
+ * the inputs (in-place reduction). Matches agoq_grad_reduce_ref with the same precision. */
+#define AGOQ_CUDA_MAX_CHUNKS 64
+int agoq_cuda_grad_reduce(const agoq_qconfig *c, const agoq_cuda_qtensor *in, int nin, agoq_sum_precision prec,
+                          agoq_cuda_qtensor *out, float *sum_out, void *stream);
+
+/* Small runtime helpers for C callers (tests, benchmarks): failures exit via cudaCheck. */
+void *agoq_cuda_malloc(size_t bytes);                     /* NULL only for bytes == 0 */
+void agoq_cuda_free(void *p);
+void agoq_cuda_h2d(void *dst, const void *src, size_t bytes); /* synchronous */
+void agoq_cuda_d2h(void *dst, const void *src, size_t bytes); /* synchronous */
+void agoq_cuda_memset(void *p, int byte, size_t bytes, void *stream);
+void agoq_cuda_sync(void *stream);                         /* cudaStreamSynchronize */
+/* Benchmark inputs on the device: approximately N(0, 1) from a counter hash (not bit-exact
+ * with rng.h; the tests upload host data instead). */
+void agoq_cuda_fill_normal_f32(float *x, size_t n, uint64_t seed, void *stream);
+void agoq_cuda_fill_normal_bf16(uint16_t *x, size_t n, uint64_t seed, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,134 @@
+/* Host-side launch helpers shared by kernels/quant/quant.cu and kernels/grad8/grad8.cu: grid sizing,
+ * runtime-to-template dispatch of the encoders, and the launch of the generic block-quantize
+ * kernels of quant_device.cuh. */
+#ifndef AGOQ_QUANT_LAUNCH_CUH
+#define AGOQ_QUANT_LAUNCH_CUH
+#include <cuda_runtime.h>
+
+#include <type_traits>
+
+#include "core/check.h"
+#include "kernels/quant/quant_device.cuh"
+#include "kernels/quant/quant_tile.cuh"
+
+/* SM count of the current device (cached). */
+int agoq_cuda_sm_count(void);
+/* Plane checks shared by every entry point: 0, or -1 after a one-line message naming fn. */
+int agoq_cuda_check_qtensor(const char *fn, const agoq_qconfig *c, const agoq_cuda_qtensor *q);
+
+/* CTAs of AGOQ_QUANT_THREADS for `threads` work items, capped at 8 per SM (the grid-stride
+ * loops cover the rest): at least 1. */
+static inline unsigned agoq_grid_for(size_t threads) {
+    const size_t want = (threads + AGOQ_QUANT_THREADS - 1) / AGOQ_QUANT_THREADS;
+    const size_t cap = (size_t)agoq_cuda_sm_count() * 8;
+    return (unsigned)(want < 1 ? 1 : (want < cap ? want : cap));
+}
+
+template <int V>
+using agoq_enc_t = std::integral_constant<int, V>;
+
+/* Calls f(agoq_enc_t<enc>()) for a runtime encoder / decoder kind. */
+template <class F>
+static void agoq_dispatch_enc(int enc, F f) {
+    switch (enc) {
+    case AGOQ_ENC_INT_SYM: f(agoq_enc_t<AGOQ_ENC_INT_SYM>()); break;
+    case AGOQ_ENC_INT_ASYM: f(agoq_enc_t<AGOQ_ENC_INT_ASYM>()); break;
+    case AGOQ_ENC_FP4: f(agoq_enc_t<AGOQ_ENC_FP4>()); break;
+    case AGOQ_ENC_FP8_E4M3: f(agoq_enc_t<AGOQ_ENC_FP8_E4M3>()); break;
+    case AGOQ_ENC_FP8_E5M2: f(agoq_enc_t<AGOQ_ENC_FP8_E5M2>()); break;
+    default: f(agoq_enc_t<AGOQ_ENC_TABLE>()); break;
+    }
+}
+
+/* Calls f(enc, dec) for the (encoder, decoder) pairs qparams can hold (quant.cu,
+ * agoq_cuda_qparams_make): equal kinds; fp4 nearest (arithmetic encoder, table decoder);
+ * fp8 stochastic (table encoder, hardware decoder). */
+template <class F>
+static void agoq_dispatch_pair(int enc, int dec, F f) {
+    if (enc == AGOQ_ENC_FP4 && dec == AGOQ_ENC_TABLE) f(agoq_enc_t<AGOQ_ENC_FP4>(), agoq_enc_t<AGOQ_ENC_TABLE>());
+    else if (enc == AGOQ_ENC_TABLE && dec == AGOQ_ENC_FP8_E4M3)
+        f(agoq_enc_t<AGOQ_ENC_TABLE>(), agoq_enc_t<AGOQ_ENC_FP8_E4M3>());
+    else if (enc == AGOQ_ENC_TABLE && dec == AGOQ_ENC_FP8_E5M2)
+        f(agoq_enc_t<AGOQ_ENC_TABLE>(), agoq_enc_t<AGOQ_ENC_FP8_E5M2>());
+    else agoq_dispatch_enc(dec, [&](auto d) { f(d, d); });
+}
+
+/* CTAs for `warps` warps of work, capped at what the kernel keeps resident (grid-stride loops
+ * cover the rest): at least 1. */
+template <auto Kernel>
+static unsigned agoq_grid_resident(size_t warps) {
+    static int per_sm = 0; /* one per kernel */
+    if (!per_sm) cudaCheck(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, AGOQ_QUANT_THREADS, 0));
+    const size_t want = (warps * 32 + AGOQ_QUANT_THREADS - 1) / AGOQ_QUANT_THREADS;
+    const size_t cap = (size_t)agoq_cuda_sm_count() * (size_t)(per_sm > 0 ? per_sm : 1);
+    return (unsigned)(want < 1 ? 1 : (want < cap ? want : cap));
+}
+
+/* The tile kernel (quant_tile.cuh) over the whole tiles of q, when the config has a fast path
+ * (round to nearest, block 32/64/128/256, 4- or 8-bit codes, the codes plane aligned to one
+ * vector's codes). Returns the elements it quantized (0: none, all go to the other kernels).
+ * TileSrc::kBits: the only code width the source is used with (0: 4 and 8). */
+struct agoq_no_tile_src {
+    static constexpr int kVec = 0, kBits = 0;
+};
+template <int ENC, class TileSrc>
+static size_t agoq_launch_quant_tiles(const agoq_cuda_qparams &p, const TileSrc &src, agoq_cuda_qtensor q,
+                                      void *stream) {
+    constexpr int E = TileSrc::kVec;
+    const int lb = p.block == 32 ? 5 : p.block == 64 ? 6 : p.block == 128 ? 7 : p.block == 256 ? 8 : 0;
+    const size_t tile = (size_t)32 * AGOQ_TILE_U * E, ntiles = q.n / tile;
+    const size_t vec_code_bytes = (size_t)E * (size_t)p.bits / 8;
+    if (p.stochastic || !lb || (p.bits != 4 && p.bits != 8) || (TileSrc::kBits && p.bits != TileSrc::kBits) || ntiles == 0 ||
+        ((uintptr_t)q.codes & (vec_code_bytes - 1)) != 0)
+        return 0;
+    auto launch = [&](auto bits, auto log2b) {
+        constexpr int BITS = decltype(bits)::value, LOG2B = decltype(log2b)::value;
+        /* fp4 / fp8 encoders have one width: skip the instantiations that cannot occur */
+        if constexpr ((ENC == AGOQ_ENC_FP4 && BITS != 4) ||
+                      ((ENC == AGOQ_ENC_FP8_E4M3 || ENC == AGOQ_ENC_FP8_E5M2) && BITS != 8)) {
+            return;
+        } else {
+            constexpr auto kernel = agoq_quant_tile_kernel<ENC, BITS, LOG2B, TileSrc>;
+            kernel<<<agoq_grid_resident<kernel>(ntiles), AGOQ_QUANT_THREADS, 0, (cudaStream_t)stream>>>(p, src, q, ntiles);
+        }
+    };
+    auto with_bits = [&](auto bits) {
+        if constexpr (TileSrc::kBits != 0 && TileSrc::kBits != decltype(bits)::value) return; /* e.g. 8-bit only */
+        switch (lb) {
+        case 5: launch(bits, agoq_enc_t<5>()); break;
+        case 6: launch(bits, agoq_enc_t<6>()); break;
+        case 7: launch(bits, agoq_enc_t<7>()); break;
+        default: launch(bits, agoq_enc_t<8>()); break;
+        }
+    };
+    if (p.bits == 4) with_bits(agoq_enc_t<4>());
+    else with_bits(agoq_enc_t<8>());
+    cudaCheckLaunch();
+    return ntiles * tile;
+}
+
+/* Quantizes the values of src into q (q.n elements) on stream: whole tiles through the tile
+ * kernel when a tile source is given and the config allows (above), the rest (or everything)
+ * through the segment kernel for blocks of <= 256 elements (4 tasks of loads in flight per
+ * warp) or the warp-per-block kernel above. */
+#define AGOQ_SEG_UNROLL 4
+template <int ENC, class Src, class TileSrc = agoq_no_tile_src>
+static void agoq_launch_quant(const agoq_cuda_qparams &p, const Src &src, agoq_cuda_qtensor q, void *stream,
+                              const TileSrc *tile_src = nullptr) {
+    size_t done = 0;
+    if constexpr (TileSrc::kVec > 0)
+        if (tile_src) done = agoq_launch_quant_tiles<ENC>(p, *tile_src, q, stream);
+    if (done == q.n) return;
+    const size_t nblocks = (q.n + (size_t)p.block - 1) / (size_t)p.block, blk0 = done / (size_t)p.block;
+    if (p.block <= 256) {
+        const size_t bpw = (size_t)(32 / (p.block / 8));
+        const size_t tasks = (nblocks - blk0 + bpw - 1) / bpw, warps = (tasks + AGOQ_SEG_UNROLL - 1) / AGOQ_SEG_UNROLL;
+        agoq_quant_seg_kernel<ENC, AGOQ_SEG_UNROLL, Src>
+            <<<agoq_grid_for(warps * 32), AGOQ_QUANT_THREADS, 0, (cudaStream_t)stream>>>(p, src, q, blk0);
+    } else {
+        agoq_quant_warp_kernel<ENC, Src>
+            <<<agoq_grid_for((nblocks - blk0) * 32), AGOQ_QUANT_THREADS, 0, (cudaStream_t)stream>>>(p, src, q, blk0);
+    }
+    cudaCheckLaunch();
+}
+#endif

@@ -1,0 +1,386 @@
+/* The fast path of the block quantizers (quant.cu, grad8.cu): round to nearest, blocks of 32,
+ * 64, 128 or 256 elements, sources that deliver 16-byte vectors. Bit-exact with quant_ref.c
+ * like everything in quant_device.cuh, whose encoders and block parameters it uses.
+ *
+ * Why a second kernel shape: the thread-per-group kernels give each lane 32 bytes of fp32
+ * input, so every warp load instruction touches 32 half-used sectors, and each lane reduces
+ * its block with log2(B/8) shuffles and computes the IEEE division 1/s itself. Here:
+ *  - a warp owns a tile of U vectors of 32 lanes x 16 bytes; vector j of lane l is at byte
+ *    j*512 + l*16 of the tile, so every load and code store of the warp is one contiguous run;
+ *  - a vector of E elements (4 fp32, 8 bf16) lies in one block; a block is LB = B/E lanes of
+ *    one vector (LB <= 32) or VB = B/(32E) whole vectors of the warp;
+ *  - the K = U/VB block ranges of a lane are reduced over their LB lanes by a "transpose
+ *    reduction": each xor step halves the values a lane keeps (it sends the half its partner
+ *    keeps), so the shuffles per lane are K-1 + log2(LB/K) instead of K*log2(LB); afterwards
+ *    each block's range sits in a known lane (agoq_tile_holder), which computes s, m and 1/s
+ *    once and writes the scale, and the warp fetches 1/s (and m) with one shuffle per block;
+ *  - the range is a NaN-propagating max/min (PTX max.NaN), so a block whose range is finite
+ *    has no NaN or Inf: its elements take the branch-free encoders below. A warp that meets a
+ *    non-finite range redoes its tile on the careful path (finite-only range, the NaN/Inf-aware
+ *    encoders of quant_device.cuh), so the results never depend on which path ran.
+ * Tensors are cut into whole tiles (this kernel) and a tail of whole blocks (the segment or
+ * warp kernel); quant_launch.cuh decides. */
+#ifndef AGOQ_QUANT_TILE_CUH
+#define AGOQ_QUANT_TILE_CUH
+#include "kernels/quant/quant_device.cuh"
+#include "kernels/quant/quant_fast.h"
+#include "kernels/quant/quant_tile_geom.h"
+
+#define AGOQ_TILE_U 8 /* 16-byte vectors per lane per tile: 128 bytes of loads in flight per lane */
+
+/* Tile geometry of block size B = 2^LOG2B over U vectors of E elements (the fused kernels of
+ * fused_*.cu quantize single vectors: U = 1). */
+template <int LOG2B, int E, int U_ = AGOQ_TILE_U>
+struct agoq_tile_geom {
+    static constexpr int B = 1 << LOG2B, U = U_;
+    static constexpr int LB = B / E <= 32 ? B / E : 32;         /* lanes of one block */
+    static constexpr int VB = B / E <= 32 ? 1 : B / (32 * E);   /* vectors of one block */
+    static constexpr int K = U / VB;                            /* block ranges per lane */
+    static constexpr int BPV = 32 / LB;                         /* blocks side by side in a vector */
+    static constexpr int H = K > LB ? K / LB : 1;               /* ranges a lane holds after the reduction */
+    static constexpr int TILE = 32 * U * E;                     /* elements per tile */
+    static_assert(B % E == 0 && VB <= U, "block does not fit the tile");
+};
+
+/* NaN-propagating max / min: a NaN anywhere in a block reaches its range. */
+__device__ __forceinline__ float agoq_max_nan(float a, float b) {
+    float r;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+__device__ __forceinline__ float agoq_min_nan(float a, float b) {
+    float r;
+    asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+template <bool MAX, bool NAN_PROP>
+__device__ __forceinline__ float agoq_tile_op(float a, float b) {
+    if constexpr (NAN_PROP) return MAX ? agoq_max_nan(a, b) : agoq_min_nan(a, b);
+    else return MAX ? fmaxf(a, b) : fminf(a, b);
+}
+
+/* Transpose reduction of p[0..K) over aligned segments of LB lanes; on return p[0..H) hold the
+ * reduced ranges k = agoq_tile_holder^-1 (see above). All 32 lanes must call it. Fully unrolled:
+ * every index is a compile-time constant, so p stays in registers. */
+template <int K, int LB, bool MAX, bool NAN_PROP>
+__device__ __forceinline__ void agoq_tile_reduce(float (&p)[K], int lane) {
+    int c = K;
+#pragma unroll
+    for (int o = LB / 2; o >= 1; o >>= 1) {
+        if (c > 1) {
+            const int half = c / 2;
+            const bool up = (lane & o) != 0;
+#pragma unroll
+            for (int i = 0; i < half; i++) {
+                const float send = up ? p[i] : p[i + half], keep = up ? p[i + half] : p[i];
+                p[i] = agoq_tile_op<MAX, NAN_PROP>(keep, __shfl_xor_sync(0xffffffffu, send, o));
+            }
+            c = half;
+        } else {
+            p[0] = agoq_tile_op<MAX, NAN_PROP>(p[0], __shfl_xor_sync(0xffffffffu, p[0], o));
+        }
+    }
+}
+
+/* ---- branch-free encoders of finite scaled values (the block's range is finite) ----
+ * int symmetric: |y| <= qmax / (1 - 2^-9) < qmax + 1/2 (the scale's bf16 rounding is the
+ * largest error), so agoq_int_sym_encode_magic applies. fp8: the hardware pair conversion
+ * (satfinite, round half to even), then agoq_fp8_clear_neg_zero. fp4: agoq_fp4_encode_finite
+ * (all three in quant_fast.h, proved on the host by tests/quant/test_quant_math.c). Others: the
+ * general encoder. N codes of BITS are packed LSB first. */
+template <int ENC, int BITS, int N>
+__device__ __forceinline__ uint64_t agoq_tile_encode_finite(const agoq_cuda_qparams &p, const agoq_smem_table *t,
+                                                            const float (&v)[N], float inv, float m) {
+    uint64_t packed = 0;
+    if constexpr (ENC == AGOQ_ENC_INT_SYM) {
+#pragma unroll
+        for (int j = 0; j < N; j++) packed |= (uint64_t)agoq_int_sym_encode_magic(v[j] * inv, BITS) << (j * BITS);
+    } else if constexpr (ENC == AGOQ_ENC_FP4) {
+#pragma unroll
+        for (int j = 0; j < N; j++) packed |= (uint64_t)agoq_fp4_encode_finite(v[j] * inv) << (4 * j);
+    } else if constexpr (ENC == AGOQ_ENC_FP8_E4M3 || ENC == AGOQ_ENC_FP8_E5M2) {
+        constexpr __nv_fp8_interpretation_t kind = ENC == AGOQ_ENC_FP8_E5M2 ? __NV_E5M2 : __NV_E4M3;
+#pragma unroll
+        for (int j = 0; j < N; j += 2) {
+            const float2 y = make_float2(v[j] * inv, v[j + 1] * inv);
+            packed |= (uint64_t)__nv_cvt_float2_to_fp8x2(y, __NV_SATFINITE, kind) << (8 * j);
+        }
+        packed = agoq_fp8_clear_neg_zero(packed);
+    } else {
+#pragma unroll
+        for (int j = 0; j < N; j++) packed |= (uint64_t)agoq_dev_encode<ENC>(p, t, v[j], inv, m, -1.0f) << (j * BITS);
+    }
+    return packed;
+}
+/* The careful path: the general encoders (NaN -> zero code, +-Inf saturate). */
+template <int ENC, int BITS, int N>
+__device__ __forceinline__ uint64_t agoq_tile_encode_any(const agoq_cuda_qparams &p, const agoq_smem_table *t,
+                                                         const float (&v)[N], float inv, float m) {
+    uint64_t packed = 0;
+#pragma unroll
+    for (int j = 0; j < N; j++) packed |= (uint64_t)agoq_dev_encode<ENC>(p, t, v[j], inv, m, -1.0f) << (j * BITS);
+    return packed;
+}
+
+/* Stores the codes of the vector starting at element e0 (N * BITS / 8 bytes: 1, 2, 4 or 8,
+ * aligned: the launcher checks the codes plane). */
+template <int BITS, int N>
+__device__ __forceinline__ void agoq_tile_store_codes(uint8_t *codes, size_t e0, uint64_t packed) {
+    constexpr int kBytes = N * BITS / 8;
+    static_assert(kBytes == 1 || kBytes == 2 || kBytes == 4 || kBytes == 8, "codes of a vector: 1, 2, 4 or 8 bytes");
+    uint8_t *dst = codes + e0 * BITS / 8;
+    if constexpr (kBytes == 1) *dst = (uint8_t)packed;
+    else if constexpr (kBytes == 2) *(uint16_t *)dst = (uint16_t)packed;
+    else if constexpr (kBytes == 4) *(uint32_t *)dst = (uint32_t)packed;
+    else *(uint2 *)dst = make_uint2((uint32_t)packed, (uint32_t)(packed >> 32));
+}
+
+/* ---- vector decoders: N codes of BITS packed LSB first -> N values (bit-exact with
+ * agoq_dev_decode, without its shared-memory table or integer-to-float conversion) ----
+ * fp4: two byte permutes look up bytes 2 and 3 of the fp32 magnitudes of 4 codes at once (the
+ * other two bytes are zero for all eight), one permute and one mask assemble each value with
+ * the code's sign bit, then * s (the reference's (+-v) * s).
+ * int: the code lands exactly in 0x4b400000 | code = 1.5 * 2^23 + code, one subtract removes
+ * 1.5 * 2^23 (+ the offset). fp8: the hardware pair conversion to fp16, then fp32. */
+template <int DEC, int BITS, int N>
+__device__ __forceinline__ void agoq_tile_decode(const agoq_cuda_qparams &p, const agoq_smem_table *t, uint64_t packed,
+                                                 float s, float m, float (&v)[N]) {
+    if constexpr (DEC == AGOQ_ENC_FP4) {
+#pragma unroll
+        for (int q = 0; q < N / 4; q++) {
+            const uint32_t c4 = (uint32_t)(packed >> (16 * q)) & 0xffffu, sel = c4 & 0x7777u;
+            const uint32_t b3 = __byte_perm(0x3f3f3f00u, 0x40404040u, sel); /* 0, .5, 1, 1.5 | 2, 3, 4, 6 */
+            const uint32_t b2 = __byte_perm(0xc0800000u, 0xc0804000u, sel);
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const uint32_t hi = __byte_perm(b2, b3, (uint32_t)e << 8 | (4u + e) << 12); /* bytes 2, 3; 0, 1 junk */
+                const uint32_t sv = (hi & 0xffff0000u) | ((c4 << (28 - 4 * e)) & 0x80000000u);  /* +- magnitude */
+                v[4 * q + e] = __uint_as_float(sv) * s;
+            }
+        }
+    } else if constexpr (DEC == AGOQ_ENC_INT_SYM || DEC == AGOQ_ENC_INT_ASYM) {
+        constexpr float kBase = 12582912.0f + (DEC == AGOQ_ENC_INT_SYM ? (float)(1 << (BITS - 1)) : 0.0f);
+#pragma unroll
+        for (int e = 0; e < N; e++) {
+            const uint32_t code = (uint32_t)(packed >> (e * BITS)) & ((1u << BITS) - 1u);
+            const float q = __uint_as_float(0x4b400000u | code) - kBase;
+            v[e] = DEC == AGOQ_ENC_INT_SYM ? q * s : q * s + m;
+        }
+    } else if constexpr (DEC == AGOQ_ENC_FP8_E4M3 || DEC == AGOQ_ENC_FP8_E5M2) {
+        constexpr __nv_fp8_interpretation_t kind = DEC == AGOQ_ENC_FP8_E5M2 ? __NV_E5M2 : __NV_E4M3;
+#pragma unroll
+        for (int e = 0; e < N; e += 2) {
+            const __half2 h = __half2(__nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(packed >> (8 * e)), kind));
+            const float2 f = __half22float2(h);
+            v[e] = f.x * s;
+            v[e + 1] = f.y * s;
+        }
+    } else {
+#pragma unroll
+        for (int e = 0; e < N; e++)
+            v[e] = agoq_dev_decode<DEC>(p, t, (uint32_t)(packed >> (e * BITS)) & ((1u << BITS) - 1u), s, m);
+    }
+}
+
+/* Range of one block slot: absmax (symmetric, table) or lo/hi (asymmetric) of VB vectors. */
+template <int ENC, int E, int VB, bool CAREFUL>
+__device__ __forceinline__ void agoq_tile_range(const float (*v)[E], float &a, float &lo, float &hi) {
+#pragma unroll
+    for (int jj = 0; jj < VB; jj++)
+#pragma unroll
+        for (int e = 0; e < E; e++) {
+            const float x = v[jj][e];
+            if constexpr (ENC == AGOQ_ENC_INT_ASYM) {
+                if (!CAREFUL) {
+                    lo = agoq_min_nan(lo, x);
+                    hi = agoq_max_nan(hi, x);
+                } else if (agoq_isfinite(x)) {
+                    lo = fminf(lo, x);
+                    hi = fmaxf(hi, x);
+                }
+            } else {
+                if (!CAREFUL) a = agoq_max_nan(a, fabsf(x));
+                else if (agoq_isfinite(x)) a = fmaxf(a, fabsf(x));
+            }
+        }
+}
+
+/* One tile: ranges, reduction, parameters, scales, codes. Returns false (and writes nothing)
+ * when the fast path meets a non-finite range; the caller then runs it with CAREFUL. U (the
+ * vectors of v, deduced) sets the tile: TILE = 32*U*E elements starting at tile * TILE. */
+template <int ENC, int BITS, int LOG2B, int E, bool CAREFUL, int U>
+__device__ __forceinline__ bool agoq_tile_quantize(const agoq_cuda_qparams &p, const agoq_smem_table *t,
+                                                   const float (&v)[U][E], size_t tile,
+                                                   agoq_cuda_qtensor out, int lane) {
+    using G = agoq_tile_geom<LOG2B, E, U>;
+    constexpr bool kAsym = ENC == AGOQ_ENC_INT_ASYM;
+    float a[G::K], lo[G::K], hi[G::K];
+#pragma unroll
+    for (int k = 0; k < G::K; k++) {
+        a[k] = 0.0f;
+        lo[k] = __int_as_float(0x7f800000);
+        hi[k] = __int_as_float(0xff800000);
+        agoq_tile_range<ENC, E, G::VB, CAREFUL>(&v[k * G::VB], a[k], lo[k], hi[k]);
+    }
+    if constexpr (kAsym) {
+        agoq_tile_reduce<G::K, G::LB, false, !CAREFUL>(lo, lane);
+        agoq_tile_reduce<G::K, G::LB, true, !CAREFUL>(hi, lane);
+    } else {
+        agoq_tile_reduce<G::K, G::LB, true, !CAREFUL>(a, lane);
+    }
+    /* the held ranges -> stored scale, zero point, 1/s */
+    float s[G::H], m[G::H], inv[G::H];
+    bool finite = true;
+#pragma unroll
+    for (int i = 0; i < G::H; i++) {
+        agoq_dev_block_params(p, a[i], lo[i], hi[i], &s[i], &m[i], &inv[i]);
+        finite &= kAsym ? agoq_isfinite(lo[i]) && agoq_isfinite(hi[i]) && agoq_isfinite(s[i]) : agoq_isfinite(a[i]);
+    }
+    if (!CAREFUL && __any_sync(0xffffffffu, !finite)) return false;
+    const int seg = lane / G::LB, pos = lane % G::LB;
+    const size_t blk0 = tile * (size_t)(G::K * G::BPV) + (size_t)seg;
+    constexpr int kSpread = G::K <= G::LB ? G::LB / G::K : 1; /* lanes holding one slot */
+#pragma unroll
+    for (int i = 0; i < G::H; i++) {
+        const int k = pos / kSpread * G::H + i;
+        if (pos % kSpread == 0) agoq_dev_store_params(p, out, blk0 + (size_t)k * G::BPV, s[i], m[i]);
+    }
+    const size_t e_tile = tile * (size_t)G::TILE;
+#pragma unroll
+    for (int k = 0; k < G::K; k++) {
+        const int src = seg * G::LB + agoq_tile_holder(k, G::K, G::LB), i = agoq_tile_held_index(k, G::K, G::LB);
+        const float inv_k = __shfl_sync(0xffffffffu, inv[i], src);
+        const float m_k = kAsym ? __shfl_sync(0xffffffffu, m[i], src) : 0.0f;
+#pragma unroll
+        for (int jj = 0; jj < G::VB; jj++) {
+            const int j = k * G::VB + jj;
+            const uint64_t packed = CAREFUL ? agoq_tile_encode_any<ENC, BITS, E>(p, t, v[j], inv_k, m_k)
+                                            : agoq_tile_encode_finite<ENC, BITS, E>(p, t, v[j], inv_k, m_k);
+            agoq_tile_store_codes<BITS, E>(out.codes, e_tile + (size_t)j * 32 * E + (size_t)lane * E, packed);
+        }
+    }
+    return true;
+}
+
+/* The block scales (and zero points) of one tile, for lanes that decode it: lane l loads
+ * those of blocks blk_first + l and, when a tile holds more than 32 blocks (bf16 blocks of
+ * 32), blk_first + 32 + l; vector j takes its block's with a shuffle. A tile of U vectors
+ * must hold at most 64 blocks (32 * U * E <= 64 * B: the launchers check).  One load per lane and
+ * tile instead of one per vector, which kept the load/store queue full. Blocks are powers of
+ * two >= 32 (then a vector's lanes never straddle two 32-block halves). */
+template <int E, bool ZEROS>
+struct agoq_tile_scales {
+    float s[2], m[2];
+    size_t blk_first;
+    int log2b;
+    __device__ __forceinline__ void load(const agoq_cuda_qparams &p, const uint8_t *scales, const uint8_t *zeros,
+                                         size_t e_tile, int log2b_, size_t nblocks, int lane) {
+        log2b = log2b_;
+        blk_first = e_tile >> log2b;
+        constexpr int kTile = 32 * AGOQ_TILE_U * E;
+        const int tile_blocks = (kTile >> log2b) > 1 ? kTile >> log2b : 1; /* no reads past the tile */
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+            const size_t blk = blk_first + (size_t)(32 * k + lane);
+            const bool need = blk < nblocks && 32 * k + lane < tile_blocks;
+            s[k] = need ? agoq_dev_load_scale(scales, blk, p.bf16_scale) : 0.0f;
+            m[k] = ZEROS && need ? agoq_dev_load_scale(zeros, blk, p.bf16_scale) : 0.0f;
+        }
+    }
+    /* Scale and zero point of vector j of this lane (every lane of the warp must call it). */
+    __device__ __forceinline__ void get(int j, int lane, float &sj, float &mj) const {
+        const int rel = (j * 32 * E + lane * E) >> log2b;
+        const bool hi = ((j * 32 * E) >> log2b) >= 32; /* the same for every lane */
+        sj = __shfl_sync(0xffffffffu, hi ? s[1] : s[0], rel & 31);
+        mj = ZEROS ? __shfl_sync(0xffffffffu, hi ? m[1] : m[0], rel & 31) : 0.0f;
+    }
+};
+
+/* Codes of the vector of N elements at element e0 (N * BITS / 8 bytes, aligned). */
+template <int BITS, int N>
+__device__ __forceinline__ uint64_t agoq_tile_load_codes(const uint8_t *codes, size_t e0) {
+    constexpr int kBytes = N * BITS / 8;
+    const uint8_t *src = codes + e0 * BITS / 8;
+    if constexpr (kBytes == 1) return *src;
+    else if constexpr (kBytes == 2) return *(const uint16_t *)src;
+    else if constexpr (kBytes == 4) return *(const uint32_t *)src;
+    else {
+        const uint2 w = *(const uint2 *)src;
+        return (uint64_t)w.x | ((uint64_t)w.y << 32);
+    }
+}
+
+/* Tile sources deliver a whole tile: vector j of lane l, E = Src::kVec elements, starts at
+ * element e_tile + j*32*E + l*E (tiles never reach the tensor's end). All 32 lanes call it.
+ *   Src: static constexpr int kVec, kBits (the only code width it serves, 0: any); static constexpr bool kTable;
+ *        __device__ void load_tile(const agoq_cuda_qparams &p, const agoq_smem_table *t, size_t e_tile,
+ *                                  int lane, float (&v)[AGOQ_TILE_U][kVec]) const;
+ * In-place sources (the accumulation) read a block's planes before the tile writes them: every
+ * value read is consumed by the range reduction, whose shuffles every lane passes first. */
+template <int ENC, int BITS, int LOG2B, class Src>
+__global__ void __launch_bounds__(AGOQ_QUANT_THREADS) agoq_quant_tile_kernel(agoq_cuda_qparams p, Src src,
+                                                                              agoq_cuda_qtensor out, size_t ntiles) {
+    constexpr int E = Src::kVec;
+    using G = agoq_tile_geom<LOG2B, E>;
+    __shared__ agoq_smem_table tab;
+    if constexpr (ENC == AGOQ_ENC_TABLE || Src::kTable) {
+        agoq_dev_load_table(&tab, p.table);
+        __syncthreads();
+    }
+    const int lane = (int)(threadIdx.x & 31u);
+    const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5;
+    for (size_t tile = warp; tile < ntiles; tile += nwarps) {
+        float v[G::U][E];
+        src.load_tile(p, &tab, tile * (size_t)G::TILE, lane, v);
+        if (!agoq_tile_quantize<ENC, BITS, LOG2B, E, false>(p, &tab, v, tile, out, lane))
+            agoq_tile_quantize<ENC, BITS, LOG2B, E, true>(p, &tab, v, tile, out, lane);
+    }
+}
+
+/* The quantize sources of the tile kernel: fp32 (4 per vector) or bf16 (8) input. */
+struct agoq_tile_src_f32 {
+    static constexpr int kVec = 4, kBits = 0;
+    static constexpr bool kTable = false;
+    const float *x;
+    __device__ __forceinline__ void load_tile(const agoq_cuda_qparams &, const agoq_smem_table *, size_t e_tile,
+                                              int lane, float (&v)[AGOQ_TILE_U][4]) const {
+#pragma unroll
+        for (int j = 0; j < AGOQ_TILE_U; j++) {
+            const float4 a = __ldcs((const float4 *)(x + e_tile + (size_t)(j * 128 + lane * 4))); /* read once */
+            v[j][0] = a.x; v[j][1] = a.y; v[j][2] = a.z; v[j][3] = a.w;
+        }
+    }
+};
+/* 8 bf16 of a 16-byte word -> fp32 (exact) */
+__device__ __forceinline__ void agoq_bf16x8_to_f32(uint4 w, float (&v)[8]) {
+    const uint32_t u[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        v[2 * k] = __uint_as_float(u[k] << 16);
+        v[2 * k + 1] = __uint_as_float(u[k] & 0xffff0000u);
+    }
+}
+/* 8 fp32 -> 8 bf16 in a 16-byte word: one cvt.rn.bf16x2 per pair (agoq_f32_to_bf16 bit for bit
+ * except NaN payloads: any NaN) */
+__device__ __forceinline__ uint4 agoq_f32x8_to_bf16(const float (&v)[8]) {
+    uint32_t u[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const __nv_bfloat162 h = __floats2bfloat162_rn(v[2 * k], v[2 * k + 1]);
+        u[k] = *(const uint32_t *)&h;
+    }
+    return make_uint4(u[0], u[1], u[2], u[3]);
+}
+struct agoq_tile_src_bf16 {
+    static constexpr int kVec = 8, kBits = 0;
+    static constexpr bool kTable = false;
+    const uint16_t *x;
+    __device__ __forceinline__ void load_tile(const agoq_cuda_qparams &, const agoq_smem_table *, size_t e_tile,
+                                              int lane, float (&v)[AGOQ_TILE_U][8]) const {
+#pragma unroll
+        for (int j = 0; j < AGOQ_TILE_U; j++)
+            agoq_bf16x8_to_f32(__ldcs((const uint4 *)(x + e_tile + (size_t)(j * 256 + lane * 8))), v[j]);
+    }
+};
+#endif

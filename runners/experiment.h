@@ -1,0 +1,51 @@
+/* Experiments: every measurement of agoq-bench is an experiment kind with one runner that takes
+ * a JSON config. `agoq run FILE.json` reads the kind and config from a file; each subcommand
+ * (`agoq quant`, `agoq kernels`, ...) builds the same config object from its flags and calls the
+ * same runner, so a sweep file and a command line can never disagree.
+ *
+ * Experiment file (experiments/NAME.json):
+ *   { "kind": "quant",                 required: one of agoq_experiment_kinds()
+ *     "description": "...",            optional
+ *     "backend": "auto",               optional: cpu | cuda | auto (the CLI flag wins)
+ *     "seed": 1,                       optional, default 1
+ *     "out": "results/NAME.json",      optional (the CLI --out wins; default results/NAME.json)
+ *     "tsv": ["col", ...],             optional: also write OUT.tsv with these record columns
+ *     "config": { ... } }              required: the kind's own keys, documented by each runner */
+#ifndef AGOQ_EXPERIMENT_H
+#define AGOQ_EXPERIMENT_H
+#include <cjson/cJSON.h>
+#include <stdint.h>
+
+#include "core/run.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    const char *kind;
+    agoq_experiment_fn run;
+    const char *what; /* one line for `agoq list` */
+} agoq_experiment_kind;
+
+const agoq_experiment_kind *agoq_experiment_kinds(int *count);
+const agoq_experiment_kind *agoq_experiment_find(const char *kind);
+
+/* Runs config under kind, writes out (JSON) and, if tsv_cols, OUT.tsv; nothing is written when
+ * the runner fails. Shared by `agoq run` and the subcommands. */
+int agoq_experiment_execute(const char *kind, const agoq_run_ctx *ctx, cJSON *config, const char *out,
+                            const char *const *tsv_cols, size_t ntsv, int argc, char **argv);
+
+/* The runners of runners/, one per kind (runners/<kind>.c). The collectives and simulate runners
+ * live beside their models and declare themselves there: collectives/bench.h, sim/sim_experiment.h. */
+int agoq_exp_quant(const agoq_run_ctx *ctx, const cJSON *config, agoq_results *res);
+int agoq_exp_kernels(const agoq_run_ctx *ctx, const cJSON *config, agoq_results *res);
+int agoq_exp_memory(const agoq_run_ctx *ctx, const cJSON *config, agoq_results *res);
+int agoq_exp_bitalloc(const agoq_run_ctx *ctx, const cJSON *config, agoq_results *res);
+int agoq_exp_train(const agoq_run_ctx *ctx, const cJSON *config, agoq_results *res);
+int agoq_exp_step(const agoq_run_ctx *ctx, const cJSON *config, agoq_results *res);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

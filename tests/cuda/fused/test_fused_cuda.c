@@ -1,0 +1,310 @@
+/* GPU tests: every fused kernel (kernels/fused*.cu) against its C reference, bit for bit
+ * (bf16 outputs, codes, scales, zero points, fp32 rstd and dweight partials), over formats
+ * (FP4, NF4, int3/4/8, asymmetric, FP8, dyn8; fp32/bf16 scales; nearest/stochastic), odd row
+ * widths, zero rows, NaN/Inf and denormal inputs; every config of the fast vector kernels
+ * (fused_dev.cuh) on a shape with several tiles plus a tail and NaN/Inf in a few tiles (fast and
+ * careful quantizer paths in one launch); the grid-stride loops (one CTA) and the general
+ * kernels on fast shapes (AGOQ_FUSED_GRID_CAP / AGOQ_FUSED_NO_FAST). Both sides produce NaN in
+ * the same places but not the same NaN payload (x86 keeps the operand's, CUDA returns the
+ * canonical one), so NaNs compare equal to NaNs. Run by `make test-cuda`. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "kernels/fused/fused.h"
+#include "kernels/quant/quant_math.h"
+#include "tests/cuda/fused/test_fused_util.h"
+#include "tests/test.h"
+
+typedef struct { agoq_format fmt; int block; agoq_scale_type scale; agoq_rounding round; } qcase;
+static const qcase kCases[] = {
+    {AGOQ_FMT_FP4_E2M1, 128, AGOQ_SCALE_FP32, AGOQ_ROUND_NEAREST}, {AGOQ_FMT_FP4_E2M1, 64, AGOQ_SCALE_BF16, AGOQ_ROUND_STOCHASTIC},
+    {AGOQ_FMT_NF4, 64, AGOQ_SCALE_FP32, AGOQ_ROUND_NEAREST},       {AGOQ_FMT_INT4, 32, AGOQ_SCALE_BF16, AGOQ_ROUND_NEAREST},
+    {AGOQ_FMT_INT4_ASYM, 128, AGOQ_SCALE_FP32, AGOQ_ROUND_NEAREST}, {AGOQ_FMT_INT3, 8, AGOQ_SCALE_FP32, AGOQ_ROUND_NEAREST},
+    {AGOQ_FMT_INT8, 256, AGOQ_SCALE_FP32, AGOQ_ROUND_STOCHASTIC},  {AGOQ_FMT_FP8_E4M3, 128, AGOQ_SCALE_FP32, AGOQ_ROUND_NEAREST},
+    {AGOQ_FMT_DYN8, 256, AGOQ_SCALE_FP32, AGOQ_ROUND_NEAREST},     {AGOQ_FMT_INT5_ASYM, 40, AGOQ_SCALE_BF16, AGOQ_ROUND_STOCHASTIC},
+};
+/* {5, 4352}: 10 whole GELU tiles + a tail, 17 warp vectors per row (RMSNorm: a third group
+ * for warp 0 only); {3, 8192}: the widest register-resident RMSNorm row; {2, 8200}: one wider
+ * (general kernels); {7, 1536}: warps without a group */
+static const int kShapes[][2] = {{4, 4096}, {3, 1000}, {5, 129}, {2, 8}, {1, 1}, {3, 333}, {2, 2056},
+                                 {5, 4352}, {3, 8192}, {2, 8200}, {7, 1536}};
+#define NCASES (sizeof kCases / sizeof kCases[0])
+#define NSHAPES (sizeof kShapes / sizeof kShapes[0])
+
+static agoq_qconfig qc_of(const qcase *k) {
+    agoq_qconfig c = agoq_qconfig_default(k->fmt);
+    c.block = k->block;
+    c.scale = k->scale;
+    c.rounding = k->round;
+    c.seed = 99;
+    return c;
+}
+
+/* Seeded N(0, 2^2) bf16 values with special rows: row 1 (if any) all zero; row 2 has NaN,
+ * +-Inf and denormals sprinkled in when specials is set. */
+static uint16_t *make_input(size_t rows, size_t cols, uint64_t seed, int specials) {
+    size_t n = rows * cols;
+    float *f = malloc(n * sizeof(float));
+    uint16_t *h = malloc(n * sizeof(uint16_t));
+    agoq_fill(AGOQ_DIST_NORMAL, f, n, seed);
+    for (size_t i = 0; i < n; i++) h[i] = agoq_f32_to_bf16(2.0f * f[i]);
+    if (specials && rows > 1)
+        for (size_t j = 0; j < cols; j++) h[cols + j] = 0;
+    if (specials && rows > 2)
+        for (size_t j = 0; j < cols; j += 7) {
+            static const uint16_t sp[] = {0x7fc0, 0x7f80, 0xff80, 0x0001, 0x8003, 0x0080};
+            h[2 * cols + j] = sp[(j / 7) % 6];
+        }
+    free(f);
+    return h;
+}
+
+/* The block patterns of the quantizer tile tests (test_quant_cuda.c, tile_data) as bf16: normal,
+ * huge, tiny, signed zeros, constant, denormal bit patterns, fp4/int ties, near the bf16 maximum
+ * (the asymmetric range overflows); and a NaN and an Inf in every third 2048-element tile, so
+ * fast and careful tiles run in one launch. */
+static uint16_t *tile_input(size_t n, int block, uint64_t seed) {
+    float *f = malloc(n * sizeof(float));
+    uint16_t *h = malloc(n * sizeof(uint16_t));
+    agoq_fill(AGOQ_DIST_NORMAL, f, n, seed);
+    agoq_rng r = {seed ^ 0x9e3779b9u};
+    for (size_t i = 0; i < n; i++) {
+        switch ((i / (size_t)block) % 8) {
+        case 1: f[i] *= 1e30f; break;
+        case 2: f[i] *= 1e-30f; break;
+        case 3: f[i] = (i & 1) ? -0.0f : 0.0f; break;
+        case 4: f[i] = 0.37f; break;
+        case 5: f[i] = agoq_bits_f32((uint32_t)(agoq_rng_next(&r) & 0x807fffffu)); break;
+        case 6: f[i] = 0.25f * (float)((int)(agoq_rng_next(&r) % 49) - 24); break;
+        case 7: f[i] = (i & 1) ? 3.0e38f : ((i % 3) ? -3.0e38f : -1.0e38f); break;
+        default: break;
+        }
+        h[i] = agoq_f32_to_bf16(f[i]);
+    }
+    for (size_t t = 2; t * 2048 < n; t += 3) {
+        h[t * 2048 + seed % 1000 % (n - t * 2048)] = 0x7fc0;
+        if (t * 2048 + 1500 < n) h[t * 2048 + 1500] = 0x7f80;
+    }
+    free(f);
+    return h;
+}
+
+static int is_nan_bf16(uint16_t h) { return (h & 0x7fffu) > 0x7f80u; }
+static size_t cmp_bf16(const char *what, const uint16_t *ref, const uint16_t *got, size_t n) {
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ref[i] != got[i] && !(is_nan_bf16(ref[i]) && is_nan_bf16(got[i]))) {
+            if (bad++ < 5) fprintf(stderr, "    mismatch %s[%zu]: ref 0x%04x got 0x%04x\n", what, i, ref[i], got[i]);
+        }
+    if (bad) fprintf(stderr, "    %s: %zu of %zu differ\n", what, bad, n);
+    return bad;
+}
+static size_t cmp_f32(const char *what, const float *ref, const float *got, size_t n) {
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&ref[i], &got[i], 4) != 0 && !(isnan(ref[i]) && isnan(got[i]))) {
+            if (bad++ < 5) fprintf(stderr, "    mismatch %s[%zu]: ref %.9g got %.9g\n", what, i, ref[i], got[i]);
+        }
+    if (bad) fprintf(stderr, "    %s: %zu of %zu differ\n", what, bad, n);
+    return bad;
+}
+static size_t cmp_qt(const agoq_qconfig *c, size_t rows, size_t cols, const agoq_qtensor *ref, agoq_dqt d) {
+    agoq_qtensor got;
+    size_t n = agoq_rowq_alloc_n(c, rows, cols), bad = 0;
+    if (agoq_qtensor_alloc(&got, c, n)) return 1;
+    agoq_dqt_download(c, rows, cols, d, &got);
+    bad += agoq_validate_bytes("codes", ref->codes, got.codes, agoq_codes_bytes(c, n));
+    bad += agoq_validate_bytes("scales", ref->scales, got.scales, agoq_scales_bytes(c, n));
+    if (agoq_has_zeros(c)) bad += agoq_validate_bytes("zeros", ref->zeros, got.zeros, agoq_zeros_bytes(c, n));
+    agoq_qtensor_free(&got);
+    return bad;
+}
+
+
+/* One op, fused (q) and plain (no q), every case and shape: forward outputs + stored copy,
+ * backward from the reference's stored copy (fused) or from bf16 x (plain). nin = 2: SwiGLU. */
+typedef enum { OP_RMS, OP_SWIGLU, OP_GELU } op_kind;
+
+static size_t run_op(op_kind op, const qcase *k, int rows, int cols, int tiles) {
+    const agoq_qconfig cq = k ? qc_of(k) : agoq_qconfig_default(AGOQ_FMT_FP4_E2M1); /* k NULL: plain bf16 */
+    const int nin = op == OP_SWIGLU ? 2 : 1, fused = k != NULL;
+    const agoq_qconfig *c = fused ? &cq : NULL;
+    const size_t nx = (size_t)nin * rows * cols, ny = (size_t)rows * cols, srows = (size_t)nin * rows;
+    const int rpg = 2, groups = (rows + rpg - 1) / rpg;
+    const float eps = 1e-5f;
+    size_t bad = 0;
+    uint16_t *x = tiles ? tile_input(nx, k ? k->block : 32, 1000 + (uint64_t)cols)
+                        : make_input(srows, cols, 1000 + (uint64_t)cols, op != OP_RMS || rows > 3);
+    uint16_t *dy = make_input(rows, cols, 2000 + (uint64_t)cols, 0), *w = make_input(1, cols, 3000, 0);
+    uint16_t *y = malloc(ny * 2), *dx = malloc(nx * 2), *yb = malloc(ny * 2);
+    float *rstd = malloc(rows * sizeof(float)), *dwp = malloc((size_t)groups * cols * sizeof(float));
+    float *dw = malloc(cols * sizeof(float));
+    agoq_qtensor xq = {0};
+    if (fused && agoq_qtensor_alloc(&xq, c, agoq_rowq_alloc_n(c, srows, cols))) return 1;
+    /* reference */
+    if (op == OP_RMS) {
+        agoq_rmsnorm_fwd_ref(c, x, w, rows, cols, eps, y, &xq, rstd);
+        agoq_rmsnorm_bwd_ref(c, &xq, x, dy, w, rows, cols, eps, rpg, dx, yb, dwp);
+        agoq_dw_reduce_ref(dwp, groups, cols, dw);
+    } else if (op == OP_SWIGLU) {
+        agoq_swiglu_fwd_ref(c, x, rows, cols, y, &xq);
+        agoq_swiglu_bwd_ref(c, &xq, x, dy, rows, cols, dx, yb);
+    } else {
+        agoq_gelu_fwd_ref(c, x, rows, cols, y, &xq);
+        agoq_gelu_bwd_ref(c, &xq, x, dy, rows, cols, dx, yb);
+    }
+    /* device */
+    agoq_fq q = {0};
+    agoq_dqt dq = {0};
+    if (fused && (agoq_fq_make(c, &q) || agoq_dqt_alloc(c, srows, cols, &dq))) return 1;
+    const agoq_fq *qp = fused ? &q : NULL;
+    uint16_t *d_x = up16(x, nx), *d_dy = up16(dy, ny), *d_w = up16(w, cols);
+    uint16_t *d_y = agoq_fused_dmalloc(ny * 2), *d_dx = agoq_fused_dmalloc(nx * 2), *d_yb = agoq_fused_dmalloc(ny * 2);
+    float *d_rstd = agoq_fused_dmalloc(rows * 4), *d_dwp = agoq_fused_dmalloc((size_t)groups * cols * 4);
+    float *d_dw = agoq_fused_dmalloc(cols * 4);
+    int rc = 0;
+    if (op == OP_RMS) rc = agoq_rmsnorm_fwd_cuda(qp, d_x, d_w, rows, cols, eps, d_y, dq, d_rstd, NULL);
+    else if (op == OP_SWIGLU) rc = agoq_swiglu_fwd_cuda(qp, d_x, rows, cols, d_y, dq, NULL);
+    else rc = agoq_gelu_fwd_cuda(qp, d_x, rows, cols, d_y, dq, NULL);
+    agoq_fused_dsync();
+    uint16_t *g_y = down16(d_y, ny);
+    bad += (size_t)(rc != 0) + cmp_bf16("fwd y", y, g_y, ny);
+    if (fused) bad += cmp_qt(c, srows, cols, &xq, dq);
+    if (op == OP_RMS) {
+        float *g_rstd = malloc(rows * 4);
+        agoq_fused_d2h(g_rstd, d_rstd, rows * 4);
+        bad += cmp_f32("rstd", rstd, g_rstd, rows);
+        free(g_rstd);
+    }
+    if (fused) agoq_dqt_upload(c, srows, cols, &xq, dq); /* backward from the reference's copy */
+    if (op == OP_RMS) {
+        rc = agoq_rmsnorm_bwd_cuda(qp, dq, d_x, d_dy, d_w, rows, cols, eps, rpg, d_dx, d_yb, d_dwp, NULL);
+        rc |= agoq_dw_reduce_cuda(d_dwp, groups, cols, d_dw, NULL);
+    } else if (op == OP_SWIGLU) {
+        rc = agoq_swiglu_bwd_cuda(qp, dq, d_x, d_dy, rows, cols, d_dx, d_yb, NULL);
+    } else {
+        rc = agoq_gelu_bwd_cuda(qp, dq, d_x, d_dy, rows, cols, d_dx, d_yb, NULL);
+    }
+    agoq_fused_dsync();
+    uint16_t *g_dx = down16(d_dx, nx), *g_yb = down16(d_yb, ny);
+    bad += (size_t)(rc != 0) + cmp_bf16("bwd dx", dx, g_dx, nx) + cmp_bf16("bwd y (recomputed)", yb, g_yb, ny);
+    if (op == OP_RMS) {
+        float *g = malloc((size_t)groups * cols * 4);
+        agoq_fused_d2h(g, d_dwp, (size_t)groups * cols * 4);
+        bad += cmp_f32("dw partial", dwp, g, (size_t)groups * cols);
+        agoq_fused_d2h(g, d_dw, cols * 4);
+        bad += cmp_f32("dw", dw, g, cols);
+        free(g);
+    }
+    if (bad) fprintf(stderr, "    ^ op %d fmt %s block %d rows %d cols %d\n", (int)op,
+                     fused ? agoq_formats[c->fmt].name : "bf16", fused ? c->block : 0, rows, cols);
+    agoq_fused_dfree(d_x); agoq_fused_dfree(d_dy); agoq_fused_dfree(d_w); agoq_fused_dfree(d_y);
+    agoq_fused_dfree(d_dx); agoq_fused_dfree(d_yb); agoq_fused_dfree(d_rstd); agoq_fused_dfree(d_dwp);
+    agoq_fused_dfree(d_dw);
+    if (fused) {
+        agoq_dqt_free(&dq);
+        agoq_fq_free(&q);
+        agoq_qtensor_free(&xq);
+    }
+    free(x); free(dy); free(w); free(y); free(dx); free(yb); free(rstd); free(dwp); free(dw);
+    free(g_y); free(g_dx); free(g_yb);
+    return bad;
+}
+
+static size_t run_all(op_kind op) {
+    size_t bad = 0;
+    for (size_t s = 0; s < NSHAPES; s++) {
+        bad += run_op(op, NULL, kShapes[s][0], kShapes[s][1], 0);
+        for (size_t k = 0; k < NCASES; k++) bad += run_op(op, &kCases[k], kShapes[s][0], kShapes[s][1], 0);
+    }
+    return bad;
+}
+
+TEST(cuda_fused_rmsnorm_bit_exact) { CHECK(run_all(OP_RMS) == 0); }
+TEST(cuda_fused_swiglu_bit_exact) { CHECK(run_all(OP_SWIGLU) == 0); }
+TEST(cuda_fused_gelu_bit_exact) { CHECK(run_all(OP_GELU) == 0); }
+
+/* Every config of the fast vector kernels (fused_dev.cuh: round to nearest, blocks 32..256,
+ * 4- and 8-bit codes), on a shape with several tiles plus a tail and the tile test patterns
+ * (a few tiles take the careful path). */
+static const agoq_format kFastFmts[] = {AGOQ_FMT_FP4_E2M1, AGOQ_FMT_INT4,     AGOQ_FMT_INT8,
+                                        AGOQ_FMT_INT4_ASYM, AGOQ_FMT_INT8_ASYM, AGOQ_FMT_FP8_E4M3,
+                                        AGOQ_FMT_FP8_E5M2, AGOQ_FMT_NF4,      AGOQ_FMT_DYN8};
+TEST(cuda_fused_fast_paths_every_eligible_config) {
+    static const int blocks[] = {32, 64, 128, 256};
+    size_t bad = 0, configs = 0;
+    for (int op = OP_RMS; op <= OP_GELU; op++)
+        for (size_t f = 0; f < sizeof kFastFmts / sizeof kFastFmts[0]; f++)
+            for (size_t b = 0; b < 4; b++, configs++) {
+                const qcase k = {kFastFmts[f], blocks[b], configs % 3 ? AGOQ_SCALE_FP32 : AGOQ_SCALE_BF16,
+                                 AGOQ_ROUND_NEAREST};
+                bad += run_op((op_kind)op, &k, 5, 4352, 1);
+            }
+    CHECK_MSG(bad == 0, "%zu mismatches over %zu configs", bad, configs);
+}
+
+/* The same kernels with one CTA (every grid-stride loop and the RMSNorm next-row loads run),
+ * and the general kernels on shapes that would take the fast ones. */
+static size_t run_env(const char *var, const char *val, int rows, int cols, int tiles) {
+    static const qcase ks[] = {{AGOQ_FMT_FP4_E2M1, 128, AGOQ_SCALE_FP32, AGOQ_ROUND_NEAREST},
+                               {AGOQ_FMT_INT8_ASYM, 64, AGOQ_SCALE_BF16, AGOQ_ROUND_NEAREST},
+                               {AGOQ_FMT_NF4, 32, AGOQ_SCALE_FP32, AGOQ_ROUND_NEAREST},
+                               {AGOQ_FMT_FP8_E5M2, 256, AGOQ_SCALE_BF16, AGOQ_ROUND_NEAREST},
+                               {AGOQ_FMT_INT4, 64, AGOQ_SCALE_FP32, AGOQ_ROUND_STOCHASTIC}};
+    size_t bad = 0;
+    setenv(var, val, 1);
+    for (int op = OP_RMS; op <= OP_GELU; op++) {
+        bad += run_op((op_kind)op, NULL, rows, cols, 0);
+        for (size_t k = 0; k < sizeof ks / sizeof ks[0]; k++) bad += run_op((op_kind)op, &ks[k], rows, cols, tiles);
+    }
+    unsetenv(var);
+    return bad;
+}
+TEST(cuda_fused_grid_stride_and_general_paths) {
+    size_t bad = run_env("AGOQ_FUSED_GRID_CAP", "1", 5, 4352, 1);
+    bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 9, 1536, 0);
+    bad += run_env("AGOQ_FUSED_NO_FAST", "1", 4, 4096, 1);
+    bad += run_env("AGOQ_FUSED_NO_FAST", "1", 3, 8192, 0);
+    CHECK(bad == 0);
+}
+
+/* The unfused baseline's standalone kernels: quantize == rowq reference, dequantize == bf16
+ * of the reference's dequantized values. */
+TEST(cuda_rowq_quantize_dequantize_bit_exact) {
+    size_t bad = 0;
+    for (size_t s = 0; s < NSHAPES; s++)
+        for (size_t k = 0; k < NCASES; k++) {
+            const int rows = kShapes[s][0], cols = kShapes[s][1];
+            const agoq_qconfig c = qc_of(&kCases[k]);
+            const size_t n = (size_t)rows * cols;
+            uint16_t *x = make_input(rows, cols, 77, 1), *want = malloc(n * 2);
+            float *deq = malloc(n * sizeof(float));
+            agoq_qtensor q;
+            agoq_fq fq;
+            agoq_dqt d;
+            CHECK(agoq_qtensor_alloc(&q, &c, agoq_rowq_alloc_n(&c, rows, cols)) == 0);
+            CHECK(agoq_fq_make(&c, &fq) == 0 && agoq_dqt_alloc(&c, rows, cols, &d) == 0);
+            agoq_rowq_quantize_ref(&c, x, rows, cols, &q);
+            agoq_rowq_dequantize_ref(&c, &q, rows, cols, deq);
+            for (size_t i = 0; i < n; i++) want[i] = agoq_f32_to_bf16(deq[i]);
+            uint16_t *d_x = up16(x, n), *d_y = agoq_fused_dmalloc(n * 2);
+            CHECK(agoq_rowq_quantize_cuda(&fq, d_x, rows, cols, d, NULL) == 0);
+            agoq_fused_dsync();
+            bad += cmp_qt(&c, rows, cols, &q, d);
+            CHECK(agoq_rowq_dequantize_cuda(&fq, d, rows, cols, d_y, NULL) == 0);
+            uint16_t *got = down16(d_y, n);
+            bad += cmp_bf16("dequant", want, got, n);
+            agoq_fused_dfree(d_x); agoq_fused_dfree(d_y);
+            agoq_dqt_free(&d); agoq_fq_free(&fq); agoq_qtensor_free(&q);
+            free(x); free(want); free(deq); free(got);
+        }
+    CHECK(bad == 0);
+}
+
+TEST(cuda_fused_rejects_bad_shapes) {
+    CHECK(agoq_gelu_fwd_cuda(NULL, NULL, 0, 16, NULL, (agoq_dqt){0}, NULL) == -1);
+    CHECK(agoq_rmsnorm_bwd_cuda(NULL, (agoq_dqt){0}, NULL, NULL, NULL, 4, 60000, 1e-5f, 1, NULL, NULL, NULL, NULL) == -1);
+    CHECK(agoq_rmsnorm_bwd_cuda(NULL, (agoq_dqt){0}, NULL, NULL, NULL, 4, 64, 1e-5f, 0, NULL, NULL, NULL, NULL) == -1);
+}
