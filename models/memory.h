@@ -117,7 +117,7 @@ const char *agoq_policy_names(void);                         /* "bf16, coat, ...
  * a quantized copy go to *scale_bytes (may be NULL). with_scales 0: the paper's n*bits/8. */
 double agoq_store_bytes(const agoq_store *st, double n, int native_bytes, int with_scales,
                         double *scale_bytes);
-/* The same for a row-blocked tensor of rows x cols (kernels/fused.h "rowq": each row is
+/* The same for a row-blocked tensor of rows x cols (kernels/fused/fused.h "rowq": each row is
  * quantized on its own, its last block padded): blocks = rows * ceil(cols / block). */
 double agoq_store_bytes_rows(const agoq_store *st, double rows, double cols, int native_bytes, int with_scales,
                              double *scale_bytes);

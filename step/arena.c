@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/common.h"
+#include "core/common.h"
 
 static const char *const g_class_names[AGOQ_MEM_CLASS_COUNT] = {"weights", "grads",  "optimizer",
                                                                 "saved",   "io",     "workspace"};

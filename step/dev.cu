@@ -4,7 +4,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
-#include "harness/check.h"
+#include "core/check.h"
 #include "step/dev.h"
 
 static unsigned grid_for(size_t n) {

@@ -9,7 +9,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "harness/common.h"
+#include "core/common.h"
 #include "step/step.h"
 
 static int write_raw(const char *dir, const char *name, const void *p, size_t bytes) {

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/backend.h"
-#include "harness/common.h"
-#include "harness/metrics.h"
+#include "core/backend.h"
+#include "core/common.h"
+#include "core/metrics.h"
 #include "step/dev.h"
 #include "step/step_internal.h"
 

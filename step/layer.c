@@ -10,7 +10,7 @@
  * kernels (norm inputs, SwiGLU input), or dequantizes it into a temporary. */
 #include <string.h>
 
-#include "harness/common.h"
+#include "core/common.h"
 #include "step/dev.h"
 #include "step/step_internal.h"
 
@@ -40,7 +40,7 @@ static int keep_bf16(step_engine *e, step_saved *s, uint16_t *buf, size_t elems,
 }
 
 /* SAVED planes of a rowq tensor [rows, cols] in the role's format. The flat quantizers may
- * touch up to 8 bytes past a plane (kernels/fused.cu allocates the same slack); the counted
+ * touch up to 8 bytes past a plane (kernels/fused/fused.cu allocates the same slack); the counted
  * bytes are the planes' exact sizes, the model's. */
 static int alloc_q(step_engine *e, step_saved *s, int role, int l, size_t rows, size_t cols) {
     const agoq_qconfig *c = &e->pl.st[role].q;

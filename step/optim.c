@@ -5,14 +5,14 @@
  *          first micro-batch of a step); norm-weight gradients are added by a small kernel.
  *   QUANT  AGoQ's 8-bit storage: each micro-batch's gradient lands in an fp32 temporary (the
  *          size of the largest parameter), the first is quantized, later ones are added by the
- *          grad8 kernel (dequantize, add in fp32, requantize: kernels/grad8.h).
+ *          grad8 kernel (dequantize, add in fp32, requantize: kernels/grad8/grad8.h).
  * Optimizer: AdamW (kernels/optim/adamw.h) over fp32 master weights. Quantized gradients and
  * quantized moments are dequantized chunk by chunk into fp32 temporaries and the moments
  * requantized after the update, so no full-size fp32 copy ever exists. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/common.h"
+#include "core/common.h"
 #include "step/dev.h"
 #include "step/step_internal.h"
 

@@ -4,13 +4,13 @@
  * of a layer with the store the policy picks for it, at this rank's sizes. The engine allocates
  * exactly those entries, so the model's per-role bytes and the engine's are one computation
  * (the test compares them anyway: the engine records what it really allocated).
- * Quantized tensors are stored row-blocked (kernels/fused.h "rowq"): the model's REAL
+ * Quantized tensors are stored row-blocked (kernels/fused/fused.h "rowq"): the model's REAL
  * accounting counts blocks per row the same way. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "harness/common.h"
+#include "core/common.h"
 #include "step/step_internal.h"
 
 static const char *const g_param_names[AGOQ_PARAM_COUNT] = {"norm1", "qkv", "out", "norm2", "fc1", "fc2"};

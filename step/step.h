@@ -13,7 +13,7 @@
  *   x2 = x + o Wo^T;  y2 = RMSNorm(x2) w2;  h = y2 W1^T = [gate | up];  a = silu(gate) * up
  *   out = x2 + a W2^T
  * Storage per policy (memory.h roles): norm inputs (x, x2) and the SwiGLU input h are stored
- * through the fused producer kernels (kernels/fused.h) in the role's format or bf16; the norm
+ * through the fused producer kernels (kernels/fused/fused.h) in the role's format or bf16; the norm
  * outputs (y1, y2: QKV_IN, FFN1_IN) and SwiGLU output (FFN2_IN) are stored bf16 / quantized or
  * recomputed in backward by the fused backward kernels; q, k, v, o, lse (ATTENTION) are bf16
  * unless the policy quantizes attention too. Megatron full recomputation keeps only each

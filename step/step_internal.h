@@ -8,8 +8,8 @@
 
 #include "kernels/attn/attn.h"
 #include "kernels/blaslt/blaslt.h"
-#include "kernels/fused.h"
-#include "kernels/quant_cuda.h"
+#include "kernels/fused/fused.h"
+#include "kernels/quant/quant_cuda.h"
 #include "kernels/rope/rope.h"
 #include "step/step.h"
 

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/rng.h"
+#include "core/rng.h"
 #include "kernels/blaslt/blaslt.h"
 #include "kernels/optim/adamw.h"
-#include "kernels/quant_math.h"
+#include "kernels/quant/quant_math.h"
 #include "kernels/rope/rope.h"
 #include "tests/test.h"
 

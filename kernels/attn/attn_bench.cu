@@ -12,7 +12,7 @@
 #if AGOQ_HAVE_CUDNN
 #include <cuda_runtime.h>
 
-#include "harness/check.h"
+#include "core/check.h"
 
 /* x[i] = bf16 of a hashed uniform value in [-1, 1). */
 __global__ static void fill_bf16(uint16_t *x, size_t n, uint32_t seed) {

@@ -36,7 +36,7 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
-#include "harness/check.h"
+#include "core/check.h"
 
 enum { U_Q = 1, U_K, U_V, U_O, U_LSE, U_DO, U_DQ, U_DK, U_DV, U_SCALE, U_ONE, U_NINF, U_DSUM, U_DQACC, U_SEQQ,
        U_SEQKV, U_COUNT };

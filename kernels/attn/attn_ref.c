@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "kernels/attn/attn.h"
-#include "kernels/quant_math.h"
+#include "kernels/quant/quant_math.h"
 
 /* One query row: fills p[0..n) with P_ij (n = number of visible keys) and returns lse_i. */
 static double row_probs(const agoq_attn_desc *d, const uint16_t *q, const uint16_t *k, int bi, int h, int i,

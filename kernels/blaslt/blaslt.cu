@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/check.h"
+#include "core/check.h"
 #include "kernels/blaslt/blaslt.h"
 
 namespace {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "kernels/blaslt/blaslt.h"
-#include "kernels/quant_math.h"
+#include "kernels/quant/quant_math.h"
 
 void agoq_linear_ref(int op, int M, int N, int K, const uint16_t *A, const uint16_t *B, const float *acc_in,
                      float *out) {

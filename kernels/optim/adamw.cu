@@ -10,9 +10,9 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "harness/check.h"
+#include "core/check.h"
 #include "kernels/optim/adamw.h"
-#include "kernels/quant_math.h"
+#include "kernels/quant/quant_math.h"
 
 namespace {
 constexpr int kThreads = 256, kMaxBlocks = 1024;

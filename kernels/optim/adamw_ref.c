@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "kernels/optim/adamw.h"
-#include "kernels/quant_math.h"
+#include "kernels/quant/quant_math.h"
 
 void agoq_adamw_bias_corr(const agoq_adamw_hp *hp, float *bc1, float *bc2) {
     *bc1 = 1.0f - powf(hp->beta1, (float)hp->step);

@@ -8,8 +8,8 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "harness/check.h"
-#include "kernels/quant_math.h"
+#include "core/check.h"
+#include "kernels/quant/quant_math.h"
 #include "kernels/rope/rope.h"
 
 namespace {

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "kernels/quant_math.h"
+#include "kernels/quant/quant_math.h"
 #include "kernels/rope/rope.h"
 
 void agoq_rope_ref(uint16_t *qkv, int tokens, int seq, int heads, int kv_heads, int head_dim, float base,

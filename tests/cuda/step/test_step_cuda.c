@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/metrics.h"
+#include "core/metrics.h"
 #include "step/step.h"
 #include "tests/test.h"
 #include "train/layers.h"

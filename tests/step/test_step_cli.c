@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "harness/backend.h"
-#include "harness/results.h"
+#include "core/backend.h"
+#include "core/results.h"
 #include "tests/test.h"
 
 static double num(const cJSON *o, const char *k) {

@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/rng.h"
-#include "kernels/fused.h"
+#include "core/rng.h"
+#include "kernels/fused/fused.h"
 #include "kernels/optim/adamw.h"
-#include "kernels/quant_math.h"
+#include "kernels/quant/quant_math.h"
 #include "tests/test.h"
 
 /* Distance in fp32 ulps (ordered integer representation). */

@@ -1,4 +1,4 @@
-/* The "step" experiment's configuration (keys documented in harness/cmd_step.c): parsed and
+/* The "step" experiment's configuration (keys documented in runners/step.c): parsed and
  * checked key by key into a sweep of points (model x tp x seq) and runs (named policies with
  * their recomputation and per-role storage), and turned into the engine's agoq_step_config
  * (step/step.h) for one point and run. Errors name the file and the key, one line. */
@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "harness/experiment.h"
+#include "runners/experiment.h"
 #include "step/step.h"
 
 #ifdef __cplusplus

@@ -42,11 +42,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/cmdline.h"
-#include "harness/commands.h"
-#include "harness/common.h"
-#include "harness/qspec.h"
-#include "harness/step_cfg.h"
+#include "runners/cmdline.h"
+#include "runners/commands.h"
+#include "core/common.h"
+#include "kernels/quant/qspec.h"
+#include "runners/step_cfg.h"
 #if AGOQ_HAVE_CUDA
 #include "kernels/attn/attn.h"
 #endif

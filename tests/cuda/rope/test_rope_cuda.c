@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/rng.h"
-#include "kernels/fused.h"
-#include "kernels/quant_math.h"
+#include "core/rng.h"
+#include "kernels/fused/fused.h"
+#include "kernels/quant/quant_math.h"
 #include "kernels/rope/rope.h"
-#include "tests/cuda/test_fused_util.h"
+#include "tests/cuda/fused/test_fused_util.h"
 #include "tests/test.h"
 
 static double bf16_ulp_at(double x) {

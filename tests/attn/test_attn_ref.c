@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/rng.h"
+#include "core/rng.h"
 #include "kernels/attn/attn.h"
-#include "kernels/quant_math.h"
+#include "kernels/quant/quant_math.h"
 #include "tests/test.h"
 
 static uint16_t *rand_bf16(size_t n, uint64_t seed) {

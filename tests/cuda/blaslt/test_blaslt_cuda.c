@@ -14,11 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/rng.h"
+#include "core/rng.h"
 #include "kernels/blaslt/blaslt.h"
-#include "kernels/fused.h"
-#include "kernels/quant_math.h"
-#include "tests/cuda/test_fused_util.h"
+#include "kernels/fused/fused.h"
+#include "kernels/quant/quant_math.h"
+#include "tests/cuda/fused/test_fused_util.h"
 #include "tests/test.h"
 
 static uint16_t *rand_bf16(size_t n, uint64_t seed) {

@@ -1,4 +1,4 @@
-/* The "step" experiment's configuration; see step_cfg.h (keys: harness/cmd_step.c).
+/* The "step" experiment's configuration; see step_cfg.h (keys: runners/step.c).
  *
  * A run is a preset name or an object. Presets (name -> the memory model's policy, models/
  * policy.c, and Megatron's recomputation):
@@ -6,14 +6,14 @@
  *   recompute_attn_core | coat, agoq, int8, int4, agoq_balanced: that policy, no recomputation.
  * Engine convention: a policy whose gradients are "native" (bf16) keeps fp32 main gradients, as
  * Megatron trains and as agoq_step_config_default sets; an explicit "grad" is taken as given. */
-#include "harness/step_cfg.h"
+#include "runners/step_cfg.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/common.h"
+#include "core/common.h"
 
 static const struct {
     const char *name, *policy;
