@@ -2,7 +2,7 @@
 # The step engine's GPU batch (issues 13 and 16), for one device call. Build here first:
 #   make -j2 BUILD=build-dev build-dev/agoq build-dev/agoq_test_cuda && strip build-dev/agoq build-dev/agoq_test_cuda
 # carry build-dev and .carry (libcjson for the GPU machine), then on the GPU machine:
-#   tools/device_step.sh BUILD_DIR PART...      parts: tests quick main validate seq sweeps
+#   tools/device_step.sh BUILD_DIR PART...      parts: tests testsall attn quick main validate seq sweeps
 # Each part is guarded by a timeout and runs even when an earlier one failed (one device
 # call: the data still comes back); logs and results land in $OUT (default results/h200).
 set -u -o pipefail
@@ -22,9 +22,11 @@ part() { # name timeout command...
 for p in "$@"; do
   case "$p" in
     tests) part tests 150 env AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" step ;;
+    testsall) part testsall 300 env AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" ;;
     attn) part attn 120 env AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" attn ;;
     quick) part quick 120 "$B/agoq" run experiments/step_quick.json --out "$OUT/step_quick.json" ;;
-    main) part main 240 "$B/agoq" run experiments/step_llama2_7b.json --out "$OUT/step_llama2_7b.json" ;;
+    main) part main 240 "$B/agoq" run experiments/step_llama2_7b.json --out "$OUT/step_llama2_7b.json"
+          part mb8 120 "$B/agoq" run experiments/step_llama2_7b_mb8.json --out "$OUT/step_llama2_7b_mb8.json" ;;
     validate)
       part dumps 120 "$B/agoq" run experiments/step_validate.json --out "$OUT/step_validate.json"
       part pytorch 300 python3 validation/hf_step.py --out "$OUT/step_pytorch.json" --check /tmp/agoq_step_dumps/* \
