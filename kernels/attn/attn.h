@@ -66,6 +66,7 @@ typedef struct {
     double fwd_min_ms, fwd_med_ms, bwd_min_ms, bwd_med_ms;
     double fwd_flop, bwd_flop; /* per call */
     size_t workspace_bytes;
+    double create_ms; /* wall time of agoq_attn_create (both graphs, heuristics, plans) */
 } agoq_attn_timing;
 int agoq_attn_bench(const agoq_attn_desc *d, int iters, agoq_attn_timing *t);
 

@@ -64,7 +64,9 @@ int agoq_attn_bench(const agoq_attn_desc *d0, int iters, agoq_attn_timing *t) {
     d.q_row = d.o_row = (int64_t)d.heads * d.head_dim;
     d.kv_row = (int64_t)d.kv_heads * d.head_dim;
     agoq_attn *a = NULL;
+    const double t0 = agoq_now_s();
     if (iters < 1 || agoq_attn_create(&d, &a) != 0) return -1;
+    t->create_ms = 1e3 * (agoq_now_s() - t0);
     const size_t tok = (size_t)d.b * d.s, nq = tok * d.q_row, nk = tok * d.kv_row;
     uint16_t *q, *k, *v, *o, *dout, *dq, *dk, *dv;
     float *lse;
