@@ -8,10 +8,11 @@
  *   model ["llama2-7b"]  card name(s) (models/<name>.json); list: one point per model
  *   layers [4]       decoder layers in the stack (this stage's, or fewer)
  *   tp [1]           tensor-parallel degree (list): per-rank shapes; communication omitted
- *   pp [1] stage [0] pipeline stages and which one: 1F1B holds min(pp - stage, micro_batches)
+ *   pp [1] stage [0] pipeline stages and which one (list: one point per stage): 1F1B holds
+ *                    min(pp - stage, micro_batches)
  *                    micro-batches in flight
  *   seq [4096]       tokens per sequence (list: one point per value)
- *   micro_batch [1]  sequences per micro-batch     micro_batches [1]  gradient accumulation
+ *   micro_batch [1]  sequences per micro-batch     micro_batches [1]  gradient accumulation (list)
  *   rope_base [10000] norm_eps [1e-5]   (model cards carry no RoPE base: LLaMA-3 wants 500000)
  *   reps [5] warmup [2]   timed steps, untimed steps before them
  *   seed [the experiment seed]  weights, stage inputs and output gradients
@@ -76,8 +77,8 @@ static int step_ready(char *why, size_t len, char *what, size_t wlen) {
 
 /* One (model, tp, seq, run) of the sweep. */
 typedef struct {
-    size_t ci, ri;
-    long tp, seq;
+    step_axes a;          /* model, tp, seq, stage, micro-batches */
+    size_t ri;
     long k;               /* fully recomputed layers the run uses (-1: all) */
     int fits;             /* 1 without a budget */
     double need;          /* the dry run's arena need, bytes */
@@ -88,7 +89,7 @@ typedef struct {
 static int dry_run(const step_exp *x, const step_point *p, long k, agoq_step_result *res, char *why, size_t len) {
     agoq_step_config *c = malloc(sizeof *c);
     if (!c) return snprintf(why, len, "out of host memory"), -1;
-    step_exp_config(x, p->ci, p->tp, p->seq, &x->runs[p->ri], k, 1, c);
+    step_exp_config(x, &p->a, &x->runs[p->ri], k, 1, c);
     c->dry = 1;
     agoq_error_capture(why, len);
     int rc = agoq_step_run(c, res);
@@ -98,7 +99,10 @@ static int dry_run(const step_exp *x, const step_point *p, long k, agoq_step_res
 }
 
 static void point_label(const step_exp *x, const step_point *p, char *buf, size_t len) {
-    snprintf(buf, len, "run '%s', %s, tp %ld, seq %ld", x->runs[p->ri].name, x->cards[p->ci].name, p->tp, p->seq);
+    int n = snprintf(buf, len, "run '%s', %s, tp %ld, seq %ld", x->runs[p->ri].name, x->cards[p->a.ci].name, p->a.tp,
+                     p->a.seq);
+    if (n > 0 && (size_t)n < len && (x->nstage > 1 || x->nmb > 1))
+        snprintf(buf + n, len - (size_t)n, ", stage %ld, %ld micro-batches", p->a.stage, p->a.micro_batches);
 }
 
 /* The dry runs of every point (and min_fit's search): checks the whole sweep before anything
@@ -114,14 +118,14 @@ static int plan_point(const agoq_run_ctx *ctx, const step_exp *x, step_point *pt
         agoq_policy_by_name("bf16", &bf.pol);
         bf.pol.grad.kind = AGOQ_STORE_FP32;
         if (!cfg) return agoq_error("step: out of host memory"), -1;
-        step_exp_config(x, pts[0].ci, pts[0].tp, pts[0].seq, &bf, 0, 1, cfg);
+        step_exp_config(x, &pts[0].a, &bf, 0, 1, cfg);
         agoq_error_capture(why, sizeof why);
         int rc = agoq_step_config_fix(cfg);
         agoq_error_capture(NULL, 0);
         free(cfg);
         if (rc) {
-            agoq_error("%s: key '%s' (%s, tp %ld, seq %ld): %s", c.file, c.prefix, x->cards[pts[0].ci].name, pts[0].tp,
-                       pts[0].seq, why);
+            agoq_error("%s: key '%s' (%s, tp %ld, seq %ld, stage %ld): %s", c.file, c.prefix,
+                       x->cards[pts[0].a.ci].name, pts[0].a.tp, pts[0].a.seq, pts[0].a.stage, why);
             return -1;
         }
     }
@@ -166,11 +170,11 @@ static cJSON *record_head(agoq_results *res, const step_exp *x, const step_point
     cJSON *o = results_add_record(res);
     add_str(o, "name", r->name);
     add_str(o, "policy", agoq_policy_name(r->pol.id));
-    add_str(o, "model", x->cards[p->ci].name);
+    add_str(o, "model", x->cards[p->a.ci].name);
     add_str(o, "source", source);
     const struct { const char *k; double v; } f[] = {
-        {"tp", (double)p->tp}, {"pp", (double)x->pp}, {"stage", (double)x->stage}, {"layers", (double)x->layers},
-        {"seq", (double)p->seq}, {"micro_batch", (double)x->micro_batch}, {"micro_batches", (double)x->micro_batches},
+        {"tp", (double)p->a.tp}, {"pp", (double)x->pp}, {"stage", (double)p->a.stage}, {"layers", (double)x->layers},
+        {"seq", (double)p->a.seq}, {"micro_batch", (double)x->micro_batch}, {"micro_batches", (double)p->a.micro_batches},
         {"recomputed_layers", p->dry.recomputed_layers}, {"needed_bytes", p->need},
     };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) results_num(o, f[i].k, f[i].v);
@@ -189,7 +193,7 @@ static void record_memory(cJSON *o, const step_exp *x, const step_point *p, cons
     agoq_layer_entry *e = malloc(AGOQ_INVENTORY_MAX * sizeof *e);
     int n = -1;
     if (c && e) {
-        step_exp_config(x, p->ci, p->tp, p->seq, &x->runs[p->ri], p->k, 1, c);
+        step_exp_config(x, &p->a, &x->runs[p->ri], p->k, 1, c);
         if (agoq_step_config_fix(c) == 0) n = agoq_layer_entries(&c->ms, c->stage, e);
     }
     cJSON *stores = cJSON_AddObjectToObject(o, "stores"), *sb = cJSON_AddObjectToObject(o, "saved_by_role"),
@@ -255,6 +259,19 @@ static void record_time(cJSON *o, const agoq_step_result *r) {
         results_num(e, "ref_max_abs_spread", g->ref_max_abs_spread);
         cJSON_AddItemToArray(a, e);
     }
+    /* one-number summaries over every parameter tensor (the figures and TSVs plot these) */
+    double mx = 0, sum = 0, snr = INFINITY, spread = 0;
+    for (size_t i = 0; i < r->ngrad_errs; i++) {
+        const agoq_step_grad_err *g = &r->grad_errs[i];
+        mx = fmax(mx, g->rel_err);
+        sum += g->rel_err;
+        snr = fmin(snr, g->snr_db);
+        spread = fmax(spread, g->ref_rel_spread);
+    }
+    results_num(o, "grad_rel_err_max", mx);
+    results_num(o, "grad_rel_err_mean", r->ngrad_errs ? sum / (double)r->ngrad_errs : NAN);
+    results_num(o, "grad_snr_db_min", snr);
+    results_num(o, "grad_ref_spread_max", spread);
 }
 
 static double num(const cJSON *o, const char *k) {
@@ -264,7 +281,8 @@ static double num(const cJSON *o, const char *k) {
 
 static int same_point(const cJSON *a, const cJSON *b) {
     return strcmp(cJSON_GetObjectItem(a, "model")->valuestring, cJSON_GetObjectItem(b, "model")->valuestring) == 0 &&
-           num(a, "tp") == num(b, "tp") && num(a, "seq") == num(b, "seq");
+           num(a, "tp") == num(b, "tp") && num(a, "seq") == num(b, "seq") && num(a, "stage") == num(b, "stage") &&
+           num(a, "micro_batches") == num(b, "micro_batches");
 }
 
 /* The record named `name` at the same point as o, if it ran (fits). */
@@ -301,8 +319,8 @@ static void add_ratios(agoq_results *res) {
 }
 
 static void table_row(const step_exp *x, const step_point *p, const agoq_step_result *r) {
-    printf("  %-16s %-13s %-11s %3ld %6ld %3ld", x->runs[p->ri].name, agoq_policy_name(x->runs[p->ri].pol.id),
-           x->cards[p->ci].name, p->tp, p->seq, p->k < 0 ? x->layers : p->k);
+    printf("  %-16s %-13s %-11s %3ld %6ld %3ld %3ld %3ld", x->runs[p->ri].name, agoq_policy_name(x->runs[p->ri].pol.id),
+           x->cards[p->a.ci].name, p->a.tp, p->a.seq, p->a.stage, p->a.micro_batches, p->k < 0 ? x->layers : p->k);
     if (!r) printf("  needs %.3f GB: over the budget of %g GB\n", p->need / 1e9, x->budget_gb);
     else if (x->dry) printf(" %9.3f %9.3f %9s %10s %6s\n", r->peak_bytes / 1e9, r->saved_activation_bytes / 1e9, "-", "-", "-");
     else printf(" %9.3f %9.3f %9.2f %10.0f %6.3f\n", r->peak_bytes / 1e9, r->saved_activation_bytes / 1e9,
@@ -315,7 +333,7 @@ static int dump_point(const step_exp *x, const step_point *p, const agoq_step_co
     char dir[1024];
     if (mkdir(x->dump, 0755) != 0 && errno != EEXIST)
         return agoq_error("step: cannot create dump directory %s: %s", x->dump, strerror(errno)), -1;
-    snprintf(dir, sizeof dir, "%s/%s_%s_s%ld", x->dump, x->cards[p->ci].name, x->runs[p->ri].name, p->seq);
+    snprintf(dir, sizeof dir, "%s/%s_%s_s%ld", x->dump, x->cards[p->a.ci].name, x->runs[p->ri].name, p->a.seq);
     agoq_step_dump d;
     if (agoq_step_probe(c, &d)) return -1;
     int rc = agoq_step_dump_write(c, &d, dir);
@@ -349,7 +367,7 @@ static int run_points(const agoq_run_ctx *ctx, const step_exp *x, step_point *pt
         agoq_step_result r;
         memset(&r, 0, sizeof r);
         if (!c) return agoq_error("step: out of host memory"), -1;
-        step_exp_config(x, p->ci, p->tp, p->seq, &x->runs[p->ri], p->k, ctx->quiet, c);
+        step_exp_config(x, &p->a, &x->runs[p->ri], p->k, ctx->quiet, c);
         int rc = agoq_step_run(c, &r);
         if (!rc && x->dump) rc = dump_point(x, p, c);
         free(c);
@@ -373,18 +391,20 @@ int agoq_exp_step(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *res) 
     size_t npts = 0;
     int rc = -1;
     if (!x || step_exp_parse(ctx, cfg, x)) goto done;
-    npts = x->ncards * x->ntp * x->nseq * x->nruns;
+    npts = x->ncards * x->ntp * x->nseq * x->nstage * x->nmb * x->nruns;
     pts = calloc(npts, sizeof *pts);
     if (!pts) goto done;
     size_t i = 0;
     for (size_t ci = 0; ci < x->ncards; ci++)
         for (size_t ti = 0; ti < x->ntp; ti++)
-            for (size_t si = 0; si < x->nseq; si++) {
-                for (size_t ri = 0; ri < x->nruns; ri++)
-                    pts[i + ri] = (step_point){.ci = ci, .ri = ri, .tp = x->tp[ti], .seq = x->seq[si]};
-                if (plan_point(ctx, x, &pts[i])) goto done;
-                i += x->nruns;
-            }
+            for (size_t si = 0; si < x->nseq; si++)
+                for (size_t gi = 0; gi < x->nstage; gi++)
+                    for (size_t mi = 0; mi < x->nmb; mi++) {
+                        step_axes a = {ci, x->tp[ti], x->seq[si], x->stage[gi], x->micro_batches[mi]};
+                        for (size_t ri = 0; ri < x->nruns; ri++) pts[i + ri] = (step_point){.a = a, .ri = ri};
+                        if (plan_point(ctx, x, &pts[i])) goto done;
+                        i += x->nruns;
+                    }
     char why[512], what[512] = "";
     if (!x->dry && step_ready(why, sizeof why, what, sizeof what)) {
         agoq_error("%s: key '%s.dry': false, but the step cannot run here: %s (\"dry\": true plans it without a GPU)",
@@ -398,7 +418,8 @@ int agoq_exp_step(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *res) 
         if (agoq_gpu_query(0, &gi) == 0) results_set_gpu(res, agoq_gpu_json(&gi));
         if (!ctx->quiet) fprintf(stderr, "step: %s; %zu runs\n", what, npts);
     }
-    printf("# %-16s %-13s %-11s %3s %6s %3s %9s %9s %9s %10s %6s%s\n", "name", "policy", "model", "tp", "seq", "rl",
+    printf("# %-16s %-13s %-11s %3s %6s %3s %3s %3s %9s %9s %9s %10s %6s%s\n", "name", "policy", "model", "tp", "seq",
+           "stg", "mb", "rl",
            "peak_GB", "saved_GB", "step_ms", "tokens/s", "mfu", x->dry ? "   (dry: allocation plan, no timing)" : "");
     rc = run_points(ctx, x, pts, npts, res);
     if (rc == 0) add_ratios(res);

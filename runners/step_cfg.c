@@ -236,10 +236,10 @@ int step_exp_parse(const agoq_run_ctx *ctx, const cJSON *cfg, step_exp *x) {
     double seed;
     if (jconf_only(c, cfg, keys) || parse_models(c, cfg, x) || jconf_long(c, cfg, "layers", 0, 1, 4096, 4, &x->layers) ||
         long_list(c, cfg, "tp", 1, 4096, 1, x->tp, &x->ntp) || jconf_long(c, cfg, "pp", 0, 1, AGOQ_MAX_STAGES, 1, &x->pp) ||
-        jconf_long(c, cfg, "stage", 0, 0, AGOQ_MAX_STAGES - 1, 0, &x->stage) ||
+        long_list(c, cfg, "stage", 0, AGOQ_MAX_STAGES - 1, 0, x->stage, &x->nstage) ||
         long_list(c, cfg, "seq", 1, 1L << 24, 4096, x->seq, &x->nseq) ||
         jconf_long(c, cfg, "micro_batch", 0, 1, 1 << 16, 1, &x->micro_batch) ||
-        jconf_long(c, cfg, "micro_batches", 0, 1, 1 << 16, 1, &x->micro_batches) ||
+        long_list(c, cfg, "micro_batches", 1, 1 << 16, 1, x->micro_batches, &x->nmb) ||
         jconf_num(c, cfg, "rope_base", 0, 1.0001, 1e9, 10000.0, &x->rope_base) ||
         jconf_num(c, cfg, "norm_eps", 0, 1e-12, 1.0, 1e-5, &x->norm_eps) ||
         jconf_long(c, cfg, "reps", 0, 1, 100000, 5, &x->reps) || jconf_long(c, cfg, "warmup", 0, 0, 100000, 2, &x->warmup) ||
@@ -258,28 +258,29 @@ int step_exp_parse(const agoq_run_ctx *ctx, const cJSON *cfg, step_exp *x) {
         return -1;
     }
     x->fit_record = strcmp(fit, "record") == 0;
-    if (x->stage >= x->pp) {
-        agoq_error("%s: key '%s.stage': %ld is not a stage of pp %ld (0..%ld)", c.file, c.prefix, x->stage, x->pp,
-                   x->pp - 1);
-        return -1;
-    }
+    for (size_t i = 0; i < x->nstage; i++)
+        if (x->stage[i] >= x->pp) {
+            agoq_error("%s: key '%s.stage': %ld is not a stage of pp %ld (0..%ld)", c.file, c.prefix, x->stage[i], x->pp,
+                       x->pp - 1);
+            return -1;
+        }
     return parse_runs(c, cfg, x);
 }
 
-void step_exp_config(const step_exp *x, size_t ci, long tp, long seq, const step_run_spec *r, long k, int quiet,
+void step_exp_config(const step_exp *x, const step_axes *a, const step_run_spec *r, long k, int quiet,
                      agoq_step_config *c) {
-    agoq_step_config_default(c, &x->cards[ci]);
+    agoq_step_config_default(c, &x->cards[a->ci]);
     c->ms.pol = r->pol;
     agoq_parallel *p = &c->ms.par;
-    p->tp = tp;
+    p->tp = a->tp;
     p->pp = x->pp;
-    p->seq = seq;
+    p->seq = a->seq;
     p->micro_batch = x->micro_batch;
-    p->num_microbatches = x->micro_batches;
+    p->num_microbatches = a->micro_batches;
     p->recompute_layers = k;
     p->recompute_attn_core = r->selective;
     c->layers = x->layers;
-    c->stage = (int)x->stage;
+    c->stage = (int)a->stage;
     c->reps = (int)x->reps;
     c->warmup = (int)x->warmup;
     c->grad_error = x->grad_error;

@@ -16,7 +16,7 @@ extern "C" {
 #endif
 
 #define STEP_MAX_RUNS 16
-#define STEP_MAX_AXIS 16 /* values per swept key (model, tp, seq) */
+#define STEP_MAX_AXIS 16 /* values per swept key (model, tp, seq, stage, micro_batches) */
 
 typedef struct {
     char name[48];           /* the record's "name"; unique in the sweep */
@@ -27,12 +27,18 @@ typedef struct {
     int selective;           /* Megatron selective recomputation (recompute_attn_core) */
 } step_run_spec;
 
+/* One point of the sweep: a value of every swept key. */
+typedef struct {
+    size_t ci;               /* index into step_exp.cards */
+    long tp, seq, stage, micro_batches;
+} step_axes;
+
 typedef struct {
     agoq_model_card cards[STEP_MAX_AXIS];
     size_t ncards;
-    long tp[STEP_MAX_AXIS], seq[STEP_MAX_AXIS];
-    size_t ntp, nseq;
-    long layers, pp, stage, micro_batch, micro_batches, reps, warmup;
+    long tp[STEP_MAX_AXIS], seq[STEP_MAX_AXIS], stage[STEP_MAX_AXIS], micro_batches[STEP_MAX_AXIS];
+    size_t ntp, nseq, nstage, nmb;
+    long layers, pp, micro_batch, reps, warmup;
     double rope_base, norm_eps;
     double budget_gb;        /* 0: no budget */
     int fit_record;          /* over budget: a "fits": false record (1) or an error (0) */
@@ -47,9 +53,9 @@ typedef struct {
 const char *step_preset_names(void);
 /* Parses and checks every key (unknown keys are errors); 0 or -1 after one line. */
 int step_exp_parse(const agoq_run_ctx *ctx, const cJSON *cfg, step_exp *x);
-/* The engine's configuration of point (cards[ci], tp, seq) and run r with k fully recomputed
- * layers (-1 = all). Not yet checked: agoq_step_run checks it (agoq_step_config_fix). */
-void step_exp_config(const step_exp *x, size_t ci, long tp, long seq, const step_run_spec *r, long k, int quiet,
+/* The engine's configuration of point a and run r with k fully recomputed layers (-1 = all).
+ * Not yet checked: agoq_step_run checks it (agoq_step_config_fix). */
+void step_exp_config(const step_exp *x, const step_axes *a, const step_run_spec *r, long k, int quiet,
                      agoq_step_config *c);
 
 #ifdef __cplusplus

@@ -9,6 +9,7 @@
 
 #include "core/common.h"
 #include "core/results.h"
+#include "sim/step_calib.h"
 
 const char *const agoq_calib_keys[AGOQ_CAL_COUNT] = {
     [AGOQ_CAL_GPU_MEM_GIB] = "gpu_memory_GiB",
@@ -44,17 +45,23 @@ static int record_matches(const cJSON *rec, const cJSON *where) {
 /* Reads the measured override; returns 1 when applied, 0 when the file is absent or has no
  * matching record, -1 on a malformed spec or file. */
 static int read_measured(jconf c, const cJSON *spec, agoq_calib *out) {
-    static const char *const keys[] = {"file", "key", "where", "reduce", "scale", "inverse", NULL};
-    const char *file, *key, *reduce;
+    static const char *const keys[] = {"file", "key", "derive", "where", "reduce", "scale", "inverse", NULL};
+    const char *file, *key, *reduce, *derive;
     const cJSON *where;
     double scale;
     int inverse;
-    if (jconf_only(c, spec, keys) || jconf_str(c, spec, "file", 1, NULL, &file) || jconf_str(c, spec, "key", 1, NULL, &key) ||
+    if (jconf_only(c, spec, keys) || jconf_str(c, spec, "file", 1, NULL, &file) ||
+        jconf_str(c, spec, "derive", 0, NULL, &derive) || jconf_str(c, spec, "key", !derive, derive, &key) ||
         jconf_obj(c, spec, "where", 0, &where) || jconf_str(c, spec, "reduce", 0, "max", &reduce) ||
         jconf_num(c, spec, "scale", 0, 1e-12, 1e12, 1.0, &scale) || jconf_bool(c, spec, "inverse", 0, 0, &inverse))
         return -1;
     if (strcmp(reduce, "max") != 0 && strcmp(reduce, "median") != 0 && strcmp(reduce, "min") != 0) {
         agoq_error("%s: key '%s.reduce': expected \"max\", \"median\" or \"min\", got '%s'", c.file, c.prefix, reduce);
+        return -1;
+    }
+    if (derive && !agoq_step_meas_derive_known(derive)) {
+        agoq_error("%s: key '%s.derive': expected \"gemm_tflops\", \"attention_tflops\" or \"optimizer_GBps\", got '%s'",
+                   c.file, c.prefix, derive);
         return -1;
     }
     if (access(file, R_OK) != 0) return 0;
@@ -64,8 +71,11 @@ static int read_measured(jconf c, const cJSON *spec, agoq_calib *out) {
     size_t n = 0, cap = cJSON_IsArray(recs) ? (size_t)cJSON_GetArraySize(recs) : 0;
     double *v = calloc(cap ? cap : 1, sizeof *v);
     cJSON_ArrayForEach(r, recs) {
-        const cJSON *x = cJSON_GetObjectItemCaseSensitive(r, key);
-        if (cJSON_IsNumber(x) && isfinite(x->valuedouble) && (!where || record_matches(r, where))) v[n++] = x->valuedouble;
+        if (where && !record_matches(r, where)) continue;
+        /* derive: a rate from a measured step record's op profile (sim/step_calib.h) */
+        const cJSON *x = derive ? NULL : cJSON_GetObjectItemCaseSensitive(r, key);
+        const double val = derive ? agoq_step_meas_derive(r, derive) : cJSON_IsNumber(x) ? x->valuedouble : NAN;
+        if (isfinite(val)) v[n++] = val;
     }
     int rc = 0;
     if (n == 0) {
@@ -78,8 +88,8 @@ static int read_measured(jconf c, const cJSON *spec, agoq_calib *out) {
         /* inverse: a rate from a time, e.g. TFLOPS = (GEMM FLOPs / 1e9) / median_ms */
         out->value = inverse ? scale / x : scale * x;
         out->measured = 1;
-        snprintf(out->source, sizeof out->source, "measured: %s (%s%g %s %s of '%s' over %zu records)", file,
-                 inverse ? "" : "x", scale, inverse ? "/" : "of", reduce, key, n);
+        snprintf(out->source, sizeof out->source, "measured: %s (%s%g %s %s of %s'%s' over %zu records)", file,
+                 inverse ? "" : "x", scale, inverse ? "/" : "of", reduce, derive ? "the op profile's " : "", key, n);
         rc = 1;
     }
     free(v);

@@ -7,7 +7,9 @@
  * The override takes `key` of every record whose fields equal `where` (strings and numbers),
  * reduces them, and multiplies by "scale" (default 1: unit conversion), or with "inverse": true
  * takes scale / value (a rate from a time: TFLOPS = GEMM GFLOP / median_ms). "measured" may also be an array of such specs
- * (candidate files): the first that yields a value wins. A missing file falls back to the assumed value
+ * (candidate files): the first that yields a value wins. Instead of "key", "derive" takes a rate from
+ * each measured `agoq step` record's op profile: "gemm_tflops", "attention_tflops" or
+ * "optimizer_GBps" (counting in sim/step_calib.h), then `where`, `reduce` and `scale` as above. A missing file falls back to the assumed value
  * (the source then says so); so does a present file without matching records (with a warning).
  *
  * Keys: name, description, gpu, gpus_per_node, nodes (size of the real cluster, informative),

@@ -16,6 +16,8 @@
  *   variants [{label, policy, act: "fmt"|{role: store}, grad: store}] (ablations: policy replaces
  *   the method's memory policy; stores are "native", "fp32", "recompute" or "format[/block]";
  *   act "fmt" re-formats every quantized role).
+ * holdout: measured [step results files], calibrate_seqs, time_tolerance, peak_tolerance: the step
+ *   model calibrated on measured `agoq step` records, checked on held-out seqs (sim_holdout.c).
  * comm: tp (groups sharing a NIC), dp, sizes [bytes of the fp32 gradient buffer] or min_bytes,
  *   max_bytes, factor (the -b -e -f sweep), grad (quantized wire format, default dyn8/256). */
 #include <math.h>
@@ -177,9 +179,10 @@ int agoq_exp_simulate(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *r
         agoq_error("%s: key '%s.algo': unknown value '%s' (valid: ring, tree, auto)", c.file, c.prefix, algo_name);
         return -1;
     }
+    if (strcmp(mode, "holdout") == 0) return agoq_sim_run_holdout(ctx, cfg, res);
     int is_step = strcmp(mode, "step") == 0;
     if (!is_step && strcmp(mode, "comm") != 0) {
-        agoq_error("%s: key '%s.mode': unknown value '%s' (valid: step, comm)", c.file, c.prefix, mode);
+        agoq_error("%s: key '%s.mode': unknown value '%s' (valid: step, comm, holdout)", c.file, c.prefix, mode);
         return -1;
     }
     static const char *const step_keys[] = {"mode", "machines", "algo", "paper", "models", "methods", "seqs", "gpus",

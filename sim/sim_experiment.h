@@ -35,6 +35,9 @@ int agoq_exp_simulate(const agoq_run_ctx *ctx, const cJSON *config, agoq_results
 
 int agoq_sim_run_step(const agoq_run_ctx *ctx, const cJSON *cfg, const agoq_machine *machines, size_t nm,
                       agoq_allreduce_algo algo, const agoq_sim_paper *paper, agoq_results *res);
+/* mode "holdout" (sim_holdout.c): the step model calibrated on measured step records of some
+ * seqs, predicting the others; needs no machine file. */
+int agoq_sim_run_holdout(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *res);
 int agoq_sim_run_comm(const agoq_run_ctx *ctx, const cJSON *cfg, const agoq_machine *machines, size_t nm,
                       agoq_allreduce_algo algo, const agoq_sim_paper *paper, agoq_results *res);
 

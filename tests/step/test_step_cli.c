@@ -152,7 +152,10 @@ TEST(step_cli_run_objects_min_fit_and_fit_record) {
 
 /* Every repository step experiment plans: step_dry.json as it is, the GPU ones with "dry": true. */
 TEST(step_cli_repository_experiments_plan) {
-    static const char *const files[] = {"step_dry", "step_quick", "step_llama2_7b", "step_seq"};
+    static const char *const files[] = {"step_dry", "step_quick", "step_llama2_7b", "step_seq",
+                                        "step_plan_seq_budget", "step_16_act_bits", "step_16_grad_bits",
+                                        "step_16_placement", "step_16_seq_13b_48gb", "step_16_seq_13b_80gb",
+                                        "step_16_seq_7b_48gb", "step_16_table8", "step_16_dbca_pp"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char src[256], file[512], args[1024];
         snprintf(src, sizeof src, "experiments/%s.json", files[i]);
@@ -160,8 +163,11 @@ TEST(step_cli_repository_experiments_plan) {
         CHECK_MSG(exp != NULL, "%s", src);
         cJSON *cfg = cJSON_GetObjectItem(exp, "config");
         CHECK(strcmp(str(exp, "kind"), "step") == 0 && cfg);
-        CHECK_MSG(i == 0 ? cJSON_IsTrue(cJSON_GetObjectItem(cfg, "dry")) : strcmp(str(exp, "backend"), "cuda") == 0,
-                  "%s: the dry plan runs on a CPU; the measured ones ask for cuda", src);
+        const int dry = cJSON_IsTrue(cJSON_GetObjectItem(cfg, "dry"));
+        CHECK_MSG(dry ? strcmp(str(exp, "backend"), "cpu") == 0 : strcmp(str(exp, "backend"), "cuda") == 0,
+                  "%s: the dry plans run on a CPU; the measured ones ask for cuda", src);
+        CHECK_MSG(strncmp(files[i], "step_16_", 8) || strncmp(str(exp, "out"), "results/h200/", 13) == 0,
+                  "%s: the sweeps' measured results go to results/h200/ (tools/device_step.sh sweeps)", src);
         cJSON_ReplaceItemInObject(exp, "backend", cJSON_CreateString("cpu"));
         cJSON_DeleteItemFromObject(cfg, "dry");
         cJSON_AddTrueToObject(cfg, "dry");
@@ -178,6 +184,36 @@ TEST(step_cli_repository_experiments_plan) {
         CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "records")) >= 3);
         cJSON_Delete(doc);
     }
+}
+
+/* stage and micro_batches as lists: one point each, 1F1B's in-flight count per stage, ratios
+ * only against bf16 at the same stage and micro-batch count. */
+TEST(step_cli_stage_and_microbatch_lists) {
+    cJSON *doc = run_ok("step_stages", "step --dry --layers 2 --seq 1024 --pp 4 --runs bf16,agoq");
+    CHECK(doc && cJSON_GetArraySize(cJSON_GetObjectItem(doc, "records")) == 2);
+    cJSON_Delete(doc);
+    char file[512], args[600];
+    snprintf(file, sizeof file, "%s/stages.json", agoq_test_tmpdir());
+    agoq_test_write(file, "{\"kind\": \"step\", \"config\": {\"dry\": true, \"layers\": 2, \"seq\": 1024, \"pp\": 4, "
+                          "\"stage\": [0, 3], \"micro_batches\": [1, 4], \"runs\": [\"bf16\", \"agoq\"]}}");
+    snprintf(args, sizeof args, "run %s", file);
+    doc = run_ok("stages", args);
+    const cJSON *recs = doc ? cJSON_GetObjectItem(doc, "records") : NULL, *r;
+    CHECK(cJSON_GetArraySize(recs) == 8);
+    double peak[2][2] = {{0}};
+    cJSON_ArrayForEach(r, recs) {
+        const double st = num(r, "stage"), mb = num(r, "micro_batches");
+        CHECK((st == 0 || st == 3) && (mb == 1 || mb == 4));
+        /* 1F1B: stage i holds min(pp - i, micro_batches) micro-batches */
+        CHECK_MSG(num(r, "inflight") == (st == 0 && mb == 4 ? 4 : 1), "stage %g mb %g inflight %g", st, mb,
+                  num(r, "inflight"));
+        CHECK(num(r, "peak_vs_bf16") > 0 && (strcmp(str(r, "name"), "bf16") || num(r, "peak_vs_bf16") == 1));
+        if (strcmp(str(r, "name"), "bf16") == 0) peak[st == 3][mb == 4] = num(r, "peak_bytes");
+    }
+    CHECK(peak[0][1] > peak[0][0] && peak[0][1] > peak[1][1]); /* 4 in flight on stage 0 */
+    cJSON_Delete(doc);
+    CHECK(bad_step("stage", "{\"dry\": true, \"pp\": 2, \"stage\": [0, 2]}", 1,
+                   "key 'config.stage': 2 is not a stage of pp 2"));
 }
 
 TEST(step_cli_bad_input_one_line_no_results) {
