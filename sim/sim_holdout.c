@@ -167,6 +167,11 @@ int agoq_sim_run_holdout(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results
         cJSON_AddStringToObject(o, "role", role);
         cJSON_AddStringToObject(o, "measured_in", r[i].file);
         cJSON_AddStringToObject(o, "gpu", str(e, "gpu"));
+        cJSON_AddStringToObject(o, "measured_inputs", "GEMM and attention rates, ms per token-layer of the memory-bound ops "
+                                "and per parameter of the optimizer of this run group, profile overhead: op profiles of "
+                                "the calibration records");
+        cJSON_AddStringToObject(o, "assumed_inputs", "FLOP counts (backward 2x forward for GEMMs, 2.5x for flash "
+                                "attention); memory-bound ops linear in token-layers; one rate per op class for every shape");
         double pred = NAN, pg = NAN, pa = NAN, po = NAN, pop = NAN;
         if (h->n) {
             const double f = h->step_ms / h->op_ms;
