@@ -21,6 +21,7 @@ const char *const agoq_calib_keys[AGOQ_CAL_COUNT] = {
     [AGOQ_CAL_INTRA_LAT_US] = "intra_latency_us",
     [AGOQ_CAL_INTER_GBPS] = "inter_GBps_per_node",
     [AGOQ_CAL_INTER_LAT_US] = "inter_latency_us",
+    [AGOQ_CAL_ELEM_NS] = "elementwise_ns",
 };
 
 static int cmp_double(const void *a, const void *b) {
@@ -60,7 +61,8 @@ static int read_measured(jconf c, const cJSON *spec, agoq_calib *out) {
         return -1;
     }
     if (derive && !agoq_step_meas_derive_known(derive)) {
-        agoq_error("%s: key '%s.derive': expected \"gemm_tflops\", \"attention_tflops\" or \"optimizer_GBps\", got '%s'",
+        agoq_error("%s: key '%s.derive': expected \"gemm_tflops\", \"attention_tflops\", \"optimizer_GBps\" or "
+                   "\"elementwise_ns\", got '%s'",
                    c.file, c.prefix, derive);
         return -1;
     }
@@ -103,7 +105,15 @@ static int parse_calib(jconf top, const cJSON *doc, agoq_calib_id id, agoq_calib
     const cJSON *e, *meas;
     char buf[128];
     const char *src;
-    if (jconf_obj(top, doc, key, 1, &e)) return -1;
+    /* elementwise_ns is optional (older machine files): absent = 0, not modelled */
+    const int optional = id == AGOQ_CAL_ELEM_NS;
+    if (jconf_obj(top, doc, key, !optional, &e)) return -1;
+    if (!e) {
+        out->value = 0;
+        out->measured = 0;
+        snprintf(out->source, sizeof out->source, "assumed: 0 (not in the machine file: memory-bound layer ops not modelled)");
+        return 0;
+    }
     jconf c = jconf_child(top, key, buf, sizeof buf);
     if (jconf_only(c, e, keys) || jconf_num(c, e, "value", 1, 0, INFINITY, 0, &out->value) ||
         jconf_str(c, e, "source", 1, NULL, &src))
@@ -146,7 +156,8 @@ static int parse_calib(jconf top, const cJSON *doc, agoq_calib_id id, agoq_calib
 int agoq_machine_parse(const char *file, const cJSON *doc, agoq_machine *m) {
     static const char *const keys[] = {"name", "description", "gpu", "gpus_per_node", "nodes", "gpu_memory_GiB",
                                        "gemm_bf16_tflops", "gemm_fp8_tflops", "attention_tflops", "kernel_GBps",
-                                       "intra_GBps", "intra_latency_us", "inter_GBps_per_node", "inter_latency_us", NULL};
+                                       "intra_GBps", "intra_latency_us", "inter_GBps_per_node", "inter_latency_us",
+                                       "elementwise_ns", NULL};
     jconf top = {file, ""};
     const char *name, *gpu, *desc;
     long gpn, nodes;
@@ -201,4 +212,10 @@ cJSON *agoq_machine_json(const agoq_machine *m) {
         cJSON_AddStringToObject(c, "source", m->cal[i].source);
     }
     return o;
+}
+
+void agoq_machine_add_inputs(const agoq_machine *m, cJSON *rec) {
+    cJSON *meas = cJSON_AddArrayToObject(rec, "measured_inputs"), *assumed = cJSON_AddArrayToObject(rec, "assumed_inputs");
+    for (int i = 0; i < AGOQ_CAL_COUNT; i++)
+        cJSON_AddItemToArray(m->cal[i].measured ? meas : assumed, cJSON_CreateString(agoq_calib_keys[i]));
 }

@@ -15,7 +15,10 @@
  * Keys: name, description, gpu, gpus_per_node, nodes (size of the real cluster, informative),
  * and calibration entries: gpu_memory_GiB, gemm_bf16_tflops, gemm_fp8_tflops, attention_tflops,
  * kernel_GBps (achieved bandwidth of memory-bound quantize/elementwise kernels), intra_GBps,
- * intra_latency_us, inter_GBps_per_node (all NICs of a node), inter_latency_us. */
+ * intra_latency_us, inter_GBps_per_node (all NICs of a node), inter_latency_us; optional
+ * elementwise_ns (default 0 = not modelled): the memory-bound ops of a decoder layer (RMSNorms,
+ * RoPE, SwiGLU, residuals, quantization of stored activations), forward + backward, in ns per
+ * token x (hidden + ffn) / tp; derived from measured steps ("derive": "elementwise_ns"). */
 #ifndef AGOQ_SIM_MACHINE_H
 #define AGOQ_SIM_MACHINE_H
 #include <cjson/cJSON.h>
@@ -43,6 +46,7 @@ typedef enum {
     AGOQ_CAL_INTRA_LAT_US,
     AGOQ_CAL_INTER_GBPS,
     AGOQ_CAL_INTER_LAT_US,
+    AGOQ_CAL_ELEM_NS, /* optional: memory-bound layer ops, ns per token x (hidden + ffn) / tp per layer */
     AGOQ_CAL_COUNT
 } agoq_calib_id;
 
@@ -60,6 +64,9 @@ int agoq_machine_load(const char *path, agoq_machine *m);
 /* Same from an already parsed object (tests); `file` is used in messages. */
 int agoq_machine_parse(const char *file, const cJSON *doc, agoq_machine *m);
 static inline double agoq_machine_val(const agoq_machine *m, agoq_calib_id id) { return m->cal[id].value; }
+/* Adds "measured_inputs" and "assumed_inputs" (arrays of calibration keys) to a record: which
+ * numbers behind a prediction were measured, which assumed. */
+void agoq_machine_add_inputs(const agoq_machine *m, cJSON *rec);
 /* {"gemm_bf16_tflops": {"value":..,"source":..}, ...} for results meta / records. */
 cJSON *agoq_machine_json(const agoq_machine *m);
 

@@ -2,7 +2,9 @@
  * `agoq step` records on some sequence lengths, checked on the others (issue 16).
  *
  *   {"mode": "holdout", "measured": ["results/h200/step_seq.json", ...],
- *    "calibrate_seqs": [4096, 16384, 65536], "time_tolerance": 0.10, "peak_tolerance": 0.03}
+ *    "calibrate_seqs": [4096, 16384, 65536], "skip_seqs": [1024], "time_tolerance": 0.10,
+ *    "peak_tolerance": 0.03}
+ * (skip_seqs: records left out altogether, e.g. a sweep's warm-up point)
  *
  * Inputs (sim/step_calib.h counts them): every complete measured record of the files (a missing
  * file is skipped and named in meta.holdout.missing; no record at all is an error). From the
@@ -76,16 +78,19 @@ static void add_rate(cJSON *cal, const char *k, double v, const char *source) {
 }
 
 int agoq_sim_run_holdout(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *res) {
-    static const char *const keys[] = {"mode", "measured", "calibrate_seqs", "time_tolerance", "peak_tolerance", NULL};
+    static const char *const keys[] = {"mode", "measured", "calibrate_seqs", "skip_seqs", "time_tolerance",
+                                       "peak_tolerance", NULL};
     jconf c = ctx->where;
     const char **files = NULL;
-    double *cseq = NULL, ttol, ptol;
-    size_t nf = 0, ncs = 0;
+    double *cseq = NULL, *skip = NULL, ttol, ptol;
+    size_t nf = 0, ncs = 0, nskip = 0;
     if (jconf_only(c, cfg, keys) || jconf_strs(c, cfg, "measured", 1, &files, &nf) ||
         jconf_nums(c, cfg, "calibrate_seqs", 1, 1, 1e8, &cseq, &ncs) ||
+        jconf_nums(c, cfg, "skip_seqs", 0, 1, 1e8, &skip, &nskip) ||
         jconf_num(c, cfg, "time_tolerance", 0, 0, 10, 0.10, &ttol) || jconf_num(c, cfg, "peak_tolerance", 0, 0, 10, 0.03, &ptol)) {
         free(files);
         free(cseq);
+        free(skip);
         return -1;
     }
     results_set_source(res, "simulated");
@@ -103,7 +108,9 @@ int agoq_sim_run_holdout(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results
         if (!(docs[i] = agoq_read_json(files[i]))) goto out;
         const cJSON *e;
         cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(docs[i], "records")) {
-            if (nr >= MAXR || agoq_step_meas_read(e, &r[nr].m)) continue;
+            int skipped = 0;
+            for (size_t k = 0; k < nskip; k++) skipped |= num(e, "seq") == skip[k];
+            if (skipped || nr >= MAXR || agoq_step_meas_read(e, &r[nr].m)) continue;
             r[nr].rec = e;
             r[nr].file = files[i];
             for (size_t k = 0; k < ncs; k++) r[nr].calib |= num(e, "seq") == cseq[k];
@@ -167,6 +174,11 @@ int agoq_sim_run_holdout(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results
         cJSON_AddStringToObject(o, "role", role);
         cJSON_AddStringToObject(o, "measured_in", r[i].file);
         cJSON_AddStringToObject(o, "gpu", str(e, "gpu"));
+        cJSON_AddStringToObject(o, "measured_inputs", "GEMM and attention rates, ms per token-layer of the memory-bound ops "
+                                "and per parameter of the optimizer of this run group, profile overhead: op profiles of "
+                                "the calibration records");
+        cJSON_AddStringToObject(o, "assumed_inputs", "FLOP counts (backward 2x forward for GEMMs, 2.5x for flash "
+                                "attention); memory-bound ops linear in token-layers; one rate per op class for every shape");
         double pred = NAN, pg = NAN, pa = NAN, po = NAN, pop = NAN;
         if (h->n) {
             const double f = h->step_ms / h->op_ms;
@@ -217,5 +229,6 @@ out:
     free(g);
     free(files);
     free(cseq);
+    free(skip);
     return rc;
 }

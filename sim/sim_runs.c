@@ -193,6 +193,7 @@ int agoq_sim_run_step(const agoq_run_ctx *ctx, const cJSON *cfg, const agoq_mach
                             cJSON_AddStringToObject(rec, "variant", labels[k * AGOQ_SIM_MAX_VARIANTS + vi]);
                             cJSON_AddNumberToObject(rec, "variant_id", (double)vi);
                             add_step_record(rec, &p, &r);
+                            agoq_machine_add_inputs(&machines[mi], rec);
                             /* Layouts larger than the real cluster of the machine file are
                              * extrapolations of its node type: say so in the record. */
                             cJSON_AddNumberToObject(rec, "beyond_cluster",
@@ -274,6 +275,7 @@ int agoq_sim_run_comm(const agoq_run_ctx *ctx, const cJSON *cfg, const agoq_mach
             cJSON *rec = results_add_record(res);
             cJSON_AddStringToObject(rec, "machine", m->name);
             cJSON_AddNumberToObject(rec, "machine_id", (double)mi);
+            agoq_machine_add_inputs(m, rec);
             cJSON_AddNumberToObject(rec, "bytes", bytes);
             results_num(rec, "MiB", bytes / 1048576.0);
             cJSON_AddNumberToObject(rec, "tp", (double)tp);

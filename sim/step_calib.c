@@ -38,6 +38,7 @@ int agoq_step_meas_read(const cJSON *rec, agoq_step_meas *m) {
         return -1;
     m->tokens = b * s;
     m->token_layers = mb * (L + k) * m->tokens;
+    m->elem_units = m->token_layers * (double)(card.hidden + card.ffn) / tp;
     m->gemm_flops = mb * (3.0 * L + k) * agoq_layer_gemm_flops_fwd(&card, m->tokens) / tp;
     m->attn_flops = mb * (3.5 * L + k) * agoq_layer_attn_flops_fwd(&card, b, s) / tp;
     const int fp32_opt = strcmp(str(rec, "grad"), "fp32") == 0 && strcmp(str(rec, "moments"), "fp32") == 0;
@@ -57,7 +58,8 @@ int agoq_step_meas_read(const cJSON *rec, agoq_step_meas *m) {
 }
 
 int agoq_step_meas_derive_known(const char *d) {
-    return d && (!strcmp(d, "gemm_tflops") || !strcmp(d, "attention_tflops") || !strcmp(d, "optimizer_GBps"));
+    return d && (!strcmp(d, "gemm_tflops") || !strcmp(d, "attention_tflops") || !strcmp(d, "optimizer_GBps") ||
+                 !strcmp(d, "elementwise_ns"));
 }
 
 double agoq_step_meas_derive(const cJSON *rec, const char *d) {
@@ -66,5 +68,6 @@ double agoq_step_meas_derive(const cJSON *rec, const char *d) {
     if (!strcmp(d, "gemm_tflops")) return m.gemm_flops / m.gemm_ms / 1e9;
     if (!strcmp(d, "attention_tflops")) return m.attn_flops / m.attn_ms / 1e9;
     if (!strcmp(d, "optimizer_GBps") && m.opt_bytes > 0 && m.opt_ms > 0) return m.opt_bytes / m.opt_ms / 1e6;
+    if (!strcmp(d, "elementwise_ns") && m.other_ms > 0) return 1e6 * m.other_ms / m.elem_units;
     return NAN;
 }

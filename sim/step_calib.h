@@ -17,10 +17,12 @@
  *   other_ms      every other op (norms, RoPE, SwiGLU, quantize/dequantize, gradient storage,
  *                 residuals, stage input): memory-bound, linear in token-layers
  *   token_layers  m (L + k) T: the units other_ms scales with
+ *   elem_units    token_layers x (hidden + ffn) / tp: the same, per rank width
  *   op_sum_ms     all ops of the profiled step (a little above step_ms: event pairs)
  * Rates derived from it (the machine file's "derive" specs, sim/machine.h):
  *   gemm_tflops = gemm_flops / gemm_ms / 1e9,  attention_tflops = attn_flops / attn_ms / 1e9,
- *   optimizer_GBps = opt_bytes / opt_ms / 1e6. */
+ *   optimizer_GBps = opt_bytes / opt_ms / 1e6,  elementwise_ns = 1e6 other_ms / elem_units
+ *   (take it from bf16 store-all records: the simulator adds quantization traffic on top). */
 #ifndef AGOQ_SIM_STEP_CALIB_H
 #define AGOQ_SIM_STEP_CALIB_H
 #include <cjson/cJSON.h>
@@ -30,7 +32,7 @@ extern "C" {
 #endif
 
 typedef struct {
-    double tokens, token_layers, params;
+    double tokens, token_layers, elem_units, params;
     double gemm_flops, attn_flops, opt_bytes;         /* executed in one profiled step */
     double gemm_ms, attn_ms, opt_ms, other_ms, op_sum_ms, step_ms;
 } agoq_step_meas;
@@ -39,10 +41,10 @@ typedef struct {
  * measured, did not fit, no or incomplete op profile; an unknown model card also prints why). */
 int agoq_step_meas_read(const cJSON *rec, agoq_step_meas *m);
 
-/* derive: "gemm_tflops" | "attention_tflops" | "optimizer_GBps". The rate of one record, or NaN
+/* derive: "gemm_tflops" | "attention_tflops" | "optimizer_GBps" | "elementwise_ns". The rate of one record, or NaN
  * when the record does not give it (no profile, no fp32 optimizer bytes). */
 double agoq_step_meas_derive(const cJSON *rec, const char *derive);
-int agoq_step_meas_derive_known(const char *derive); /* 1 for the three names above */
+int agoq_step_meas_derive_known(const char *derive); /* 1 for the four names above */
 
 #ifdef __cplusplus
 }

@@ -197,8 +197,11 @@ static int layer_costs(const agoq_model_card *m, const agoq_machine *mc, const a
     double attn_rate = 1e12 * agoq_machine_val(mc, AGOQ_CAL_ATTN_TFLOPS);
     double gemm = agoq_layer_gemm_flops_fwd(m, tokens) / p->tp;
     double attn = agoq_layer_attn_flops_fwd(m, p->micro_batch, (double)p->seq) / p->tp;
-    c->fwd = gemm / gemm_rate + attn / attn_rate;
-    c->bwd = 2.0 * gemm / gemm_rate + 2.5 * attn / attn_rate; /* dgrad + wgrad; flash bwd ~2.5x fwd */
+    /* memory-bound layer ops (norms, RoPE, SwiGLU, residuals), calibrated from measured steps as
+     * ns per token x (hidden + ffn) / tp for forward + backward; split 1/3 forward, 2/3 backward */
+    double elem = 1e-9 * agoq_machine_val(mc, AGOQ_CAL_ELEM_NS) * tokens * (double)(m->hidden + m->ffn) / p->tp;
+    c->fwd = gemm / gemm_rate + attn / attn_rate + elem / 3.0;
+    c->bwd = 2.0 * gemm / gemm_rate + 2.5 * attn / attn_rate + 2.0 * elem / 3.0; /* dgrad + wgrad; flash bwd ~2.5x fwd */
     agoq_group tg = agoq_tp_group(p, mc->gpus_per_node);
     double act_bytes = tokens * (double)m->hidden * 2.0;
     c->tp_fwd = c->tp_bwd = 2.0 * agoq_t_allreduce(&mc->fabric, &tg, act_bytes, p->algo);

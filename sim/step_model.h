@@ -8,6 +8,8 @@
  *   TP comm         2 all-reduces of T H 2 bytes in fwd, 2 in bwd (ring/tree over the TP group)
  *   recompute       R layers per stage redo their forward (and its TP comm) in backward
  *   quant kernels   bytes moved / kernel_GBps for every stored quantized activation
+ *   elementwise     elementwise_ns x T (H + F) / tp (norms, RoPE, SwiGLU, residuals; 1/3 fwd,
+ *                   2/3 bwd; 0 when the machine file has no measured or assumed value)
  * Stage time per micro-batch = layers/stage x the above + PP send/recv (+ logits on the last
  * stage). Pipeline (1F1B, v interleaved chunks): (m + (pp-1)/v) x stage time, m = G / (b dp).
  * Data-parallel gradient traffic per method (see the method table in step_model.c), exposed

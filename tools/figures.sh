@@ -43,9 +43,10 @@ entries=(
   "step_dry|step|"
 )
 # Measured GPU results: results/h200/<name>.tsv is drawn by plots/<name>.gp, or by the script
-# of the first matching pattern here.
+# of the first matching pattern here (issue 16's sweeps have their own: plots/step_16_*.gp).
 measured_scripts=(
   "collectives*|collectives_gpu"
+  "step_16_seq_*|step_16_seq"
   "step_*|step"
 )
 
