@@ -53,11 +53,13 @@ static int cmp_double(const void *a, const void *b) {
 
 static int sum_by_name(const char *s) { return s && !strcmp(s, "fp32") ? AGOQ_SUM_FP32 : s && !strcmp(s, "bf16") ? AGOQ_SUM_BF16 : -1; }
 
-static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, coll_plan *p) {
-    static const char *const keys[] = {"mode", "algos", "ops", "formats", "block", "scale", "sums", "ranks",
+const char *const agoq_coll_keys[] = {"mode", "algos", "ops", "formats", "block", "scale", "sums", "ranks",
                                        "ranks_per_node", "min_bytes", "max_bytes", "factor", "iters", "warmup",
                                        "dist", "check", "check_max_bytes", "phases", "keep_going", "microbatches",
                                        "seed", NULL};
+
+static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, coll_plan *p) {
+    const char *const *keys = agoq_coll_keys;
     jconf c = ctx->where;
     const char *mode, *scale, *dist;
     double mn, mx;

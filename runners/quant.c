@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "runners/cmdline.h"
-#include "runners/commands.h"
 #include "core/common.h"
 #include "runners/experiment.h"
 #include "core/metrics.h"
@@ -35,9 +34,11 @@ typedef struct {
     long iters;
 } quant_plan;
 
+static const char *const quant_keys[] = {"formats", "blocks", "scales", "roundings", "distributions", "min_bytes",
+                                         "max_bytes", "factor", "iters", "warmup", "seed", NULL};
+
 static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, quant_plan *p) {
-    static const char *const keys[] = {"formats", "blocks", "scales", "roundings", "distributions", "min_bytes",
-                                       "max_bytes", "factor", "iters", "warmup", "seed", NULL};
+    const char *const *keys = quant_keys;
     jconf c = ctx->where;
     double mn, mx;
     memset(p, 0, sizeof *p);
@@ -141,60 +142,27 @@ int agoq_exp_quant(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *res)
     return 0;
 }
 
-static void help(void) {
-    printf("usage: agoq quant [options]\n"
-           "Quantize + dequantize every format over a size sweep and input distributions; report\n"
-           "bits/element (scales included), MSE, SNR, max abs/rel error, cosine and CPU GB/s.\n"
-           "  --formats a,b,...     formats (default all; agoq list names them)\n"
-           "  --blocks 32,64,...    block sizes (default: each format's own)\n"
-           "  --scales fp32,bf16    scale dtypes (default fp32)\n"
-           "  --rounding nearest,stochastic (default nearest)\n"
-           "  --dist normal,uniform,outliers,heavy,constant,zeros (default all)\n"
-           "defaults: -b 1M -e 16M -f 4 -n 3\n" AGOQ_COMMON_HELP);
-}
+static const agoq_flag quant_flags[] = {
+    {.name = "formats", .short_opt = 0, .kind = AGOQ_FLAG_STRS, .key = "formats", .arg = "a,b,...", .help = "formats (default all; agoq list names them)"},
+    {.name = "blocks", .short_opt = 0, .kind = AGOQ_FLAG_NUMS, .key = "blocks", .arg = "32,64,...", .help = "block sizes (default: each format's own)", .value = "32,64,128"},
+    {.name = "scales", .short_opt = 0, .kind = AGOQ_FLAG_STRS, .key = "scales", .arg = "fp32,bf16", .help = "scale dtypes (default fp32)"},
+    {.name = "rounding", .short_opt = 0, .kind = AGOQ_FLAG_STRS, .key = "roundings", .arg = "nearest,stochastic", .help = "rounding modes (default nearest)"},
+    {.name = "dist", .short_opt = 0, .kind = AGOQ_FLAG_STRS, .key = "distributions", .arg = "a,b,...", .help = "input distributions: normal, uniform, outliers, heavy, constant, zeros (default all)"},
+    {0}};
 
-int cmd_quant(int argc, char **argv) {
-    enum { O_FORMATS = AGOQ_OPT_FIRST_PRIVATE, O_BLOCKS, O_SCALES, O_ROUND, O_DIST };
-    static const struct option longopts[] = {AGOQ_COMMON_LONGOPTS,
-                                             {"formats", required_argument, 0, O_FORMATS},
-                                             {"blocks", required_argument, 0, O_BLOCKS},
-                                             {"scales", required_argument, 0, O_SCALES},
-                                             {"rounding", required_argument, 0, O_ROUND},
-                                             {"dist", required_argument, 0, O_DIST},
-                                             {0, 0, 0, 0}};
-    agoq_common_opts o;
-    agoq_common_init(&o, "quant");
-    cJSON *cfg = cJSON_CreateObject();
-    int c;
-    while ((c = getopt_long(argc, argv, AGOQ_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
-        int r = agoq_common_opt(&o, c, optarg);
-        if (r < 0) { cJSON_Delete(cfg); return 2; }
-        if (r > 0) continue;
-        switch (c) {
-        case O_FORMATS: cJSON_AddItemToObject(cfg, "formats", agoq_csv_strings(optarg)); break;
-        case O_SCALES: cJSON_AddItemToObject(cfg, "scales", agoq_csv_strings(optarg)); break;
-        case O_ROUND: cJSON_AddItemToObject(cfg, "roundings", agoq_csv_strings(optarg)); break;
-        case O_DIST: cJSON_AddItemToObject(cfg, "distributions", agoq_csv_strings(optarg)); break;
-        case O_BLOCKS: {
-            cJSON *a = agoq_csv_numbers(optarg);
-            if (!a) {
-                agoq_error("quant: bad value '%s' for --blocks (expect e.g. 32,64,128)", optarg);
-                cJSON_Delete(cfg);
-                return 2;
-            }
-            cJSON_AddItemToObject(cfg, "blocks", a);
-            break;
-        }
-        default: cJSON_Delete(cfg); return agoq_cmd_usage_error("quant");
-        }
-    }
-    if (o.help) { help(); cJSON_Delete(cfg); return 0; }
-    if (optind < argc) {
-        agoq_error("quant: unexpected argument '%s'", argv[optind]);
-        cJSON_Delete(cfg);
-        return 2;
-    }
-    static const char *const tsv[] = {"format", "bits", "block", "scale", "rounding", "dist", "n",
-                                      "bits_per_element", "snr_db", "nmse", "max_abs", "max_rel", "quant_gbps"};
-    return agoq_cmd_execute(&o, "quant", cfg, tsv, sizeof tsv / sizeof tsv[0], argc, argv);
-}
+static const char *const quant_tsv[] = {"format", "bits", "block", "scale", "rounding", "dist", "n",
+                                        "bits_per_element", "snr_db", "nmse", "max_abs", "max_rel", "quant_gbps"};
+
+const agoq_runner agoq_runner_quant = {
+    .kind = "quant",
+    .what = "error and CPU throughput of every format over sizes and input distributions",
+    .about = "Quantize + dequantize every format over a size sweep and input distributions; report\n"
+             "bits/element (scales included), MSE, SNR, max abs/rel error, cosine and CPU GB/s.",
+    .keys = quant_keys,
+    .flags = quant_flags,
+    .notes = "defaults: -b 1M -e 16M -f 4 -n 3",
+    .run = agoq_exp_quant,
+    .tsv = quant_tsv,
+    .ntsv = sizeof quant_tsv / sizeof quant_tsv[0],
+    .host_only = 1,
+};

@@ -51,6 +51,8 @@ harness/cmd_memory.c         runners/memory.c
 harness/cmd_bitalloc.c       runners/bitalloc.c
 harness/cmd_simulate.c       runners/simulate.c
 harness/cmd_train.c          runners/train.c
+harness/cmd_list.c           runners/list.c
+harness/cmd_run.c            runners/run.c
 kernels/bench.cu             kernels/bench/bench.cu
 kernels/bench_cases.h        kernels/bench/bench_cases.h
 kernels/formats.c            kernels/quant/formats.c

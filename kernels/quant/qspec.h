@@ -12,6 +12,17 @@
 extern "C" {
 #endif
 
+/* The one format/block parser: every "format[/block]" string (memory model and step stores,
+ * simulator and bitalloc candidates), every {"format", "block", ...} object and the trainer's
+ * grad_format/grad_block go through agoq_qspec_make. Block: 8..65536, a multiple of 8.
+ * agoq_qspec_make: format f with block (0: the format's own), fp32 scale, nearest rounding;
+ * -1 when the block is out of range or not a multiple of 8. */
+int agoq_qspec_make(agoq_format f, long block, agoq_qconfig *out);
+/* "format" or "format/block" -> qconfig; -1 (nothing printed: the caller names its key) when
+ * the name is unknown or the block malformed. */
+int agoq_qspec_from_string(const char *s, agoq_qconfig *out);
+/* "format/block" of q into buf (the inverse of agoq_qspec_from_string). */
+const char *agoq_qspec_label(const agoq_qconfig *q, char *buf, size_t len);
 /* Parses one qconfig object (format required; block defaults to the format's). */
 int agoq_qspec_parse(jconf c, const cJSON *obj, agoq_qconfig *out);
 /* Array of format names under key ("all" = every format); default when missing: all. */

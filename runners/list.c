@@ -47,8 +47,8 @@ int cmd_list(int argc, char **argv) {
     if (!nn) printf("(none found: run from the repository root)\n");
     printf("\n# experiment kinds (agoq run)\n");
     int nk;
-    const agoq_experiment_kind *k = agoq_experiment_kinds(&nk);
-    for (int i = 0; i < nk; i++) printf("%-12s %s\n", k[i].kind, k[i].what);
+    const agoq_runner *const *k = agoq_runners(&nk);
+    for (int i = 0; i < nk; i++) printf("%-12s %s\n", k[i]->kind, k[i]->what);
     char why[256] = "";
     int ndev = agoq_cuda_devices(why, sizeof why);
     printf("\n# backends\ncpu          available (simulated ranks for collectives)\n");
