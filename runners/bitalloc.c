@@ -8,7 +8,7 @@
  *   schedule, sp, num_microbatches, recompute_layers, impl, ...),
  *   budget_gb (default: the base policy's peak stage, so no stage may exceed today's worst),
  *   candidates ["native", "fp8_e4m3/128", "int8/128", "fp4_e2m1/128"] (storage specs),
- *   quant_results "results/quant_error.json" (measured NMSE per format; without it the built-in
+ *   quant_results "results/cpu/quant_error.json" (measured NMSE per format; without it the built-in
  *   proxy), proxy_dist ("normal"), sensitivity {norm, gemm, actfn, attention},
  *   pin [layer types kept at the base policy's storage] (default ["attention"], as the paper),
  *   method "exact"|"greedy", max_exact (1e6), compare_greedy (also run greedy and report it),

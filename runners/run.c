@@ -15,7 +15,8 @@ static void help(void) {
     const agoq_runner *const *k = agoq_runners(&n);
     printf("usage: agoq run FILE.json [--backend cpu|cuda|auto] [-o OUT] [--seed N] [-q]\n"
            "Experiment file keys: kind (required), config (required), description, backend, seed,\n"
-           "out (default results/<machine>/<file name>.json), tsv (record columns for OUT.tsv).\nkinds:\n");
+           "out (default results/<machine>/<file name>.json), tsv (record columns for OUT.tsv),\n"
+           "figure {\"script\": \"plots/X.gp\", \"vars\": \"gnuplot assignments\"} (make figures draws OUT.png).\nkinds:\n");
     for (int i = 0; i < n; i++) printf("  %-12s %s\n", k[i]->kind, k[i]->what);
 }
 
@@ -45,9 +46,10 @@ int cmd_run(int argc, char **argv) {
     cJSON *doc = agoq_read_json(file);
     if (!doc) return 1;
     jconf top = {file, ""};
-    static const char *const keys[] = {"kind", "description", "backend", "seed", "out", "tsv", "config", NULL};
+    static const char *const keys[] = {"kind", "description", "backend", "seed", "out", "figure", "tsv", "config", NULL};
+    static const char *const figure_keys[] = {"script", "vars", NULL};
     const char *kind, *backend, *out, **tsv = NULL, *desc;
-    const cJSON *config;
+    const cJSON *config, *figure;
     long seed;
     size_t ntsv = 0;
     int rc = 1;
@@ -58,8 +60,16 @@ int cmd_run(int argc, char **argv) {
     if (jconf_only(top, doc, keys) || jconf_str(top, doc, "kind", 1, NULL, &kind) ||
         jconf_str(top, doc, "description", 0, "", &desc) || jconf_str(top, doc, "backend", 0, "auto", &backend) ||
         jconf_long(top, doc, "seed", 0, 0, 0x7fffffffL, 1, &seed) || jconf_str(top, doc, "out", 0, NULL, &out) ||
-        jconf_strs(top, doc, "tsv", 0, &tsv, &ntsv) || jconf_obj(top, doc, "config", 1, &config))
+        jconf_strs(top, doc, "tsv", 0, &tsv, &ntsv) || jconf_obj(top, doc, "config", 1, &config) ||
+        jconf_obj(top, doc, "figure", 0, &figure))
         goto done;
+    if (figure) { /* drawn by tools/figures.sh: gnuplot SCRIPT with in=OUT.tsv, out=OUT.png and VARS */
+        jconf fc = {file, "figure"};
+        const char *script, *vars;
+        if (jconf_only(fc, figure, figure_keys) || jconf_str(fc, figure, "script", 1, NULL, &script) ||
+            jconf_str(fc, figure, "vars", 0, "", &vars))
+            goto done;
+    }
     const agoq_runner *runner = agoq_experiment_find(kind);
     if (!runner) {
         agoq_error("%s: key 'kind': unknown experiment kind '%s' (agoq run --help lists them)", file, kind);
