@@ -58,7 +58,7 @@ run_one() {
     fi
     rm -f "$base.log"
   fi
-  if [ -z "$gp" ]; then notes+=("$name: results written, no figure named in $file"); return; fi
+  if [ -z "$gp" ]; then notes+=("$name: no figure named in $file"); return; fi
   if [ ! -f "$gp" ]; then failed+=("$name (no $gp)"); return; fi
   if [ ! -f "$base.tsv" ]; then failed+=("$name (no $base.tsv: add a \"tsv\" column list to $file)"); return; fi
   if ! gnuplot -e "in='$base.tsv'; out='$base.png'; $vars" "$gp" 2> "$base.log"; then
