@@ -48,15 +48,12 @@ static const char *const kernels_keys[] = {"cases", "formats", "blocks", "scales
 static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, kplan *p) {
     const char *const *keys = kernels_keys;
     jconf c = ctx->where;
-    double mn, mx;
     memset(p, 0, sizeof *p);
     if (jconf_only(c, cfg, keys) || jconf_strs(c, cfg, "cases", 0, &p->cases, &p->ncases) ||
         jconf_nums(c, cfg, "blocks", 0, 8, 65536, &p->blocks, &p->nblocks) ||
         agoq_jconf_names(c, cfg, "scales", agoq_scale_by_name, p->scales, &p->nscale, 2, AGOQ_SCALE_FP32, "fp32, bf16") ||
         agoq_jconf_names(c, cfg, "roundings", agoq_rounding_by_name, p->rounds, &p->nround, 2, AGOQ_ROUND_NEAREST, "nearest, stochastic") ||
-        jconf_num(c, cfg, "min_bytes", 0, 64, 1e12, 1 << 20, &mn) ||
-        jconf_num(c, cfg, "max_bytes", 0, 64, 1e12, 4.0 * (1 << 30), &mx) ||
-        jconf_num(c, cfg, "factor", 0, 1, 1e6, 4, &p->sweep.factor) ||
+        jconf_sweep(c, cfg, 64, 1e12, (cli_sweep){1 << 20, (size_t)4 << 30, 4}, &p->sweep) ||
         jconf_long(c, cfg, "iters", 0, 1, 100000, 20, &p->iters) ||
         jconf_long(c, cfg, "warmup", 0, 0, 100000, 5, &p->warmup) ||
         jconf_long(c, cfg, "cols", 0, 8, 1 << 20, 4096, &p->cols) ||
@@ -73,8 +70,6 @@ static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, kplan *p) {
             agoq_error("%s: key '%s.blocks[%zu]': %g is not a multiple of 8", c.file, c.prefix, i, p->blocks[i]);
             return -1;
         }
-    p->sweep.min_bytes = (size_t)mn;
-    p->sweep.max_bytes = (size_t)mx;
     return cli_sweep_check(c.file, &p->sweep);
 }
 

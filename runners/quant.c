@@ -40,7 +40,6 @@ static const char *const quant_keys[] = {"formats", "blocks", "scales", "roundin
 static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, quant_plan *p) {
     const char *const *keys = quant_keys;
     jconf c = ctx->where;
-    double mn, mx;
     memset(p, 0, sizeof *p);
     if (jconf_only(c, cfg, keys) || agoq_qspec_formats(c, cfg, "formats", p->fmts, &p->nfmt) ||
         jconf_nums(c, cfg, "blocks", 0, 8, 65536, &p->blocks, &p->nblocks) ||
@@ -49,16 +48,13 @@ static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, quant_plan *p) 
                     "nearest, stochastic") ||
         agoq_jconf_names(c, cfg, "distributions", agoq_dist_by_name, p->dists, &p->ndist, AGOQ_DIST_COUNT, -1,
                     "normal, uniform, outliers, heavy, constant, zeros") ||
-        jconf_num(c, cfg, "min_bytes", 0, 4, 1e12, 1 << 20, &mn) || jconf_num(c, cfg, "max_bytes", 0, 4, 1e12, 16 << 20, &mx) ||
-        jconf_num(c, cfg, "factor", 0, 1, 1e6, 4, &p->sweep.factor) || jconf_long(c, cfg, "iters", 0, 1, 1000, 3, &p->iters))
+        jconf_sweep(c, cfg, 4, 1e12, (cli_sweep){1 << 20, 16 << 20, 4}, &p->sweep) || jconf_long(c, cfg, "iters", 0, 1, 1000, 3, &p->iters))
         return -1;
     for (size_t i = 0; i < p->nblocks; i++)
         if ((long)p->blocks[i] % 8 || p->blocks[i] != (double)(long)p->blocks[i]) {
             agoq_error("%s: key 'config.blocks[%zu]': %g is not a multiple of 8", c.file, i, p->blocks[i]);
             return -1;
         }
-    p->sweep.min_bytes = (size_t)mn;
-    p->sweep.max_bytes = (size_t)mx;
     return cli_sweep_check(c.file, &p->sweep);
 }
 
