@@ -1,5 +1,5 @@
 /* The repository's experiment files against the results layout (README "Experiment files"):
- * every experiments/*.json has an "out" that follows the results path rule
+ * every experiments/NAME.json has an "out" that follows the results path rule
  * (agoq_results_default_out: results/cpu/<name>.json for host runs, results/h200/<name>.json for
  * the H200 measurements), a "figure" whose script exists, and every committed results file
  * results/<machine>/<name>.json has an experiment file behind it (logs/ and the listed
