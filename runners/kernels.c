@@ -25,12 +25,7 @@
 #endif
 
 typedef struct {
-    int fmts[AGOQ_FMT_COUNT];
-    size_t nfmt;
-    double *blocks;
-    size_t nblocks;
-    int scales[2], rounds[2];
-    size_t nscale, nround;
+    agoq_qgrid grid;    /* formats x blocks x scales x roundings */
     const char **cases; /* selection; NULL = all */
     size_t ncases;
     cli_sweep sweep;
@@ -50,31 +45,18 @@ static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, kplan *p) {
     jconf c = ctx->where;
     memset(p, 0, sizeof *p);
     if (jconf_only(c, cfg, keys) || jconf_strs(c, cfg, "cases", 0, &p->cases, &p->ncases) ||
-        jconf_nums(c, cfg, "blocks", 0, 8, 65536, &p->blocks, &p->nblocks) ||
-        agoq_jconf_names(c, cfg, "scales", agoq_scale_by_name, p->scales, &p->nscale, 2, AGOQ_SCALE_FP32, "fp32, bf16") ||
-        agoq_jconf_names(c, cfg, "roundings", agoq_rounding_by_name, p->rounds, &p->nround, 2, AGOQ_ROUND_NEAREST, "nearest, stochastic") ||
+        agoq_qgrid_parse(c, cfg, kDefaultFormats, sizeof kDefaultFormats / sizeof kDefaultFormats[0], &p->grid) ||
         jconf_sweep(c, cfg, 64, 1e12, (cli_sweep){1 << 20, (size_t)4 << 30, 4}, &p->sweep) ||
         jconf_long(c, cfg, "iters", 0, 1, 100000, 20, &p->iters) ||
         jconf_long(c, cfg, "warmup", 0, 0, 100000, 5, &p->warmup) ||
         jconf_long(c, cfg, "cols", 0, 8, 1 << 20, 4096, &p->cols) ||
         jconf_long(c, cfg, "nchunks", 0, 1, 64, 8, &p->nchunks) || jconf_bool(c, cfg, "check", 0, 1, &p->check))
         return -1;
-    if (cJSON_GetObjectItemCaseSensitive(cfg, "formats")) {
-        if (agoq_qspec_formats(c, cfg, "formats", p->fmts, &p->nfmt)) return -1;
-    } else {
-        p->nfmt = sizeof kDefaultFormats / sizeof kDefaultFormats[0];
-        for (size_t i = 0; i < p->nfmt; i++) p->fmts[i] = kDefaultFormats[i];
-    }
-    for (size_t i = 0; i < p->nblocks; i++)
-        if ((long)p->blocks[i] % 8 || p->blocks[i] != (double)(long)p->blocks[i]) {
-            agoq_error("%s: key '%s.blocks[%zu]': %g is not a multiple of 8", c.file, c.prefix, i, p->blocks[i]);
-            return -1;
-        }
     return cli_sweep_check(c.file, &p->sweep);
 }
 
 static void plan_free(kplan *p) {
-    free(p->blocks);
+    agoq_qgrid_free(&p->grid);
     free(p->cases);
 }
 
@@ -141,35 +123,28 @@ static void add_record(agoq_results *res, const agoq_bench_case *k, const agoq_b
 /* One case at one size over formats x blocks x scales x roundings (or once). -1 on a failed check. */
 static int run_case(const agoq_run_ctx *ctx, const kplan *p, const agoq_bench_case *k, size_t bytes, int first_size,
                     const agoq_bench_timing *copy, void *stream, agoq_results *res) {
-    const size_t nf = k->uses_format ? p->nfmt : 1, nb = p->nblocks ? p->nblocks : 1;
-    for (size_t fi = 0; fi < nf; fi++)
-        for (size_t bi = 0; bi < nb; bi++)
-            for (size_t si = 0; si < p->nscale; si++)
-                for (size_t ri = 0; ri < p->nround; ri++) {
-                    agoq_bench_args a = {bytes / 4, agoq_qconfig_default((agoq_format)p->fmts[fi]), (int)p->cols,
-                                         (int)p->nchunks, ctx->seed, stream};
-                    if (p->nblocks) a.qc.block = (int)p->blocks[bi];
-                    a.qc.scale = (agoq_scale_type)p->scales[si];
-                    a.qc.rounding = (agoq_rounding)p->rounds[ri];
-                    a.qc.seed = ctx->seed;
-                    if (k->supports && !k->supports(&a.qc)) continue;
-                    void *st = NULL;
-                    if (k->setup(&a, &st)) continue;
-                    const char *check = "skipped";
-                    if (p->check && k->check && first_size && a.n <= ((size_t)16 << 20)) {
-                        if (k->check(st, &a)) {
-                            agoq_error("kernels: case %s, format %s, block %d: result differs from the C reference",
-                                       k->name, agoq_formats[a.qc.fmt].name, a.qc.block);
-                            k->teardown(st);
-                            return -1;
-                        }
-                        check = "pass";
-                    }
-                    agoq_bench_timing t;
-                    agoq_bench_time_case(k, st, &a, (int)p->warmup, (int)p->iters, &t);
-                    k->teardown(st);
-                    add_record(res, k, &a, bytes, &t, copy, check);
-                }
+    const size_t nq = agoq_qgrid_count(&p->grid, k->uses_format);
+    for (size_t qi = 0; qi < nq; qi++) {
+        agoq_bench_args a = {bytes / 4, agoq_qgrid_at(&p->grid, qi, ctx->seed), (int)p->cols,
+                             (int)p->nchunks, ctx->seed, stream};
+        if (k->supports && !k->supports(&a.qc)) continue;
+        void *st = NULL;
+        if (k->setup(&a, &st)) continue;
+        const char *check = "skipped";
+        if (p->check && k->check && first_size && a.n <= ((size_t)16 << 20)) {
+            if (k->check(st, &a)) {
+                agoq_error("kernels: case %s, format %s, block %d: result differs from the C reference",
+                           k->name, agoq_formats[a.qc.fmt].name, a.qc.block);
+                k->teardown(st);
+                return -1;
+            }
+            check = "pass";
+        }
+        agoq_bench_timing t;
+        agoq_bench_time_case(k, st, &a, (int)p->warmup, (int)p->iters, &t);
+        k->teardown(st);
+        add_record(res, k, &a, bytes, &t, copy, check);
+    }
     return 0;
 }
 

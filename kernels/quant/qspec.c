@@ -133,6 +133,47 @@ int agoq_qspec_formats(jconf c, const cJSON *obj, const char *key, int *fmts, si
     return 0;
 }
 
+int agoq_qgrid_parse(jconf c, const cJSON *cfg, const agoq_format *dflt, size_t ndflt, agoq_qgrid *g) {
+    memset(g, 0, sizeof *g);
+    if (dflt && !cJSON_GetObjectItemCaseSensitive(cfg, "formats")) {
+        for (size_t i = 0; i < ndflt && i < AGOQ_FMT_COUNT; i++) g->fmts[g->nfmt++] = dflt[i];
+    } else if (agoq_qspec_formats(c, cfg, "formats", g->fmts, &g->nfmt)) {
+        return -1;
+    }
+    if (jconf_nums(c, cfg, "blocks", 0, 8, 65536, &g->blocks, &g->nblocks) ||
+        agoq_jconf_names(c, cfg, "scales", agoq_scale_by_name, g->scales, &g->nscale, 2, AGOQ_SCALE_FP32, "fp32, bf16") ||
+        agoq_jconf_names(c, cfg, "roundings", agoq_rounding_by_name, g->rounds, &g->nround, 2, AGOQ_ROUND_NEAREST,
+                         "nearest, stochastic"))
+        return -1;
+    for (size_t i = 0; i < g->nblocks; i++)
+        if ((long)g->blocks[i] % 8 || g->blocks[i] != (double)(long)g->blocks[i]) {
+            agoq_error("%s: key '%s.blocks[%zu]': %g is not a multiple of 8", c.file, c.prefix, i, g->blocks[i]);
+            return -1;
+        }
+    return 0;
+}
+
+void agoq_qgrid_free(agoq_qgrid *g) {
+    free(g->blocks);
+    g->blocks = NULL;
+}
+
+size_t agoq_qgrid_count(const agoq_qgrid *g, int all_formats) {
+    size_t nf = all_formats ? g->nfmt : (g->nfmt ? 1 : 0);
+    return nf * (g->nblocks ? g->nblocks : 1) * g->nscale * g->nround;
+}
+
+agoq_qconfig agoq_qgrid_at(const agoq_qgrid *g, size_t i, uint64_t seed) {
+    size_t ri = i % g->nround, si = i / g->nround % g->nscale, nb = g->nblocks ? g->nblocks : 1;
+    size_t bi = i / (g->nround * g->nscale) % nb, fi = i / (g->nround * g->nscale * nb);
+    agoq_qconfig q = agoq_qconfig_default((agoq_format)g->fmts[fi]);
+    if (g->nblocks) q.block = (int)g->blocks[bi];
+    q.scale = (agoq_scale_type)g->scales[si];
+    q.rounding = (agoq_rounding)g->rounds[ri];
+    q.seed = seed;
+    return q;
+}
+
 cJSON *agoq_csv_strings(const char *csv) {
     cJSON *a = cJSON_CreateArray();
     char *dup = strdup(csv), *save = NULL;
