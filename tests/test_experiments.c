@@ -98,3 +98,37 @@ TEST(every_committed_result_has_an_experiment_file) {
     CHECK(n > 30);
     CHECK(bad == 0);
 }
+
+static int listed(const char *const *keys, const char *k, size_t len) {
+    for (; keys && *keys; keys++)
+        if (strlen(*keys) == len && strncmp(*keys, k, len) == 0) return 1;
+    return 0;
+}
+
+/* Every flag of every runner sets a config key its runner reads (so a flag can neither be
+ * parsed into nothing nor be documented apart from the config), and has help text or is a
+ * hidden short-letter override. */
+TEST(runner_flags_set_known_config_keys) {
+    int n, bad = 0;
+    const agoq_runner *const *r = agoq_runners(&n);
+    CHECK(n == 8);
+    for (int i = 0; i < n; i++) {
+        CHECK(r[i]->keys && r[i]->flags && r[i]->run && r[i]->tsv && r[i]->ntsv);
+        for (const agoq_flag *f = r[i]->flags; f->name || f->short_opt; f++) {
+            if (!f->key) continue; /* a rejecting override (step -b/-e/-f) */
+            if (strcmp(r[i]->kind, "step") == 0 && strcmp(f->key, "check") == 0) continue; /* step_finish consumes it */
+            const char *dot = strchr(f->key, '.');
+            size_t len = dot ? (size_t)(dot - f->key) : strlen(f->key);
+            if (!listed(r[i]->keys, f->key, len) && !listed(r[i]->more_keys, f->key, len)) {
+                fprintf(stderr, "  agoq %s --%s sets '%s', not a config key of kind %s\n", r[i]->kind,
+                        f->name ? f->name : "?", f->key, r[i]->kind);
+                bad++;
+            }
+            if (f->name && !f->help) {
+                fprintf(stderr, "  agoq %s --%s has no help text\n", r[i]->kind, f->name);
+                bad++;
+            }
+        }
+    }
+    CHECK(bad == 0);
+}
