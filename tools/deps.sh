@@ -12,7 +12,7 @@ for a in "$@"; do
   esac
 done
 
-pkgs=(libcjson-dev gnuplot-nox jq)
+pkgs=(libcjson-dev gnuplot-nox)
 [ "$want_mpi" = 1 ] && pkgs+=(libopenmpi-dev openmpi-bin)
 
 missing=()

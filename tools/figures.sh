@@ -13,12 +13,12 @@
 # (one with a figure and without committed results counts as failed, so the gap is visible).
 # Environment: AGOQ_FIGURES_ONLY="name ..." runs just those; AGOQ_FIGURES_SKIP="name ..." leaves
 # some out. Exit status 1 when an experiment or a plot failed (the others are still drawn).
-# Needs jq (tools/deps.sh installs it) to read the experiment files.
+# The experiment files are read through `agoq list --experiments` (name, kind, results path,
+# figure script and vars), so the path rule and the JSON reading live in the binary only.
 set -u
 bin="${1:-build/agoq}"
 [ -x "$bin" ] || { echo "figures: agoq binary '$bin' not found (run make first)" >&2; exit 1; }
 command -v gnuplot >/dev/null || { echo "figures: gnuplot not found (tools/deps.sh installs gnuplot-nox)" >&2; exit 1; }
-command -v jq >/dev/null || { echo "figures: jq not found (tools/deps.sh installs it)" >&2; exit 1; }
 
 wanted() { # name -> 0 when it should run
   if [ -n "${AGOQ_FIGURES_ONLY:-}" ]; then [[ " $AGOQ_FIGURES_ONLY " == *" $1 "* ]] || return 1; fi
@@ -28,14 +28,11 @@ wanted() { # name -> 0 when it should run
 
 ok=0; failed=(); notes=(); t0=$(date +%s)
 
-# run_one FILE: runs (CPU) or reads (GPU) experiments/NAME.json, draws its figure.
+# run_one NAME KIND OUT SCRIPT VARS: runs (CPU) or reads (GPU) experiments/NAME.json, draws its figure.
 run_one() {
-  local file="$1" name out kind gp vars base t1
-  name=$(basename "$file" .json)
-  out=$(jq -r '.out // empty' "$file"); out="${out:-results/cpu/$name.json}"
-  kind=$(jq -r '.kind' "$file")
-  gp=$(jq -r '.figure.script // empty' "$file")
-  vars=$(jq -r '.figure.vars // empty' "$file")
+  local name="$1" kind="$2" out="$3" gp="$4" vars="$5" file="experiments/$1.json" base t1
+  [ "$gp" = - ] && gp=""
+  [ "$vars" = - ] && vars=""
   base="${out%.json}"
   t1=$(date +%s)
   mkdir -p "$(dirname "$out")"
@@ -70,9 +67,10 @@ run_one() {
   ok=$((ok + 1))
 }
 
-for f in experiments/*.json; do
-  wanted "$(basename "$f" .json)" && run_one "$f"
-done
+list=$("$bin" list --experiments) || { echo "figures: agoq list --experiments failed" >&2; exit 1; }
+while IFS=$'\t' read -r -u 3 name kind out gp vars; do
+  wanted "$name" && run_one "$name" "$kind" "$out" "$gp" "$vars"
+done 3<<<"$list"
 
 [ ${#notes[@]} -gt 0 ] && printf 'figures: note: %s\n' "${notes[@]}" >&2
 echo "figures: $ok figures beside their results (results/<machine>/), ${#failed[@]} failed, $(( $(date +%s) - t0 )) s" >&2
