@@ -273,7 +273,7 @@ void agoq_runner_help(const agoq_runner *r) {
     if (r->notes) printf("%s\n", r->notes);
     if (r->keys) {
         printf("config keys (experiment files, kind \"%s\"):", r->kind);
-        size_t col = 40, first = 1;
+        size_t col = 96, first = 1; /* the list starts on its own line */
         for (int list = 0; list < 2; list++)
             for (const char *const *k = list ? r->more_keys : r->keys; k && *k; k++) {
                 int dup = 0;
