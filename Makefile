@@ -1,6 +1,6 @@
 # agoq-bench build.
 #   make            build build/agoq (CPU backend always; CUDA + NCCL when nvcc is found)
-#   make run        the default experiment on the best backend -> results/default.json + .png, then
+#   make run        the default experiment on the best backend -> results/cpu/default.json + .png, then
 #                   (GPU + cuDNN) the measured step comparison experiments/step_quick.json
 #   make test       CPU test runner (what CI runs); SAN=1 adds address/undefined sanitizers
 #   make test-cuda  bit-exact CUDA-vs-reference tests (needs a GPU)
@@ -112,9 +112,9 @@ $(BUILD)/agoq_test_cuda: $(LIB_OBJS) $(CU_OBJS) $(patsubst %.c,$(BUILD)/%.o,$(CU
 
 run: | deps
 	@$(MAKE) --no-print-directory $(BUILD)/agoq
-	$(BUILD)/agoq run experiments/default.json --backend auto --out results/default.json
-	gnuplot -e "in='results/default.tsv'; out='results/default.png'" plots/default.gp
-	@echo "wrote results/default.json results/default.tsv results/default.png"
+	$(BUILD)/agoq run experiments/default.json --backend auto
+	gnuplot -e "in='results/cpu/default.tsv'; out='results/cpu/default.png'" plots/default.gp
+	@echo "wrote results/cpu/default.json results/cpu/default.tsv results/cpu/default.png"
 	@$(MAKE) --no-print-directory run-step
 
 # The measured step comparison of `make run` (experiments/step_quick.json): only where
@@ -122,9 +122,9 @@ run: | deps
 run-step:
 	@if why=$$($(BUILD)/agoq step --check 2>&1); then \
 	  echo "make run: $$why"; \
-	  $(BUILD)/agoq run experiments/step_quick.json -q > results/step_quick.txt && \
-	  echo "make run: measured step, 2 LLaMA-2-7B layers, seq 4096 (results/step_quick.json):" && \
-	  awk -F'\t' '!/^#/ { printf "  %-10s peak %7.2f GB  %9.0f tokens/s\n", $$1, $$8 / 1e9, $$11 }' results/step_quick.tsv; \
+	  $(BUILD)/agoq run experiments/step_quick.json -q > results/h200/step_quick.txt && \
+	  echo "make run: measured step, 2 LLaMA-2-7B layers, seq 4096 (results/h200/step_quick.json):" && \
+	  awk -F'\t' '!/^#/ { printf "  %-10s peak %7.2f GB  %9.0f tokens/s\n", $$1, $$8 / 1e9, $$11 }' results/h200/step_quick.tsv; \
 	else echo "make run: step comparison skipped: $${why#agoq: step --check: }"; fi
 
 test: | deps

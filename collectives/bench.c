@@ -53,14 +53,15 @@ static int cmp_double(const void *a, const void *b) {
 
 static int sum_by_name(const char *s) { return s && !strcmp(s, "fp32") ? AGOQ_SUM_FP32 : s && !strcmp(s, "bf16") ? AGOQ_SUM_BF16 : -1; }
 
-static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, coll_plan *p) {
-    static const char *const keys[] = {"mode", "algos", "ops", "formats", "block", "scale", "sums", "ranks",
+const char *const agoq_coll_keys[] = {"mode", "algos", "ops", "formats", "block", "scale", "sums", "ranks",
                                        "ranks_per_node", "min_bytes", "max_bytes", "factor", "iters", "warmup",
                                        "dist", "check", "check_max_bytes", "phases", "keep_going", "microbatches",
                                        "seed", NULL};
+
+static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, coll_plan *p) {
+    const char *const *keys = agoq_coll_keys;
     jconf c = ctx->where;
     const char *mode, *scale, *dist;
-    double mn, mx;
     memset(p, 0, sizeof *p);
     if (jconf_only(c, cfg, keys) || jconf_str(c, cfg, "mode", 0, "collective", &mode) ||
         agoq_jconf_names(c, cfg, "algos", agoq_coll_algo_by_name, p->algos, &p->nalgo, AGOQ_ALGO_COUNT, -1,
@@ -73,8 +74,7 @@ static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, coll_plan *p) {
         jconf_long(c, cfg, "block", 0, 0, 65536, 0, &p->block) || jconf_str(c, cfg, "scale", 0, "fp32", &scale) ||
         jconf_nums(c, cfg, "ranks", 0, 1, 4096, &p->ranks, &p->nranks) ||
         jconf_long(c, cfg, "ranks_per_node", 0, 0, 4096, 0, &p->rpn) ||
-        jconf_num(c, cfg, "min_bytes", 0, 1, 1e13, 32 << 10, &mn) || jconf_num(c, cfg, "max_bytes", 0, 1, 1e13, 1 << 20, &mx) ||
-        jconf_num(c, cfg, "factor", 0, 1, 1e6, 32, &p->sweep.factor) ||
+        jconf_sweep(c, cfg, 1, 1e13, (cli_sweep){32 << 10, 1 << 20, 32}, &p->sweep) ||
         jconf_long(c, cfg, "iters", 0, 1, 100000, 5, &p->iters) || jconf_long(c, cfg, "warmup", 0, 0, 100000, 1, &p->warmup) ||
         jconf_str(c, cfg, "dist", 0, "normal", &dist) || jconf_bool(c, cfg, "check", 0, 1, &p->check) ||
         jconf_num(c, cfg, "check_max_bytes", 0, 0, 1e13, 256.0 * (1 << 20), &p->check_max_bytes) ||
@@ -101,13 +101,12 @@ static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, coll_plan *p) {
             agoq_error("%s: key '%s.ranks[%zu]': %g is not an integer", c.file, c.prefix, i, p->ranks[i]);
             return -1;
         }
+    size_t mn = p->sweep.min_bytes, mx = p->sweep.max_bytes;
     if (mn < 4 || mx < 4) {
         agoq_error("%s: key '%s.%s': size %g bytes is smaller than one fp32 element", c.file, c.prefix,
-                   mn < 4 ? "min_bytes" : "max_bytes", mn < 4 ? mn : mx);
+                   mn < 4 ? "min_bytes" : "max_bytes", (double)(mn < 4 ? mn : mx));
         return -1;
     }
-    p->sweep.min_bytes = (size_t)mn;
-    p->sweep.max_bytes = (size_t)mx;
     return cli_sweep_check(c.file, &p->sweep);
 }
 

@@ -8,6 +8,7 @@
 extern "C" {
 #endif
 
+extern const char *const agoq_coll_keys[]; /* its config keys, NULL-terminated */
 int agoq_exp_collectives(const agoq_run_ctx *ctx, const cJSON *config, agoq_results *res);
 
 #ifdef __cplusplus

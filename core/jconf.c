@@ -161,3 +161,13 @@ int jconf_only(jconf c, const cJSON *obj, const char *const *allowed) {
     }
     return 0;
 }
+
+int jconf_sweep(jconf c, const cJSON *obj, double lo, double hi, cli_sweep dflt, cli_sweep *out) {
+    double mn, mx, f;
+    if (jconf_num(c, obj, "min_bytes", 0, lo, hi, (double)dflt.min_bytes, &mn) ||
+        jconf_num(c, obj, "max_bytes", 0, lo, hi, (double)dflt.max_bytes, &mx) ||
+        jconf_num(c, obj, "factor", 0, 1, 1e6, dflt.factor, &f))
+        return -1;
+    *out = (cli_sweep){(size_t)mn, (size_t)mx, f};
+    return 0;
+}

@@ -6,6 +6,8 @@
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
+#include "core/cli.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -27,6 +29,11 @@ int jconf_str(jconf c, const cJSON *obj, const char *key, int required, const ch
 /* Array of strings / numbers: *out points into a malloc'd array (caller frees), *n its length.
  * A missing optional key gives n = 0. */
 int jconf_strs(jconf c, const cJSON *obj, const char *key, int required, const char ***out, size_t *n);
+/* The size sweep keys of every sweeping runner (quant, kernels, collectives, simulate comm):
+ * min_bytes and max_bytes in [lo, hi], factor in [1, 1e6], defaults from dflt. Reads them only;
+ * the caller checks the range with cli_sweep_check (core/cli.h) and walks the points with
+ * cli_sweep_count / cli_sweep_bytes. */
+int jconf_sweep(jconf c, const cJSON *obj, double lo, double hi, cli_sweep dflt, cli_sweep *out);
 int jconf_nums(jconf c, const cJSON *obj, const char *key, int required, double lo, double hi,
                double **out, size_t *n);
 /* Object member (required or NULL result when optional and missing). */

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/quant/qspec.h"
 #include "models/memory.h"
 
 static const char *const g_policy_names[AGOQ_POLICY_COUNT] = {"bf16", "coat", "int8", "int4", "agoq",
@@ -104,27 +105,13 @@ double agoq_store_bytes_rows(const agoq_store *st, double rows, double cols, int
 }
 
 int agoq_store_parse(const char *s, agoq_store *out) {
-    char name[64];
     memset(out, 0, sizeof *out);
     if (!s) return -1;
     if (strcmp(s, "native") == 0 || strcmp(s, "bf16") == 0) return out->kind = AGOQ_STORE_NATIVE, 0;
     if (strcmp(s, "fp32") == 0) return out->kind = AGOQ_STORE_FP32, 0;
     if (strcmp(s, "recompute") == 0) return out->kind = AGOQ_STORE_RECOMPUTE, 0;
-    const char *slash = strchr(s, '/');
-    size_t len = slash ? (size_t)(slash - s) : strlen(s);
-    if (len == 0 || len >= sizeof name) return -1;
-    memcpy(name, s, len);
-    name[len] = '\0';
-    int f = agoq_format_by_name(name);
-    if (f < 0) return -1;
+    if (agoq_qspec_from_string(s, &out->q)) return -1; /* format[/block]: the shared parser */
     out->kind = AGOQ_STORE_QUANT;
-    out->q = agoq_qconfig_default((agoq_format)f);
-    if (slash) {
-        char *end;
-        long b = strtol(slash + 1, &end, 10);
-        if (*end || end == slash + 1 || b < 8 || b > 65536 || b % 8) return -1;
-        out->q.block = (int)b;
-    }
     return 0;
 }
 
@@ -133,7 +120,7 @@ const char *agoq_store_label(const agoq_store *st, char *buf, size_t len) {
     case AGOQ_STORE_NATIVE: snprintf(buf, len, "native"); break;
     case AGOQ_STORE_FP32: snprintf(buf, len, "fp32"); break;
     case AGOQ_STORE_RECOMPUTE: snprintf(buf, len, "recompute"); break;
-    case AGOQ_STORE_QUANT: snprintf(buf, len, "%s/%d", agoq_formats[st->q.fmt].name, st->q.block); break;
+    case AGOQ_STORE_QUANT: agoq_qspec_label(&st->q, buf, len); break;
     }
     return buf;
 }

@@ -2,10 +2,10 @@
 # format on the distributions that stand in for layer inputs (MEASURED, CPU reference, kind
 # "quant"); right, the paper's Table 13 per-layer gradient errors (REPORTED by the paper, not
 # measured here; different quantity: gradient error after training steps, not storage error).
-#   gnuplot -e "in='results/ablation_error_quant.tsv'; out='results/figures/ablation_error_quant.png'" plots/ablation_error_quant.gp
+#   gnuplot -e "in='results/cpu/ablation_error_quant.tsv'; out='results/cpu/ablation_error_quant.png'" plots/ablation_error_quant.gp
 # columns: 1 format 2 bits 3 block 4 dist 5 bits_per_element 6 nmse 7 snr_db 8 max_rel
-if (!exists("in")) in = 'results/ablation_error_quant.tsv'
-if (!exists("out")) out = 'results/figures/ablation_error_quant.png'
+if (!exists("in")) in = 'results/cpu/ablation_error_quant.tsv'
+if (!exists("out")) out = 'results/cpu/ablation_error_quant.png'
 set terminal pngcairo size 1300,540 font ",11" noenhanced
 set output out
 set datafile separator "\t"

@@ -1,11 +1,11 @@
 # Gradient bit-width ablation: step time and exposed data-parallel communication of AGoQ with
 # 8-bit (dyn8), 4-bit (int4) or bf16 gradients, and Megatron's fp32 all-reduce (= step time x
 # speedup), at 200 Gb/s and 10 Gb/s per node. SIMULATED.
-#   gnuplot -e "in='results/ablation_grad_bits.tsv'; out='results/figures/ablation_grad_bits.png'" plots/ablation_grad_bits.gp
+#   gnuplot -e "in='results/cpu/ablation_grad_bits.tsv'; out='results/cpu/ablation_grad_bits.png'" plots/ablation_grad_bits.gp
 # columns: 1 machine 2 variant_id 3 variant 4 method 5 grad_wire_bits 6 step_ms 7 dp_comm_ms
 #          8 dp_comm_total_ms 9 mem_GiB 10 speedup
-if (!exists("in")) in = 'results/ablation_grad_bits.tsv'
-if (!exists("out")) out = 'results/figures/ablation_grad_bits.png'
+if (!exists("in")) in = 'results/cpu/ablation_grad_bits.tsv'
+if (!exists("out")) out = 'results/cpu/ablation_grad_bits.png'
 set terminal pngcairo size 1200,520 font ",11" noenhanced
 set output out
 set datafile separator "\t"

@@ -1,11 +1,11 @@
 # Ablations over AGoQ variants (activation formats, or which layer types stay high precision):
 # peak memory per GPU against the GPU's capacity, and speedup over Megatron-LM, vs sequence
 # length. SIMULATED; a variant that does not fit (AGoQ never recomputes) is drawn as a cross.
-#   gnuplot -e "in='results/ablation_act_bits.tsv'; out='results/figures/ablation_act_bits.png'; variants='fp4_e2m1 int8 fp8_e4m3 bf16'; what='activation format'; capacity=48" plots/ablation_variants.gp
+#   gnuplot -e "in='results/cpu/ablation_act_bits.tsv'; out='results/cpu/ablation_act_bits.png'; variants='fp4_e2m1 int8 fp8_e4m3 bf16'; what='activation format'; capacity=48" plots/ablation_variants.gp
 # columns: 1 seq_k 2 variant_id 3 variant 4 step_ms 5 mem_GiB 6 act_GiB 7 fits 8 quant_ms 9 speedup
 # Rows cycle through the variants in order at every length, so `every nv::i` selects one.
-if (!exists("in")) in = 'results/ablation_act_bits.tsv'
-if (!exists("out")) out = 'results/figures/ablation_act_bits.png'
+if (!exists("in")) in = 'results/cpu/ablation_act_bits.tsv'
+if (!exists("out")) out = 'results/cpu/ablation_act_bits.png'
 if (!exists("variants")) variants = 'fp4_e2m1 int8 fp8_e4m3 bf16'
 if (!exists("what")) what = 'activation format'
 if (!exists("capacity")) capacity = 48

@@ -3,11 +3,11 @@
 # capped at 8) and of the exact widest width that fits the budget N_0 * 4; the dashed line is the
 # budget, labels give the bits. Reads the TSV of experiments/bitalloc_dbca_units*.json:
 #   build/agoq run experiments/bitalloc_dbca_units.json
-#   gnuplot -e "in='results/bitalloc_dbca_units.tsv'; out='results/figures/bitalloc_dbca_units.png'" plots/bitalloc.gp
+#   gnuplot -e "in='results/cpu/bitalloc_dbca_units.tsv'; out='results/cpu/bitalloc_dbca_units.png'" plots/bitalloc.gp
 # columns: 1 stage 2 inflight 3 budget_units 4 paper_bits 5 paper_units 6 paper_over_units
 #          7 exact_bits 8 exact_units
-if (!exists("in")) in = 'results/bitalloc_dbca_units.tsv'
-if (!exists("out")) out = 'results/figures/bitalloc_dbca_units.png'
+if (!exists("in")) in = 'results/cpu/bitalloc_dbca_units.tsv'
+if (!exists("out")) out = 'results/cpu/bitalloc_dbca_units.png'
 if (!exists("note")) note = ''
 set terminal pngcairo size 900,520 font ",11" noenhanced
 set output out

@@ -1,10 +1,10 @@
 # Micro-batch gradient accumulation error vs the number of micro-batches (MEASURED, C reference
 # kernels): the accumulator is stored in 8 bits and requantized after every micro-batch, as the
 # paper does; bf16 accumulation beside it. experiments/collectives_cpu_accumulate.json.
-#   gnuplot -e "in='results/cpu/collectives_accumulate.tsv'; out='results/figures/collectives_cpu_accumulate.png'" plots/collectives_cpu_accumulate.gp
+#   gnuplot -e "in='results/cpu/collectives_cpu_accumulate.tsv'; out='results/cpu/collectives_cpu_accumulate.png'" plots/collectives_cpu_accumulate.gp
 # columns: 1 format 2 microbatches 3 snr_db 4 nmse 5 max_rel 6 bf16_accum_snr_db
-if (!exists("in")) in = 'results/cpu/collectives_accumulate.tsv'
-if (!exists("out")) out = 'results/figures/collectives_cpu_accumulate.png'
+if (!exists("in")) in = 'results/cpu/collectives_cpu_accumulate.tsv'
+if (!exists("out")) out = 'results/cpu/collectives_cpu_accumulate.png'
 set terminal pngcairo size 900,560 font ",11" noenhanced
 set output out
 set datafile separator "\t"

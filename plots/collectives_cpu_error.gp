@@ -2,10 +2,10 @@
 # algorithms with the C reference kernels): SNR of the result against the fp32 reference sum.
 # AGoQ quantizes every element twice whatever N; the naive quantized ring N times; FP8-LM's
 # shared scale grows with N. experiments/collectives_cpu_error.json writes the TSV.
-#   gnuplot -e "in='results/cpu/collectives_error.tsv'; out='results/figures/collectives_cpu_error.png'" plots/collectives_cpu_error.gp
+#   gnuplot -e "in='results/cpu/collectives_cpu_error.tsv'; out='results/cpu/collectives_cpu_error.png'" plots/collectives_cpu_error.gp
 # columns: 1 algo 2 format 3 sum 4 ranks 5 quantizations 6 wire_bytes 7 snr_db 8 nmse 9 max_rel 10 time_ms
-if (!exists("in")) in = 'results/cpu/collectives_error.tsv'
-if (!exists("out")) out = 'results/figures/collectives_cpu_error.png'
+if (!exists("in")) in = 'results/cpu/collectives_cpu_error.tsv'
+if (!exists("out")) out = 'results/cpu/collectives_cpu_error.png'
 set terminal pngcairo size 900,560 font ",11" noenhanced
 set output out
 set datafile separator "\t"

@@ -1,10 +1,10 @@
 # GPU collectives sweep (MEASURED by tools/device_collectives.sh, `agoq collectives --backend
 # cuda`): all-reduce time and bus bandwidth per algorithm vs size per rank.
-#   gnuplot -e "in='results/h200/collectives_1gpu.tsv'; out='results/figures/collectives_1gpu.png'" plots/collectives_gpu.gp
-# columns (harness/cmd_collectives.c): 1 algo 2 op 3 format 4 sum 5 ranks 6 bytes 7 time_ms
+#   gnuplot -e "in='results/h200/collectives_1gpu.tsv'; out='results/h200/collectives_1gpu.png'" plots/collectives_gpu.gp
+# columns (runners/collectives.c): 1 algo 2 op 3 format 4 sum 5 ranks 6 bytes 7 time_ms
 #   8 algbw_GBps 9 busbw_GBps 10 wire_bytes 11 quantizations 12 snr_db 13 nmse 14 max_rel
 if (!exists("in")) in = 'results/h200/collectives_1gpu.tsv'
-if (!exists("out")) out = 'results/figures/collectives_1gpu.png'
+if (!exists("out")) out = 'results/h200/collectives_1gpu.png'
 if (!exists("op")) op = 'allreduce'
 set terminal pngcairo size 1300,540 font ",11" noenhanced
 set output out

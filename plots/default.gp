@@ -1,8 +1,8 @@
 # make run figure: SNR (dB) against storage bits per element (scales included) for every format,
 # one panel per input distribution. Reads the TSV `agoq run experiments/default.json` writes.
-#   gnuplot -e "in='results/default.tsv'; out='results/default.png'" plots/default.gp
-if (!exists("in")) in = 'results/default.tsv'
-if (!exists("out")) out = 'results/default.png'
+#   gnuplot -e "in='results/cpu/default.tsv'; out='results/cpu/default.png'" plots/default.gp
+if (!exists("in")) in = 'results/cpu/default.tsv'
+if (!exists("out")) out = 'results/cpu/default.png'
 set terminal pngcairo size 1500,520 font ",10" noenhanced
 set output out
 set datafile separator "\t"

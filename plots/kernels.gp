@@ -3,9 +3,9 @@
 # format; the issue's 0.90 target dashed; in black the streaming ceiling that fits the panel's
 # traffic (read-only for quantizers, write-only for dequantizers, the copy kernel for the
 # gradient kernels), measured in the same run. Reads results/h200/kernels.tsv (agoq kernels).
-#   gnuplot -e "in='results/h200/kernels.tsv'; out='results/figures/h200_kernels.png'" plots/kernels.gp
+#   gnuplot -e "in='results/h200/kernels.tsv'; out='results/h200/kernels.png'" plots/kernels.gp
 if (!exists("in")) in = 'results/h200/kernels.tsv'
-if (!exists("out")) out = 'results/figures/h200_kernels.png'
+if (!exists("out")) out = 'results/h200/kernels.png'
 set terminal pngcairo size 1500,900 font ",10" noenhanced
 set output out
 set datafile separator "\t"

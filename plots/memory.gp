@@ -3,14 +3,14 @@
 # AGoQ's change against bf16 at the same layout, with the paper's headline (-51.6%, Table 8:
 # LLaMA2-13B 46.1 -> 22.3 GB) marked. Reads the TSV of experiments/memory_sweep.json:
 #   build/agoq run experiments/memory_sweep.json
-#   gnuplot -e "in='results/memory_sweep.tsv'; out='results/figures/memory_sweep.png'" plots/memory.gp
+#   gnuplot -e "in='results/cpu/memory_sweep.tsv'; out='results/cpu/memory_sweep.png'" plots/memory.gp
 # columns: 1 model 2 policy 3 accounting 4 gpus 5 tp 6 pp 7 dp 8 zero 9 seq 10 weights_GB
 #          11 grads_GB 12 optimizer_GB 13 activations_GB 14 act_scales_GB 15 comm_GB 16 total_GB
 #          17 layer_act_U 18 vs_baseline_pct
 # Row order is the runner's loop order: model, GPU count, ZeRO stage, policy (innermost), so
 # `every stride::first::last` selects one (model, ZeRO, policy) line.
-if (!exists("in")) in = 'results/memory_sweep.tsv'
-if (!exists("out")) out = 'results/figures/memory_sweep.png'
+if (!exists("in")) in = 'results/cpu/memory_sweep.tsv'
+if (!exists("out")) out = 'results/cpu/memory_sweep.png'
 if (!exists("models")) models = "llama2-7b llama2-13b llama3-8b codellama-34b llama2-70b"
 if (!exists("policies")) policies = "bf16 coat agoq"
 if (!exists("ngpus")) ngpus = 8

@@ -2,13 +2,13 @@
 # memory (the arena's high-water mark; a cross = over the budget, drawn at its dry-run need) and
 # tokens/s. One curve per (run, model, tp) of the TSV. A dry plan (no timing: every tokens/s is
 # nan) draws the memory panel only and says it is the allocation plan, not a measurement.
-#   gnuplot -e "in='results/h200/step_seq.tsv'; out='results/figures/step_seq.png'" plots/step.gp
+#   gnuplot -e "in='results/h200/step_seq.tsv'; out='results/h200/step_seq.png'" plots/step.gp
 # TSV columns (the "tsv" list of experiments/step_*.json, and of `agoq step`):
 #   1 name 2 policy 3 model 4 tp 5 seq 6 recomputed_layers 7 fits 8 peak_bytes
 #   9 saved_activation_bytes 10 step_ms 11 tokens_per_s 12 mfu 13 time_vs_bf16 14 peak_vs_bf16
 #   15 saved_vs_bf16 16 time_vs_recompute 17 peak_vs_recompute 18 needed_bytes
 if (!exists("in")) in = 'results/h200/step_seq.tsv'
-if (!exists("out")) out = 'results/figures/step_seq.png'
+if (!exists("out")) out = 'results/h200/step_seq.png'
 # "name|model|tp" of every curve, in the order of the file; each curve reads only its rows
 series = system("awk -F'\t' '!/^#/ && !seen[$1 \"|\" $3 \"|\" $4]++ { printf \"%s|%s|%s \", $1, $3, $4 }' ".in)
 points = system("awk -F'\t' '!/^#/ && !seen[$3 \"|\" $4]++ { n++ } END { print n + 0 }' ".in) + 0

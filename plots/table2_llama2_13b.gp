@@ -1,13 +1,13 @@
 # Paper Table 2 (LLaMA2-13B, 64 x A6000, TP=8 PP=4 DP=2): iteration time, recomputed layers per
 # stage and speedup over Megatron-LM vs sequence length. Lines with filled points: our
 # simulation; open circles: the paper's reported values (never ours).
-#   gnuplot -e "in='results/table2_llama2_13b.tsv'; out='results/figures/table2_llama2_13b.png'" plots/table2_llama2_13b.gp
+#   gnuplot -e "in='results/cpu/table2_llama2_13b.tsv'; out='results/cpu/table2_llama2_13b.png'" plots/table2_llama2_13b.gp
 # Optional: note='...' is added to the title (which memory accounting chose R).
 # columns: 1 seq_k 2 method_id 3 method 4 step_ms 5 paper_step_ms 6 recompute 7 paper_recompute
 #          8 mem_GiB 9 fits 10 speedup 11 paper_speedup
 # Rows cycle through the methods in order at every length, so `every n::i` selects one method.
-if (!exists("in")) in = 'results/table2_llama2_13b.tsv'
-if (!exists("out")) out = 'results/figures/table2_llama2_13b.png'
+if (!exists("in")) in = 'results/cpu/table2_llama2_13b.tsv'
+if (!exists("out")) out = 'results/cpu/table2_llama2_13b.png'
 if (!exists("note")) note = 'memory: real accounting'
 set terminal pngcairo size 1500,560 font ",11" noenhanced
 set output out

@@ -1,11 +1,11 @@
 # Paper Table 3 (OLMo-1B, 16 x RTX PRO 6000, global batch 64): iteration time and peak memory
 # per GPU of COAT and AGoQ at 24K and 32K. Filled points + lines: our simulation; open circles:
 # the paper's reported values (never ours).
-#   gnuplot -e "in='results/table3_olmo1b_coat.tsv'; out='results/figures/table3_olmo1b_coat.png'" plots/table3_olmo1b_coat.gp
+#   gnuplot -e "in='results/cpu/table3_olmo1b_coat.tsv'; out='results/cpu/table3_olmo1b_coat.png'" plots/table3_olmo1b_coat.gp
 # columns: 1 seq_k 2 method_id 3 method 4 step_ms 5 paper_step_ms 6 mem_MB 7 paper_mem_MB
 #          8 recompute 9 fits 10 speedup 11 paper_speedup   (rows cycle through the methods)
-if (!exists("in")) in = 'results/table3_olmo1b_coat.tsv'
-if (!exists("out")) out = 'results/figures/table3_olmo1b_coat.png'
+if (!exists("in")) in = 'results/cpu/table3_olmo1b_coat.tsv'
+if (!exists("out")) out = 'results/cpu/table3_olmo1b_coat.png'
 set terminal pngcairo size 1200,520 font ",11" noenhanced
 set output out
 set datafile separator "\t"

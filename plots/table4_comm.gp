@@ -1,12 +1,12 @@
 # Paper Table 4 (TP=8 DP=8 on the A6000 cluster): gradient all-reduce time vs buffer size at
 # 200 Gb/s and 10 Gb/s, fp32 all-reduce vs AGoQ's quantized all-to-all + all-gather.
 # Lines: our simulation (alpha-beta model); open symbols: the paper's reported values.
-#   gnuplot -e "in='results/table4_comm.tsv'; out='results/figures/table4_comm.png'" plots/table4_comm.gp
+#   gnuplot -e "in='results/cpu/table4_comm.tsv'; out='results/cpu/table4_comm.png'" plots/table4_comm.gp
 # columns: 1 machine_id 2 machine 3 bytes 4 MiB 5 allreduce_ms 6 paper_allreduce_ms 7 a2a_ms
 #          8 paper_a2a_ms 9 quant_ms 10 paper_quant_ms 11 allgather_ms 12 paper_allgather_ms
 #          13 agoq_total_ms 14 paper_agoq_total_ms 15 speedup
-if (!exists("in")) in = 'results/table4_comm.tsv'
-if (!exists("out")) out = 'results/figures/table4_comm.png'
+if (!exists("in")) in = 'results/cpu/table4_comm.tsv'
+if (!exists("out")) out = 'results/cpu/table4_comm.png'
 set terminal pngcairo size 1200,520 font ",11" noenhanced
 set output out
 set datafile separator "\t"

@@ -1,12 +1,12 @@
 # Throughput vs GPU count (weak scaling) per method, one panel per model: tokens/s per GPU and
 # peak memory per GPU. Every value is SIMULATED; a point whose memory exceeds the GPU is drawn
 # as a cross (does not fit).
-#   gnuplot -e "in='results/throughput_h200.tsv'; out='results/figures/throughput_h200.png'; models='llama2-7b llama2-13b'; methods='zero3 zeropp coat agoq agoq_zero1'; machine='H200'" plots/throughput.gp
+#   gnuplot -e "in='results/cpu/throughput_h200.tsv'; out='results/cpu/throughput_h200.png'; models='llama2-7b llama2-13b'; methods='zero3 zeropp coat agoq agoq_zero1'; machine='H200'" plots/throughput.gp
 # Rows cycle through the methods in order at every point, so `every nk::i` selects one method.
 # columns: 1 model 2 method_id 3 method 4 gpus 5 step_ms 6 tokens_per_s 7 tokens_per_s_per_gpu
 #          8 mem_GiB 9 fits 10 recompute 11 dp_comm_ms 12 speedup
-if (!exists("in")) in = 'results/throughput_h200.tsv'
-if (!exists("out")) out = 'results/figures/throughput_h200.png'
+if (!exists("in")) in = 'results/cpu/throughput_h200.tsv'
+if (!exists("out")) out = 'results/cpu/throughput_h200.png'
 if (!exists("models")) models = 'llama2-7b llama2-13b'
 if (!exists("methods")) methods = 'zero3 zeropp coat agoq agoq_zero1'
 if (!exists("machine")) machine = 'H200'

@@ -2,12 +2,12 @@
 # all-reduce) run, and the relative L2 error each activation policy puts into the gradients
 # (against fp32 storage, same weights and batch). Reads the TSV `agoq run experiments/train.json`
 # writes beside its JSON:
-#   gnuplot -e "in='results/train/train.tsv'; out='results/train/train.png'" plots/train.gp
+#   gnuplot -e "in='results/cpu/train.tsv'; out='results/cpu/train.png'" plots/train.gp
 # Optional: where='GPU (H200)' names the machine in the title (default CPU); seed=N picks one seed when the file holds several (default 1); runs='a+b c+d' the
 # runs to draw; allreduce=1 puts the all-reduce's error against the exact mean (column 12, in
 # files written from commit d9f088d on) in the last panel instead of the activation policy's.
-if (!exists("in")) in = 'results/train/train.tsv'
-if (!exists("out")) out = 'results/train/train.png'
+if (!exists("in")) in = 'results/cpu/train.tsv'
+if (!exists("out")) out = 'results/cpu/train.png'
 if (!exists("seed")) seed = 1
 set terminal pngcairo size 1400,1000 font ",10" noenhanced
 set output out

@@ -8,7 +8,7 @@
  *   schedule, sp, num_microbatches, recompute_layers, impl, ...),
  *   budget_gb (default: the base policy's peak stage, so no stage may exceed today's worst),
  *   candidates ["native", "fp8_e4m3/128", "int8/128", "fp4_e2m1/128"] (storage specs),
- *   quant_results "results/quant_error.json" (measured NMSE per format; without it the built-in
+ *   quant_results "results/cpu/quant_error.json" (measured NMSE per format; without it the built-in
  *   proxy), proxy_dist ("normal"), sensitivity {norm, gemm, actfn, attention},
  *   pin [layer types kept at the base policy's storage] (default ["attention"], as the paper),
  *   method "exact"|"greedy", max_exact (1e6), compare_greedy (also run greedy and report it),
@@ -21,7 +21,6 @@
 #include <string.h>
 
 #include "runners/cmdline.h"
-#include "runners/commands.h"
 #include "core/common.h"
 #include "runners/experiment.h"
 #include "kernels/quant/qspec.h"
@@ -128,12 +127,14 @@ static int parse_pin(jconf c, const cJSON *cfg, agoq_bitalloc_problem *pr) {
     return rc;
 }
 
+static const char *const bitalloc_keys[] = {"model", "policy", "budget_gb", "candidates", "quant_results",
+                                            "proxy_dist", "sensitivity", "pin", "method", "max_exact",
+                                            "compare_greedy", "units", "seed", NULL};
+
 static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, ba_plan *p) {
-    static const char *const own[] = {"model", "policy", "budget_gb", "candidates", "quant_results", "proxy_dist",
-                                      "sensitivity", "pin", "method", "max_exact", "compare_greedy", "units", "seed"};
-    const char *keys[sizeof own / sizeof own[0] + 16], *model, *policy, *qres, *dist, *method;
+    const char *keys[sizeof bitalloc_keys / sizeof bitalloc_keys[0] + 16], *model, *policy, *qres, *dist, *method;
     size_t nk = 0;
-    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) keys[nk++] = own[i];
+    for (size_t i = 0; bitalloc_keys[i]; i++) keys[nk++] = bitalloc_keys[i];
     for (size_t i = 0; agoq_layout_keys[i]; i++) keys[nk++] = agoq_layout_keys[i];
     keys[nk] = NULL;
     jconf c = ctx->where;
@@ -287,80 +288,44 @@ done:
     return rc;
 }
 
-static void help(void) {
-    printf("usage: agoq bitalloc --model NAME [options]   |   agoq bitalloc --units [options]\n"
-           "Choose per-stage, per-layer-type activation storage (bf16, fp8, int8, 4-bit, ...) that\n"
-           "minimises an error proxy while every pipeline stage fits the budget (exact search per\n"
-           "stage, greedy fallback). Computed from the memory model (meta.source \"simulated\").\n"
-           "  --model NAME         model card (%s)\n"
-           "  --policy NAME        base policy (default agoq)\n"
-           "  --budget GB          per-GPU budget (default: the base policy's worst stage)\n"
-           "  --tp N --pp N --vpp N --dp N --zero N --seq N --mbs N --microbatches N --sp\n"
-           "  --candidates a,b     storage candidates (default native,fp8_e4m3/128,int8/128,fp4_e2m1/128)\n"
-           "  --quant-results F    measured NMSE per format from an `agoq quant` results file\n"
-           "  --greedy             greedy instead of exact;  --compare-greedy: report both\n"
-           "  --units              the paper's DBCA-PP in activation units (bits 4..8), no model\n" AGOQ_COMMON_HELP,
-           agoq_model_names());
-}
+#define BA_NUM(name_, key_, arg_, what_) {.name = name_, .short_opt = 0, .kind = AGOQ_FLAG_NUM, .key = key_, .arg = arg_, .help = what_}
+static const agoq_flag bitalloc_flags[] = {
+    {.name = "model", .short_opt = 0, .kind = AGOQ_FLAG_STR, .key = "model", .arg = "NAME", .help = "model card", .choices = agoq_model_names},
+    {.name = "policy", .short_opt = 0, .kind = AGOQ_FLAG_STR, .key = "policy", .arg = "NAME", .help = "base policy (default agoq)"},
+    BA_NUM("budget", "budget_gb", "GB", "per-GPU budget (default: the base policy's worst stage)"),
+    BA_NUM("tp", "tp", "N", "tensor-parallel size"),
+    BA_NUM("pp", "pp", "N", "pipeline stages"),
+    BA_NUM("vpp", "vpp", "N", "virtual pipeline stages"),
+    BA_NUM("dp", "dp", "N", "data-parallel replicas"),
+    BA_NUM("zero", "zero", "N", "ZeRO stage"),
+    BA_NUM("seq", "seq", "N", "sequence length"),
+    BA_NUM("mbs", "micro_batch", "N", "micro-batch size"),
+    BA_NUM("microbatches", "num_microbatches", "N", "micro-batches per step"),
+    {.name = "sp", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "sp", .arg = NULL, .help = "sequence parallelism", .value = "true"},
+    {.name = "candidates", .short_opt = 0, .kind = AGOQ_FLAG_STRS, .key = "candidates", .arg = "a,b", .help = "storage candidates (default native,fp8_e4m3/128,int8/128,fp4_e2m1/128)"},
+    {.name = "quant-results", .short_opt = 0, .kind = AGOQ_FLAG_STR, .key = "quant_results", .arg = "F", .help = "measured NMSE per format from an `agoq quant` results file"},
+    {.name = "greedy", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "method", .arg = NULL, .help = "greedy instead of exact", .value = "\"greedy\""},
+    {.name = "compare-greedy", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "compare_greedy", .arg = NULL, .help = "report both exact and greedy", .value = "true"},
+    {.name = "units", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "units", .arg = NULL, .help = "the paper's DBCA-PP in activation units (bits 4..8), no model",
+     .value = "{\"bits\": [4, 5, 6, 7, 8]}"},
+    {0}};
 
-int cmd_bitalloc(int argc, char **argv) {
-    enum { O_MODEL = AGOQ_OPT_FIRST_PRIVATE, O_POLICY, O_BUDGET, O_TP, O_PP, O_VPP, O_DP, O_ZERO, O_SEQ, O_MBS,
-           O_MICRO, O_SP, O_CAND, O_QRES, O_GREEDY, O_CMP, O_UNITS };
-    static const struct option longopts[] = {
-        AGOQ_COMMON_LONGOPTS, {"model", required_argument, 0, O_MODEL}, {"policy", required_argument, 0, O_POLICY},
-        {"budget", required_argument, 0, O_BUDGET}, {"tp", required_argument, 0, O_TP}, {"pp", required_argument, 0, O_PP},
-        {"vpp", required_argument, 0, O_VPP}, {"dp", required_argument, 0, O_DP}, {"zero", required_argument, 0, O_ZERO},
-        {"seq", required_argument, 0, O_SEQ}, {"mbs", required_argument, 0, O_MBS},
-        {"microbatches", required_argument, 0, O_MICRO}, {"sp", no_argument, 0, O_SP},
-        {"candidates", required_argument, 0, O_CAND}, {"quant-results", required_argument, 0, O_QRES},
-        {"greedy", no_argument, 0, O_GREEDY}, {"compare-greedy", no_argument, 0, O_CMP},
-        {"units", no_argument, 0, O_UNITS}, {0, 0, 0, 0}};
-    static const char *const numkeys[] = {[O_BUDGET - O_MODEL] = "budget_gb", [O_TP - O_MODEL] = "tp",
-                                          [O_PP - O_MODEL] = "pp", [O_VPP - O_MODEL] = "vpp", [O_DP - O_MODEL] = "dp",
-                                          [O_ZERO - O_MODEL] = "zero", [O_SEQ - O_MODEL] = "seq",
-                                          [O_MBS - O_MODEL] = "micro_batch", [O_MICRO - O_MODEL] = "num_microbatches"};
-    agoq_common_opts o;
-    agoq_common_init(&o, "bitalloc");
-    cJSON *cfg = cJSON_CreateObject();
-    int c, bad = 0;
-    while (!bad && (c = getopt_long(argc, argv, AGOQ_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
-        int r = agoq_common_opt(&o, c, optarg);
-        if (r < 0) bad = 2;
-        if (r) continue;
-        const char *key = c >= O_MODEL && c <= O_MICRO ? numkeys[c - O_MODEL] : NULL;
-        if (key) {
-            double v;
-            if (cli_double_arg("bitalloc", argv[optind - 1], optarg, &v)) bad = 2;
-            else cJSON_AddNumberToObject(cfg, key, v);
-            continue;
-        }
-        switch (c) {
-        case O_MODEL: cJSON_AddStringToObject(cfg, "model", optarg); break;
-        case O_POLICY: cJSON_AddStringToObject(cfg, "policy", optarg); break;
-        case O_QRES: cJSON_AddStringToObject(cfg, "quant_results", optarg); break;
-        case O_CAND: cJSON_AddItemToObject(cfg, "candidates", agoq_csv_strings(optarg)); break;
-        case O_SP: cJSON_AddTrueToObject(cfg, "sp"); break;
-        case O_GREEDY: cJSON_AddStringToObject(cfg, "method", "greedy"); break;
-        case O_CMP: cJSON_AddTrueToObject(cfg, "compare_greedy"); break;
-        case O_UNITS: {
-            cJSON *u = cJSON_AddObjectToObject(cfg, "units");
-            cJSON_AddItemToObject(u, "bits", agoq_csv_numbers("4,5,6,7,8"));
-            break;
-        }
-        default: bad = agoq_cmd_usage_error("bitalloc"); break;
-        }
-    }
-    if (!bad && o.help) { help(); bad = -1; }
-    if (!bad && optind < argc) {
-        agoq_error("bitalloc: unexpected argument '%s'", argv[optind]);
-        bad = 2;
-    }
-    if (bad) {
-        cJSON_Delete(cfg);
-        return bad < 0 ? 0 : bad;
-    }
-    static const char *const tsv[] = {"stage", "inflight", "budget_GB", "total_GB", "error_proxy", "paper_rule_GB",
-                                      "fmt_norm", "fmt_gemm", "fmt_actfn", "fmt_attention", "paper_bits", "exact_bits",
-                                      "paper_units", "exact_units"};
-    return agoq_cmd_execute(&o, "bitalloc", cfg, tsv, sizeof tsv / sizeof tsv[0], argc, argv);
-}
+static const char *const bitalloc_tsv[] = {"stage", "inflight", "budget_GB", "total_GB", "error_proxy", "paper_rule_GB",
+                                           "fmt_norm", "fmt_gemm", "fmt_actfn", "fmt_attention", "paper_bits",
+                                           "exact_bits", "paper_units", "exact_units"};
+
+const agoq_runner agoq_runner_bitalloc = {
+    .kind = "bitalloc",
+    .what = "per-stage bit widths under a memory budget (exact + greedy)",
+    .usage = "--model NAME [options]   |   agoq bitalloc --units [options]",
+    .about = "Choose per-stage, per-layer-type activation storage (bf16, fp8, int8, 4-bit, ...) that\n"
+             "minimises an error proxy while every pipeline stage fits the budget (exact search per\n"
+             "stage, greedy fallback). Computed from the memory model (meta.source \"simulated\").",
+    .keys = bitalloc_keys,
+    .more_keys = agoq_layout_keys,
+    .flags = bitalloc_flags,
+    .run = agoq_exp_bitalloc,
+    .tsv = bitalloc_tsv,
+    .ntsv = sizeof bitalloc_tsv / sizeof bitalloc_tsv[0],
+    .host_only = 1,
+};

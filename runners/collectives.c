@@ -11,139 +11,80 @@
 
 #include "collectives/driver.h"
 #include "runners/cmdline.h"
-#include "runners/commands.h"
 #include "core/common.h"
+#include "collectives/bench.h"
 #include "runners/experiment.h"
 #include "kernels/quant/qspec.h"
 
-static void help(void) {
-    printf("usage: agoq collectives [options]\n"
-           "Time reduce-scatter / all-reduce algorithms per size and rank count (algbw, busbw as\n"
-           "nccl-tests define them, wire bytes with scales) and their error against an fp32 sum.\n"
-           "  --algo a,b,...        %s (default all)\n"
-           "  --op allreduce,reduce_scatter   (default allreduce)\n"
-           "  --format a,b,...      wire formats of the quantized algorithms (default: agoq, ring_q\n"
-           "                        int8; qgz int4; fp8lm fp8_e4m3); --bits K is --format intK\n"
-           "  --block N, --scale fp32|bf16    block size / scale dtype of the wire format\n"
-           "  --sum fp32,bf16       local sum precision of agoq/qgz/ring_q (default fp32)\n"
-           "  --ranks a,b,...       rank counts (cpu default 8; cuda default every visible GPU)\n"
-           "  -g N                  GPUs (= ranks) of the single-process nccl backend\n"
-           "  --rpn N               ranks per node of qgz (default 8 when it divides ranks)\n"
-           "  --dist NAME           input distribution (default normal)\n"
-           "  --no-check, --no-phases, --keep-going   skip the error check / phase timing run;\n"
-           "                        write results even when a check failed\n"
-           "  --accumulate          micro-batch 8-bit accumulation error instead (--micro 1,2,..)\n"
-           "defaults: -b 32K -e 1M -f 32 -n 5 -w 1\n" AGOQ_COMMON_HELP,
-           agoq_coll_algo_names());
-}
-
-static int add_list(cJSON *cfg, const char *key, const char *csv, int numbers) {
-    cJSON *a = numbers ? agoq_csv_numbers(csv) : agoq_csv_strings(csv);
-    if (!a) {
-        agoq_error("collectives: bad value '%s' for --%s", csv, key);
-        return -1;
-    }
-    cJSON_DeleteItemFromObjectCaseSensitive(cfg, key);
-    cJSON_AddItemToObject(cfg, key, a);
-    return 0;
-}
-
-static int add_long(cJSON *cfg, const char *key, const char *flag, const char *v, long lo, long hi) {
-    long l;
-    if (cli_long_arg("collectives", flag, v, lo, hi, &l)) return -1;
-    cJSON_DeleteItemFromObjectCaseSensitive(cfg, key);
-    cJSON_AddNumberToObject(cfg, key, (double)l);
+/* --bits K is --format intK. */
+static int bits_flag(cJSON *cfg, const agoq_flag *f, const char *arg, const char *cmd) {
+    long b;
+    char name[16];
+    if (cli_long_arg(cmd, "--bits", arg, 2, 8, &b)) return -1;
+    snprintf(name, sizeof name, "int%ld", b);
+    cJSON_DeleteItemFromObjectCaseSensitive(cfg, "formats");
+    cJSON_AddItemToObject(cfg, "formats", agoq_csv_strings(name));
     return 0;
 }
 
 /* agoq_cmd_execute, except that under mpirun only rank 0 prints progress and writes files. */
-static int execute(agoq_common_opts *o, cJSON *cfg, int argc, char **argv) {
-    static const char *const tsv[] = {"algo", "op", "format", "sum", "ranks", "bytes", "time_ms", "algbw_GBps",
-                                      "busbw_GBps", "wire_bytes", "quantizations", "snr_db", "nmse", "max_rel",
-                                      "microbatches", "bf16_accum_snr_db"};
+static int execute(agoq_cmd *cmd) {
+    agoq_common_opts *o = &cmd->o;
+    cJSON *cfg = cmd->cfg;
     agoq_common_apply_sweep(o, cfg);
     agoq_run_ctx ctx = {{"command line", "config"}, AGOQ_BACKEND_CPU, o->seed, o->quiet};
     char out[512];
-    snprintf(out, sizeof out, "%s", o->out ? o->out : "results/collectives.json");
     int rc = agoq_backend_resolve(o->backend, &ctx.backend);
+    if (o->out) snprintf(out, sizeof out, "%s", o->out);
+    else agoq_results_default_out(cmd->r, ctx.backend, o->cmd, out, sizeof out);
     int root = rc == 0 && (ctx.backend == AGOQ_BACKEND_CPU || agoq_coll_process_rank() == 0);
     if (!root) {
         ctx.quiet = 1;
         if (!freopen("/dev/null", "w", stdout)) rc = -1;
     }
     if (rc == 0)
-        rc = agoq_experiment_execute("collectives", &ctx, cfg, root ? out : NULL, tsv, sizeof tsv / sizeof tsv[0],
-                                     argc, argv);
+        rc = agoq_experiment_execute("collectives", &ctx, cfg, root ? out : NULL, cmd->tsv, cmd->ntsv, cmd->argc,
+                                     cmd->argv);
     cJSON_Delete(cfg);
     cJSON_Delete(o->sweep);
     o->sweep = NULL;
     return rc == 0 ? 0 : 1;
 }
 
-int cmd_collectives(int argc, char **argv) {
-    enum { O_ALGO = AGOQ_OPT_FIRST_PRIVATE, O_OP, O_FORMAT, O_BITS, O_BLOCK, O_SCALE, O_SUM, O_RANKS, O_RPN,
-           O_DIST, O_NOCHECK, O_NOPHASES, O_KEEP, O_ACCUM, O_MICRO };
-    static const struct option longopts[] = {AGOQ_COMMON_LONGOPTS,
-                                             {"algo", required_argument, 0, O_ALGO},
-                                             {"op", required_argument, 0, O_OP},
-                                             {"format", required_argument, 0, O_FORMAT},
-                                             {"bits", required_argument, 0, O_BITS},
-                                             {"block", required_argument, 0, O_BLOCK},
-                                             {"scale", required_argument, 0, O_SCALE},
-                                             {"sum", required_argument, 0, O_SUM},
-                                             {"ranks", required_argument, 0, O_RANKS},
-                                             {"ngpus", required_argument, 0, 'g'},
-                                             {"rpn", required_argument, 0, O_RPN},
-                                             {"dist", required_argument, 0, O_DIST},
-                                             {"no-check", no_argument, 0, O_NOCHECK},
-                                             {"no-phases", no_argument, 0, O_NOPHASES},
-                                             {"keep-going", no_argument, 0, O_KEEP},
-                                             {"accumulate", no_argument, 0, O_ACCUM},
-                                             {"micro", required_argument, 0, O_MICRO},
-                                             {0, 0, 0, 0}};
-    agoq_common_opts o;
-    agoq_common_init(&o, "collectives");
-    cJSON *cfg = cJSON_CreateObject();
-    int c, bad = 0;
-    while (!bad && (c = getopt_long(argc, argv, AGOQ_COMMON_SHORTOPTS "g:", longopts, NULL)) != -1) {
-        int r = agoq_common_opt(&o, c, optarg);
-        if (r) {
-            bad = r < 0;
-            continue;
-        }
-        switch (c) {
-        case O_ALGO: bad = add_list(cfg, "algos", optarg, 0); break;
-        case O_OP: bad = add_list(cfg, "ops", optarg, 0); break;
-        case O_FORMAT: bad = add_list(cfg, "formats", optarg, 0); break;
-        case O_BITS: {
-            long b;
-            char name[16];
-            if ((bad = cli_long_arg("collectives", "--bits", optarg, 2, 8, &b))) break;
-            snprintf(name, sizeof name, "int%ld", b);
-            bad = add_list(cfg, "formats", name, 0);
-            break;
-        }
-        case O_BLOCK: bad = add_long(cfg, "block", "--block", optarg, 8, 65536); break;
-        case O_SCALE: cJSON_AddStringToObject(cfg, "scale", optarg); break;
-        case O_SUM: bad = add_list(cfg, "sums", optarg, 0); break;
-        case O_RANKS: bad = add_list(cfg, "ranks", optarg, 1); break;
-        case 'g': bad = add_list(cfg, "ranks", optarg, 1); break;
-        case O_RPN: bad = add_long(cfg, "ranks_per_node", "--rpn", optarg, 1, 4096); break;
-        case O_DIST: cJSON_AddStringToObject(cfg, "dist", optarg); break;
-        case O_NOCHECK: cJSON_AddBoolToObject(cfg, "check", 0); break;
-        case O_NOPHASES: cJSON_AddBoolToObject(cfg, "phases", 0); break;
-        case O_KEEP: cJSON_AddBoolToObject(cfg, "keep_going", 1); break;
-        case O_ACCUM: cJSON_AddStringToObject(cfg, "mode", "accumulate"); break;
-        case O_MICRO: bad = add_list(cfg, "microbatches", optarg, 1); break;
-        default: cJSON_Delete(cfg); cJSON_Delete(o.sweep); return agoq_cmd_usage_error("collectives");
-        }
-    }
-    if (bad || o.help || optind < argc) {
-        if (!bad && optind < argc) agoq_error("collectives: unexpected argument '%s'", argv[optind]);
-        if (o.help && !bad && optind >= argc) help();
-        cJSON_Delete(cfg);
-        cJSON_Delete(o.sweep);
-        return o.help && !bad && optind >= argc ? 0 : 2;
-    }
-    return execute(&o, cfg, argc, argv);
-}
+static const agoq_flag coll_flags[] = {
+    {.name = "algo", .short_opt = 0, .kind = AGOQ_FLAG_STRS, .key = "algos", .arg = "a,b,...", .help = "algorithms (default all)", .choices = agoq_coll_algo_names},
+    {.name = "op", .short_opt = 0, .kind = AGOQ_FLAG_STRS, .key = "ops", .arg = "allreduce,reduce_scatter", .help = "collectives (default allreduce)"},
+    {.name = "format", .short_opt = 0, .kind = AGOQ_FLAG_STRS, .key = "formats", .arg = "a,b,...", .help = "wire formats of the quantized algorithms (default: agoq, ring_q\nint8; qgz int4; fp8lm fp8_e4m3)"},
+    {.name = "bits", .short_opt = 0, .kind = AGOQ_FLAG_CALL, .key = "formats", .arg = "K", .help = "--format intK", .parse = bits_flag},
+    {.name = "block", .short_opt = 0, .kind = AGOQ_FLAG_LONG, .key = "block", .arg = "N", .help = "block size of the wire format", .lo = 8, .hi = 65536},
+    {.name = "scale", .short_opt = 0, .kind = AGOQ_FLAG_STR, .key = "scale", .arg = "fp32|bf16", .help = "scale dtype of the wire format"},
+    {.name = "sum", .short_opt = 0, .kind = AGOQ_FLAG_STRS, .key = "sums", .arg = "fp32,bf16", .help = "local sum precision of agoq/qgz/ring_q (default fp32)"},
+    {.name = "ranks", .short_opt = 0, .kind = AGOQ_FLAG_NUMS, .key = "ranks", .arg = "a,b,...", .help = "rank counts (cpu default 8; cuda default every visible GPU)"},
+    {.name = "ngpus", .short_opt = 'g', .kind = AGOQ_FLAG_NUMS, .key = "ranks", .arg = "N", .help = "GPUs (= ranks) of the single-process nccl backend"},
+    {.name = "rpn", .short_opt = 0, .kind = AGOQ_FLAG_LONG, .key = "ranks_per_node", .arg = "N", .help = "ranks per node of qgz (default 8 when it divides ranks)", .lo = 1, .hi = 4096},
+    {.name = "dist", .short_opt = 0, .kind = AGOQ_FLAG_STR, .key = "dist", .arg = "NAME", .help = "input distribution (default normal)"},
+    {.name = "no-check", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "check", .arg = NULL, .help = "skip the error check", .value = "false"},
+    {.name = "no-phases", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "phases", .arg = NULL, .help = "skip the phase timing run", .value = "false"},
+    {.name = "keep-going", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "keep_going", .arg = NULL, .help = "write results even when a check failed", .value = "true"},
+    {.name = "accumulate", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "mode", .arg = NULL, .help = "micro-batch 8-bit accumulation error instead (--micro 1,2,..)",
+     .value = "\"accumulate\""},
+    {.name = "micro", .short_opt = 0, .kind = AGOQ_FLAG_NUMS, .key = "microbatches", .arg = "a,b,...", .help = "micro-batch counts of --accumulate"},
+    {0}};
+
+static const char *const coll_tsv[] = {"algo", "op", "format", "sum", "ranks", "bytes", "time_ms", "algbw_GBps",
+                                       "busbw_GBps", "wire_bytes", "quantizations", "snr_db", "nmse", "max_rel",
+                                       "microbatches", "bf16_accum_snr_db"};
+
+const agoq_runner agoq_runner_collectives = {
+    .kind = "collectives",
+    .what = "quantized reduce-scatter/all-reduce vs NCCL, error vs fp32",
+    .about = "Time reduce-scatter / all-reduce algorithms per size and rank count (algbw, busbw as\n"
+             "nccl-tests define them, wire bytes with scales) and their error against an fp32 sum.",
+    .keys = agoq_coll_keys,
+    .flags = coll_flags,
+    .notes = "defaults: -b 32K -e 1M -f 32 -n 5 -w 1",
+    .run = agoq_exp_collectives,
+    .tsv = coll_tsv,
+    .ntsv = sizeof coll_tsv / sizeof coll_tsv[0],
+    .execute = execute,
+};

@@ -17,19 +17,17 @@
 #include <stdint.h>
 
 #include "core/run.h"
+#include "runners/cmdline.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef struct {
-    const char *kind;
-    agoq_experiment_fn run;
-    const char *what; /* one line for `agoq list` */
-} agoq_experiment_kind;
-
-const agoq_experiment_kind *agoq_experiment_kinds(int *count);
-const agoq_experiment_kind *agoq_experiment_find(const char *kind);
+/* The kinds: one runner descriptor each (runners/<kind>.c, cmdline.h), in `agoq help` order. */
+extern const agoq_runner agoq_runner_quant, agoq_runner_kernels, agoq_runner_collectives, agoq_runner_memory,
+    agoq_runner_bitalloc, agoq_runner_simulate, agoq_runner_train, agoq_runner_step;
+const agoq_runner *const *agoq_runners(int *count);
+const agoq_runner *agoq_experiment_find(const char *kind);
 
 /* Runs config under kind, writes out (JSON) and, if tsv_cols, OUT.tsv; nothing is written when
  * the runner fails. Shared by `agoq run` and the subcommands. */

@@ -17,7 +17,6 @@
 #include <string.h>
 
 #include "runners/cmdline.h"
-#include "runners/commands.h"
 #include "core/common.h"
 #include "runners/experiment.h"
 #include "kernels/quant/qspec.h"
@@ -26,12 +25,7 @@
 #endif
 
 typedef struct {
-    int fmts[AGOQ_FMT_COUNT];
-    size_t nfmt;
-    double *blocks;
-    size_t nblocks;
-    int scales[2], rounds[2];
-    size_t nscale, nround;
+    agoq_qgrid grid;    /* formats x blocks x scales x roundings */
     const char **cases; /* selection; NULL = all */
     size_t ncases;
     cli_sweep sweep;
@@ -42,42 +36,27 @@ typedef struct {
 static const agoq_format kDefaultFormats[] = {AGOQ_FMT_FP4_E2M1, AGOQ_FMT_INT4, AGOQ_FMT_NF4,
                                               AGOQ_FMT_INT8, AGOQ_FMT_FP8_E4M3, AGOQ_FMT_DYN8};
 
+static const char *const kernels_keys[] = {"cases", "formats", "blocks", "scales", "roundings", "min_bytes",
+                                           "max_bytes", "factor", "iters", "warmup", "cols", "nchunks", "check",
+                                           "seed", NULL};
+
 static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, kplan *p) {
-    static const char *const keys[] = {"cases", "formats", "blocks", "scales", "roundings", "min_bytes", "max_bytes",
-                                       "factor", "iters", "warmup", "cols", "nchunks", "check", "seed", NULL};
+    const char *const *keys = kernels_keys;
     jconf c = ctx->where;
-    double mn, mx;
     memset(p, 0, sizeof *p);
     if (jconf_only(c, cfg, keys) || jconf_strs(c, cfg, "cases", 0, &p->cases, &p->ncases) ||
-        jconf_nums(c, cfg, "blocks", 0, 8, 65536, &p->blocks, &p->nblocks) ||
-        agoq_jconf_names(c, cfg, "scales", agoq_scale_by_name, p->scales, &p->nscale, 2, AGOQ_SCALE_FP32, "fp32, bf16") ||
-        agoq_jconf_names(c, cfg, "roundings", agoq_rounding_by_name, p->rounds, &p->nround, 2, AGOQ_ROUND_NEAREST, "nearest, stochastic") ||
-        jconf_num(c, cfg, "min_bytes", 0, 64, 1e12, 1 << 20, &mn) ||
-        jconf_num(c, cfg, "max_bytes", 0, 64, 1e12, 4.0 * (1 << 30), &mx) ||
-        jconf_num(c, cfg, "factor", 0, 1, 1e6, 4, &p->sweep.factor) ||
+        agoq_qgrid_parse(c, cfg, kDefaultFormats, sizeof kDefaultFormats / sizeof kDefaultFormats[0], &p->grid) ||
+        jconf_sweep(c, cfg, 64, 1e12, (cli_sweep){1 << 20, (size_t)4 << 30, 4}, &p->sweep) ||
         jconf_long(c, cfg, "iters", 0, 1, 100000, 20, &p->iters) ||
         jconf_long(c, cfg, "warmup", 0, 0, 100000, 5, &p->warmup) ||
         jconf_long(c, cfg, "cols", 0, 8, 1 << 20, 4096, &p->cols) ||
         jconf_long(c, cfg, "nchunks", 0, 1, 64, 8, &p->nchunks) || jconf_bool(c, cfg, "check", 0, 1, &p->check))
         return -1;
-    if (cJSON_GetObjectItemCaseSensitive(cfg, "formats")) {
-        if (agoq_qspec_formats(c, cfg, "formats", p->fmts, &p->nfmt)) return -1;
-    } else {
-        p->nfmt = sizeof kDefaultFormats / sizeof kDefaultFormats[0];
-        for (size_t i = 0; i < p->nfmt; i++) p->fmts[i] = kDefaultFormats[i];
-    }
-    for (size_t i = 0; i < p->nblocks; i++)
-        if ((long)p->blocks[i] % 8 || p->blocks[i] != (double)(long)p->blocks[i]) {
-            agoq_error("%s: key '%s.blocks[%zu]': %g is not a multiple of 8", c.file, c.prefix, i, p->blocks[i]);
-            return -1;
-        }
-    p->sweep.min_bytes = (size_t)mn;
-    p->sweep.max_bytes = (size_t)mx;
     return cli_sweep_check(c.file, &p->sweep);
 }
 
 static void plan_free(kplan *p) {
-    free(p->blocks);
+    agoq_qgrid_free(&p->grid);
     free(p->cases);
 }
 
@@ -144,35 +123,28 @@ static void add_record(agoq_results *res, const agoq_bench_case *k, const agoq_b
 /* One case at one size over formats x blocks x scales x roundings (or once). -1 on a failed check. */
 static int run_case(const agoq_run_ctx *ctx, const kplan *p, const agoq_bench_case *k, size_t bytes, int first_size,
                     const agoq_bench_timing *copy, void *stream, agoq_results *res) {
-    const size_t nf = k->uses_format ? p->nfmt : 1, nb = p->nblocks ? p->nblocks : 1;
-    for (size_t fi = 0; fi < nf; fi++)
-        for (size_t bi = 0; bi < nb; bi++)
-            for (size_t si = 0; si < p->nscale; si++)
-                for (size_t ri = 0; ri < p->nround; ri++) {
-                    agoq_bench_args a = {bytes / 4, agoq_qconfig_default((agoq_format)p->fmts[fi]), (int)p->cols,
-                                         (int)p->nchunks, ctx->seed, stream};
-                    if (p->nblocks) a.qc.block = (int)p->blocks[bi];
-                    a.qc.scale = (agoq_scale_type)p->scales[si];
-                    a.qc.rounding = (agoq_rounding)p->rounds[ri];
-                    a.qc.seed = ctx->seed;
-                    if (k->supports && !k->supports(&a.qc)) continue;
-                    void *st = NULL;
-                    if (k->setup(&a, &st)) continue;
-                    const char *check = "skipped";
-                    if (p->check && k->check && first_size && a.n <= ((size_t)16 << 20)) {
-                        if (k->check(st, &a)) {
-                            agoq_error("kernels: case %s, format %s, block %d: result differs from the C reference",
-                                       k->name, agoq_formats[a.qc.fmt].name, a.qc.block);
-                            k->teardown(st);
-                            return -1;
-                        }
-                        check = "pass";
-                    }
-                    agoq_bench_timing t;
-                    agoq_bench_time_case(k, st, &a, (int)p->warmup, (int)p->iters, &t);
-                    k->teardown(st);
-                    add_record(res, k, &a, bytes, &t, copy, check);
-                }
+    const size_t nq = agoq_qgrid_count(&p->grid, k->uses_format);
+    for (size_t qi = 0; qi < nq; qi++) {
+        agoq_bench_args a = {bytes / 4, agoq_qgrid_at(&p->grid, qi, ctx->seed), (int)p->cols,
+                             (int)p->nchunks, ctx->seed, stream};
+        if (k->supports && !k->supports(&a.qc)) continue;
+        void *st = NULL;
+        if (k->setup(&a, &st)) continue;
+        const char *check = "skipped";
+        if (p->check && k->check && first_size && a.n <= ((size_t)16 << 20)) {
+            if (k->check(st, &a)) {
+                agoq_error("kernels: case %s, format %s, block %d: result differs from the C reference",
+                           k->name, agoq_formats[a.qc.fmt].name, a.qc.block);
+                k->teardown(st);
+                return -1;
+            }
+            check = "pass";
+        }
+        agoq_bench_timing t;
+        agoq_bench_time_case(k, st, &a, (int)p->warmup, (int)p->iters, &t);
+        k->teardown(st);
+        add_record(res, k, &a, bytes, &t, copy, check);
+    }
     return 0;
 }
 
@@ -233,81 +205,30 @@ int agoq_exp_kernels(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *re
     return rc;
 }
 
-static void help(void) {
-    printf("usage: agoq kernels [options]\n"
-           "Time the CUDA kernels (quantize/dequantize, 8-bit gradient accumulate/reduce, fused cases)\n"
-           "over a size sweep; report GB/s (bytes read + written) and the ratio to the device-to-device\n"
-           "copy bandwidth measured in the same run. Each case is checked bit-exact at the first size.\n"
-           "  --cases a,b,...       case names or groups (quant, grad8, fused; default all)\n"
-           "  --formats a,b,...     formats (default fp4_e2m1,int4,nf4,int8,fp8_e4m3,dyn8)\n"
-           "  --blocks 32,64,...    block sizes (default: each format's own)\n"
-           "  --scales fp32,bf16    scale dtypes (default fp32)\n"
-           "  --rounding nearest,stochastic (default nearest)\n"
-           "  --cols N              row length of row-wise cases (default 4096)\n"
-           "  --chunks N            inputs of grad_reduce (default 8)\n"
-           "  --no-check            skip the bit-exact checks\n"
-           "defaults: -b 1M -e 4G -f 4 -n 20 -w 5 (sizes are logical fp32 input bytes)\n" AGOQ_COMMON_HELP);
-}
+static const agoq_flag kernels_flags[] = {
+    {.name = "cases", .short_opt = 0, .kind = AGOQ_FLAG_STRS, .key = "cases", .arg = "a,b,...", .help = "case names or groups (quant, grad8, fused; default all)"},
+    {.name = "formats", .short_opt = 0, .kind = AGOQ_FLAG_STRS, .key = "formats", .arg = "a,b,...", .help = "formats (default fp4_e2m1,int4,nf4,int8,fp8_e4m3,dyn8)"},
+    {.name = "blocks", .short_opt = 0, .kind = AGOQ_FLAG_NUMS, .key = "blocks", .arg = "32,64,...", .help = "block sizes (default: each format's own)", .value = "32,64,128"},
+    {.name = "scales", .short_opt = 0, .kind = AGOQ_FLAG_STRS, .key = "scales", .arg = "fp32,bf16", .help = "scale dtypes (default fp32)"},
+    {.name = "rounding", .short_opt = 0, .kind = AGOQ_FLAG_STRS, .key = "roundings", .arg = "nearest,stochastic", .help = "rounding modes (default nearest)"},
+    {.name = "cols", .short_opt = 0, .kind = AGOQ_FLAG_LONG, .key = "cols", .arg = "N", .help = "row length of row-wise cases (default 4096)", .lo = 8, .hi = 1 << 20},
+    {.name = "chunks", .short_opt = 0, .kind = AGOQ_FLAG_LONG, .key = "nchunks", .arg = "N", .help = "inputs of grad_reduce (default 8)", .lo = 1, .hi = 64},
+    {.name = "no-check", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "check", .arg = NULL, .help = "skip the bit-exact checks", .value = "false"},
+    {0}};
 
-int cmd_kernels(int argc, char **argv) {
-    enum { O_CASES = AGOQ_OPT_FIRST_PRIVATE, O_FORMATS, O_BLOCKS, O_SCALES, O_ROUND, O_COLS, O_CHUNKS, O_NOCHECK };
-    static const struct option longopts[] = {AGOQ_COMMON_LONGOPTS,
-                                             {"cases", required_argument, 0, O_CASES},
-                                             {"formats", required_argument, 0, O_FORMATS},
-                                             {"blocks", required_argument, 0, O_BLOCKS},
-                                             {"scales", required_argument, 0, O_SCALES},
-                                             {"rounding", required_argument, 0, O_ROUND},
-                                             {"cols", required_argument, 0, O_COLS},
-                                             {"chunks", required_argument, 0, O_CHUNKS},
-                                             {"no-check", no_argument, 0, O_NOCHECK},
-                                             {0, 0, 0, 0}};
-    agoq_common_opts o;
-    agoq_common_init(&o, "kernels");
-    cJSON *cfg = cJSON_CreateObject();
-    int c;
-    long v;
-    while ((c = getopt_long(argc, argv, AGOQ_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
-        int r = agoq_common_opt(&o, c, optarg);
-        if (r < 0) goto usage;
-        if (r > 0) continue;
-        switch (c) {
-        case O_CASES: cJSON_AddItemToObject(cfg, "cases", agoq_csv_strings(optarg)); break;
-        case O_FORMATS: cJSON_AddItemToObject(cfg, "formats", agoq_csv_strings(optarg)); break;
-        case O_SCALES: cJSON_AddItemToObject(cfg, "scales", agoq_csv_strings(optarg)); break;
-        case O_ROUND: cJSON_AddItemToObject(cfg, "roundings", agoq_csv_strings(optarg)); break;
-        case O_NOCHECK: cJSON_AddBoolToObject(cfg, "check", 0); break;
-        case O_COLS:
-        case O_CHUNKS:
-            if (cli_long_arg("kernels", c == O_COLS ? "--cols" : "--chunks", optarg, c == O_COLS ? 8 : 1,
-                             c == O_COLS ? 1 << 20 : 64, &v))
-                goto usage;
-            cJSON_AddNumberToObject(cfg, c == O_COLS ? "cols" : "nchunks", (double)v);
-            break;
-        case O_BLOCKS: {
-            cJSON *a = agoq_csv_numbers(optarg);
-            if (!a) {
-                agoq_error("kernels: bad value '%s' for --blocks (expect e.g. 32,64,128)", optarg);
-                goto usage;
-            }
-            cJSON_AddItemToObject(cfg, "blocks", a);
-            break;
-        }
-        default: cJSON_Delete(cfg); return agoq_cmd_usage_error("kernels");
-        }
-    }
-    if (o.help) {
-        help();
-        cJSON_Delete(cfg);
-        return 0;
-    }
-    if (optind < argc) {
-        agoq_error("kernels: unexpected argument '%s'", argv[optind]);
-        goto usage;
-    }
-    static const char *const tsv[] = {"case", "format", "block", "scale", "rounding", "n", "bytes", "bytes_moved",
-                                      "median_ms", "min_ms", "max_ms", "gbps", "copy_gbps", "copy_ratio"};
-    return agoq_cmd_execute(&o, "kernels", cfg, tsv, sizeof tsv / sizeof tsv[0], argc, argv);
-usage:
-    cJSON_Delete(cfg);
-    return 2;
-}
+static const char *const kernels_tsv[] = {"case", "format", "block", "scale", "rounding", "n", "bytes", "bytes_moved",
+                                          "median_ms", "min_ms", "max_ms", "gbps", "copy_gbps", "copy_ratio"};
+
+const agoq_runner agoq_runner_kernels = {
+    .kind = "kernels",
+    .what = "CUDA quantize/fused kernels vs the copy bandwidth of the same run",
+    .about = "Time the CUDA kernels (quantize/dequantize, 8-bit gradient accumulate/reduce, fused cases)\n"
+             "over a size sweep; report GB/s (bytes read + written) and the ratio to the device-to-device\n"
+             "copy bandwidth measured in the same run. Each case is checked bit-exact at the first size.",
+    .keys = kernels_keys,
+    .flags = kernels_flags,
+    .notes = "defaults: -b 1M -e 4G -f 4 -n 20 -w 5 (sizes are logical fp32 input bytes)",
+    .run = agoq_exp_kernels,
+    .tsv = kernels_tsv,
+    .ntsv = sizeof kernels_tsv / sizeof kernels_tsv[0],
+};

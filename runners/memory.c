@@ -21,7 +21,6 @@
 #include <string.h>
 
 #include "runners/cmdline.h"
-#include "runners/commands.h"
 #include "core/common.h"
 #include "runners/experiment.h"
 #include "kernels/quant/qspec.h"
@@ -175,12 +174,13 @@ static int parse_policies(jconf c, const cJSON *cfg, mem_plan *p) {
     return 0;
 }
 
+static const char *const memory_keys[] = {"models", "layers", "policies", "accounting", "gpus", "budget_gb",
+                                          "roles", "inventory", "paper", "seed", NULL};
+
 static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, mem_plan *p) {
-    static const char *const own[] = {"models", "layers", "policies", "accounting", "gpus", "budget_gb", "roles",
-                                      "inventory", "paper", "seed"};
-    const char *keys[sizeof own / sizeof own[0] + 16];
+    const char *keys[sizeof memory_keys / sizeof memory_keys[0] + 16];
     size_t nk = 0;
-    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) keys[nk++] = own[i];
+    for (size_t i = 0; memory_keys[i]; i++) keys[nk++] = memory_keys[i];
     for (size_t i = 0; agoq_layout_keys[i]; i++) keys[nk++] = agoq_layout_keys[i];
     keys[nk] = NULL;
     jconf c = ctx->where;
@@ -384,105 +384,50 @@ done:
     return rc;
 }
 
-/* A repeated flag replaces its earlier value. */
-static void set_key(cJSON *cfg, const char *key, cJSON *item) {
-    cJSON_DeleteItemFromObjectCaseSensitive(cfg, key);
-    cJSON_AddItemToObject(cfg, key, item);
-}
+#define MEM_NUM(name_, key_, arg_, what_) {.name = name_, .short_opt = 0, .kind = AGOQ_FLAG_NUM, .key = key_, .arg = arg_, .help = what_}
+static const agoq_flag memory_flags[] = {
+    {.name = "model", .short_opt = 0, .kind = AGOQ_FLAG_STRS, .key = "models", .arg = "a,b", .help = "model cards (models/<name>.json)", .choices = agoq_model_names},
+    {.name = "policy", .short_opt = 0, .kind = AGOQ_FLAG_STRS, .key = "policies", .arg = "a,b", .help = "policies (default bf16,coat,agoq)", .choices = agoq_policy_names},
+    {.name = "accounting", .short_opt = 0, .kind = AGOQ_FLAG_STRS, .key = "accounting", .arg = "real|paper|real,paper", .help = "(default real)"},
+    {.name = "tp", .short_opt = 0, .kind = AGOQ_FLAG_NUMS, .key = "tp", .arg = "N,..", .help = "tensor-parallel sizes", .value = "1,2,4"},
+    {.name = "pp", .short_opt = 0, .kind = AGOQ_FLAG_NUMS, .key = "pp", .arg = "N,..", .help = "pipeline stages", .value = "1,2,4"},
+    MEM_NUM("dp", "dp", "N", "data-parallel replicas"),
+    {.name = "gpus", .short_opt = 0, .kind = AGOQ_FLAG_NUMS, .key = "gpus", .arg = "N,..", .help = "GPU counts (dp = gpus/(tp*pp))", .value = "1,2,4"},
+    {.name = "zero", .short_opt = 0, .kind = AGOQ_FLAG_NUMS, .key = "zero", .arg = "0..3,..", .help = "ZeRO stages", .value = "1,2,4"},
+    {.name = "seq", .short_opt = 0, .kind = AGOQ_FLAG_NUMS, .key = "seq", .arg = "N,..", .help = "sequence lengths", .value = "1,2,4"},
+    {.name = "mbs", .short_opt = 0, .kind = AGOQ_FLAG_NUMS, .key = "micro_batch", .arg = "N,..", .help = "micro-batch sizes", .value = "1,2,4"},
+    MEM_NUM("vpp", "vpp", "N", "virtual pipeline stages (interleaved when > 1)"),
+    MEM_NUM("microbatches", "num_microbatches", "N", "micro-batches per step (default pp)"),
+    {.name = "sp", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "sp", .arg = NULL, .help = "sequence parallelism", .value = "true"},
+    MEM_NUM("recompute", "recompute_layers", "N", "fully recompute N layers per stage (-1: all)"),
+    {.name = "selective", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "recompute_attn_core", .arg = NULL, .help = "recompute core attention (Megatron selective)",
+     .value = "true"},
+    {.name = "eager-attn", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "impl.flash_attn", .arg = NULL, .help = "saved tensors of eager (not flash) attention",
+     .value = "false"},
+    {.name = "eager-norm", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "impl.fused_norm", .arg = NULL, .help = "saved tensors of an unfused RMSNorm", .value = "false"},
+    {.name = "gqa-repeat", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "impl.gqa_repeat", .arg = NULL, .help = "K/V repeated to every head before attention",
+     .value = "true"},
+    MEM_NUM("budget", "budget_gb", "GB", "also report the fewest recomputed layers per stage that fit"),
+    {.name = "roles", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "roles", .arg = NULL, .help = "per-role units U of one layer in the JSON", .value = "true"},
+    {.name = "inventory", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "inventory", .arg = NULL, .help = "list every saved tensor of one layer (shape, dtype, role, storage)",
+     .value = "true"},
+    {0}};
 
-static void help(void) {
-    printf("usage: agoq memory --model NAME[,NAME...] [options]\n"
-           "Per-GPU memory (weights, grads, optimizer, activations, scales, comm buffers) from the\n"
-           "memory model; computed, not measured (meta.source \"simulated\").\n"
-           "  --model a,b          model cards (models/<name>.json): %s\n"
-           "  --policy a,b         %s (default bf16,coat,agoq)\n"
-           "  --accounting real|paper|real,paper   (default real)\n"
-           "  --tp N,..  --pp N,..  --dp N  --gpus N,.. (dp = gpus/(tp*pp))  --zero 0..3,..\n"
-           "  --seq N,..  --mbs N,..  --vpp N (interleaved when > 1)  --microbatches N (default pp)\n"
-           "  --sp                 sequence parallelism\n"
-           "  --recompute N        fully recompute N layers per stage (-1: all)\n"
-           "  --selective          recompute core attention (Megatron selective)\n"
-           "  --eager-attn --eager-norm --gqa-repeat   implementation of the saved tensors\n"
-           "  --budget GB          also report the fewest recomputed layers per stage that fit\n"
-           "  --roles              per-role units U of one layer in the JSON\n"
-           "  --inventory          list every saved tensor of one layer (shape, dtype, role, storage)\n" AGOQ_COMMON_HELP,
-           agoq_model_names(), agoq_policy_names());
-}
+static const char *const memory_tsv[] = {"model", "policy", "accounting", "gpus", "tp", "pp", "dp", "zero", "seq",
+                                         "weights_GB", "grads_GB", "optimizer_GB", "activations_GB", "act_scales_GB",
+                                         "comm_GB", "total_GB", "layer_act_U"};
 
-int cmd_memory(int argc, char **argv) {
-    enum { O_MODEL = AGOQ_OPT_FIRST_PRIVATE, O_POLICY, O_ACC, O_TP, O_PP, O_DP, O_GPUS, O_ZERO, O_SEQ, O_MBS, O_VPP,
-           O_MICRO, O_SP, O_RECOMP, O_SEL, O_EAGER_ATTN, O_EAGER_NORM, O_GQA, O_BUDGET, O_ROLES, O_INV };
-    static const struct option longopts[] = {
-        AGOQ_COMMON_LONGOPTS, {"model", required_argument, 0, O_MODEL}, {"policy", required_argument, 0, O_POLICY},
-        {"accounting", required_argument, 0, O_ACC}, {"tp", required_argument, 0, O_TP}, {"pp", required_argument, 0, O_PP},
-        {"dp", required_argument, 0, O_DP}, {"gpus", required_argument, 0, O_GPUS}, {"zero", required_argument, 0, O_ZERO},
-        {"seq", required_argument, 0, O_SEQ}, {"mbs", required_argument, 0, O_MBS}, {"vpp", required_argument, 0, O_VPP},
-        {"microbatches", required_argument, 0, O_MICRO}, {"sp", no_argument, 0, O_SP},
-        {"recompute", required_argument, 0, O_RECOMP}, {"selective", no_argument, 0, O_SEL},
-        {"eager-attn", no_argument, 0, O_EAGER_ATTN}, {"eager-norm", no_argument, 0, O_EAGER_NORM},
-        {"gqa-repeat", no_argument, 0, O_GQA}, {"budget", required_argument, 0, O_BUDGET},
-        {"roles", no_argument, 0, O_ROLES}, {"inventory", no_argument, 0, O_INV}, {0, 0, 0, 0}};
-    agoq_common_opts o;
-    agoq_common_init(&o, "memory");
-    cJSON *cfg = cJSON_CreateObject(), *impl = cJSON_CreateObject();
-    int c, bad = 0;
-    while (!bad && (c = getopt_long(argc, argv, AGOQ_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
-        int r = agoq_common_opt(&o, c, optarg);
-        if (r < 0) bad = 2;
-        if (r) continue;
-        const char *numkey = NULL, *strkey = NULL;
-        switch (c) {
-        case O_MODEL: strkey = "models"; break;
-        case O_POLICY: strkey = "policies"; break;
-        case O_ACC: strkey = "accounting"; break;
-        case O_TP: numkey = "tp"; break;
-        case O_PP: numkey = "pp"; break;
-        case O_GPUS: numkey = "gpus"; break;
-        case O_ZERO: numkey = "zero"; break;
-        case O_SEQ: numkey = "seq"; break;
-        case O_MBS: numkey = "micro_batch"; break;
-        case O_DP: case O_VPP: case O_MICRO: case O_RECOMP: case O_BUDGET: {
-            double v;
-            if (cli_double_arg("memory", argv[optind - 1], optarg, &v)) { bad = 2; break; }
-            const char *k = c == O_DP ? "dp" : c == O_VPP ? "vpp" : c == O_MICRO ? "num_microbatches"
-                          : c == O_RECOMP ? "recompute_layers" : "budget_gb";
-            set_key(cfg, k, cJSON_CreateNumber(v));
-            break;
-        }
-        case O_SP: cJSON_AddTrueToObject(cfg, "sp"); break;
-        case O_SEL: cJSON_AddTrueToObject(cfg, "recompute_attn_core"); break;
-        case O_ROLES: cJSON_AddTrueToObject(cfg, "roles"); break;
-        case O_INV: cJSON_AddTrueToObject(cfg, "inventory"); break;
-        case O_EAGER_ATTN: cJSON_AddFalseToObject(impl, "flash_attn"); break;
-        case O_EAGER_NORM: cJSON_AddFalseToObject(impl, "fused_norm"); break;
-        case O_GQA: cJSON_AddTrueToObject(impl, "gqa_repeat"); break;
-        default: bad = agoq_cmd_usage_error("memory"); break;
-        }
-        if (strkey) set_key(cfg, strkey, agoq_csv_strings(optarg));
-        if (numkey) {
-            cJSON *a = agoq_csv_numbers(optarg);
-            if (!a) {
-                agoq_error("memory: bad value '%s' for --%s (expect e.g. 1,2,4)", optarg, numkey);
-                bad = 2;
-            } else {
-                set_key(cfg, numkey, a);
-            }
-        }
-    }
-    if (!bad && o.help) { help(); bad = -1; }
-    if (!bad && optind < argc) {
-        agoq_error("memory: unexpected argument '%s'", argv[optind]);
-        bad = 2;
-    }
-    if (bad) {
-        cJSON_Delete(cfg);
-        cJSON_Delete(impl);
-        return bad < 0 ? 0 : bad;
-    }
-    if (cJSON_GetArraySize(impl)) cJSON_AddItemToObject(cfg, "impl", impl);
-    else cJSON_Delete(impl);
-    static const char *const tsv[] = {"model", "policy", "accounting", "gpus", "tp", "pp", "dp", "zero", "seq",
-                                      "weights_GB", "grads_GB", "optimizer_GB", "activations_GB", "act_scales_GB",
-                                      "comm_GB", "total_GB", "layer_act_U"};
-    return agoq_cmd_execute(&o, "memory", cfg, tsv, sizeof tsv / sizeof tsv[0], argc, argv);
-}
+const agoq_runner agoq_runner_memory = {
+    .kind = "memory",
+    .what = "per-GPU memory model: ZeRO stages, parallelism, activation policies",
+    .usage = "--model NAME[,NAME...] [options]",
+    .about = "Per-GPU memory (weights, grads, optimizer, activations, scales, comm buffers) from the\n"
+             "memory model; computed, not measured (meta.source \"simulated\").",
+    .keys = memory_keys,
+    .more_keys = agoq_layout_keys,
+    .flags = memory_flags,
+    .run = agoq_exp_memory,
+    .tsv = memory_tsv,
+    .ntsv = sizeof memory_tsv / sizeof memory_tsv[0],
+    .host_only = 1,
+};

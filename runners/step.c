@@ -44,7 +44,6 @@
 #include <string.h>
 
 #include "runners/cmdline.h"
-#include "runners/commands.h"
 #include "core/common.h"
 #include "kernels/quant/qspec.h"
 #include "runners/step_cfg.h"
@@ -432,33 +431,6 @@ done:
 
 /* ---- the subcommand ----------------------------------------------------------------------- */
 
-static void help(void) {
-    printf("usage: agoq step [options]      (or: agoq run experiments/step_*.json)\n"
-           "A measured training step (forward, backward, AdamW) of a stack of LLaMA decoder layers on\n"
-           "one GPU, bf16 with fp32 accumulation, cuBLASLt GEMMs and cuDNN flash attention; activations\n"
-           "really stored as each policy says (bf16, FP8, packed k-bit codes + scales, or recomputed) in\n"
-           "one arena whose high-water mark is the peak. TP/PP communication is not run (\"comm\": \"omitted\").\n"
-           "  --model NAME[,..]     model card(s): %s (default llama2-7b)\n"
-           "  --layers N            decoder layers in the stack (4)\n"
-           "  --tp N[,..] --pp N --stage I   per-rank shapes, pipeline stage (1, 1, 0)\n"
-           "  --seq N[,..]          tokens per sequence, K suffix allowed (4096)\n"
-           "  --mbs N --microbatches N       sequences per micro-batch, micro-batches per step (1, 1)\n"
-           "  --runs a,b            runs (default bf16,recompute,agoq): %s\n"
-           "  --reps N (-n) --warmup N (-w)  timed steps, untimed steps first (5, 2)\n"
-           "  --grad-error          gradient error of each run vs bf16 store-all (same weights, data)\n"
-           "  --dry                 the allocation plan only, no GPU (records marked simulated)\n"
-           "  --budget GB --fit error|record  device budget: over it an error, or a \"fits\": false record\n"
-           "  --rope-base X --norm-eps X      RoPE base (10000), RMSNorm epsilon (1e-5)\n"
-           "  --check               exit 0 if a GPU and cuDNN are usable here, else say why, exit 1\n"
-           "config keys (experiment files, kind \"step\"): model, layers, tp, pp, stage, seq, micro_batch,\n"
-           "micro_batches, rope_base, norm_eps, reps, warmup, seed, grad_error, dry, budget_gb, fit, runs;\n"
-           "a run is a preset name or {\"name\", \"policy\" (%s), \"recompute_layers\": k|-1|\"min_fit\",\n"
-           "\"selective\": bool, \"store\": {ROLE: STORE}, \"grad\": \"fp32\"|FORMAT, \"moments\": \"fp32\"|FORMAT};\n"
-           "ROLE: norm_in, qkv_in, attention, ffn1_in, fc1_out, ffn2_in; STORE: native, recompute,\n"
-           "<format>[/<block>] (docs/step.md has the records and an example).\n" AGOQ_COMMON_HELP,
-           agoq_model_names(), step_preset_names(), agoq_policy_names());
-}
-
 static int check(void) {
     char why[512], what[512] = "";
     if (step_ready(why, sizeof why, what, sizeof what)) {
@@ -469,93 +441,66 @@ static int check(void) {
     return 0;
 }
 
-static void set_key(cJSON *cfg, const char *key, cJSON *item) {
-    cJSON_DeleteItemFromObjectCaseSensitive(cfg, key);
-    cJSON_AddItemToObject(cfg, key, item);
+/* -b/-e/-f: no size sweep here. */
+static int no_sweep(cJSON *cfg, const agoq_flag *f, const char *arg, const char *cmd) {
+    agoq_error("step: -%c does not apply (sizes come from the model card and --seq)", f->short_opt);
+    return -1;
 }
 
-int cmd_step(int argc, char **argv) {
-    enum { O_MODEL = AGOQ_OPT_FIRST_PRIVATE, O_LAYERS, O_TP, O_PP, O_STAGE, O_SEQ, O_MBS, O_MICRO, O_RUNS, O_REPS,
-           O_WARMUP, O_GRADERR, O_DRY, O_BUDGET, O_FIT, O_ROPE, O_EPS, O_CHECK };
-    static const struct option longopts[] = {
-        AGOQ_COMMON_LONGOPTS, {"model", required_argument, 0, O_MODEL}, {"layers", required_argument, 0, O_LAYERS},
-        {"tp", required_argument, 0, O_TP}, {"pp", required_argument, 0, O_PP}, {"stage", required_argument, 0, O_STAGE},
-        {"seq", required_argument, 0, O_SEQ}, {"mbs", required_argument, 0, O_MBS},
-        {"microbatches", required_argument, 0, O_MICRO}, {"runs", required_argument, 0, O_RUNS},
-        {"reps", required_argument, 0, O_REPS}, {"warmup", required_argument, 0, O_WARMUP},
-        {"grad-error", no_argument, 0, O_GRADERR}, {"dry", no_argument, 0, O_DRY},
-        {"budget", required_argument, 0, O_BUDGET}, {"fit", required_argument, 0, O_FIT},
-        {"rope-base", required_argument, 0, O_ROPE}, {"norm-eps", required_argument, 0, O_EPS},
-        {"check", no_argument, 0, O_CHECK}, {0, 0, 0, 0}};
-    agoq_common_opts o;
-    agoq_common_init(&o, "step");
-    cJSON *cfg = cJSON_CreateObject();
-    int c, bad = 0, want_check = 0;
-    while (!bad && (c = getopt_long(argc, argv, AGOQ_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
-        const char *intkey = NULL, *numkey = NULL, *listkey = NULL;
-        double v;
-        switch (c) {
-        case 'n': case O_REPS: intkey = "reps"; break;
-        case 'w': case O_WARMUP: intkey = "warmup"; break;
-        case 'b': case 'e': case 'f':
-            agoq_error("step: -%c does not apply (sizes come from the model card and --seq)", c);
-            bad = 2;
-            break;
-        case O_MODEL: set_key(cfg, "model", agoq_csv_strings(optarg)); break;
-        case O_RUNS: set_key(cfg, "runs", agoq_csv_strings(optarg)); break;
-        case O_FIT: set_key(cfg, "fit", cJSON_CreateString(optarg)); break;
-        case O_LAYERS: intkey = "layers"; break;
-        case O_PP: intkey = "pp"; break;
-        case O_STAGE: intkey = "stage"; break;
-        case O_MBS: intkey = "micro_batch"; break;
-        case O_MICRO: intkey = "micro_batches"; break;
-        case O_TP: listkey = "tp"; break;
-        case O_SEQ: listkey = "seq"; break;
-        case O_BUDGET: numkey = "budget_gb"; break;
-        case O_ROPE: numkey = "rope_base"; break;
-        case O_EPS: numkey = "norm_eps"; break;
-        case O_GRADERR: set_key(cfg, "grad_error", cJSON_CreateTrue()); break;
-        case O_DRY: set_key(cfg, "dry", cJSON_CreateTrue()); break;
-        case O_CHECK: want_check = 1; break;
-        default: {
-            int r = agoq_common_opt(&o, c, optarg);
-            if (r < 0) bad = 2;
-            else if (r == 0) bad = agoq_cmd_usage_error("step");
-        }
-        }
-        if (intkey) {
-            long l;
-            if (cli_long_arg("step", argv[optind - 1], optarg, 0, 1L << 30, &l)) bad = 2;
-            else set_key(cfg, intkey, cJSON_CreateNumber((double)l));
-        }
-        if (numkey) {
-            if (cli_double_arg("step", argv[optind - 1], optarg, &v)) bad = 2;
-            else set_key(cfg, numkey, cJSON_CreateNumber(v));
-        }
-        if (listkey) {
-            cJSON *a = agoq_csv_numbers(optarg);
-            if (!a) {
-                agoq_error("step: bad value '%s' for --%s (expect e.g. 4096,16K)", optarg, listkey);
-                bad = 2;
-            } else {
-                set_key(cfg, listkey, a);
-            }
-        }
-    }
-    if (!bad && o.help) { help(); bad = -1; }
-    if (!bad && want_check) bad = check() ? -2 : -1;
-    if (!bad && optind < argc) {
-        agoq_error("step: unexpected argument '%s'", argv[optind]);
-        bad = 2;
-    }
-    if (bad) {
-        cJSON_Delete(cfg);
-        cJSON_Delete(o.sweep);
-        return bad == -1 ? 0 : bad == -2 ? 1 : bad;
-    }
-    static const char *const tsv[] = {"name", "policy", "model", "tp", "seq", "recomputed_layers", "fits", "peak_bytes",
-                                      "saved_activation_bytes", "step_ms", "tokens_per_s", "mfu", "time_vs_bf16",
-                                      "peak_vs_bf16", "saved_vs_bf16", "time_vs_recompute", "peak_vs_recompute",
-                                      "needed_bytes"};
-    return agoq_cmd_execute(&o, "step", cfg, tsv, sizeof tsv / sizeof tsv[0], argc, argv);
+#define STEP_INT(name_, sh_, key_, arg_, what_) {.name = name_, .short_opt = sh_, .kind = AGOQ_FLAG_LONG, .key = key_, .arg = arg_, .help = what_, .lo = 0, .hi = 1L << 30}
+static const agoq_flag step_flags[] = {
+    {.name = "model", .short_opt = 0, .kind = AGOQ_FLAG_STRS, .key = "model", .arg = "NAME[,..]", .help = "model card(s) (default llama2-7b)", .choices = agoq_model_names},
+    STEP_INT("layers", 0, "layers", "N", "decoder layers in the stack (4)"),
+    {.name = "tp", .short_opt = 0, .kind = AGOQ_FLAG_NUMS, .key = "tp", .arg = "N[,..]", .help = "per-rank shapes of tensor parallelism (1)", .value = "4096,16K"},
+    STEP_INT("pp", 0, "pp", "N", "pipeline stages (1)"),
+    STEP_INT("stage", 0, "stage", "I", "pipeline stage (0)"),
+    {.name = "seq", .short_opt = 0, .kind = AGOQ_FLAG_NUMS, .key = "seq", .arg = "N[,..]", .help = "tokens per sequence, K suffix allowed (4096)", .value = "4096,16K"},
+    STEP_INT("mbs", 0, "micro_batch", "N", "sequences per micro-batch (1)"),
+    STEP_INT("microbatches", 0, "micro_batches", "N", "micro-batches per step (1)"),
+    {.name = "runs", .short_opt = 0, .kind = AGOQ_FLAG_STRS, .key = "runs", .arg = "a,b", .help = "runs (default bf16,recompute,agoq)", .choices = step_preset_names},
+    STEP_INT("reps", 'n', "reps", "N", "timed steps (5)"),
+    STEP_INT("warmup", 'w', "warmup", "N", "untimed steps first (2)"),
+    {.name = "grad-error", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "grad_error", .arg = NULL, .help = "gradient error of each run vs bf16 store-all (same weights, data)",
+     .value = "true"},
+    {.name = "dry", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "dry", .arg = NULL, .help = "the allocation plan only, no GPU (records marked simulated)", .value = "true"},
+    {.name = "budget", .short_opt = 0, .kind = AGOQ_FLAG_NUM, .key = "budget_gb", .arg = "GB", .help = "device budget"},
+    {.name = "fit", .short_opt = 0, .kind = AGOQ_FLAG_STR, .key = "fit", .arg = "error|record", .help = "over the budget: an error, or a \"fits\": false record"},
+    {.name = "rope-base", .short_opt = 0, .kind = AGOQ_FLAG_NUM, .key = "rope_base", .arg = "X", .help = "RoPE base (10000)"},
+    {.name = "norm-eps", .short_opt = 0, .kind = AGOQ_FLAG_NUM, .key = "norm_eps", .arg = "X", .help = "RMSNorm epsilon (1e-5)"},
+    {.name = "check", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "check", .arg = NULL, .help = "exit 0 if a GPU and cuDNN are usable here, else say why, exit 1",
+     .value = "true"},
+    {.name = NULL, .short_opt = 'b', .kind = AGOQ_FLAG_CALL, .key = NULL, .arg = "SIZE", .help = NULL, .parse = no_sweep},
+    {.name = NULL, .short_opt = 'e', .kind = AGOQ_FLAG_CALL, .key = NULL, .arg = "SIZE", .help = NULL, .parse = no_sweep},
+    {.name = NULL, .short_opt = 'f', .kind = AGOQ_FLAG_CALL, .key = NULL, .arg = "FACTOR", .help = NULL, .parse = no_sweep},
+    {0}};
+
+static const char *const step_tsv[] = {"name", "policy", "model", "tp", "seq", "recomputed_layers", "fits",
+                                       "peak_bytes", "saved_activation_bytes", "step_ms", "tokens_per_s", "mfu",
+                                       "time_vs_bf16", "peak_vs_bf16", "saved_vs_bf16", "time_vs_recompute",
+                                       "peak_vs_recompute", "needed_bytes"};
+
+/* --check answers and exits instead of running. */
+static int step_finish(agoq_cmd *cmd) {
+    if (!cJSON_GetObjectItemCaseSensitive(cmd->cfg, "check")) return -1;
+    return check();
 }
+
+const agoq_runner agoq_runner_step = {
+    .kind = "step",
+    .what = "measured training step of LLaMA layers on one GPU per policy (or its dry plan)",
+    .usage = "[options]      (or: agoq run experiments/step_*.json)",
+    .about = "A measured training step (forward, backward, AdamW) of a stack of LLaMA decoder layers on\n"
+             "one GPU, bf16 with fp32 accumulation, cuBLASLt GEMMs and cuDNN flash attention; activations\n"
+             "really stored as each policy says (bf16, FP8, packed k-bit codes + scales, or recomputed) in\n"
+             "one arena whose high-water mark is the peak. TP/PP communication is not run (\"comm\": \"omitted\").",
+    .keys = step_exp_keys,
+    .flags = step_flags,
+    .notes = "a run is a preset name or {\"name\", \"policy\", \"recompute_layers\": k|-1|\"min_fit\",\n"
+             "\"selective\": bool, \"store\": {ROLE: STORE}, \"grad\": \"fp32\"|FORMAT, \"moments\": \"fp32\"|FORMAT};\n"
+             "ROLE: norm_in, qkv_in, attention, ffn1_in, fc1_out, ffn2_in; STORE: native, recompute,\n"
+             "<format>[/<block>] (docs/step.md has the records and an example).",
+    .run = agoq_exp_step,
+    .tsv = step_tsv,
+    .ntsv = sizeof step_tsv / sizeof step_tsv[0],
+    .finish = step_finish,
+};

@@ -226,10 +226,12 @@ static int parse_runs(jconf c, const cJSON *cfg, step_exp *x) {
     return 0;
 }
 
+const char *const step_exp_keys[] = {"model", "layers", "tp", "pp", "stage", "seq", "micro_batch", "micro_batches",
+                                     "rope_base", "norm_eps", "reps", "warmup", "seed", "grad_error", "dry",
+                                     "budget_gb", "fit", "runs", "dump", NULL};
+
 int step_exp_parse(const agoq_run_ctx *ctx, const cJSON *cfg, step_exp *x) {
-    static const char *const keys[] = {"model", "layers", "tp", "pp", "stage", "seq", "micro_batch", "micro_batches",
-                                       "rope_base", "norm_eps", "reps", "warmup", "seed", "grad_error", "dry",
-                                       "budget_gb", "fit", "runs", "dump", NULL};
+    const char *const *keys = step_exp_keys;
     jconf c = ctx->where;
     memset(x, 0, sizeof *x);
     const char *fit;

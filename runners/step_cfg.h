@@ -52,6 +52,7 @@ typedef struct {
 /* Names of the preset runs, "bf16, recompute, ..." (for help and messages). */
 const char *step_preset_names(void);
 /* Parses and checks every key (unknown keys are errors); 0 or -1 after one line. */
+extern const char *const step_exp_keys[]; /* the config keys of kind "step" */
 int step_exp_parse(const agoq_run_ctx *ctx, const cJSON *cfg, step_exp *x);
 /* The engine's configuration of point a and run r with k fully recomputed layers (-1 = all).
  * Not yet checked: agoq_step_run checks it (agoq_step_config_fix). */

@@ -31,7 +31,6 @@
 #include <string.h>
 
 #include "runners/cmdline.h"
-#include "runners/commands.h"
 #include "core/common.h"
 #include "runners/experiment.h"
 #include "kernels/quant/qspec.h"
@@ -85,12 +84,14 @@ static int parse_run(jconf c, size_t i, const char *spec, train_plan *p) {
     return 0;
 }
 
-static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, train_plan *p) {
-    static const char *const keys[] = {"runs", "baseline", "seeds", "layers", "heads", "d_model", "d_ff", "seq_len",
+static const char *const train_keys[] = {"runs", "baseline", "seeds", "layers", "heads", "d_model", "d_ff", "seq_len",
                                        "micro_batch", "ranks", "steps", "warmup", "lr", "min_lr_frac", "weight_decay",
                                        "grad_clip", "eval_every", "eval_windows", "grad_probe", "act_block",
                                        "grad_format", "grad_block", "corpus", "corpus_seed", "train_bytes",
                                        "heldout_bytes", "heldout_frac", "time_limit_s", "class_probe", "seed", NULL};
+
+static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, train_plan *p) {
+    const char *const *keys = train_keys;
     jconf c = ctx->where;
     memset(p, 0, sizeof *p);
     train_run_cfg *b = &p->base;
@@ -163,8 +164,7 @@ static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, train_plan *p) 
     b->grad_clip = (float)clip;
     b->beta1 = 0.9f;
     b->beta2 = 0.95f;
-    b->grad_q = agoq_qconfig_default((agoq_format)gf);
-    b->grad_q.block = (int)gblk;
+    agoq_qspec_make((agoq_format)gf, gblk, &b->grad_q); /* block checked above */
     p->act_block = (int)blk;
     free(runs);
     free(seeds);
@@ -344,80 +344,42 @@ int agoq_exp_train(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *res)
     return 0;
 }
 
-static void help(void) {
-    printf("usage: agoq train [options]\n"
-           "Train a small LLaMA-style decoder under activation/gradient policies from the same\n"
-           "weights and data; record train/held-out loss curves and the final gap to bf16.\n"
-           "Backend: --backend cpu (the default here) | cuda (one GPU) | auto.\n"
-           "  --runs A+G,...       runs (default bf16+fp32,agoq+fp32,uniform4+fp32,coat+fp32,agoq+agoq8,bf16+fp8lm)\n"
-           "                       A: %s; G: %s\n"
-           "  --steps N            optimizer steps per run (default 300)\n"
-           "  --layers N --d-model N --heads N --d-ff N --seq-len N   model shape (4, 128, 4, 352, 64)\n"
-           "  --micro-batch N --ranks N   sequences per rank, simulated data-parallel ranks (4, 2)\n"
-           "  --lr X --eval-every N        peak learning rate (3e-3), evaluation interval (25)\n"
-           "  --corpus grammar|FILE        training text (default: the generated grammar corpus)\n"
-           "Threads: OMP_NUM_THREADS (results do not depend on it).\n" AGOQ_COMMON_HELP,
-           TRAIN_ACT_POLICY_NAMES, TRAIN_GRAD_MODE_NAMES);
+static const char *train_run_names(void) {
+    return "A: " TRAIN_ACT_POLICY_NAMES "; G: " TRAIN_GRAD_MODE_NAMES;
 }
 
-int cmd_train(int argc, char **argv) {
-    enum { O_RUNS = AGOQ_OPT_FIRST_PRIVATE, O_STEPS, O_LAYERS, O_DMODEL, O_HEADS, O_DFF, O_SEQ, O_MB, O_RANKS, O_LR,
-           O_EVAL, O_CORPUS };
-    static const struct option longopts[] = {AGOQ_COMMON_LONGOPTS,
-                                             {"runs", required_argument, 0, O_RUNS},
-                                             {"steps", required_argument, 0, O_STEPS},
-                                             {"layers", required_argument, 0, O_LAYERS},
-                                             {"d-model", required_argument, 0, O_DMODEL},
-                                             {"heads", required_argument, 0, O_HEADS},
-                                             {"d-ff", required_argument, 0, O_DFF},
-                                             {"seq-len", required_argument, 0, O_SEQ},
-                                             {"micro-batch", required_argument, 0, O_MB},
-                                             {"ranks", required_argument, 0, O_RANKS},
-                                             {"lr", required_argument, 0, O_LR},
-                                             {"eval-every", required_argument, 0, O_EVAL},
-                                             {"corpus", required_argument, 0, O_CORPUS},
-                                             {0, 0, 0, 0}};
-    static const char *const int_keys[] = {[O_STEPS - O_RUNS] = "steps", [O_LAYERS - O_RUNS] = "layers",
-                                           [O_DMODEL - O_RUNS] = "d_model", [O_HEADS - O_RUNS] = "heads",
-                                           [O_DFF - O_RUNS] = "d_ff",     [O_SEQ - O_RUNS] = "seq_len",
-                                           [O_MB - O_RUNS] = "micro_batch", [O_RANKS - O_RUNS] = "ranks",
-                                           [O_EVAL - O_RUNS] = "eval_every"};
-    agoq_common_opts o;
-    agoq_common_init(&o, "train");
-    o.backend = "cpu"; /* the recorded CPU runs are the reference: a GPU machine runs cuda only when asked */
-    cJSON *cfg = cJSON_CreateObject();
-    int c;
-    long l;
-    double d;
-    while ((c = getopt_long(argc, argv, AGOQ_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
-        int r = agoq_common_opt(&o, c, optarg);
-        if (r < 0) { cJSON_Delete(cfg); return 2; }
-        if (r > 0) continue;
-        switch (c) {
-        case O_RUNS: cJSON_AddItemToObject(cfg, "runs", agoq_csv_strings(optarg)); break;
-        case O_CORPUS: cJSON_AddStringToObject(cfg, "corpus", optarg); break;
-        case O_LR:
-            if (cli_double_arg("train", "--lr", optarg, &d)) { cJSON_Delete(cfg); return 2; }
-            cJSON_AddNumberToObject(cfg, "lr", d);
-            break;
-        case O_STEPS: case O_LAYERS: case O_DMODEL: case O_HEADS: case O_DFF: case O_SEQ: case O_MB: case O_RANKS:
-        case O_EVAL: {
-            const char *key = int_keys[c - O_RUNS];
-            if (cli_long_arg("train", key, optarg, 1, 100000000, &l)) { cJSON_Delete(cfg); return 2; }
-            cJSON_AddNumberToObject(cfg, key, (double)l);
-            break;
-        }
-        default: cJSON_Delete(cfg); return agoq_cmd_usage_error("train");
-        }
-    }
-    if (o.help) { help(); cJSON_Delete(cfg); return 0; }
-    if (optind < argc) {
-        agoq_error("train: unexpected argument '%s'", argv[optind]);
-        cJSON_Delete(cfg);
-        return 2;
-    }
-    static const char *const tsv[] = {"record", "run", "seed", "step", "tokens", "train_loss", "heldout_loss",
-                                      "grad_norm", "grad_rel_l2_vs_fp32_act", "grad_cosine_vs_fp32_act", "lr",
-                                      "allreduce_rel_l2_vs_exact"};
-    return agoq_cmd_execute(&o, "train", cfg, tsv, sizeof tsv / sizeof tsv[0], argc, argv);
-}
+#define TRAIN_INT(name_, key_, what_) {.name = name_, .short_opt = 0, .kind = AGOQ_FLAG_LONG, .key = key_, .arg = "N", .help = what_, .lo = 1, .hi = 100000000}
+static const agoq_flag train_flags[] = {
+    {.name = "runs", .short_opt = 0, .kind = AGOQ_FLAG_STRS, .key = "runs", .arg = "A+G,...", .help = "runs (default bf16+fp32,agoq+fp32,uniform4+fp32,coat+fp32,agoq+agoq8,bf16+fp8lm)",
+     .choices = train_run_names},
+    TRAIN_INT("steps", "steps", "optimizer steps per run (default 300)"),
+    TRAIN_INT("layers", "layers", "model shape: layers (4)"),
+    TRAIN_INT("d-model", "d_model", "model width (128)"),
+    TRAIN_INT("heads", "heads", "attention heads (4)"),
+    TRAIN_INT("d-ff", "d_ff", "FFN width (352)"),
+    TRAIN_INT("seq-len", "seq_len", "tokens per sequence (64)"),
+    TRAIN_INT("micro-batch", "micro_batch", "sequences per rank (4)"),
+    TRAIN_INT("ranks", "ranks", "simulated data-parallel ranks (2)"),
+    {.name = "lr", .short_opt = 0, .kind = AGOQ_FLAG_NUM, .key = "lr", .arg = "X", .help = "peak learning rate (3e-3)"},
+    TRAIN_INT("eval-every", "eval_every", "evaluation interval (25)"),
+    {.name = "corpus", .short_opt = 0, .kind = AGOQ_FLAG_STR, .key = "corpus", .arg = "grammar|FILE", .help = "training text (default: the generated grammar corpus)"},
+    {0}};
+
+static const char *const train_tsv[] = {"record", "run", "seed", "step", "tokens", "train_loss", "heldout_loss",
+                                        "grad_norm", "grad_rel_l2_vs_fp32_act", "grad_cosine_vs_fp32_act", "lr",
+                                        "allreduce_rel_l2_vs_exact"};
+
+const agoq_runner agoq_runner_train = {
+    .kind = "train",
+    .what = "small LLaMA-style model trained under activation/gradient policies",
+    .about = "Train a small LLaMA-style decoder under activation/gradient policies from the same\n"
+             "weights and data; record train/held-out loss curves and the final gap to bf16.\n"
+             "Backend: --backend cpu (the default here) | cuda (one GPU) | auto.",
+    .keys = train_keys,
+    .flags = train_flags,
+    .notes = "Threads: OMP_NUM_THREADS (results do not depend on it).",
+    .run = agoq_exp_train,
+    .tsv = train_tsv,
+    .ntsv = sizeof train_tsv / sizeof train_tsv[0],
+    .backend = "cpu", /* the recorded CPU runs are the reference: a GPU machine runs cuda only when asked */
+};

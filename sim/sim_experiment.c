@@ -170,6 +170,13 @@ static int load_machines(jconf c, const cJSON *cfg, agoq_machine **out, size_t *
     return 0;
 }
 
+const char *const agoq_sim_step_keys[] = {"mode", "machines", "algo", "paper", "models", "methods", "seqs", "gpus",
+                                     "dp", "tp", "pp", "vpp", "micro_batch", "global_batch", "batch_per_replica",
+                                     "recompute", "overlap", "fused_quant", "accounting", "baseline", "variants",
+                                     NULL};
+const char *const agoq_sim_comm_keys[] = {"mode", "machines", "algo", "paper", "tp", "dp", "sizes", "grad",
+                                     "min_bytes", "max_bytes", "factor", NULL};
+
 int agoq_exp_simulate(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *res) {
     jconf c = ctx->where;
     const char *mode, *algo_name;
@@ -185,13 +192,7 @@ int agoq_exp_simulate(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *r
         agoq_error("%s: key '%s.mode': unknown value '%s' (valid: step, comm, holdout)", c.file, c.prefix, mode);
         return -1;
     }
-    static const char *const step_keys[] = {"mode", "machines", "algo", "paper", "models", "methods", "seqs", "gpus",
-                                            "dp", "tp", "pp", "vpp", "micro_batch", "global_batch", "batch_per_replica",
-                                            "recompute", "overlap", "fused_quant", "accounting", "baseline", "variants",
-                                            NULL};
-    static const char *const comm_keys[] = {"mode", "machines", "algo", "paper", "tp", "dp", "sizes", "grad",
-                                            "min_bytes", "max_bytes", "factor", NULL};
-    if (jconf_only(c, cfg, is_step ? step_keys : comm_keys)) return -1;
+    if (jconf_only(c, cfg, is_step ? agoq_sim_step_keys : agoq_sim_comm_keys)) return -1;
     agoq_sim_paper paper;
     if (parse_paper(c, cfg, &paper)) return -1;
     agoq_machine *machines = NULL;

@@ -14,6 +14,9 @@ extern "C" {
 
 #define AGOQ_SIM_MAX_VARIANTS 32
 
+/* The config keys of mode "step" and of mode "comm" (NULL-terminated). */
+extern const char *const agoq_sim_step_keys[], *const agoq_sim_comm_keys[];
+
 /* "native" | "bf16" | "fp32" | "recompute" | "<format>[/block]" -> store; -1 when malformed. */
 int agoq_sim_parse_store(const char *s, agoq_store *out);
 /* The config's variants applied to base (or one "default" variant); labels point into cfg. */

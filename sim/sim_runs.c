@@ -234,14 +234,12 @@ int agoq_sim_run_comm(const agoq_run_ctx *ctx, const cJSON *cfg, const agoq_mach
     size_t ns;
     const char *grad;
     agoq_store gs;
-    double mn, mx, factor;
+    cli_sweep sw;
     if (jconf_long(c, cfg, "tp", 0, 1, 1024, 1, &tp) || jconf_long(c, cfg, "dp", 1, 2, 1 << 20, 2, &dp) ||
         jconf_str(c, cfg, "grad", 0, "dyn8/256", &grad) || jconf_nums(c, cfg, "sizes", 0, 4, 1e13, &sizes, &ns) ||
-        jconf_num(c, cfg, "min_bytes", 0, 4, 1e13, 32768, &mn) || jconf_num(c, cfg, "max_bytes", 0, 4, 1e13, 1 << 30, &mx) ||
-        jconf_num(c, cfg, "factor", 0, 1, 1e6, 32, &factor))
+        jconf_sweep(c, cfg, 4, 1e13, (cli_sweep){32768, 1 << 30, 32}, &sw))
         return -1;
     if (!ns) { /* no explicit sizes: the -b/-e/-f sweep of the command line */
-        cli_sweep sw = {(size_t)mn, (size_t)mx, factor};
         if (cli_sweep_check(c.file, &sw)) return -1;
         ns = cli_sweep_count(&sw);
         sizes = calloc(ns, sizeof *sizes);

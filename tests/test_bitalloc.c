@@ -158,7 +158,7 @@ TEST(bitalloc_measured_proxy_fixture) {
     /* the committed measurement has every default candidate */
     agoq_bitalloc_problem pr;
     agoq_bitalloc_default(&pr);
-    CHECK(agoq_proxy_measured("results/quant_error.json", "normal", pr.cand, pr.ncand) == 0);
+    CHECK(agoq_proxy_measured("results/cpu/quant_error.json", "normal", pr.cand, pr.ncand) == 0);
     CHECK(pr.cand[3].err > pr.cand[1].err && pr.cand[1].err > pr.cand[2].err && pr.cand[2].err > 0);
 }
 

@@ -1,4 +1,4 @@
-/* The C inventory against PyTorch's real saved tensors: results/validation/saved_tensors.json
+/* The C inventory against PyTorch's real saved tensors: results/h200/saved_tensors.json
  * (written by validation/saved_tensors.py on the GPU machine, tools/device_validation.sh) must
  * agree within 2% for every measured shape and implementation. Until that file is committed
  * the comparison is skipped, saying so; the comparator itself is tested on fixtures. */
@@ -10,7 +10,7 @@
 #include "models/memory.h"
 #include "tests/test.h"
 
-#define VALIDATION_JSON "results/validation/saved_tensors.json"
+#define VALIDATION_JSON "results/h200/saved_tensors.json"
 #define TOLERANCE 0.02
 
 static double num(const cJSON *o, const char *k) {

@@ -5,7 +5,7 @@
 # on the host (make CUDA=1 build/agoq_test_cuda, stripped) and carried.
 #   usage: bash tools/device_attn.sh DIR_WITH_agoq_test_cuda [nopad]
 # nopad: also rerun the accuracy test without the backward padding-mask workaround (diagnostic).
-# Logs go to $OUT (the device tool brings them back); results/h200/attn_cudnn.log is one such log.
+# Logs go to $OUT (the device tool brings them back); results/h200/logs/attn_cudnn.log is one such log.
 set -u
 B=${1:-build}
 OUT=${OUT:-/tmp/agoq_out}

@@ -30,6 +30,8 @@ NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 echo "device_collectives: $NGPU GPU(s), binary $B/agoq, $(date -u +%FT%TZ)" | tee -a "$LOG"
 [ "$NGPU" -ge 1 ] || { echo "device_collectives: no GPU visible" | tee -a "$LOG" >&2; exit 1; }
 
+# The mpirun run keeps flags: only `agoq collectives` writes from rank 0 alone (agoq run has no
+# rank logic); its sweep is experiments/collectives.json's config.
 SWEEP=(-b 1K -e 1G -f 32 -n 20 -w 5 --op allreduce,reduce_scatter --keep-going)
 rc=0
 run() { # name, command...: log everything, keep going so one failure does not lose the rest
@@ -50,9 +52,9 @@ if [ -x "$B/agoq_test_cuda" ]; then
 else
     echo "== test_cuda_coll skipped: no $B/agoq_test_cuda (make test-cuda BUILD=$B builds it)" | tee -a "$LOG"
 fi
-run 1gpu "$B/agoq" collectives --backend cuda -g 1 "${SWEEP[@]}" -o "$OUT/collectives_1gpu.json"
+run 1gpu "$B/agoq" run experiments/collectives_1gpu.json -o "$OUT/collectives_1gpu.json"
 if [ "$NGPU" -gt 1 ]; then
-    run "${NGPU}gpu" "$B/agoq" collectives --backend cuda -g "$NGPU" "${SWEEP[@]}" -o "$OUT/collectives_${NGPU}gpu.json"
+    run "${NGPU}gpu" "$B/agoq" run experiments/collectives.json -o "$OUT/collectives_${NGPU}gpu.json" # every visible GPU
     if [ -x "$BM/agoq" ] && command -v mpirun >/dev/null 2>&1; then
         run "${NGPU}gpu_mpi" mpirun --allow-run-as-root --oversubscribe -np "$NGPU" -x NCCL_NVLS_ENABLE -x LD_LIBRARY_PATH \
             "$BM/agoq" collectives --backend cuda "${SWEEP[@]}" -o "$OUT/collectives_${NGPU}gpu_mpi.json"

@@ -17,7 +17,7 @@ if [ "$WHAT" != bench ]; then
     tail -n 40 "$OUT/test_cuda_fused.log"
 fi
 if [ "$WHAT" != tests ]; then
-    "$B/agoq" run experiments/kernels_fused.json --backend cuda --out "$OUT/fused.json" >"$OUT/bench_fused.log" 2>&1 || rc=1
+    "$B/agoq" run experiments/kernels_fused.json --backend cuda --out "$OUT/kernels_fused.json" >"$OUT/bench_fused.log" 2>&1 || rc=1
     "$B/agoq" run experiments/gemm.json --backend cuda --out "$OUT/gemm.json" >"$OUT/bench_gemm.log" 2>&1 || rc=1
     tail -n 60 "$OUT/bench_fused.log" "$OUT/bench_gemm.log"
 fi

@@ -19,7 +19,7 @@ if [ "$rc" -ne 0 ]; then
     exit 1
 fi
 case "$MODE" in
-quick) "$B/agoq" kernels -b 1M -e 256M -f 16 -n 10 -w 3 -q -o "$OUT/kernels_quick.json" 2>&1 | tee "$OUT/kernels_quick.log" || rc=1 ;;
+quick) "$B/agoq" run experiments/kernels_quick.json -q -o "$OUT/kernels_quick.json" 2>&1 | tee "$OUT/kernels_quick.log" || rc=1 ;;
 full) "$B/agoq" run experiments/kernels.json -q --out "$OUT/kernels.json" 2>&1 | tee "$OUT/kernels.log" || rc=1 ;;
 *) echo "device_kernels: unknown mode '$MODE' (quick|full)"; exit 2 ;;
 esac

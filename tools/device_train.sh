@@ -6,12 +6,12 @@
 # depend on the thread count. Expected ~2-3 minutes; every run also stops at TRAIN_RUN_LIMIT_S
 # (evaluated, final record marked truncated) so the batch stays bounded.
 #   tools/device_train.sh [BIN]      BIN: a built agoq (default build/agoq; carry the build dir)
-#   env: OUT (default results/train), TRAIN_SEEDS ("2 3"), TRAIN_RUN_LIMIT_S (70)
+#   env: OUT (default results/h200/logs/train_device: truncated CPU runs on the GPU machine, kept as logs), TRAIN_SEEDS ("2 3"), TRAIN_RUN_LIMIT_S (70)
 # Writes $OUT/train_s<seed>_<a|b>.json and $OUT/train_device.log. The held-out gap of group b
 # runs is taken against group a's bf16+fp32 of the same seed (docs/train.md).
 set -u
 BIN=${1:-build/agoq}
-OUT=${OUT:-results/train}
+OUT=${OUT:-results/h200/logs/train_device}
 SEEDS=${TRAIN_SEEDS:-2 3}
 LIMIT=${TRAIN_RUN_LIMIT_S:-70}
 [ -f tools/device_env.sh ] && source tools/device_env.sh

@@ -4,7 +4,7 @@
 #   make -j2 BUILD=build-train build-train/agoq build-train/agoq_test_cuda
 # and carry the build dir and .carry (libcjson for the GPU machine, see tools/device_env.sh):
 #   tools/device_train_cuda.sh [BUILD_DIR]          (default build)
-#   env: OUT (default results/train/cuda)
+#   env: OUT (default results/h200; move its .log files to results/h200/logs/ before committing)
 # Order and budget (estimates, not measured when written): the cuda_train tests (~30 s,
 # guarded at 90 s), experiments/train_cuda_small.json (the CPU table's configuration, ~30 s,
 # guarded at 100 s), experiments/train_cuda.json (12 runs, ~3 min, each run capped at 25 s by
@@ -15,7 +15,7 @@
 # $OUT/train_cuda.{json,tsv}, $OUT/device_train_cuda.log.
 set -u -o pipefail
 B=${1:-build}
-OUT=${OUT:-results/train/cuda}
+OUT=${OUT:-results/h200}
 [ -f tools/device_env.sh ] && source tools/device_env.sh
 for f in "$B/agoq" "$B/agoq_test_cuda"; do
   [ -x "$f" ] || { echo "device_train_cuda: no $f (build here, carry $B)" >&2; exit 1; }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run on the GPU machine (PyTorch installed there): records the tensors PyTorch saves for
 # backward in LLaMA decoder layers (validation/saved_tensors.py) into $OUT/saved_tensors.json.
-# Commit that file as results/validation/saved_tensors.json; tests/test_memory_validation.c then
+# Commit that file as results/h200/saved_tensors.json; tests/test_memory_validation.c then
 # checks the C memory model against it (within 2% per shape).
 #   OUT=/some/dir bash tools/device_validation.sh
 set -euo pipefail

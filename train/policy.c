@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/quant/qspec.h"
 #include "kernels/quant/quant_math.h"
 #include "kernels/quant/quant_ref.h"
 
@@ -22,8 +23,7 @@ static train_store st_plain(train_store_kind k) {
 
 static train_store st_quant(agoq_format f, int block) {
     train_store s = st_plain(TS_QUANT);
-    s.q = agoq_qconfig_default(f);
-    s.q.block = block;
+    if (agoq_qspec_make(f, block, &s.q)) abort(); /* blocks are checked where they are read */
     return s;
 }
 
@@ -97,7 +97,7 @@ const char *train_store_label(const train_store *st, char *buf, size_t len) {
     switch (st->kind) {
     case TS_FP32: snprintf(buf, len, "fp32"); break;
     case TS_BF16: snprintf(buf, len, "bf16"); break;
-    case TS_QUANT: snprintf(buf, len, "%s/%d", agoq_formats[st->q.fmt].name, st->q.block); break;
+    case TS_QUANT: agoq_qspec_label(&st->q, buf, len); break;
     case TS_RECOMPUTE: snprintf(buf, len, "recompute"); break;
     }
     return buf;

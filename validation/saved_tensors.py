@@ -11,9 +11,9 @@ constant buffers (weights, RoPE cos/sin, the causal mask) are reported apart fro
 
 Why: models/inventory.c claims what such a layer saves; tests/test_memory_validation.c
 compares its bytes with this file's measurement (within 2%) once
-results/validation/saved_tensors.json is committed.
+results/h200/saved_tensors.json is committed.
 
-Run: python3 validation/saved_tensors.py --out results/validation/saved_tensors.json
+Run: python3 validation/saved_tensors.py --out results/h200/saved_tensors.json
      (--device cpu|cuda|auto, --shapes small|all; on the GPU machine tools/device_validation.sh).
 No downloads: weights are seeded random. Output follows the agoq-results/1 schema with
 meta.source "measured".

@@ -15,7 +15,7 @@
  * cuDNN <= 9.15 computes wrong backward results when s % 128 != 0 unless a padding mask is
  * present (cudnn-frontend 1.15 adds one automatically); we do the same, with seq_len tensors
  * [b,1,1,1] = s allocated once in agoq_attn_create. (On an H200 with 9.14, s in {64, 192, 257}
- * gave the same results with and without it: results/h200/attn_cudnn.log.)
+ * gave the same results with and without it: results/h200/logs/attn_cudnn.log.)
  *
  * Plans: engine heuristics (mode A, then fallback) give engine configs; the first whose execution
  * plan finalizes is kept for the life of the agoq_attn (9.14 on H200: engine 2, the fused

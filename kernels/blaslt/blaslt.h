@@ -13,7 +13,7 @@
  * what cuBLAS uses on Hopper); the heuristic is limited to it. One handle is not thread-safe.
  * R must not overlap the output (checked: -1). In place (R == Y) is refused because cuBLASLt's
  * aligned (TMA) kernels gave results a few bf16 ulps off with C == D in bf16 on the H200
- * (results/h200/step_kernels.log, first run); wgrad's fp32 accumulate (C == D) is fine.
+ * (results/h200/logs/step_kernels.log, first run); wgrad's fp32 accumulate (C == D) is fine.
  * Any M, N, K >= 1 (odd sizes run on cuBLASLt's unaligned kernels); 16-byte aligned pointers and
  * dimensions that are multiples of 8 get the fast (TMA) kernels.
  * Entry points return 0, or -1 after printing one line for a bad argument or when the heuristic
