@@ -1,15 +1,15 @@
 # Issue 16: hold-out check of the step-time model calibrated by measured H200 steps
-# (experiments/sim_16_holdout.json -> results/h200/sim_16_holdout.tsv). Left: predicted vs
+# (experiments/sim_16_holdout.json -> results/cpu/sim_16_holdout.tsv). Left: predicted vs
 # measured step time per record (filled = held-out seqs, open = the calibration seqs), with
 # y = x and the +-10% goal. Right: peak memory error per record vs seq, the memory model's total
 # (goal +-3%) and the step engine's dry plan + cuDNN workspace, both against the measured arena
 # peak. Predictions are SIMULATED; the values they are checked against are MEASURED (gpu column).
-#   gnuplot -e "in='results/h200/sim_16_holdout.tsv'; out='results/figures/h200_sim_16_holdout.png'" plots/sim_16_holdout.gp
+#   gnuplot -e "in='results/cpu/sim_16_holdout.tsv'; out='results/cpu/sim_16_holdout.png'" plots/sim_16_holdout.gp
 # TSV columns: 1 model 2 tp 3 name 4 seq 5 micro_batches 6 recomputed_layers 7 role 8 measured_ms
 #   9 predicted_ms 10 time_err 11-14 predicted gemm/attn/other/optimizer ms 15 measured_peak_bytes
 #   16 predicted_peak_bytes 17 peak_err 18 plan_peak_bytes 19 plan_err 20 gpu
-if (!exists("in")) in = 'results/h200/sim_16_holdout.tsv'
-if (!exists("out")) out = 'results/figures/h200_sim_16_holdout.png'
+if (!exists("in")) in = 'results/cpu/sim_16_holdout.tsv'
+if (!exists("out")) out = 'results/cpu/sim_16_holdout.png'
 gpu = system("awk -F'\t' '!/^#/ { print $20; exit }' ".in)
 summary = system("awk -F'\t' '$7 == \"held_out\" { n++; if ($10 < 0.1 && $10 > -0.1) k++ } END { printf \"%d of %d held-out records within 10%%\", k, n }' ".in)
 role(r) = sprintf("< awk -F'\t' '$7 == \"%s\"' %s", r, in)

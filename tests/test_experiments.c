@@ -17,6 +17,7 @@
 static const char *const g_no_experiment[] = {
     "results/h200/saved_tensors.json", /* PyTorch's saved tensors: validation/saved_tensors.py */
     "results/h200/gemm_run1.json",     /* an earlier run of experiments/gemm.json, cited by docs/simulator.md */
+    "results/h200/step_pytorch.json",  /* the PyTorch peer of agoq step: validation/hf_step.py (tools/device_step.sh) */
     NULL,
 };
 
