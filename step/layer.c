@@ -180,12 +180,28 @@ int step_layer_fwd(step_engine *e, int l, step_layer_saved *S, uint16_t *x, int 
     return 0;
 }
 
+/* RMSNorm backward from the stored input x (bf16 or quantized): dx, the recomputed norm output
+ * yr, the weight gradient; releases dy and the stored input. */
+static int norm_bwd(step_engine *e, int l, agoq_param_kind k, step_saved *x, uint16_t *dy, uint16_t *dx, uint16_t *yr) {
+    const size_t T = (size_t)e->pl.T, h = (size_t)e->pl.h;
+    const int groups = (int)((T + ROWS_PER_GROUP - 1) / ROWS_PER_GROUP);
+    float *part = step_tmp(e, (size_t)groups * h * 4, "dw partial");
+    if (!part) return -1;
+    STEP_OP(e, STEP_OP_NORM_BWD,
+            agoq_rmsnorm_bwd_cuda(x->quant ? fq_of(e, AGOQ_ROLE_NORM_IN) : NULL, x->q, x->bf, dy, e->w[STEP_W(e, l, k)],
+                                  (int)T, (int)h, e->cfg->norm_eps, ROWS_PER_GROUP, dx, yr, part, e->stream));
+    step_release(e, dy);
+    if (step_grad_norm(e, l, k, part, groups)) return -1;
+    step_release(e, part);
+    drop(e, x);
+    return 0;
+}
+
 int step_layer_bwd(step_engine *e, int l, step_layer_saved *S, uint16_t *dout, uint16_t **dx_out) {
     const step_plan *p = &e->pl;
     const agoq_step_config *c = e->cfg;
     const size_t T = (size_t)p->T, h = (size_t)p->h, F = (size_t)p->F, QKVN = (size_t)p->QKVN, AD = (size_t)p->AD;
     uint16_t *const *W = &e->w[STEP_W(e, l, 0)];
-    const int groups = (int)((T + ROWS_PER_GROUP - 1) / ROWS_PER_GROUP);
     /* FC2 and SwiGLU: da = dout W2; dh and the recomputed a from the stored FC1 output */
     TMP(da, T * F, "da");
     STEP_OP(e, STEP_OP_GEMM_DGRAD, agoq_lt_dgrad(e->lt, (int)T, (int)h, (int)F, dout, W[AGOQ_PARAM_FC2], NULL, da, e->stream));
@@ -206,15 +222,7 @@ int step_layer_bwd(step_engine *e, int l, step_layer_saved *S, uint16_t *dout, u
     STEP_OP(e, STEP_OP_GEMM_DGRAD, agoq_lt_dgrad(e->lt, (int)T, (int)(2 * F), (int)h, dh, W[AGOQ_PARAM_FC1], NULL, dy2, e->stream));
     TMP(dx2, T * h, "dx2");
     TMP(y2r, T * h, "y2 recomputed");
-    float *part = step_tmp(e, (size_t)groups * h * 4, "dw partial");
-    if (!part) return -1;
-    STEP_OP(e, STEP_OP_NORM_BWD, agoq_rmsnorm_bwd_cuda(S->x2.quant ? fq_of(e, AGOQ_ROLE_NORM_IN) : NULL, S->x2.q, S->x2.bf, dy2,
-                                      W[AGOQ_PARAM_NORM2], (int)T, (int)h, c->norm_eps, ROWS_PER_GROUP, dx2, y2r, part,
-                                      e->stream));
-    step_release(e, dy2);
-    if (step_grad_norm(e, l, AGOQ_PARAM_NORM2, part, groups)) return -1;
-    step_release(e, part);
-    drop(e, &S->x2);
+    if (norm_bwd(e, l, AGOQ_PARAM_NORM2, &S->x2, dy2, dx2, y2r)) return -1;
     const uint16_t *y2 = y2r;
     if (S->y2.bf || S->y2.quant)
         if (load(e, &S->y2, AGOQ_ROLE_FFN1_IN, T, h, y2r, &y2)) return -1;
@@ -253,15 +261,7 @@ int step_layer_bwd(step_engine *e, int l, step_layer_saved *S, uint16_t *dout, u
     STEP_OP(e, STEP_OP_GEMM_DGRAD, agoq_lt_dgrad(e->lt, (int)T, (int)QKVN, (int)h, dqkv, W[AGOQ_PARAM_QKV], NULL, dy1, e->stream));
     TMP(dx, T * h, "dx");
     TMP(y1r, T * h, "y1 recomputed");
-    part = step_tmp(e, (size_t)groups * h * 4, "dw partial");
-    if (!part) return -1;
-    STEP_OP(e, STEP_OP_NORM_BWD, agoq_rmsnorm_bwd_cuda(S->x.quant ? fq_of(e, AGOQ_ROLE_NORM_IN) : NULL, S->x.q, S->x.bf, dy1,
-                                      W[AGOQ_PARAM_NORM1], (int)T, (int)h, c->norm_eps, ROWS_PER_GROUP, dx, y1r, part,
-                                      e->stream));
-    step_release(e, dy1);
-    if (step_grad_norm(e, l, AGOQ_PARAM_NORM1, part, groups)) return -1;
-    step_release(e, part);
-    drop(e, &S->x);
+    if (norm_bwd(e, l, AGOQ_PARAM_NORM1, &S->x, dy1, dx, y1r)) return -1;
     const uint16_t *y1 = y1r;
     if (S->y1.bf || S->y1.quant)
         if (load(e, &S->y1, AGOQ_ROLE_QKV_IN, T, h, y1r, &y1)) return -1;
