@@ -25,7 +25,7 @@ for p in "$@"; do
     testsall) part testsall 300 env AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" ;;
     attn) part attn 120 env AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" attn ;;
     quick) part quick 120 "$B/agoq" run experiments/step_quick.json --out "$OUT/step_quick.json" ;;
-    main) part main 240 "$B/agoq" run experiments/step_llama2_7b.json --out "$OUT/step_llama2_7b.json"
+    main) part main 300 "$B/agoq" run experiments/step_llama2_7b.json --out "$OUT/step_llama2_7b.json"
           part mb8 120 "$B/agoq" run experiments/step_llama2_7b_mb8.json --out "$OUT/step_llama2_7b_mb8.json" ;;
     validate)
       part dumps 120 "$B/agoq" run experiments/step_validate.json --out "$OUT/step_validate.json"
