@@ -15,6 +15,7 @@
 #include "collectives/driver.h"
 #include "core/check.h"
 #include "core/common.h"
+#include "kernels/grad8/grad8_cuda.h"
 #include "kernels/quant/quant_cuda.h"
 #include "kernels/quant/quant_math.h"
 

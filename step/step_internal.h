@@ -9,6 +9,7 @@
 #include "kernels/attn/attn.h"
 #include "kernels/blaslt/blaslt.h"
 #include "kernels/fused/fused.h"
+#include "kernels/grad8/grad8_cuda.h"
 #include "kernels/quant/quant_cuda.h"
 #include "kernels/rope/rope.h"
 #include "step/step.h"

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "collectives/driver.h"
+#include "kernels/grad8/grad8_cuda.h"
 #include "kernels/quant/quant_cuda.h"
 #include "kernels/quant/quant_math.h"
 #include "train/cuda_common.cuh"

@@ -10,7 +10,6 @@
 #include "core/check.h"
 #include "core/common.h"
 #include "kernels/bench/bench_cases.h"
-#include "kernels/quant/quant_cuda.h"
 
 #define MAX_CASES 256
 static const agoq_bench_case *g_cases[MAX_CASES];
@@ -21,11 +20,6 @@ void agoq_bench_register(const agoq_bench_case *cases, int ncases) {
         if (g_ncases == MAX_CASES) agoq_die("benchmark registry: more than %d cases", MAX_CASES);
         g_cases[g_ncases++] = &cases[i];
     }
-}
-uint16_t *agoq_bench_dev_bf16(size_t n, uint64_t seed, void *stream) {
-    uint16_t *p = (uint16_t *)agoq_cuda_malloc(n * 2);
-    if (seed) agoq_cuda_fill_normal_bf16(p, n, seed, stream);
-    return p;
 }
 
 int agoq_bench_case_count(void) { return g_ncases; }

@@ -66,8 +66,6 @@ const agoq_bench_case *agoq_bench_case_at(int i);
     do {                                                                                   \
         if ((call) != 0) agoq_die("kernels benchmark: %s failed", #call);                 \
     } while (0)
-/* n bf16 elements on the device, filled with seeded normals on stream (seed 0: left unfilled). */
-uint16_t *agoq_bench_dev_bf16(size_t n, uint64_t seed, void *stream);
 
 /* Timing driver (kernels/bench/bench.cu). */
 typedef struct {

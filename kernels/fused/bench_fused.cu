@@ -115,18 +115,18 @@ static int fsetup(fspec sp, const agoq_bench_args *a, void **out) {
     const size_t nout = (size_t)s->rows * s->ocols;
     s->rpg = (s->rows + 511) / 512; /* ~512 row groups: enough CTAs to fill the GPU, small partials */
     s->groups = (s->rows + s->rpg - 1) / s->rpg;
-    s->x = agoq_bench_dev_bf16(nin, a->seed + 1, a->stream);
-    s->y = agoq_bench_dev_bf16(nout, 0, a->stream);
+    s->x = agoq_cuda_random_bf16(nin, a->seed + 1, a->stream);
+    s->y = agoq_cuda_random_bf16(nout, 0, a->stream);
     if (sp.op == OP_RMS) {
-        s->w = agoq_bench_dev_bf16((size_t)s->cols, a->seed + 2, a->stream);
+        s->w = agoq_cuda_random_bf16((size_t)s->cols, a->seed + 2, a->stream);
         s->partial = (float *)agoq_cuda_malloc((size_t)s->groups * s->cols * sizeof(float));
         s->dw = (float *)agoq_cuda_malloc((size_t)s->cols * sizeof(float));
     }
     if (sp.bwd) {
-        s->dy = agoq_bench_dev_bf16(nout, a->seed + 3, a->stream);
-        s->dx = agoq_bench_dev_bf16(nin, 0, a->stream);
+        s->dy = agoq_cuda_random_bf16(nout, a->seed + 3, a->stream);
+        s->dx = agoq_cuda_random_bf16(nin, 0, a->stream);
     }
-    if (sp.var == V_UNFUSED && sp.bwd) s->tmp = agoq_bench_dev_bf16(nin, 0, a->stream);
+    if (sp.var == V_UNFUSED && sp.bwd) s->tmp = agoq_cuda_random_bf16(nin, 0, a->stream);
     if (sp.var != V_BF16) {
         AGOQ_BENCH_MUST(agoq_fq_make(&s->qc, &s->fq));
         AGOQ_BENCH_MUST(agoq_dqt_alloc(&s->qc, (size_t)s->qrows, (size_t)s->qcols, &s->xq));

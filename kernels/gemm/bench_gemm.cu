@@ -61,16 +61,16 @@ static int gsetup(gspec sp, const agoq_bench_args *a, void **out) {
         free(s);
         return -1;
     }
-    s->a = agoq_bench_dev_bf16((size_t)s->m * s->k, a->seed + 11, a->stream);
-    s->b = agoq_bench_dev_bf16((size_t)s->n * s->k, a->seed + 12, a->stream);
-    s->c = agoq_bench_dev_bf16((size_t)s->m * s->n, 0, a->stream);
+    s->a = agoq_cuda_random_bf16((size_t)s->m * s->k, a->seed + 11, a->stream);
+    s->b = agoq_cuda_random_bf16((size_t)s->n * s->k, a->seed + 12, a->stream);
+    s->c = agoq_cuda_random_bf16((size_t)s->m * s->n, 0, a->stream);
     if (sp.var == G_CUBLAS || sp.var == G_CUBLAS_Q) s->cublas = agoq_cublas_create();
     if (quant) {
         AGOQ_BENCH_MUST(agoq_fq_make(&s->qc, &s->fq));
         if (sp.fc2) {
             AGOQ_BENCH_MUST(agoq_dqt_alloc(&s->qc, (size_t)s->m, (size_t)s->k, &s->q));
             AGOQ_BENCH_MUST(agoq_rowq_quantize_cuda(&s->fq, s->a, s->m, s->k, s->q, a->stream));
-            if (sp.var != G_FUSED) s->adq = agoq_bench_dev_bf16((size_t)s->m * s->k, 0, a->stream);
+            if (sp.var != G_FUSED) s->adq = agoq_cuda_random_bf16((size_t)s->m * s->k, 0, a->stream);
         } else {
             AGOQ_BENCH_MUST(agoq_dqt_alloc(&s->qc, (size_t)s->m, (size_t)s->n, &s->q));
         }

@@ -11,6 +11,7 @@
 
 #include "core/check.h"
 #include "core/common.h"
+#include "kernels/grad8/grad8_cuda.h"
 #include "kernels/quant/quant_cuda.h"
 #include "kernels/quant/quant_device.cuh"
 #include "kernels/quant/quant_launch.cuh"

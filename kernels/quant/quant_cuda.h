@@ -1,5 +1,5 @@
 /* C-callable CUDA quantization kernels: block quantize / dequantize of every format of
- * formats.h and the 8-bit gradient path of grad8.h, bit-exact with quant_ref.c / grad8_ref.c.
+ * formats.h, bit-exact with quant_ref.c (the 8-bit gradient kernels: kernels/grad8/grad8_cuda.h).
  *
  * Layout: a device qtensor has the same three planes as agoq_qtensor (formats.h): codes (a
  * dense bit stream, element i at bits [i*bits, (i+1)*bits), the last block zero-padded),
@@ -13,14 +13,13 @@
  * Speed notes: the fast kernels use one thread per 8 consecutive elements ("group") and one
  * warp segment per block, for blocks of up to 256 elements; larger blocks use a warp-per-block
  * kernel. fp32 input needs 16-byte, bf16 8-byte alignment for vector loads (else scalar loads).
- * Implemented in kernels/quant/quant.cu and kernels/grad8/grad8.cu (CUDA=1 builds only). */
+ * Implemented in kernels/quant/quant.cu (CUDA=1 builds only). */
 #ifndef AGOQ_QUANT_CUDA_H
 #define AGOQ_QUANT_CUDA_H
 #include <stddef.h>
 #include <stdint.h>
 
 #include "kernels/quant/formats.h"
-#include "kernels/grad8/grad8.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -81,19 +80,6 @@ int agoq_cuda_quantize_bf16(const agoq_qconfig *c, const uint16_t *x, size_t n, 
 int agoq_cuda_dequantize_f32(const agoq_qconfig *c, const agoq_cuda_qtensor *q, float *y, void *stream);
 int agoq_cuda_dequantize_bf16(const agoq_qconfig *c, const agoq_cuda_qtensor *q, uint16_t *y, void *stream);
 
-/* Micro-batch accumulation in place: acc = Q(dequant(acc) + g), g fp32 (g_f32) or bf16 (g_bf16
- * when g_f32 is NULL), acc->n elements. One kernel. Matches agoq_grad_accumulate_ref. */
-int agoq_cuda_grad_accumulate(const agoq_qconfig *c, agoq_cuda_qtensor *acc, const float *g_f32,
-                              const uint16_t *g_bf16, void *stream);
-
-/* The AGoQ reduce core, one kernel: out = Q(sum_r dequant(in[r])) over nin <= AGOQ_CUDA_MAX_CHUNKS
- * device views (a host array of views, each of out->n elements; they may point into one
- * receive buffer). sum_out (device fp32, may be NULL) receives the sum. `out` may alias one of
- * the inputs (in-place reduction). Matches agoq_grad_reduce_ref with the same precision. */
-#define AGOQ_CUDA_MAX_CHUNKS 64
-int agoq_cuda_grad_reduce(const agoq_qconfig *c, const agoq_cuda_qtensor *in, int nin, agoq_sum_precision prec,
-                          agoq_cuda_qtensor *out, float *sum_out, void *stream);
-
 /* Small runtime helpers for C callers (tests, benchmarks): failures exit via cudaCheck. */
 void *agoq_cuda_malloc(size_t bytes);                     /* NULL only for bytes == 0 */
 void agoq_cuda_free(void *p);
@@ -105,6 +91,12 @@ void agoq_cuda_sync(void *stream);                         /* cudaStreamSynchron
  * with rng.h; the tests upload host data instead). */
 void agoq_cuda_fill_normal_f32(float *x, size_t n, uint64_t seed, void *stream);
 void agoq_cuda_fill_normal_bf16(uint16_t *x, size_t n, uint64_t seed, void *stream);
+/* A bf16 device buffer of n elements, filled as above when seed != 0 (benchmarks). */
+static inline uint16_t *agoq_cuda_random_bf16(size_t n, uint64_t seed, void *stream) {
+    uint16_t *p = (uint16_t *)agoq_cuda_malloc(n * 2);
+    if (seed) agoq_cuda_fill_normal_bf16(p, n, seed, stream);
+    return p;
+}
 
 #ifdef __cplusplus
 }

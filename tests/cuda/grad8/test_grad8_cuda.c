@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kernels/grad8/grad8.h"
+#include "kernels/grad8/grad8_cuda.h"
 #include "kernels/quant/quant_cuda.h"
 #include "kernels/quant/quant_ref.h"
 #include "tests/cuda/quant/test_quant_util.h"
