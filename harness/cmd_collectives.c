@@ -62,9 +62,8 @@ static int execute(agoq_common_opts *o, cJSON *cfg, int argc, char **argv) {
                                       "busbw_GBps", "wire_bytes", "quantizations", "snr_db", "nmse", "max_rel",
                                       "microbatches", "bf16_accum_snr_db"};
     agoq_common_apply_sweep(o, cfg);
-    agoq_run_ctx ctx = {{"command line", "config"}, AGOQ_BACKEND_CPU, o->seed, o->quiet};
-    char out[512];
-    snprintf(out, sizeof out, "%s", o->out ? o->out : "results/collectives.json");
+    agoq_run_ctx ctx = {{"command line", "config"}, AGOQ_BACKEND_CPU, o->seed, o->quiet, o->check, 0};
+    const char *out = o->out ? o->out : "results/collectives.json";
     int rc = agoq_backend_resolve(o->backend, &ctx.backend);
     int root = rc == 0 && (ctx.backend == AGOQ_BACKEND_CPU || agoq_coll_process_rank() == 0);
     if (!root) {

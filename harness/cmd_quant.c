@@ -69,6 +69,10 @@ static double median_ms(double *t, long n) {
 int agoq_exp_quant(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *res) {
     quant_plan p;
     if (parse_plan(ctx, cfg, &p)) return -1;
+    if (ctx->check_only) {
+        free(p.blocks);
+        return 0;
+    }
     size_t nsize = cli_sweep_count(&p.sweep), nblk = p.nblocks ? p.nblocks : 1;
     size_t total = nsize * p.nfmt * nblk * p.nscale * p.nround * p.ndist, done = 0;
     size_t maxn = cli_sweep_bytes(&p.sweep, nsize - 1, 4) / 4;

@@ -1,5 +1,6 @@
 /* agoq run FILE.json [--backend B] [--out F] [--seed N] [--quiet]
- * Runs one experiment file (format in experiment.h). Every key is checked before anything runs;
+ * Runs one experiment file (format in experiment.h); --check validates it and runs nothing.
+ * Every key is checked before anything runs;
  * a bad file exits 1 with "FILE: key 'K': ..." and writes no results. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,7 @@
 static void help(void) {
     int n;
     const agoq_experiment_kind *k = agoq_experiment_kinds(&n);
-    printf("usage: agoq run FILE.json [--backend cpu|cuda|auto] [-o OUT] [--seed N] [-q]\n"
+    printf("usage: agoq run FILE.json [--backend cpu|cuda|auto] [-o OUT] [--seed N] [--check] [-q]\n"
            "Experiment file keys: kind (required), config (required), description, backend, seed,\n"
            "out (default results/<file name>.json), tsv (record columns for OUT.tsv).\nkinds:\n");
     for (int i = 0; i < n; i++) printf("  %-12s %s\n", k[i].kind, k[i].what);
@@ -60,16 +61,16 @@ int cmd_run(int argc, char **argv) {
         agoq_error("%s: key 'kind': unknown experiment kind '%s' (agoq run --help lists them)", file, kind);
         goto done;
     }
-    char defout[512];
+    char defout[4096];
     if (!out) {
         const char *base = strrchr(file, '/');
         base = base ? base + 1 : file;
         snprintf(defout, sizeof defout, "results/%s", base);
         out = defout;
     }
-    agoq_run_ctx ctx = {{file, "config"}, AGOQ_BACKEND_CPU, seed_given ? o.seed : (uint64_t)seed, o.quiet};
+    agoq_run_ctx ctx = {{file, "config"}, AGOQ_BACKEND_CPU, seed_given ? o.seed : (uint64_t)seed, o.quiet, o.check, 1};
     if (agoq_backend_resolve(backend_given ? o.backend : backend, &ctx.backend) != 0) goto done;
-    if (!o.quiet) fprintf(stderr, "agoq run: %s (kind %s, backend %s, seed %llu)\n", file, kind,
+    if (!o.quiet && !o.check) fprintf(stderr, "agoq run: %s (kind %s, backend %s, seed %llu)\n", file, kind,
                           agoq_backend_name(ctx.backend), (unsigned long long)ctx.seed);
     rc = agoq_experiment_execute(kind, &ctx, (cJSON *)config, o.out ? o.out : out, tsv, ntsv, argc, argv) == 0 ? 0 : 1;
 done:

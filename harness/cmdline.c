@@ -13,7 +13,7 @@ void agoq_common_init(agoq_common_opts *o, const char *cmd) {
     o->backend = "auto";
     o->seed = 1;
     o->sweep = cJSON_CreateObject();
-    optind = 1;
+    optind = 0; /* glibc: 0 re-initializes getopt fully (1 keeps a half-read "-abc" cluster) */
 }
 
 int agoq_common_opt(agoq_common_opts *o, int c, const char *arg) {
@@ -29,6 +29,7 @@ int agoq_common_opt(agoq_common_opts *o, int c, const char *arg) {
             return -1;
         }
         return 1;
+    case AGOQ_OPT_CHECK: o->check = 1; return 1;
     case 'o': o->out = arg; return 1;
     case 'q': o->quiet = 1; return 1;
     case 'h': o->help = 1; return 1;
@@ -61,10 +62,10 @@ void agoq_common_apply_sweep(const agoq_common_opts *o, cJSON *config) {
 int agoq_cmd_execute(agoq_common_opts *o, const char *kind, cJSON *config, const char *const *tsv,
                      size_t ntsv, int argc, char **argv) {
     agoq_common_apply_sweep(o, config);
-    agoq_run_ctx ctx = {{"command line", "config"}, AGOQ_BACKEND_CPU, o->seed, o->quiet};
-    char out[512];
-    if (o->out) snprintf(out, sizeof out, "%s", o->out);
-    else snprintf(out, sizeof out, "results/%s.json", o->cmd);
+    agoq_run_ctx ctx = {{"command line", "config"}, AGOQ_BACKEND_CPU, o->seed, o->quiet, o->check, 0};
+    char defout[64];
+    snprintf(defout, sizeof defout, "results/%s.json", o->cmd);
+    const char *out = o->out ? o->out : defout;
     int rc = -1;
     if (agoq_backend_resolve(o->backend, &ctx.backend) == 0)
         rc = agoq_experiment_execute(kind, &ctx, config, out, tsv, ntsv, argc, argv);

@@ -1,5 +1,5 @@
 /* Flags every measuring subcommand shares, and the path from flags to an experiment run:
- *   --backend cpu|cuda|auto   -o/--out FILE   --seed N   -q/--quiet   -h/--help
+ *   --backend cpu|cuda|auto   -o/--out FILE   --seed N   --check   -q/--quiet   -h/--help
  *   -b MIN -e MAX -f FACTOR   (nccl-tests letters: sizes in bytes, K/M/G suffixes)
  *   -n ITERS -w WARMUP
  * A subcommand lists AGOQ_COMMON_LONGOPTS in its getopt_long table, passes unknown-to-it option
@@ -17,12 +17,13 @@
 extern "C" {
 #endif
 
-enum { AGOQ_OPT_BACKEND = 1000, AGOQ_OPT_SEED, AGOQ_OPT_FIRST_PRIVATE = 1100 };
+enum { AGOQ_OPT_BACKEND = 1000, AGOQ_OPT_SEED, AGOQ_OPT_CHECK, AGOQ_OPT_FIRST_PRIVATE = 1100 };
 
 #define AGOQ_COMMON_SHORTOPTS "b:e:f:n:w:o:qh"
 #define AGOQ_COMMON_LONGOPTS                                                           \
     {"backend", required_argument, 0, AGOQ_OPT_BACKEND},                               \
     {"seed", required_argument, 0, AGOQ_OPT_SEED},                                     \
+    {"check", no_argument, 0, AGOQ_OPT_CHECK},                                         \
     {"out", required_argument, 0, 'o'}, {"quiet", no_argument, 0, 'q'},                \
     {"help", no_argument, 0, 'h'}, {"minbytes", required_argument, 0, 'b'},            \
     {"maxbytes", required_argument, 0, 'e'}, {"stepfactor", required_argument, 0, 'f'}, \
@@ -33,6 +34,7 @@ enum { AGOQ_OPT_BACKEND = 1000, AGOQ_OPT_SEED, AGOQ_OPT_FIRST_PRIVATE = 1100 };
     "  --backend cpu|cuda|auto  where to run (default auto: cuda if a GPU is usable)\n" \
     "  -o, --out FILE           results JSON (written atomically; default results/<cmd>.json)\n" \
     "  --seed N                 seed of every random input (default 1)\n"             \
+    "  --check                  validate the configuration only: run nothing, write nothing\n" \
     "  -b, -e SIZE              smallest / largest size in bytes (K, M, G suffixes)\n" \
     "  -f FACTOR                size step factor (default 2)\n"                       \
     "  -n N, -w N               timed iterations / warm-up iterations\n"              \
@@ -45,6 +47,7 @@ typedef struct {
     const char *out;     /* NULL: results/<cmd>.json */
     uint64_t seed;
     int quiet, help;
+    int check;           /* --check: validate only */
     cJSON *sweep;        /* keys set by -b -e -f -n -w (min_bytes, max_bytes, factor, iters, warmup) */
 } agoq_common_opts;
 

@@ -29,9 +29,12 @@ typedef struct {
     agoq_backend backend; /* resolved */
     uint64_t seed;
     int quiet;            /* no progress on stderr */
+    int check_only;       /* validate the config completely, then return 0 without running */
+    int tsv_strict;       /* tsv columns come from an experiment file: each must be a record field */
 } agoq_run_ctx;
 
-/* A runner validates config completely before measuring anything, appends records to res,
+/* A runner validates config completely before measuring anything (and stops there, returning 0,
+ * when ctx->check_only), appends records to res,
  * and may set res meta.source to "simulated". Returns 0 or -1 (error already printed). */
 typedef int (*agoq_experiment_fn)(const agoq_run_ctx *ctx, const cJSON *config, agoq_results *res);
 
@@ -44,8 +47,10 @@ typedef struct {
 const agoq_experiment_kind *agoq_experiment_kinds(int *count);
 const agoq_experiment_kind *agoq_experiment_find(const char *kind);
 
-/* Runs config under kind, writes out (JSON) and, if tsv_cols, OUT.tsv; nothing is written when
- * the runner fails. Shared by `agoq run` and the subcommands. */
+/* Checks that out can be written, runs config under kind (which checks config first), then
+ * publishes out (JSON) and, if tsv_cols, OUT.tsv together (results_publish); nothing is written
+ * when anything fails. With ctx->check_only only the config is checked. Shared by `agoq run`
+ * and the subcommands. */
 int agoq_experiment_execute(const char *kind, const agoq_run_ctx *ctx, cJSON *config, const char *out,
                             const char *const *tsv_cols, size_t ntsv, int argc, char **argv);
 

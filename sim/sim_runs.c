@@ -148,18 +148,22 @@ int agoq_sim_run_step(const agoq_run_ctx *ctx, const cJSON *cfg, const agoq_mach
     cards = calloc(s.nmodels, sizeof *cards);
     pols = calloc(s.nmethods * AGOQ_SIM_MAX_VARIANTS, sizeof *pols);
     labels = calloc(s.nmethods * AGOQ_SIM_MAX_VARIANTS, sizeof *labels);
-    for (size_t i = 0; i < s.nmodels; i++)
-        if (agoq_model_load(s.models[i], &cards[i])) {
-            agoq_error("%s: key '%s.models[%zu]': cannot load model card '%s' (have: %s)", c.file, c.prefix, i, s.models[i],
-                       agoq_model_names());
-            goto out;
-        }
+    for (size_t i = 0; i < s.nmodels; i++) {
+        agoq_error_context("%s: key '%s.models[%zu]': ", c.file, c.prefix, i);
+        int bad = agoq_model_load(s.models[i], &cards[i]);
+        agoq_error_context(NULL);
+        if (bad) goto out;
+    }
     for (size_t k = 0; k < s.nmethods; k++) {
         agoq_step_plan d;
         agoq_step_plan_defaults(&d, (agoq_method)agoq_method_by_name(s.methods[k]));
         if (agoq_sim_variants(c, cfg, &d.pol, pols + k * AGOQ_SIM_MAX_VARIANTS, labels + k * AGOQ_SIM_MAX_VARIANTS,
                               AGOQ_SIM_MAX_VARIANTS, &nvar))
             goto out;
+    }
+    if (ctx->check_only) {
+        rc = 0;
+        goto out;
     }
     size_t ngpus = s.ngpus ? s.ngpus : 1;
     size_t total = nm * s.nmodels * s.nseq * ngpus * nvar * s.nmethods, done = 0;
@@ -250,6 +254,10 @@ int agoq_sim_run_comm(const agoq_run_ctx *ctx, const cJSON *cfg, const agoq_mach
         agoq_error("%s: key '%s.grad': expected a quantized format[/block], got '%s'", c.file, c.prefix, grad);
         free(sizes);
         return -1;
+    }
+    if (ctx->check_only) {
+        free(sizes);
+        return 0;
     }
     double wire_bits = agoq_bits_per_element(&gs.q, (size_t)gs.q.block * 4096);
     size_t total = nm * ns, done = 0;

@@ -1,6 +1,7 @@
 /* The one test runner: runs every TEST registered by the linked test files.
  *   build/agoq_test [substring]   -- only tests whose name contains substring
- * Last line: "N passed, N failed"; exit status 1 when any test failed. */
+ * Last line: "N passed, N failed, N skipped" (a skipped test checked nothing: SKIP in test.h);
+ * exit status 1 when any test failed. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,8 @@
 
 #define MAX_TESTS 4096
 static struct { const char *name, *file; agoq_test_fn fn; } g_tests[MAX_TESTS];
-static int g_ntests, g_failed_current;
+static int g_ntests, g_failed_current, g_skipped_current;
+static char g_skip_why[512];
 static char g_tmpdir[256];
 
 void agoq_test_register(const char *name, const char *file, agoq_test_fn fn) {
@@ -35,6 +37,14 @@ void agoq_test_fail(const char *file, int line, const char *fmt, ...) {
     g_failed_current = 1;
 }
 
+void agoq_test_skip(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g_skip_why, sizeof g_skip_why, fmt, ap);
+    va_end(ap);
+    g_skipped_current = 1;
+}
+
 const char *agoq_test_bin(void) {
     const char *b = getenv("AGOQ_BIN");
     return b && *b ? b : "build/agoq";
@@ -53,7 +63,21 @@ int agoq_test_run_cli(const char *args, char *out, size_t len) {
     char sink[4096];
     while (fread(sink, 1, sizeof sink, p) > 0) {}
     int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+int agoq_test_run_cli_stderr(const char *args, char *err, size_t len) {
+    char cmd[16384];
+    if ((size_t)snprintf(cmd, sizeof cmd, "%s %s 2>&1 >/dev/null", agoq_test_bin(), args) >= sizeof cmd) return -1;
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t got = fread(err, 1, len - 1, p);
+    err[got] = '\0';
+    char sink[4096];
+    while (fread(sink, 1, sizeof sink, p) > 0) {}
+    int st = pclose(p);
+    /* the shell reports a signal-killed child as 128 + signal */
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
 
 const char *agoq_test_tmpdir(void) { return g_tmpdir; }
@@ -112,16 +136,23 @@ int main(int argc, char **argv) {
         return 1;
     }
     atexit(cleanup);
-    int passed = 0, failed = 0;
+    int passed = 0, failed = 0, skipped = 0;
     for (int i = 0; i < g_ntests; i++) {
         if (filter && !strstr(g_tests[i].name, filter)) continue;
-        g_failed_current = 0;
+        g_failed_current = g_skipped_current = 0;
         g_tests[i].fn();
-        printf("%s %s (%s)\n", g_failed_current ? "FAIL" : "ok  ", g_tests[i].name, g_tests[i].file);
+        if (g_failed_current) {
+            printf("FAIL %s (%s)\n", g_tests[i].name, g_tests[i].file);
+            failed++;
+        } else if (g_skipped_current) {
+            printf("skip %s (%s): %s\n", g_tests[i].name, g_tests[i].file, g_skip_why);
+            skipped++;
+        } else {
+            printf("ok   %s (%s)\n", g_tests[i].name, g_tests[i].file);
+            passed++;
+        }
         fflush(stdout);
-        if (g_failed_current) failed++;
-        else passed++;
     }
-    printf("%d passed, %d failed\n", passed, failed);
+    printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
     return failed ? 1 : 0;
 }

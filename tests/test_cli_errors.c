@@ -48,10 +48,7 @@ TEST(unknown_names) {
 
 TEST(cuda_backend_without_gpu_is_an_error) {
     char why[256];
-    if (agoq_cuda_devices(why, sizeof why) > 0) {
-        printf("    skipped: a GPU is visible here\n");
-        return;
-    }
+    if (agoq_cuda_devices(why, sizeof why) > 0) SKIP("a GPU is visible here");
     CHECK(run_bad_experiment("cuda", "{\"kind\": \"quant\", \"config\": {\"formats\": [\"int4\"]}}", "--backend cuda",
                              "backend 'cuda': no usable GPU"));
 }
