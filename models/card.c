@@ -5,6 +5,7 @@
  * LLaMA (no biases, SwiGLU with three FFN matrices, RMSNorm weights) or GPT (biases, GeLU FFN,
  * LayerNorm weight + bias, learned position embeddings). */
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,10 @@ int agoq_model_load(const char *name_or_path, agoq_model_card *out) {
         return -1;
     }
     FILE *f = fopen(path, "rb");
+    if (!f && strcmp(path, name_or_path) == 0) { /* a path, not a name */
+        agoq_error("%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
     if (!f) {
         agoq_error("unknown model '%s': no %s (models: %s)", name_or_path, path, agoq_model_names());
         return -1;

@@ -80,6 +80,39 @@ int agoq_test_run_cli_stderr(const char *args, char *err, size_t len) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
 
+static int has_temporaries(const char *path) {
+    char cmd[9000], line[64];
+    snprintf(cmd, sizeof cmd, "ls -d '%s'.tmp.* 2>/dev/null | wc -l", path);
+    FILE *p = popen(cmd, "r");
+    int n = p && fgets(line, sizeof line, p) ? atoi(line) : -1;
+    if (p) pclose(p);
+    return n != 0;
+}
+
+int agoq_test_expect_error(const char *args, const char *want, const char *out_path) {
+    char err[16384];
+    int rc = agoq_test_run_cli_stderr(args, err, sizeof err);
+    size_t lines = 0, len = strlen(err);
+    for (size_t i = 0; i < len; i++) lines += err[i] == '\n';
+    const char *why = NULL;
+    if (rc != 1 && rc != 2) why = rc > 128 ? "killed by a signal" : "exit status not 1 or 2";
+    else if (lines != 1 || err[len - 1] != '\n') why = "not exactly one line on stderr";
+    else if (strncmp(err, "agoq: ", 6) != 0) why = "no 'agoq: ' prefix";
+    else if (want && !strstr(err, want)) why = "message lacks the expected text";
+    if (!why && out_path) {
+        char tsv[8192];
+        size_t n = strlen(out_path);
+        snprintf(tsv, sizeof tsv, "%.*s.tsv", (int)(n > 5 && !strcmp(out_path + n - 5, ".json") ? n - 5 : n), out_path);
+        if (agoq_test_file_exists(out_path)) why = "results JSON written";
+        else if (agoq_test_file_exists(tsv)) why = "results TSV written";
+        else if (has_temporaries(out_path) || has_temporaries(tsv)) why = "temporary file left behind";
+    }
+    if (!why) return 1;
+    fprintf(stderr, "    agoq %.200s%s\n    -> exit %d, %s (want '%s'); stderr:\n%s", args, strlen(args) > 200 ? "..." : "",
+            rc, why, want ? want : "", err);
+    return 0;
+}
+
 const char *agoq_test_tmpdir(void) { return g_tmpdir; }
 
 int agoq_test_file_exists(const char *path) {

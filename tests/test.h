@@ -21,6 +21,10 @@ int agoq_test_run_cli(const char *args, char *out, size_t len);
 /* Runs `agoq <args>` with stdout discarded and stderr captured into err; returns the exit code,
  * or 128 + the signal number when a signal ended it. */
 int agoq_test_run_cli_stderr(const char *args, char *err, size_t len);
+/* The contract for bad input: `agoq <args>` exits 1 or 2 (not a signal), prints exactly one
+ * line on stderr, "agoq: ..." containing want, and leaves neither out_path (if non-NULL), nor
+ * its .tsv sibling, nor any temporary "out_path.tmp.*". Returns 1, or 0 after saying why. */
+int agoq_test_expect_error(const char *args, const char *want, const char *out_path);
 /* Fresh temporary directory for a test's files (removed at exit). */
 const char *agoq_test_tmpdir(void);
 int agoq_test_file_exists(const char *path);
