@@ -5,6 +5,8 @@
 #   make test-cuda  bit-exact CUDA-vs-reference tests (needs a GPU)
 #   make cuda-check compile every .cu for sm_90 (CI does this: CUDA code must not rot)
 #   make figures    every experiment + gnuplot figures
+#   make check-results  re-run every experiment whose committed results came from the cpu
+#                   backend and compare every non-timing field (make test does the simulated ones)
 #   make fuzz       libFuzzer harnesses of the parsers (needs clang: tools/deps.sh --fuzz), each
 #                   run FUZZ_SECONDS (default 60) with address+undefined sanitizers
 # Knobs: CUDA=0/1 (default: 1 when $(NVCC) exists), MPI=0/1 (mpicc, one process per GPU),
@@ -59,7 +61,7 @@ else
 CU_OBJS   :=
 endif
 
-.PHONY: all deps run test test-cuda cuda-check figures clean fuzz fuzz-build
+.PHONY: all deps run test test-cuda cuda-check figures clean fuzz fuzz-build check-results
 all: $(BUILD)/agoq
 
 deps:
@@ -104,6 +106,10 @@ run: | deps
 test: | deps
 	@$(MAKE) --no-print-directory $(BUILD)/agoq $(BUILD)/agoq_test
 	AGOQ_BIN=$(BUILD)/agoq $(BUILD)/agoq_test
+
+check-results: | deps
+	@$(MAKE) --no-print-directory $(BUILD)/agoq $(BUILD)/agoq_test
+	AGOQ_CHECK_RESULTS=all AGOQ_BIN=$(BUILD)/agoq $(BUILD)/agoq_test committed_results
 
 test-cuda: | deps
 	@test "$(CUDA)" = 1 || { echo "make test-cuda: needs CUDA=1 (nvcc at $(NVCC))"; exit 1; }
