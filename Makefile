@@ -145,6 +145,7 @@ $(FUZZ_DIR)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz.h $(FUZZ_OBJS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJS) -o $@ -lcjson -lm -lpthread
 
 fuzz-build:
+	@bash tools/deps.sh --fuzz
 	@command -v $(FUZZ_CC) >/dev/null || { echo "make fuzz: $(FUZZ_CC) not found (bash tools/deps.sh --fuzz)"; exit 1; }
 	@$(MAKE) --no-print-directory $(foreach t,$(FUZZ_TARGETS),$(FUZZ_DIR)/fuzz_$(t))
 
