@@ -36,22 +36,6 @@ static void help(void) {
            "comm mode sizes: -b -e -f over the fp32 gradient buffer (default 32K..1G, x32)\n" AGOQ_COMMON_HELP);
 }
 
-/* "32K,64K" -> JSON numbers (binary suffixes). NULL on a bad entry. */
-static cJSON *size_list(const char *csv) {
-    cJSON *a = cJSON_CreateArray();
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", csv);
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        size_t v;
-        if (cli_parse_size(t, &v)) {
-            cJSON_Delete(a);
-            return NULL;
-        }
-        cJSON_AddItemToArray(a, cJSON_CreateNumber((double)v));
-    }
-    return a;
-}
-
 static int add_long(cJSON *cfg, const char *key, const char *flag, const char *v, long lo) {
     long x;
     if (cli_long_arg("simulate", flag, v, lo, 1L << 24, &x)) return -1;
@@ -89,7 +73,7 @@ int cmd_simulate(int argc, char **argv) {
         case O_METHODS: cJSON_AddItemToObject(cfg, "methods", agoq_csv_strings(optarg)); break;
         case O_SEQ:
         case O_GPUS:
-            list = size_list(optarg);
+            list = agoq_csv_numbers(optarg);
             if (!list) {
                 agoq_error("simulate: bad value '%s' for --%s (expect e.g. 32K,64K)", optarg, c == O_SEQ ? "seq" : "gpus");
                 bad = 2;

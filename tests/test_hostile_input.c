@@ -188,3 +188,13 @@ TEST(hostile_check_mode_runs_and_writes_nothing) {
     snprintf(args, sizeof args, "quant --check --formats int9 -o %s", out);
     CHECK(agoq_test_expect_error(args, "int9", out));
 }
+
+/* A long list flag is read to its end (it was cut at 1024 characters: a bad last entry passed). */
+TEST(hostile_long_list_flag_is_read_to_its_end) {
+    char args[8192], out[512];
+    tmp_path(out, sizeof out, "longlist_out.json");
+    int n = snprintf(args, sizeof args, "simulate --machine experiments/machines/h200-8x.json --model llama2-7b --methods agoq --gpus 8 -o %s -q --seq ", out);
+    for (int i = 0; i < 400; i++) n += snprintf(args + n, sizeof args - (size_t)n, "4K,");
+    snprintf(args + n, sizeof args - (size_t)n, "8X");
+    CHECK(agoq_test_expect_error(args, "--seq", out));
+}
