@@ -158,18 +158,59 @@ int agoq_write_file_atomic(const char *path, const char *data, size_t len) {
 }
 
 int agoq_check_writable(const char *path) {
+    size_t n = strlen(path);
     struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        agoq_error("%s: cannot write: is a directory", path);
+    if (n == 0 || path[n - 1] == '/') {
+        agoq_error("'%s': cannot write: expected a file name, not a directory", path);
         return -1;
     }
-    char tmp[4200];
+    int too_long = n >= 4000;
+    for (const char *p = path, *slash; !too_long && *p; p = slash + 1) {
+        slash = strchr(p, '/');
+        if (!slash) slash = path + n - 1;
+        too_long = slash - p > 240; /* NAME_MAX 255, less the ".tmp.PID" of the temporary */
+    }
+    if (too_long) {
+        agoq_error("%.200s...: cannot write: %s", path, strerror(ENAMETOOLONG));
+        return -1;
+    }
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        /* renaming over /dev/null or a FIFO would replace it */
+        agoq_error("%s: cannot write: %s", path, S_ISDIR(st.st_mode) ? "is a directory" : "exists and is not a regular file");
+        return -1;
+    }
+    /* Probe the deepest directory that exists (the writer creates the rest at publish time),
+     * so that a failed check or a bad config leaves no directory behind. */
+    char dir[4096], probe[4200];
+    snprintf(dir, sizeof dir, "%s", path);
+    for (;;) {
+        char *slash = strrchr(dir, '/');
+        if (!slash) {
+            snprintf(dir, sizeof dir, ".");
+            break;
+        }
+        *(slash == dir ? slash + 1 : slash) = '\0';
+        if (stat(dir, &st) == 0 || slash == dir) break;
+    }
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        agoq_error("%s: cannot write: %s is not a directory", path, dir);
+        return -1;
+    }
+    snprintf(probe, sizeof probe, "%s/.agoq-probe.%ld", dir, (long)getpid());
     sigset_t old;
     hold_signals(&old);
-    int rc = write_temp(path, "", 0, tmp, sizeof tmp);
-    if (rc == 0) unlink(tmp);
+    int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    int err = errno;
+    if (fd >= 0) {
+        close(fd);
+        unlink(probe);
+    }
     sigprocmask(SIG_SETMASK, &old, NULL);
-    return rc;
+    if (fd < 0) {
+        agoq_error("%s: cannot write in %s: %s", path, dir, strerror(err));
+        return -1;
+    }
+    return 0;
 }
 
 static char *json_text(const agoq_results *r, size_t *len) {

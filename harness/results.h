@@ -51,8 +51,10 @@ int results_write_tsv(const agoq_results *r, const char *path, const char *const
  * removed and nothing new is in place. Returns 0 or -1 (one line printed). */
 int results_publish(const agoq_results *r, const char *json_path, const char *tsv_path, const char *const *cols,
                     size_t ncols);
-/* Before a run: path can be written (parent directories created, a temporary created and
- * removed; not a directory). Returns 0 or -1 with one line "path: cannot ...". */
+/* Before a run: path names a file (not empty, not "dir/", not an existing directory, FIFO or
+ * device: a rename would replace it), no name is too long, and a file can be created in the
+ * deepest directory of it that exists (probed, then removed; nothing is created). Returns 0
+ * or -1 with one line "path: cannot write ...". */
 int agoq_check_writable(const char *path);
 /* Atomic write of an arbitrary text blob (used by both writers). */
 int agoq_write_file_atomic(const char *path, const char *data, size_t len);

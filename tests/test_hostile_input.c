@@ -198,3 +198,23 @@ TEST(hostile_long_list_flag_is_read_to_its_end) {
     snprintf(args + n, sizeof args - (size_t)n, "8X");
     CHECK(agoq_test_expect_error(args, "--seq", out));
 }
+
+/* -o that is not a file name, or names a FIFO/device (a rename would replace it); and a failed
+ * check or config leaves no directory behind. */
+TEST(hostile_output_not_a_regular_file) {
+    char out[1024], args[2048], dir[600];
+    CHECK(agoq_test_expect_error("memory --model llama2-7b -o '' -q", "expected a file name", NULL));
+    snprintf(dir, sizeof dir, "%s/newdir", agoq_test_tmpdir());
+    snprintf(args, sizeof args, "memory --model llama2-7b -o %s/ -q", dir);
+    CHECK(agoq_test_expect_error(args, "expected a file name", NULL));
+    CHECK(!agoq_test_file_exists(dir));
+    snprintf(out, sizeof out, "%s/fifo.json", agoq_test_tmpdir());
+    snprintf(args, sizeof args, "mkfifo %s", out);
+    CHECK(system(args) == 0);
+    snprintf(args, sizeof args, "memory --model llama2-7b -o %s -q", out);
+    CHECK(agoq_test_expect_error(args, "fifo.json: cannot write: exists and is not a regular file", NULL));
+    snprintf(out, sizeof out, "%s/a/b/r.json", dir);
+    snprintf(args, sizeof args, "memory --model llama-9b -o %s -q", out);
+    CHECK(agoq_test_expect_error(args, "unknown model 'llama-9b'", out));
+    CHECK(!agoq_test_file_exists(dir));
+}
