@@ -218,3 +218,13 @@ TEST(hostile_output_not_a_regular_file) {
     CHECK(agoq_test_expect_error(args, "unknown model 'llama-9b'", out));
     CHECK(!agoq_test_file_exists(dir));
 }
+
+/* A step factor barely above 1 is hundreds of millions of sizes: refused at once, not a hang. */
+TEST(hostile_sweep_with_too_many_sizes) {
+    char out[512], args[2048];
+    tmp_path(out, sizeof out, "sweep_out.json");
+    snprintf(args, sizeof args, "simulate --mode comm --machine experiments/machines/h200-8x.json --tp 8 --dp 8 -b 4 -e 1T -f 1.0000001 -o %s -q", out);
+    CHECK(agoq_test_expect_error(args, "-f 1.0000001 is 263395942 sizes (at most 4096)", out));
+    snprintf(args, sizeof args, "collectives --backend cpu -b 4 -e 1T -f 1.0000001 -o %s -q", out);
+    CHECK(agoq_test_expect_error(args, "sizes (at most 4096)", out));
+}
