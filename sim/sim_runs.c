@@ -176,10 +176,13 @@ int agoq_sim_run_step(const agoq_run_ctx *ctx, const cJSON *cfg, const agoq_mach
                 for (size_t gi = 0; gi < ngpus; gi++) {
                     long dp = s.ngpus ? (long)s.gpus[gi] / (s.tp * s.pp) : s.dp;
                     double base_s = NAN;
+                    /* a point the step model refuses is named in its one error line (cleared at out) */
+                    agoq_error_context("%s: point machine %s, model %s, seq %g, dp %ld: ", c.file, machines[mi].name,
+                                       cards[di].name, s.seqs[si], dp);
                     if (s.baseline >= 0) {
                         agoq_step_plan bp = make_plan(&s, s.baseline, (long)s.seqs[si], dp, algo);
                         agoq_step_result br;
-                        if (agoq_step_simulate(&cards[di], &machines[mi], &bp, &br)) goto bad_point;
+                        if (agoq_step_simulate(&cards[di], &machines[mi], &bp, &br)) goto out;
                         base_s = br.step_s;
                     }
                     for (size_t vi = 0; vi < nvar; vi++)
@@ -188,7 +191,7 @@ int agoq_sim_run_step(const agoq_run_ctx *ctx, const cJSON *cfg, const agoq_mach
                             agoq_step_plan p = make_plan(&s, method, (long)s.seqs[si], dp, algo);
                             p.pol = pols[k * AGOQ_SIM_MAX_VARIANTS + vi];
                             agoq_step_result r;
-                            if (agoq_step_simulate(&cards[di], &machines[mi], &p, &r)) goto bad_point;
+                            if (agoq_step_simulate(&cards[di], &machines[mi], &p, &r)) goto out;
                             cJSON *rec = results_add_record(res);
                             cJSON_AddStringToObject(rec, "machine", machines[mi].name);
                             cJSON_AddStringToObject(rec, "model", cards[di].name);
@@ -214,14 +217,10 @@ int agoq_sim_run_step(const agoq_run_ctx *ctx, const cJSON *cfg, const agoq_mach
                                    cJSON_IsNumber(pm) ? pm->valuedouble : NAN, base_s / r.step_s);
                             agoq_progress(ctx->quiet, "simulate", ++done, total, t0);
                         }
-                    continue;
-                bad_point:
-                    agoq_error("%s: simulate: point machine %s, model %s, seq %g, dp %ld failed (see above)", c.file,
-                               machines[mi].name, cards[di].name, s.seqs[si], dp);
-                    goto out;
                 }
     rc = 0;
 out:
+    agoq_error_context(NULL);
     step_cfg_free(&s);
     free(cards);
     free(pols);

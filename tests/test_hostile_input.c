@@ -117,6 +117,9 @@ TEST(hostile_unknown_model_bad_card_bad_layout_one_line) {
     CHECK(agoq_test_expect_error(args, "key 'config.model': ", out));
     snprintf(args, sizeof args, "memory --model llama2-13b --tp 3 -o %s -q", out);
     CHECK(agoq_test_expect_error(args, "tp 3 does not divide", out));
+    snprintf(args, sizeof args, "simulate --machine experiments/machines/h200-8x.json --model llama2-13b --methods agoq "
+             "--seq 4K --gpus 24 --tp 3 -o %s -q", out);
+    CHECK(agoq_test_expect_error(args, "point machine h200-8x, model llama2-13b, seq 4096, dp 8: simulate: heads = 40", out));
 }
 
 TEST(hostile_unknown_tsv_column) {
