@@ -137,6 +137,7 @@ FUZZ_CFLAGS  := -std=c11 -O1 -g -fno-omit-frame-pointer -ffp-contract=off -D_GNU
                 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
 FUZZ_OBJS    := $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(filter-out harness/main.c,$(C_SRCS)))
 
+.SECONDARY: $(FUZZ_OBJS)
 $(FUZZ_DIR)/obj/%.o: %.c $(wildcard */*.h */*/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
