@@ -2,7 +2,8 @@
  * the cpu backend (simulated, or measured on the CPU) is re-run with the current binary and
  * every field of its config and records is compared with the committed file; timings (keys
  * ending in _ms or _s, GB/s rates, ratios to the copy bandwidth, the thread count) are skipped
- * for measured results only: a simulated step_ms is a result, not a timing.
+ * for measured results only: a simulated step_ms is a result, not a timing. A field the code
+ * writes now but the committed file predates is named (once per file), not failed.
  *   make test            the simulated ones (well under a second each)
  *   make check-results   all of them (AGOQ_CHECK_RESULTS=all: CPU collectives, quant, train)
  * A mismatch means the code changed what a committed file says: re-run the experiment and
@@ -27,7 +28,8 @@ static int is_timing_key(const char *k) {
 }
 
 /* Numbers agree to 1e-9 relative (printing and libm may differ in the last digits). */
-static int g_shown; /* mismatch lines printed for the current file (at most 8) */
+static int g_shown;       /* mismatch lines printed for the current file (at most 8) */
+static size_t g_new_fields; /* fields the code writes now that the committed file lacks */
 
 static int same_number(double a, double b) { return fabs(a - b) <= 1e-9 * fmax(fabs(a), fabs(b)) + 1e-12; }
 
@@ -45,8 +47,10 @@ static size_t compare(const cJSON *ref, const cJSON *got, char *path, size_t at,
         }
         cJSON_ArrayForEach(e, got) {
             if ((skip_timing && is_timing_key(e->string)) || cJSON_GetObjectItemCaseSensitive(ref, e->string)) continue;
-            bad++;
-            if (g_shown++ < 8) fprintf(stderr, "    %s: %.*s.%s: new field, not in the committed file\n", file, (int)at, path, e->string);
+            /* the schema grew after the file was committed: every committed field still has to
+             * match; the new ones are counted and named, not failed */
+            if (g_new_fields++ == 0) fprintf(stderr, "    %s: note: new field %.*s.%s (and maybe others) not in the committed file\n",
+                                             file, (int)at, path, e->string);
         }
         path[at] = '\0';
         return bad;
@@ -106,6 +110,7 @@ static size_t check_one(const char *exp, int all, int *checked) {
     char msg[4096];
     size_t bad = 0;
     g_shown = 0;
+    g_new_fields = 0;
     if (agoq_test_run_cli(args, msg, sizeof msg) != 0) {
         fprintf(stderr, "    %s: the re-run failed: %s\n", exp, msg);
         printf("    %-58s FAILED TO RUN\n", committed);
