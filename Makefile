@@ -6,6 +6,10 @@
 #   make test-cuda  bit-exact CUDA-vs-reference tests (needs a GPU)
 #   make cuda-check compile every .cu for sm_90 (CI does this: CUDA code must not rot)
 #   make figures    every experiment + gnuplot figures
+#   make check-results  re-run every experiment whose committed results came from the cpu
+#                   backend and compare every non-timing field (make test does the simulated ones)
+#   make fuzz       libFuzzer harnesses of the parsers (needs clang: tools/deps.sh --fuzz), each
+#                   run FUZZ_SECONDS (default 60) with address+undefined sanitizers
 # Knobs: CUDA=0/1 (default: 1 when $(NVCC) exists), MPI=0/1 (mpicc, one process per GPU),
 #        CUDA_HOME, NCCL_HOME, CUDA_ARCH (default sm_90), SAN=1.
 
@@ -72,7 +76,7 @@ else
 CU_OBJS   :=
 endif
 
-.PHONY: all deps run run-step test test-cuda cuda-check figures clean
+.PHONY: all deps run run-step test test-cuda cuda-check figures clean fuzz fuzz-build check-results
 all: $(BUILD)/agoq
 
 deps:
@@ -118,9 +122,9 @@ run: | deps
 	@$(MAKE) --no-print-directory run-step
 
 # The measured step comparison of `make run` (experiments/step_quick.json): only where
-# `agoq step --check` finds a GPU and cuDNN; otherwise one line saying why it was skipped.
+# `agoq step --ready` finds a GPU and cuDNN; otherwise one line saying why it was skipped.
 run-step:
-	@if why=$$($(BUILD)/agoq step --check 2>&1); then \
+	@if why=$$($(BUILD)/agoq step --ready 2>&1); then \
 	  echo "make run: $$why"; \
 	  $(BUILD)/agoq run experiments/step_quick.json -q > results/h200/step_quick.txt && \
 	  echo "make run: measured step, 2 LLaMA-2-7B layers, seq 4096 (results/h200/step_quick.json):" && \
@@ -131,6 +135,10 @@ test: | deps
 	@bash tools/check_layers.sh
 	@$(MAKE) --no-print-directory $(BUILD)/agoq $(BUILD)/agoq_test
 	AGOQ_BIN=$(BUILD)/agoq $(BUILD)/agoq_test
+
+check-results: | deps
+	@$(MAKE) --no-print-directory $(BUILD)/agoq $(BUILD)/agoq_test
+	AGOQ_CHECK_RESULTS=all AGOQ_BIN=$(BUILD)/agoq $(BUILD)/agoq_test committed_results
 
 test-cuda: | deps
 	@test "$(CUDA)" = 1 || { echo "make test-cuda: needs CUDA=1 (nvcc at $(NVCC))"; exit 1; }
@@ -145,6 +153,48 @@ cuda-check:
 figures: | deps
 	@$(MAKE) --no-print-directory $(BUILD)/agoq
 	bash tools/figures.sh $(BUILD)/agoq
+
+# Fuzzing: every C source but main.c rebuilt with clang and the sanitizers (CPU backend only) into
+# $(BUILD)/fuzz, one binary per target in fuzz/. Corpora start from the repository's own files and
+# grow in $(BUILD)/fuzz/corpus/<target>; crashes land in $(BUILD)/fuzz/crashes/.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := experiment model machine cli
+FUZZ_DIR     := $(BUILD)/fuzz
+FUZZ_CFLAGS  := -std=c11 -O1 -g -fno-omit-frame-pointer -ffp-contract=off -D_GNU_SOURCE -I. \
+                -DAGOQ_HAVE_CUDA=0 -DAGOQ_HAVE_MPI=0 -DAGOQ_HAVE_CUDNN=0 -Wno-unknown-pragmas \
+                -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
+FUZZ_OBJS    := $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(filter-out harness/main.c,$(C_SRCS)))
+
+.SECONDARY: $(FUZZ_OBJS)
+$(FUZZ_DIR)/obj/%.o: %.c $(wildcard */*.h */*/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
+
+$(FUZZ_DIR)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz.h $(FUZZ_OBJS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJS) -o $@ -lcjson -lm -lpthread
+
+fuzz-build:
+	@bash tools/deps.sh --fuzz
+	@command -v $(FUZZ_CC) >/dev/null || { echo "make fuzz: $(FUZZ_CC) not found (bash tools/deps.sh --fuzz)"; exit 1; }
+	@$(MAKE) --no-print-directory $(foreach t,$(FUZZ_TARGETS),$(FUZZ_DIR)/fuzz_$(t))
+
+# One target at a time, FUZZ_SECONDS each; stdin is /dev/null (a fuzzed file name may be
+# /dev/stdin), the target's own stdout/stderr are closed (-close_fd_mask=3). Exit 1 on a crash.
+# The cli target runs without leak detection: a subcommand returns straight to exit, and its
+# usage-error paths do not free the half-built config (the parser targets keep it on).
+fuzz: fuzz-build
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  c=$(FUZZ_DIR)/corpus/$$t; mkdir -p $$c $(FUZZ_DIR)/crashes; \
+	  if [ $$t = cli ]; then i=0; while IFS= read -r l; do i=$$((i+1)); printf '%s' "$$l" | tr '\t' '\n' > $$c/seed$$i; done < fuzz/cli_seeds.txt; \
+	  else case $$t in experiment) s="experiments/*.json";; model) s="models/*.json";; machine) s="experiments/machines/*.json";; esac; \
+	    cp $$s $$c/; fi; \
+	  echo "fuzz $$t: $(FUZZ_SECONDS) s"; \
+	  leaks=1; [ $$t = cli ] && leaks=0; ASAN_OPTIONS=detect_leaks=$$leaks $(FUZZ_DIR)/fuzz_$$t $$c -detect_leaks=$$leaks -max_total_time=$(FUZZ_SECONDS) -timeout=20 -rss_limit_mb=4096 -max_len=65536 \
+	    -close_fd_mask=3 -print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/crashes/$$t- < /dev/null 2>$(FUZZ_DIR)/$$t.log \
+	    || { echo "fuzz $$t: CRASH (see $(FUZZ_DIR)/$$t.log and $(FUZZ_DIR)/crashes/)"; tail -40 $(FUZZ_DIR)/$$t.log; exit 1; }; \
+	  grep -E "stat::number_of_executed_units|Done [0-9]+ runs" $(FUZZ_DIR)/$$t.log | sed "s/^/fuzz $$t: /"; \
+	done
 
 clean:
 	rm -rf $(BUILD)

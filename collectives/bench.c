@@ -488,8 +488,8 @@ static int run_accumulate(const agoq_run_ctx *ctx, const coll_plan *p, agoq_resu
 int agoq_exp_collectives(const agoq_run_ctx *ctx, const cJSON *config, agoq_results *res) {
     coll_plan p;
     int rc = parse_plan(ctx, config, &p);
-    if (rc == 0) rc = p.accumulate ? run_accumulate(ctx, &p, res) : run_collectives(ctx, &p, res);
-    if (rc == 0 && ctx->backend == AGOQ_BACKEND_CUDA && !p.accumulate) {
+    if (rc == 0 && !ctx->check_only) rc = p.accumulate ? run_accumulate(ctx, &p, res) : run_collectives(ctx, &p, res);
+    if (rc == 0 && ctx->backend == AGOQ_BACKEND_CUDA && !p.accumulate && !ctx->check_only) {
         agoq_gpu_info gi;
         if (agoq_gpu_query(0, &gi) == 0) results_set_gpu(res, agoq_gpu_json(&gi));
     }

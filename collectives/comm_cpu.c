@@ -3,11 +3,15 @@
  * pattern the GPUs use; the native reductions follow NCCL's ring: the partial sum of chunk j
  * starts at rank j+1, visits j+2, ..., ends at rank j, and is rounded to the wire dtype after
  * every add (as NCCL does for bf16 and fp8: load, add in fp32, store in the dtype).
- * NCCL may choose a tree or NVLS algorithm instead of the ring; the ring is the model here. */
+ * NCCL may choose a tree or NVLS algorithm instead of the ring; the ring is the model here.
+ * Fault injection (tests of the watchdog without a GPU): AGOQ_TEST_COMM_FAULT=hang:R makes rank
+ * R never complete, =error:R makes it report an asynchronous error; sync then goes through
+ * agoq_comm_wait exactly like the nccl backend's (watchdog.h) and exits 1 with its message. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "collectives/driver.h"
+#include "collectives/watchdog.h"
 #include "core/common.h"
 #include "kernels/grad8/grad8.h"
 #include "kernels/quant/quant_math.h"
@@ -21,7 +25,26 @@ static void *cpu_alloc(agoq_comm *c, int lr, size_t bytes) {
 static void cpu_release(agoq_comm *c, int lr, void *p) { free(p); }
 static void cpu_copy(agoq_comm *c, int lr, void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }
 static void cpu_zero(agoq_comm *c, int lr, void *dst, size_t bytes) { memset(dst, 0, bytes); }
-static void cpu_sync(agoq_comm *c) {}
+typedef struct {
+    int fault_rank;  /* -1: none */
+    int fault_hang;  /* 1: the rank never completes; 0: it reports an asynchronous error */
+    int aborted;
+} cpu_state;
+
+static agoq_rank_state cpu_poll(void *ctx, int lr, const char **why) {
+    const cpu_state *s = ((agoq_comm *)ctx)->impl;
+    if (lr != s->fault_rank) return AGOQ_RANK_DONE;
+    *why = "asynchronous error: remote process exited or network error (injected by AGOQ_TEST_COMM_FAULT)";
+    return s->fault_hang ? AGOQ_RANK_PENDING : AGOQ_RANK_FAILED;
+}
+static void cpu_abort(void *ctx) { ((cpu_state *)((agoq_comm *)ctx)->impl)->aborted = 1; }
+
+static void cpu_sync(agoq_comm *c) {
+    const cpu_state *s = c->impl;
+    if (s->fault_rank < 0) return; /* the cpu ranks finish every call before it returns */
+    agoq_comm_waiter w = {cpu_poll, cpu_abort, c};
+    if (agoq_comm_wait(&w, c->backend, c->nlocal, c->rank0, agoq_comm_timeout_s(), "sync")) exit(1);
+}
 
 static int group_index(int r, agoq_comm_group g) { return (r / g.stride) % g.size; }
 static int group_member(int r, agoq_comm_group g, int k) {
@@ -163,7 +186,15 @@ agoq_comm *agoq_comm_cpu_create(int nranks) {
         return NULL;
     }
     agoq_comm *c = calloc(1, sizeof *c);
-    if (!c) abort();
+    cpu_state *s = calloc(1, sizeof *s);
+    if (!c || !s) abort();
+    s->fault_rank = -1;
+    const char *f = getenv("AGOQ_TEST_COMM_FAULT");
+    if (f && (strncmp(f, "hang:", 5) == 0 || strncmp(f, "error:", 6) == 0)) {
+        s->fault_hang = f[0] == 'h';
+        s->fault_rank = atoi(strchr(f, ':') + 1);
+    }
+    c->impl = s;
     c->ops = &cpu_ops;
     c->backend = "cpu";
     c->nranks = c->nlocal = nranks;
@@ -171,4 +202,7 @@ agoq_comm *agoq_comm_cpu_create(int nranks) {
     return c;
 }
 
-void agoq_comm_cpu_destroy(agoq_comm *c) { free(c); }
+void agoq_comm_cpu_destroy(agoq_comm *c) {
+    if (c) free(c->impl);
+    free(c);
+}

@@ -6,13 +6,18 @@
  * Compute calls are k1's kernels (kernels/quant/quant_cuda.h) plus the small elementwise kernels
  * below; every call is issued on the rank's stream, communication inside ncclGroupStart/End.
  * Wire dtypes: ncclFloat, ncclBfloat16, and NCCL's own ncclFloat8e4m3 / ncclFloat8e5m2 (NCCL
- * >= 2.24; the fp8 sum is NCCL's: values are loaded, added and stored in fp8 per hop). */
+ * >= 2.24; the fp8 sum is NCCL's: values are loaded, added and stored in fp8 per hop).
+ * Failures: every wait on a rank's stream (sync, download, alloc/release) goes through
+ * agoq_comm_wait (watchdog.h): an asynchronous NCCL error (ncclCommGetAsyncError) or a stream
+ * still busy after AGOQ_COMM_TIMEOUT_S aborts every communicator (ncclCommAbort) and exits 1
+ * with one line naming the rank, instead of hanging in cudaStreamSynchronize. */
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "collectives/driver.h"
+#include "collectives/watchdog.h"
 #include "core/check.h"
 #include "core/common.h"
 #include "kernels/grad8/grad8_cuda.h"
@@ -97,6 +102,49 @@ static agoq_cuda_qtensor packed_view(const agoq_qconfig *q, const void *packed, 
     return t;
 }
 
+/* ---- bounded waits: a failed or hung communicator is aborted, not waited on forever ---- */
+typedef struct {
+    agoq_comm *c;
+    int only; /* -1: every local rank; else the one local rank waited on */
+} nccl_wait_ctx;
+
+static agoq_rank_state nccl_poll(void *ctx, int i, const char **why) {
+    nccl_wait_ctx *w = (nccl_wait_ctx *)ctx;
+    const int lr = w->only >= 0 ? w->only : i;
+    ncclResult_t async = ncclSuccess;
+    if (ncclCommGetAsyncError(st(w->c)->comm[lr], &async) != ncclSuccess) async = ncclInternalError;
+    if (async != ncclSuccess && async != ncclInProgress) {
+        *why = ncclGetErrorString(async);
+        return AGOQ_RANK_FAILED;
+    }
+    cudaSetDevice(st(w->c)->dev[lr]);
+    cudaError_t e = cudaStreamQuery(st(w->c)->stream[lr]);
+    if (e == cudaErrorNotReady) return AGOQ_RANK_PENDING;
+    if (e != cudaSuccess) {
+        *why = cudaGetErrorString(e);
+        return AGOQ_RANK_FAILED;
+    }
+    return AGOQ_RANK_DONE;
+}
+
+static void nccl_abort_all(void *ctx) {
+    agoq_comm *c = ((nccl_wait_ctx *)ctx)->c;
+    for (int lr = 0; lr < c->nlocal; lr++)
+        if (st(c)->comm[lr]) {
+            ncclCommAbort(st(c)->comm[lr]); /* also unblocks kernels stuck waiting on a peer */
+            st(c)->comm[lr] = NULL;
+        }
+}
+
+/* Waits for local rank lr's stream (lr -1: every local rank) within the timeout; exits 1 with
+ * one line naming the rank when it fails or hangs. */
+static void wait_ranks(agoq_comm *c, int lr, const char *what) {
+    nccl_wait_ctx ctx = {c, lr};
+    agoq_comm_waiter w = {nccl_poll, nccl_abort_all, &ctx};
+    if (agoq_comm_wait(&w, c->backend, lr >= 0 ? 1 : c->nlocal, c->rank0 + (lr >= 0 ? lr : 0), agoq_comm_timeout_s(), what))
+        exit(1);
+}
+
 /* ---- memory: everything on the rank's own (non-blocking) stream, so that no legacy-stream
  * operation can race with the kernels and NCCL calls issued there ---- */
 static void *g_alloc(agoq_comm *c, int lr, size_t bytes) {
@@ -104,23 +152,23 @@ static void *g_alloc(agoq_comm *c, int lr, size_t bytes) {
     on(c, lr);
     cudaCheck(cudaMalloc(&p, bytes ? bytes : 1));
     cudaCheck(cudaMemsetAsync(p, 0, bytes ? bytes : 1, st(c)->stream[lr]));
-    cudaCheck(cudaStreamSynchronize(st(c)->stream[lr]));
+    wait_ranks(c, lr, "alloc");
     return p;
 }
 static void g_release(agoq_comm *c, int lr, void *p) {
+    wait_ranks(c, lr, "release");
     on(c, lr);
-    cudaCheck(cudaStreamSynchronize(st(c)->stream[lr]));
     cudaCheck(cudaFree(p));
 }
 static void g_upload(agoq_comm *c, int lr, void *dst, const void *host, size_t bytes) {
     on(c, lr);
     cudaCheck(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, st(c)->stream[lr]));
-    cudaCheck(cudaStreamSynchronize(st(c)->stream[lr]));
+    wait_ranks(c, lr, "upload");
 }
 static void g_download(agoq_comm *c, int lr, void *host, const void *src, size_t bytes) {
     on(c, lr);
     cudaCheck(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, st(c)->stream[lr]));
-    cudaCheck(cudaStreamSynchronize(st(c)->stream[lr]));
+    wait_ranks(c, lr, "download");
 }
 static void g_copy(agoq_comm *c, int lr, void *dst, const void *src, size_t bytes) {
     on(c, lr);
@@ -130,12 +178,7 @@ static void g_zero(agoq_comm *c, int lr, void *dst, size_t bytes) {
     on(c, lr);
     cudaCheck(cudaMemsetAsync(dst, 0, bytes, st(c)->stream[lr]));
 }
-static void g_sync(agoq_comm *c) {
-    for (int lr = 0; lr < c->nlocal; lr++) {
-        on(c, lr);
-        cudaCheck(cudaStreamSynchronize(st(c)->stream[lr]));
-    }
-}
+static void g_sync(agoq_comm *c) { wait_ranks(c, -1, "sync"); }
 
 /* ---- communication ---- */
 static int group_index(int r, agoq_comm_group g) { return (r / g.stride) % g.size; }

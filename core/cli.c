@@ -117,5 +117,12 @@ int cli_sweep_check(const char *cmd, const cli_sweep *sw) {
         agoq_error("%s: -f must be > 1 (got %g)", cmd, sw->factor);
         return -1;
     }
+    /* counted without looping: a factor of 1.0000001 would mean ~3e8 points (a hang, not a sweep) */
+    double points = sw->factor > 1.0 ? floor(log((double)sw->max_bytes / (double)sw->min_bytes) / log(sw->factor)) + 1 : 1;
+    if (points > CLI_SWEEP_MAX_POINTS) {
+        agoq_error("%s: -b %zu -e %zu -f %.9g is %.0f sizes (at most %d)", cmd, sw->min_bytes, sw->max_bytes, sw->factor,
+                   points, CLI_SWEEP_MAX_POINTS);
+        return -1;
+    }
     return 0;
 }

@@ -29,6 +29,8 @@ typedef struct {
 /* Number of points and the i-th size (rounded down to a multiple of `align` bytes, >= align). */
 size_t cli_sweep_count(const cli_sweep *sw);
 size_t cli_sweep_bytes(const cli_sweep *sw, size_t i, size_t align);
+/* min > 0, max >= min, factor > 1 (unless one size), at most CLI_SWEEP_MAX_POINTS sizes. */
+#define CLI_SWEEP_MAX_POINTS 4096
 int cli_sweep_check(const char *cmd, const cli_sweep *sw);
 
 #ifdef __cplusplus

@@ -8,11 +8,22 @@
 #include <unistd.h>
 
 static int g_rank = -1; /* process identity for error messages only */
+static char g_context[512]; /* agoq_error_context: prefix of error lines, "" when none */
+
+void agoq_error_context(const char *fmt, ...) {
+    g_context[0] = '\0';
+    if (!fmt) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g_context, sizeof g_context, fmt, ap);
+    va_end(ap);
+}
 
 void agoq_set_rank(int rank) { g_rank = rank; }
 
 static void vreport(const char *fmt, va_list ap) {
     fputs("agoq: ", stderr);
+    fputs(g_context, stderr);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
 }

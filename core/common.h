@@ -18,6 +18,10 @@ void agoq_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * buf[len] instead of stderr, so a caller can re-report a library's one line with its own
  * context (file, key). agoq_error_capture(NULL, 0) restores stderr. Not thread-safe. */
 void agoq_error_capture(char *buf, size_t len);
+/* Context for the errors of a nested load (a model card or machine file named by an experiment
+ * key): "exp.json: key 'config.models[0]': " is put before each agoq_error line until cleared
+ * with NULL, so the one line names both the key and what was wrong in the named file. */
+void agoq_error_context(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* agoq_error + exit(1): for setup failures in the CLI layer only. */
 void agoq_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 /* Progress on stderr unless quiet: "[label] done/total, elapsed, ETA". */

@@ -5,7 +5,8 @@
  *     "config":  the experiment as run (the JSON file's object or the CLI flags),
  *     "records": [ one object per measured point ] }
  * Built in memory with cJSON and written atomically (temp file + fsync + rename), so an
- * interrupted or failed run never leaves a truncated file. Non-finite numbers are written as
+ * interrupted or failed run never leaves a truncated file, and the JSON and TSV of one run are
+ * published together or not at all (results_publish). Non-finite numbers are written as
  * null by cJSON; results_num() records them as null explicitly and that is what readers get.
  * A `#`-headed TSV with chosen columns can be written beside it for gnuplot. */
 #ifndef AGOQ_RESULTS_H
@@ -46,6 +47,17 @@ int results_write(const agoq_results *r, const char *path);
 /* Writes records as a TSV: a "# col col ..." header then one row per record; missing or
  * non-numeric values as "nan"; string values as-is. Atomic like results_write. */
 int results_write_tsv(const agoq_results *r, const char *path, const char *const *cols, size_t ncols);
+/* Publishes one run: the JSON and (tsv_path non-NULL) the TSV are written to temporaries, then
+ * both renamed, under a lock on the directory and with SIGINT/SIGTERM/SIGHUP held, so the pair
+ * in place is always from one run and no temporary is left; on any failure both temporaries are
+ * removed and nothing new is in place. Returns 0 or -1 (one line printed). */
+int results_publish(const agoq_results *r, const char *json_path, const char *tsv_path, const char *const *cols,
+                    size_t ncols);
+/* Before a run: path names a file (not empty, not "dir/", not an existing directory, FIFO or
+ * device: a rename would replace it), no name is too long, and a file can be created in the
+ * deepest directory of it that exists (probed, then removed; nothing is created). Returns 0
+ * or -1 with one line "path: cannot write ...". */
+int agoq_check_writable(const char *path);
 /* Atomic write of an arbitrary text blob (used by both writers). */
 int agoq_write_file_atomic(const char *path, const char *data, size_t len);
 /* Reads and parses a JSON file; on error prints "file: reason" and returns NULL. */

@@ -5,6 +5,7 @@
  * LLaMA (no biases, SwiGLU with three FFN matrices, RMSNorm weights) or GPT (biases, GeLU FFN,
  * LayerNorm weight + bias, learned position embeddings). */
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,11 @@ int agoq_model_parse(jconf c, const cJSON *obj, agoq_model_card *out) {
         jconf_bool(c, obj, "tied_embeddings", 0, 0, &out->tied_embeddings) ||
         jconf_bool(c, obj, "norm_weights", 0, 1, &out->norm_weights))
         return -1;
+    if (!cJSON_GetObjectItemCaseSensitive(obj, "head_dim") && out->hidden % out->heads) {
+        agoq_error("%s: key '%s%sheads': %ld heads do not divide hidden %ld (give head_dim for such a model)", c.file,
+                   c.prefix, *c.prefix ? "." : "", out->heads, out->hidden);
+        return -1;
+    }
     if (jconf_long(c, obj, "head_dim", 0, 1, 1L << 16, out->hidden / out->heads, &out->head_dim)) return -1;
     int kind = agoq_layer_kind_by_name(layer);
     if (kind != AGOQ_LAYER_LLAMA && kind != AGOQ_LAYER_GPT) {
@@ -49,7 +55,8 @@ int agoq_model_parse(jconf c, const cJSON *obj, agoq_model_card *out) {
     }
     out->layer = (agoq_layer_kind)kind;
     if (out->heads % out->kv_heads) {
-        agoq_error("%s: key 'kv_heads': %ld does not divide heads %ld", c.file, out->kv_heads, out->heads);
+        agoq_error("%s: key '%s%skv_heads': %ld does not divide heads %ld", c.file, c.prefix, *c.prefix ? "." : "",
+                   out->kv_heads, out->heads);
         return -1;
     }
     snprintf(out->name, sizeof out->name, "%s", name);
@@ -60,9 +67,18 @@ int agoq_model_parse(jconf c, const cJSON *obj, agoq_model_card *out) {
 int agoq_model_load(const char *name_or_path, agoq_model_card *out) {
     char path[1024];
     size_t len = strlen(name_or_path);
-    if (len > 5 && strcmp(name_or_path + len - 5, ".json") == 0) snprintf(path, sizeof path, "%s", name_or_path);
-    else snprintf(path, sizeof path, "%s/%s.json", models_dir(), name_or_path);
+    int n = (len > 5 && strcmp(name_or_path + len - 5, ".json") == 0) || strchr(name_or_path, '/')
+                ? snprintf(path, sizeof path, "%s", name_or_path)
+                : snprintf(path, sizeof path, "%s/%s.json", models_dir(), name_or_path);
+    if (n < 0 || (size_t)n >= sizeof path) {
+        agoq_error("model '%.64s...': name longer than %zu characters", name_or_path, sizeof path - 1);
+        return -1;
+    }
     FILE *f = fopen(path, "rb");
+    if (!f && strcmp(path, name_or_path) == 0) { /* a path, not a name */
+        agoq_error("%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
     if (!f) {
         agoq_error("unknown model '%s': no %s (models: %s)", name_or_path, path, agoq_model_names());
         return -1;

@@ -155,10 +155,10 @@ static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, ba_plan *p) {
     }
     p->pr.method = strcmp(method, "greedy") ? AGOQ_ALLOC_EXACT : AGOQ_ALLOC_GREEDY;
     p->has_model = model != NULL;
-    if (model && agoq_model_load(model, &p->model)) {
-        agoq_error("%s: key '%s.model': cannot load model '%s'", c.file, c.prefix, model);
-        return -1;
-    }
+    agoq_error_context("%s: key '%s.model': ", c.file, c.prefix);
+    int bad = model && agoq_model_load(model, &p->model);
+    agoq_error_context(NULL);
+    if (bad) return -1;
     agoq_mem_setup_default(&p->ms, &p->model);
     if (agoq_layout_parse(c, cfg, &p->ms, 0)) return -1;
     if (agoq_policy_by_name(policy, &p->ms.pol)) {
@@ -166,8 +166,12 @@ static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, ba_plan *p) {
         return -1;
     }
     if (p->has_model && agoq_mem_setup_check(&p->ms)) return -1;
-    if (!p->has_model && p->ms.par.pp > AGOQ_MAX_STAGES) return -1;
     p->has_budget = cJSON_GetObjectItemCaseSensitive(cfg, "budget_gb") != NULL;
+    if (!p->has_model && p->has_budget) { /* units mode: the budget is N_0 * base_bits units, not GB */
+        agoq_error("%s: key '%s.budget_gb': applies only with 'model' (the units mode's budget is N_0 x units.base_bits)",
+                   c.file, c.prefix);
+        return -1;
+    }
     p->pr.budget_bytes = budget * 1e9;
     if (qres) {
         if (agoq_proxy_measured(qres, dist, p->pr.cand, p->pr.ncand)) return -1;
@@ -242,6 +246,10 @@ int agoq_exp_bitalloc(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *r
     agoq_mem_setup *w = malloc(sizeof *w);
     int rc = -1;
     if (!p || !ar || !gr || !w || parse_plan(ctx, cfg, p)) goto done;
+    if (ctx->check_only) {
+        rc = 0;
+        goto done;
+    }
     results_set_source(res, "simulated");
     if (p->has_units && run_units(p, res)) goto done;
     if (!p->has_model) {

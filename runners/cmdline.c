@@ -10,12 +10,13 @@
 #include "kernels/quant/qspec.h"
 #include "runners/experiment.h"
 
-/* The shared flags: their getopt values are their short letters (or AGOQ_OPT_BACKEND/SEED). */
+/* The shared flags: their getopt values are their short letters (or AGOQ_OPT_BACKEND/SEED/CHECK). */
 static const agoq_flag g_common[] = {
     {.name = "backend", .arg = "cpu|cuda|auto", .help = "where to run (default auto: cuda if a GPU is usable)"},
     {.name = "out", .short_opt = 'o', .arg = "FILE",
      .help = "results JSON (written atomically; default results/<machine>/<cmd>.json)"},
     {.name = "seed", .arg = "N", .help = "seed of every random input (default 1)"},
+    {.name = "check", .help = "validate the configuration only: run nothing, write nothing"},
     {.name = "minbytes", .short_opt = 'b', .arg = "SIZE", .help = "smallest size in bytes (K, M, G suffixes)"},
     {.name = "maxbytes", .short_opt = 'e', .arg = "SIZE", .help = "largest size in bytes"},
     {.name = "stepfactor", .short_opt = 'f', .arg = "FACTOR", .help = "size step factor (default 2)"},
@@ -28,7 +29,8 @@ static const agoq_flag g_common[] = {
 #define MAX_FLAGS 64
 
 static int common_val(const agoq_flag *f) {
-    return f->short_opt ? f->short_opt : strcmp(f->name, "backend") == 0 ? AGOQ_OPT_BACKEND : AGOQ_OPT_SEED;
+    if (f->short_opt) return f->short_opt;
+    return strcmp(f->name, "backend") == 0 ? AGOQ_OPT_BACKEND : strcmp(f->name, "check") == 0 ? AGOQ_OPT_CHECK : AGOQ_OPT_SEED;
 }
 
 const struct option *agoq_common_longopts(size_t *count) {
@@ -46,7 +48,7 @@ void agoq_common_init(agoq_common_opts *o, const char *cmd) {
     o->backend = "auto";
     o->seed = 1;
     o->sweep = cJSON_CreateObject();
-    optind = 1;
+    optind = 0; /* glibc: 0 re-initializes getopt fully (1 keeps a half-read "-abc" cluster) */
 }
 
 int agoq_common_opt(agoq_common_opts *o, int c, const char *arg) {
@@ -62,6 +64,7 @@ int agoq_common_opt(agoq_common_opts *o, int c, const char *arg) {
             return -1;
         }
         return 1;
+    case AGOQ_OPT_CHECK: o->check = 1; return 1;
     case 'o': o->out = arg; return 1;
     case 'q': o->quiet = 1; return 1;
     case 'h': o->help = 1; return 1;
@@ -232,12 +235,11 @@ int agoq_runner_main(const agoq_runner *r, int argc, char **argv) {
 int agoq_cmd_execute(agoq_cmd *cmd) {
     agoq_common_opts *o = &cmd->o;
     agoq_common_apply_sweep(o, cmd->cfg);
-    agoq_run_ctx ctx = {{"command line", "config"}, AGOQ_BACKEND_CPU, o->seed, o->quiet};
-    char out[512];
+    agoq_run_ctx ctx = {{"command line", "config"}, AGOQ_BACKEND_CPU, o->seed, o->quiet, o->check, 0};
+    char defout[512]; /* the path rule's results/<machine>/<cmd>.json; -o is used as given */
     int rc = -1;
     if (agoq_backend_resolve(o->backend, &ctx.backend) == 0) {
-        if (o->out) snprintf(out, sizeof out, "%s", o->out);
-        else agoq_results_default_out(cmd->r, ctx.backend, o->cmd, out, sizeof out);
+        const char *out = o->out ? o->out : agoq_results_default_out(cmd->r, ctx.backend, o->cmd, defout, sizeof defout);
         rc = agoq_experiment_execute(cmd->r->kind, &ctx, cmd->cfg, out, cmd->tsv, cmd->ntsv, cmd->argc, cmd->argv);
     }
     cJSON_Delete(cmd->cfg);

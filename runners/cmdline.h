@@ -6,7 +6,7 @@
  * from what is parsed: each flag names the config key it sets and how its value is read.
  *
  * Flags every subcommand shares (the common table, agoq_common_flags):
- *   --backend cpu|cuda|auto   -o/--out FILE   --seed N   -q/--quiet   -h/--help
+ *   --backend cpu|cuda|auto   -o/--out FILE   --seed N   --check   -q/--quiet   -h/--help
  *   -b MIN -e MAX -f FACTOR   (nccl-tests letters: sizes in bytes, K/M/G suffixes)
  *   -n ITERS -w WARMUP
  * A runner's flag with the same short letter takes that letter over (agoq step: -n is --reps).
@@ -30,7 +30,7 @@
 extern "C" {
 #endif
 
-enum { AGOQ_OPT_BACKEND = 1000, AGOQ_OPT_SEED, AGOQ_OPT_FIRST_PRIVATE = 1100 };
+enum { AGOQ_OPT_BACKEND = 1000, AGOQ_OPT_SEED, AGOQ_OPT_CHECK, AGOQ_OPT_FIRST_PRIVATE = 1100 };
 #define AGOQ_COMMON_SHORTOPTS "b:e:f:n:w:o:qh"
 
 typedef enum {
@@ -63,6 +63,7 @@ typedef struct {
     const char *out;     /* NULL: the results path rule */
     uint64_t seed;
     int quiet, help;
+    int check;           /* --check: validate the config only (agoq_run_ctx.check_only) */
     cJSON *sweep;        /* keys set by -b -e -f -n -w (min_bytes, max_bytes, factor, iters, warmup) */
 } agoq_common_opts;
 
@@ -90,6 +91,11 @@ typedef struct agoq_runner {
     agoq_experiment_fn run;
     const char *const *tsv;    /* OUT.tsv columns of a command-line run */
     size_t ntsv;
+    /* Record fields only some configurations write (a measured step's timing, "fits" under a
+     * budget; NULL-terminated, may be NULL): an experiment file's "tsv" may name them, or one of
+     * tsv[], though no record of this run has it (the column is then empty); any other column
+     * no record has is an error (agoq_experiment_execute). */
+    const char *const *optional_fields;
     const char *backend;       /* the subcommand's default --backend (NULL: auto) */
     int host_only;             /* results never come from the GPU: machine "cpu" in the path rule */
     /* After parsing (help and unexpected arguments handled): adjust cmd->cfg / cmd->tsv and

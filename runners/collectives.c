@@ -32,11 +32,10 @@ static int execute(agoq_cmd *cmd) {
     agoq_common_opts *o = &cmd->o;
     cJSON *cfg = cmd->cfg;
     agoq_common_apply_sweep(o, cfg);
-    agoq_run_ctx ctx = {{"command line", "config"}, AGOQ_BACKEND_CPU, o->seed, o->quiet};
-    char out[512];
+    agoq_run_ctx ctx = {{"command line", "config"}, AGOQ_BACKEND_CPU, o->seed, o->quiet, o->check, 0};
+    char defout[512]; /* the path rule's results/<machine>/<cmd>.json; -o is used as given */
     int rc = agoq_backend_resolve(o->backend, &ctx.backend);
-    if (o->out) snprintf(out, sizeof out, "%s", o->out);
-    else agoq_results_default_out(cmd->r, ctx.backend, o->cmd, out, sizeof out);
+    const char *out = o->out ? o->out : agoq_results_default_out(cmd->r, ctx.backend, o->cmd, defout, sizeof defout);
     int root = rc == 0 && (ctx.backend == AGOQ_BACKEND_CPU || agoq_coll_process_rank() == 0);
     if (!root) {
         ctx.quiet = 1;

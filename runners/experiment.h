@@ -29,8 +29,10 @@ extern const agoq_runner agoq_runner_quant, agoq_runner_kernels, agoq_runner_col
 const agoq_runner *const *agoq_runners(int *count);
 const agoq_runner *agoq_experiment_find(const char *kind);
 
-/* Runs config under kind, writes out (JSON) and, if tsv_cols, OUT.tsv; nothing is written when
- * the runner fails. Shared by `agoq run` and the subcommands. */
+/* Checks that out can be written, runs config under kind (which checks config first), then
+ * publishes out (JSON) and, if tsv_cols, OUT.tsv together (results_publish); nothing is written
+ * when anything fails. With ctx->check_only only the config is checked. Shared by `agoq run`
+ * and the subcommands. */
 int agoq_experiment_execute(const char *kind, const agoq_run_ctx *ctx, cJSON *config, const char *out,
                             const char *const *tsv_cols, size_t ntsv, int argc, char **argv);
 

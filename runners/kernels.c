@@ -193,7 +193,9 @@ int agoq_exp_kernels(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *re
         return -1;
     }
     int rc = -1;
-    if (ctx->backend != AGOQ_BACKEND_CUDA) {
+    if (ctx->check_only) {
+        rc = 0;
+    } else if (ctx->backend != AGOQ_BACKEND_CUDA) {
         agoq_error("kernels: needs the cuda backend (a GPU and a CUDA=1 build); backend is %s",
                    agoq_backend_name(ctx->backend));
     } else {

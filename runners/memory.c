@@ -193,11 +193,11 @@ static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, mem_plan *p) {
         agoq_error("%s: key '%s.models': at most %zu models", c.file, c.prefix, sizeof p->models / sizeof p->models[0]);
         rc = -1;
     }
-    for (size_t i = 0; i < p->nmodel && rc == 0; i++)
-        if (agoq_model_load(models[i], &p->models[i])) {
-            agoq_error("%s: key '%s.models[%zu]': cannot load model '%s'", c.file, c.prefix, i, models[i]);
-            rc = -1;
-        }
+    for (size_t i = 0; i < p->nmodel && rc == 0; i++) {
+        agoq_error_context("%s: key '%s.models[%zu]': ", c.file, c.prefix, i);
+        if (agoq_model_load(models[i], &p->models[i])) rc = -1;
+        agoq_error_context(NULL);
+    }
     free(models);
     long layers;
     if (rc || jconf_long(c, cfg, "layers", 0, 0, 4096, 0, &layers)) return -1;
@@ -334,6 +334,10 @@ int agoq_exp_memory(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *res
     agoq_mem_setup *ms = malloc(sizeof *ms);
     int rc = -1;
     if (!p || !ms || parse_plan(ctx, cfg, p)) goto done;
+    if (ctx->check_only) {
+        rc = 0;
+        goto done;
+    }
     results_set_source(res, "simulated");
     printf("# %-13s %-13s %-5s %5s %3s %3s %4s %1s %6s %2s %8s %8s %8s %8s %7s %6s %8s %7s %5s%s\n", "model", "policy",
            "acct", "gpus", "tp", "pp", "dp", "z", "seq", "st", "weights", "grads", "optim", "acts", "scales", "comm",
@@ -371,11 +375,7 @@ int agoq_exp_memory(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *res
                                         ms->pol = p->pols[qi].pol;
                                         double t = run_point(p, p->pols[qi].label, ms, qi ? base_total : 0.0, res);
                                         if (qi == 0) base_total = t;
-                                        if (t < 0) {
-                                            agoq_error("%s: key '%s': invalid layout for model '%s'", ctx->where.file,
-                                                       ctx->where.prefix, p->models[mi].name);
-                                            goto done;
-                                        }
+                                        if (t < 0) goto done; /* the memory model said why, one line */
                                     }
     rc = 0;
 done:

@@ -57,6 +57,10 @@ int agoq_exp_quant(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *res)
         agoq_qgrid_free(&p.grid);
         return -1;
     }
+    if (ctx->check_only) {
+        agoq_qgrid_free(&p.grid);
+        return 0;
+    }
     size_t nsize = cli_sweep_count(&p.sweep), nq = agoq_qgrid_count(&p.grid, 1);
     size_t total = nsize * nq * p.ndist, done = 0;
     size_t maxn = cli_sweep_bytes(&p.sweep, nsize - 1, 4) / 4;

@@ -1,5 +1,6 @@
-/* agoq run FILE.json [--backend B] [--out F] [--seed N] [--quiet]
- * Runs one experiment file (format in experiment.h). Every key is checked before anything runs;
+/* agoq run FILE.json [--backend B] [--out F] [--seed N] [--check] [--quiet]
+ * Runs one experiment file (format in experiment.h); --check validates it and runs nothing.
+ * Every key is checked before anything runs;
  * a bad file exits 1 with "FILE: key 'K': ..." and writes no results. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,7 @@
 static void help(void) {
     int n;
     const agoq_runner *const *k = agoq_runners(&n);
-    printf("usage: agoq run FILE.json [--backend cpu|cuda|auto] [-o OUT] [--seed N] [-q]\n"
+    printf("usage: agoq run FILE.json [--backend cpu|cuda|auto] [-o OUT] [--seed N] [--check] [-q]\n"
            "Experiment file keys: kind (required), config (required), description, backend, seed,\n"
            "out (default results/<machine>/<file name>.json), tsv (record columns for OUT.tsv),\n"
            "figure {\"script\": \"plots/X.gp\", \"vars\": \"gnuplot assignments\"} (make figures draws OUT.png).\nkinds:\n");
@@ -75,18 +76,18 @@ int cmd_run(int argc, char **argv) {
         agoq_error("%s: key 'kind': unknown experiment kind '%s' (agoq run --help lists them)", file, kind);
         goto done;
     }
-    agoq_run_ctx ctx = {{file, "config"}, AGOQ_BACKEND_CPU, seed_given ? o.seed : (uint64_t)seed, o.quiet};
+    agoq_run_ctx ctx = {{file, "config"}, AGOQ_BACKEND_CPU, seed_given ? o.seed : (uint64_t)seed, o.quiet, o.check, 1};
     if (agoq_backend_resolve(backend_given ? o.backend : backend, &ctx.backend) != 0) goto done;
-    char defout[512];
+    char defout[4096];
     if (!out) { /* the results path rule: results/<machine>/<file name> */
         const char *base = strrchr(file, '/');
-        char name[256];
+        char name[4096];
         snprintf(name, sizeof name, "%s", base ? base + 1 : file);
         char *dot = strrchr(name, '.');
         if (dot && strcmp(dot, ".json") == 0) *dot = '\0';
         out = agoq_results_default_out(runner, ctx.backend, name, defout, sizeof defout);
     }
-    if (!o.quiet) fprintf(stderr, "agoq run: %s (kind %s, backend %s, seed %llu)\n", file, kind,
+    if (!o.quiet && !o.check) fprintf(stderr, "agoq run: %s (kind %s, backend %s, seed %llu)\n", file, kind,
                           agoq_backend_name(ctx.backend), (unsigned long long)ctx.seed);
     rc = agoq_experiment_execute(kind, &ctx, (cJSON *)config, o.out ? o.out : out, tsv, ntsv, argc, argv) == 0 ? 0 : 1;
 done:

@@ -404,6 +404,10 @@ int agoq_exp_step(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *res) 
                         if (plan_point(ctx, x, &pts[i])) goto done;
                         i += x->nruns;
                     }
+    if (ctx->check_only) { /* every point planned: the config is valid; nothing runs */
+        rc = 0;
+        goto done;
+    }
     char why[512], what[512] = "";
     if (!x->dry && step_ready(why, sizeof why, what, sizeof what)) {
         agoq_error("%s: key '%s.dry': false, but the step cannot run here: %s (\"dry\": true plans it without a GPU)",
@@ -431,13 +435,13 @@ done:
 
 /* ---- the subcommand ----------------------------------------------------------------------- */
 
-static int check(void) {
+static int ready(void) {
     char why[512], what[512] = "";
     if (step_ready(why, sizeof why, what, sizeof what)) {
-        agoq_error("step --check: %s", why);
+        agoq_error("step --ready: %s", why);
         return 1;
     }
-    printf("agoq step --check: ready: %s\n", what);
+    printf("agoq step --ready: ready: %s\n", what);
     return 0;
 }
 
@@ -467,7 +471,7 @@ static const agoq_flag step_flags[] = {
     {.name = "fit", .short_opt = 0, .kind = AGOQ_FLAG_STR, .key = "fit", .arg = "error|record", .help = "over the budget: an error, or a \"fits\": false record"},
     {.name = "rope-base", .short_opt = 0, .kind = AGOQ_FLAG_NUM, .key = "rope_base", .arg = "X", .help = "RoPE base (10000)"},
     {.name = "norm-eps", .short_opt = 0, .kind = AGOQ_FLAG_NUM, .key = "norm_eps", .arg = "X", .help = "RMSNorm epsilon (1e-5)"},
-    {.name = "check", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "check", .arg = NULL, .help = "exit 0 if a GPU and cuDNN are usable here, else say why, exit 1",
+    {.name = "ready", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "ready", .arg = NULL, .help = "exit 0 if a GPU and cuDNN are usable here, else say why, exit 1",
      .value = "true"},
     {.name = NULL, .short_opt = 'b', .kind = AGOQ_FLAG_CALL, .key = NULL, .arg = "SIZE", .help = NULL, .parse = no_sweep},
     {.name = NULL, .short_opt = 'e', .kind = AGOQ_FLAG_CALL, .key = NULL, .arg = "SIZE", .help = NULL, .parse = no_sweep},
@@ -479,10 +483,19 @@ static const char *const step_tsv[] = {"name", "policy", "model", "tp", "seq", "
                                        "time_vs_bf16", "peak_vs_bf16", "saved_vs_bf16", "time_vs_recompute",
                                        "peak_vs_recompute", "needed_bytes"};
 
-/* --check answers and exits instead of running. */
+/* Fields of measured runs only (a dry plan has none), under a budget only, or with grad_error. */
+static const char *const step_optional[] = {"fits", "budget_bytes", "step_ms", "step_ms_min", "step_ms_max",
+                                            "tokens_per_s", "mfu", "hw_tflops", "model_tflops", "time_vs_bf16",
+                                            "time_vs_recompute", "peak_vs_bf16", "saved_vs_bf16", "peak_vs_recompute",
+                                            "grad_rel_err_max", "grad_rel_err_mean", "grad_snr_db_min",
+                                            "grad_ref_spread_max", "gpu", "op_ms", "op_calls", "op_profile_complete",
+                                            "cuda_context_bytes", "cuda_used_bytes", "attn_workspace_bytes", NULL};
+
+/* --ready answers and exits instead of running (--check, common to every kind, validates the
+ * config only). */
 static int step_finish(agoq_cmd *cmd) {
-    if (!cJSON_GetObjectItemCaseSensitive(cmd->cfg, "check")) return -1;
-    return check();
+    if (!cJSON_GetObjectItemCaseSensitive(cmd->cfg, "ready")) return -1;
+    return ready();
 }
 
 const agoq_runner agoq_runner_step = {
@@ -502,5 +515,6 @@ const agoq_runner agoq_runner_step = {
     .run = agoq_exp_step,
     .tsv = step_tsv,
     .ntsv = sizeof step_tsv / sizeof step_tsv[0],
+    .optional_fields = step_optional,
     .finish = step_finish,
 };

@@ -284,6 +284,7 @@ static const char *backend_label(agoq_backend b, char *buf, size_t len) {
 int agoq_exp_train(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *res) {
     train_plan p;
     if (parse_plan(ctx, cfg, &p)) return -1;
+    if (ctx->check_only) return 0;
     p.base.model.backend = ctx->backend;
     if (ctx->backend == AGOQ_BACKEND_CUDA) {
         agoq_gpu_info gi;

@@ -149,20 +149,22 @@ int agoq_sim_paper_attach(const agoq_sim_paper *p, const char *label, double key
     return 0;
 }
 
-static int load_machines(jconf c, const cJSON *cfg, agoq_machine **out, size_t *n, agoq_results *res) {
+static int load_machines(jconf c, const cJSON *cfg, agoq_machine **out, size_t *n, agoq_results *res, int quiet) {
     const char **files;
     if (jconf_strs(c, cfg, "machines", 1, &files, n)) return -1;
     *out = calloc(*n, sizeof **out);
     cJSON *cal = cJSON_AddObjectToObject(res->meta, "calibration");
     for (size_t i = 0; i < *n; i++) {
-        if (agoq_machine_load(files[i], &(*out)[i])) {
-            agoq_error("%s: key '%s.machines[%zu]': could not load machine file '%s'", c.file, c.prefix, i, files[i]);
+        agoq_error_context("%s: key '%s.machines[%zu]': ", c.file, c.prefix, i);
+        int bad = agoq_machine_load(files[i], &(*out)[i]);
+        agoq_error_context(NULL);
+        if (bad) {
             free(files);
             return -1;
         }
         cJSON_AddItemToObject(cal, (*out)[i].name, agoq_machine_json(&(*out)[i]));
         /* The calibration heads the text table too: which numbers are assumed, which measured. */
-        for (int k = 0; k < AGOQ_CAL_COUNT; k++)
+        for (int k = 0; k < AGOQ_CAL_COUNT && !quiet; k++)
             printf("# %s: %-20s %10g  %s\n", (*out)[i].name, agoq_calib_keys[k], (*out)[i].cal[k].value,
                    (*out)[i].cal[k].source);
     }
@@ -198,7 +200,7 @@ int agoq_exp_simulate(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *r
     agoq_machine *machines = NULL;
     size_t nm = 0;
     /* Parse everything that can fail before simulating anything. */
-    int rc = load_machines(c, cfg, &machines, &nm, res);
+    int rc = load_machines(c, cfg, &machines, &nm, res, ctx->check_only);
     if (rc == 0) {
         results_set_source(res, "simulated");
         rc = is_step ? agoq_sim_run_step(ctx, cfg, machines, nm, (agoq_allreduce_algo)algo, &paper, res)

@@ -1,6 +1,7 @@
 /* The one test runner: runs every TEST registered by the linked test files.
  *   build/agoq_test [substring]   -- only tests whose name contains substring
- * Last line: "N passed, N failed"; exit status 1 when any test failed. */
+ * Last line: "N passed, N failed, N skipped" (a skipped test checked nothing: SKIP in test.h);
+ * exit status 1 when any test failed. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,8 @@
 
 #define MAX_TESTS 4096
 static struct { const char *name, *file; agoq_test_fn fn; } g_tests[MAX_TESTS];
-static int g_ntests, g_failed_current;
+static int g_ntests, g_failed_current, g_skipped_current;
+static char g_skip_why[512];
 static char g_tmpdir[256];
 
 void agoq_test_register(const char *name, const char *file, agoq_test_fn fn) {
@@ -35,6 +37,14 @@ void agoq_test_fail(const char *file, int line, const char *fmt, ...) {
     g_failed_current = 1;
 }
 
+void agoq_test_skip(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g_skip_why, sizeof g_skip_why, fmt, ap);
+    va_end(ap);
+    g_skipped_current = 1;
+}
+
 const char *agoq_test_bin(void) {
     const char *b = getenv("AGOQ_BIN");
     return b && *b ? b : "build/agoq";
@@ -53,7 +63,54 @@ int agoq_test_run_cli(const char *args, char *out, size_t len) {
     char sink[4096];
     while (fread(sink, 1, sizeof sink, p) > 0) {}
     int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+int agoq_test_run_cli_stderr(const char *args, char *err, size_t len) {
+    char cmd[16384];
+    if ((size_t)snprintf(cmd, sizeof cmd, "%s %s 2>&1 >/dev/null", agoq_test_bin(), args) >= sizeof cmd) return -1;
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t got = fread(err, 1, len - 1, p);
+    err[got] = '\0';
+    char sink[4096];
+    while (fread(sink, 1, sizeof sink, p) > 0) {}
+    int st = pclose(p);
+    /* the shell reports a signal-killed child as 128 + signal */
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+static int has_temporaries(const char *path) {
+    char cmd[9000], line[64];
+    snprintf(cmd, sizeof cmd, "ls -d '%s'.tmp.* 2>/dev/null | wc -l", path);
+    FILE *p = popen(cmd, "r");
+    int n = p && fgets(line, sizeof line, p) ? atoi(line) : -1;
+    if (p) pclose(p);
+    return n != 0;
+}
+
+int agoq_test_expect_error(const char *args, const char *want, const char *out_path) {
+    char err[16384];
+    int rc = agoq_test_run_cli_stderr(args, err, sizeof err);
+    size_t lines = 0, len = strlen(err);
+    for (size_t i = 0; i < len; i++) lines += err[i] == '\n';
+    const char *why = NULL;
+    if (rc != 1 && rc != 2) why = rc > 128 ? "killed by a signal" : "exit status not 1 or 2";
+    else if (lines != 1 || err[len - 1] != '\n') why = "not exactly one line on stderr";
+    else if (strncmp(err, "agoq: ", 6) != 0) why = "no 'agoq: ' prefix";
+    else if (want && !strstr(err, want)) why = "message lacks the expected text";
+    if (!why && out_path) {
+        char tsv[8192];
+        size_t n = strlen(out_path);
+        snprintf(tsv, sizeof tsv, "%.*s.tsv", (int)(n > 5 && !strcmp(out_path + n - 5, ".json") ? n - 5 : n), out_path);
+        if (agoq_test_file_exists(out_path)) why = "results JSON written";
+        else if (agoq_test_file_exists(tsv)) why = "results TSV written";
+        else if (has_temporaries(out_path) || has_temporaries(tsv)) why = "temporary file left behind";
+    }
+    if (!why) return 1;
+    fprintf(stderr, "    agoq %.200s%s\n    -> exit %d, %s (want '%s'); stderr:\n%s", args, strlen(args) > 200 ? "..." : "",
+            rc, why, want ? want : "", err);
+    return 0;
 }
 
 const char *agoq_test_tmpdir(void) { return g_tmpdir; }
@@ -112,16 +169,23 @@ int main(int argc, char **argv) {
         return 1;
     }
     atexit(cleanup);
-    int passed = 0, failed = 0;
+    int passed = 0, failed = 0, skipped = 0;
     for (int i = 0; i < g_ntests; i++) {
         if (filter && !strstr(g_tests[i].name, filter)) continue;
-        g_failed_current = 0;
+        g_failed_current = g_skipped_current = 0;
         g_tests[i].fn();
-        printf("%s %s (%s)\n", g_failed_current ? "FAIL" : "ok  ", g_tests[i].name, g_tests[i].file);
+        if (g_failed_current) {
+            printf("FAIL %s (%s)\n", g_tests[i].name, g_tests[i].file);
+            failed++;
+        } else if (g_skipped_current) {
+            printf("skip %s (%s): %s\n", g_tests[i].name, g_tests[i].file, g_skip_why);
+            skipped++;
+        } else {
+            printf("ok   %s (%s)\n", g_tests[i].name, g_tests[i].file);
+            passed++;
+        }
         fflush(stdout);
-        if (g_failed_current) failed++;
-        else passed++;
     }
-    printf("%d passed, %d failed\n", passed, failed);
+    printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
     return failed ? 1 : 0;
 }

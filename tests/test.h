@@ -1,6 +1,8 @@
 /* Minimal test framework: TEST(name) registers a test at load time (constructor), CHECK*
- * record a failure with file:line and return from the test. The runner (runner.c) runs every
- * registered test (or those whose name contains argv[1]) and ends with "N passed, N failed". */
+ * record a failure with file:line and return from the test; SKIP("why") ends a test that cannot
+ * check anything in this configuration (it is counted as skipped, never as passed). The runner
+ * (runner.c) runs every registered test (or those whose name contains argv[1]) and ends with
+ * "N passed, N failed, N skipped". */
 #ifndef AGOQ_TEST_H
 #define AGOQ_TEST_H
 #include <stddef.h>
@@ -10,10 +12,19 @@
 typedef void (*agoq_test_fn)(void);
 void agoq_test_register(const char *name, const char *file, agoq_test_fn fn);
 void agoq_test_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void agoq_test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Path of the agoq binary under test ($AGOQ_BIN, default build/agoq). */
 const char *agoq_test_bin(void);
-/* Runs `agoq <args>` with stdout+stderr captured into out (truncated to len); returns exit code. */
+/* Runs `agoq <args>` with stdout+stderr captured into out (truncated to len); returns exit code
+ * (128 + signal number when killed by a signal). */
 int agoq_test_run_cli(const char *args, char *out, size_t len);
+/* Runs `agoq <args>` with stdout discarded and stderr captured into err; returns the exit code,
+ * or 128 + the signal number when a signal ended it. */
+int agoq_test_run_cli_stderr(const char *args, char *err, size_t len);
+/* The contract for bad input: `agoq <args>` exits 1 or 2 (not a signal), prints exactly one
+ * line on stderr, "agoq: ..." containing want, and leaves neither out_path (if non-NULL), nor
+ * its .tsv sibling, nor any temporary "out_path.tmp.*". Returns 1, or 0 after saying why. */
+int agoq_test_expect_error(const char *args, const char *want, const char *out_path);
 /* Fresh temporary directory for a test's files (removed at exit). */
 const char *agoq_test_tmpdir(void);
 int agoq_test_file_exists(const char *path);
@@ -30,6 +41,12 @@ size_t agoq_validate_floats(const char *what, const float *ref, const float *got
         agoq_test_register(#name, __FILE__, name);                                     \
     }                                                                                  \
     static void name(void)
+
+#define SKIP(...)                                                                      \
+    do {                                                                               \
+        agoq_test_skip(__VA_ARGS__);                                                   \
+        return;                                                                        \
+    } while (0)
 
 #define CHECK(cond)                                                                    \
     do {                                                                               \

@@ -6,20 +6,15 @@
 #include "core/backend.h"
 #include "tests/test.h"
 
-/* Writes `json` to an experiment file, runs `agoq run` on it with --out, and checks the exit
- * code, that the message contains `want`, and that nothing was written. */
+/* Writes `json` to an experiment file, runs `agoq run` on it with --out, and checks the bad-input
+ * contract (agoq_test_expect_error: exit 1 or 2, one line naming `want`, nothing written). */
 static int run_bad_experiment(const char *name, const char *json, const char *extra, const char *want) {
-    char file[512], out[512], args[2048], msg[8192];
+    char file[512], out[512], args[2048];
     snprintf(file, sizeof file, "%s/%s.json", agoq_test_tmpdir(), name);
     snprintf(out, sizeof out, "%s/%s.out.json", agoq_test_tmpdir(), name);
     agoq_test_write(file, json);
     snprintf(args, sizeof args, "run %s --out %s -q %s", file, out, extra ? extra : "");
-    int rc = agoq_test_run_cli(args, msg, sizeof msg);
-    if (rc == 0) { fprintf(stderr, "    %s: exit 0\n", name); return 0; }
-    if (!strstr(msg, want)) { fprintf(stderr, "    %s: message lacks '%s': %s\n", name, want, msg); return 0; }
-    if (strstr(msg, "agoq: ") == NULL) { fprintf(stderr, "    %s: no 'agoq: ' prefix\n", name); return 0; }
-    if (agoq_test_file_exists(out)) { fprintf(stderr, "    %s: results file was written\n", name); return 0; }
-    return 1;
+    return agoq_test_expect_error(args, want, out);
 }
 
 TEST(malformed_experiment_json) {
@@ -48,10 +43,7 @@ TEST(unknown_names) {
 
 TEST(cuda_backend_without_gpu_is_an_error) {
     char why[256];
-    if (agoq_cuda_devices(why, sizeof why) > 0) {
-        printf("    skipped: a GPU is visible here\n");
-        return;
-    }
+    if (agoq_cuda_devices(why, sizeof why) > 0) SKIP("a GPU is visible here");
     CHECK(run_bad_experiment("cuda", "{\"kind\": \"quant\", \"config\": {\"formats\": [\"int4\"]}}", "--backend cuda",
                              "backend 'cuda': no usable GPU"));
 }

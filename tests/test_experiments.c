@@ -117,7 +117,7 @@ TEST(runner_flags_set_known_config_keys) {
         CHECK(r[i]->keys && r[i]->flags && r[i]->run && r[i]->tsv && r[i]->ntsv);
         for (const agoq_flag *f = r[i]->flags; f->name || f->short_opt; f++) {
             if (!f->key) continue; /* a rejecting override (step -b/-e/-f) */
-            if (strcmp(r[i]->kind, "step") == 0 && strcmp(f->key, "check") == 0) continue; /* step_finish consumes it */
+            if (strcmp(r[i]->kind, "step") == 0 && strcmp(f->key, "ready") == 0) continue; /* step_finish consumes it */
             const char *dot = strchr(f->key, '.');
             size_t len = dot ? (size_t)(dot - f->key) : strlen(f->key);
             if (!listed(r[i]->keys, f->key, len) && !listed(r[i]->more_keys, f->key, len)) {

@@ -77,10 +77,7 @@ static int compare_file(const char *path, int *checked) {
 }
 
 TEST(memory_validation_against_pytorch) {
-    if (!agoq_test_file_exists(VALIDATION_JSON)) {
-        printf("    skipped: " VALIDATION_JSON " not present\n");
-        return;
-    }
+    if (!agoq_test_file_exists(VALIDATION_JSON)) SKIP(VALIDATION_JSON " not present");
     int n, bad = compare_file(VALIDATION_JSON, &n);
     CHECK_MSG(bad == 0 && n > 0, "%d of %d shapes beyond %.0f%% (or unreadable: %d)", bad, n, 100 * TOLERANCE, bad);
 }

@@ -383,10 +383,7 @@ TEST(train_ops_table_cpu_is_complete_and_default) {
  * results file is written. With a GPU, make test-cuda covers the backend. */
 TEST(train_cuda_backend_refused_without_gpu) {
     char why[256];
-    if (agoq_cuda_devices(why, sizeof why) > 0) {
-        printf("    a GPU is visible: the cuda backend is tested by make test-cuda\n");
-        return;
-    }
+    if (agoq_cuda_devices(why, sizeof why) > 0) SKIP("a GPU is visible: the cuda backend is tested by make test-cuda");
     CHECK(train_dev_open(AGOQ_BACKEND_CUDA) == NULL);
     train_cfg c = tiny_cfg();
     c.backend = AGOQ_BACKEND_CUDA;

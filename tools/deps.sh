@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Install what agoq-bench needs on a fresh Debian/Ubuntu machine, and report each feature
 # found by a compile probe, one line each. Skips apt-get when everything is present.
-#   tools/deps.sh [--mpi] [--cuda=/path/to/nvcc]
+#   tools/deps.sh [--mpi] [--cuda=/path/to/nvcc] [--fuzz]
+# --fuzz: clang with libFuzzer (Debian's clang package ships it) for `make fuzz`; CI does not need it.
 set -u
-want_mpi=0; nvcc=""
+want_mpi=0; want_fuzz=0; nvcc=""
 for a in "$@"; do
   case "$a" in
     --mpi) want_mpi=1 ;;
+    --fuzz) want_fuzz=1 ;;
     --cuda=*) nvcc="${a#--cuda=}" ;;
     *) echo "deps.sh: unknown argument '$a'" >&2; exit 2 ;;
   esac
@@ -14,6 +16,7 @@ done
 
 pkgs=(libcjson-dev gnuplot-nox)
 [ "$want_mpi" = 1 ] && pkgs+=(libopenmpi-dev openmpi-bin)
+[ "$want_fuzz" = 1 ] && pkgs+=(clang)
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -45,5 +48,10 @@ fi
 if [ "$want_mpi" = 1 ]; then
   probe MPI "apt-get install libopenmpi-dev openmpi-bin" mpicc '#include <mpi.h>
 int main(int c,char**v){MPI_Init(&c,&v);MPI_Finalize();return 0;}' || exit 1
+fi
+if [ "$want_fuzz" = 1 ]; then
+  probe libFuzzer "apt-get install clang" "clang -fsanitize=fuzzer,address,undefined" '#include <stddef.h>
+#include <stdint.h>
+int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n){(void)d;(void)n;return 0;}' || exit 1
 fi
 exit 0

@@ -269,7 +269,7 @@ TEST(step_cli_flags_and_no_gpu) {
         printf("    no-GPU cases skipped: a GPU is visible here\n");
         return;
     }
-    CHECK(agoq_test_run_cli("step --check", msg, sizeof msg) == 1 && strstr(msg, "agoq: step --check: no GPU"));
+    CHECK(agoq_test_run_cli("step --ready", msg, sizeof msg) == 1 && strstr(msg, "agoq: step --ready: no GPU"));
     snprintf(out, sizeof out, "%s/step_nogpu.json", agoq_test_tmpdir());
     snprintf(args, sizeof args, "step --layers 2 --seq 1024 -q -o %s", out);
     CHECK(agoq_test_run_cli(args, msg, sizeof msg) == 1);
