@@ -129,7 +129,7 @@ run-step:
 	  $(BUILD)/agoq run experiments/step_quick.json -q > results/h200/step_quick.txt && \
 	  echo "make run: measured step, 2 LLaMA-2-7B layers, seq 4096 (results/h200/step_quick.json):" && \
 	  awk -F'\t' '!/^#/ { printf "  %-10s peak %7.2f GB  %9.0f tokens/s\n", $$1, $$8 / 1e9, $$11 }' results/h200/step_quick.tsv; \
-	else echo "make run: step comparison skipped: $${why#agoq: step --check: }"; fi
+	else echo "make run: step comparison skipped: $${why#agoq: step --ready: }"; fi
 
 test: | deps
 	@bash tools/check_layers.sh
