@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Attention session on the GPU machine: the cuDNN flash-attention tests (tests/cuda/test_attn.c,
+# Attention session on the GPU machine: the cuDNN flash-attention tests (tests/cuda/attn/test_attn_cuda.c,
 # cuDNN vs the double-math reference) and the LLaMA-shape benchmark (AGOQ_ATTN_BENCH=1), with the
 # chosen engines printed (AGOQ_ATTN_VERBOSE=1) and cuDNN's own error log kept. The binary is built
 # on the host (make CUDA=1 build/agoq_test_cuda, stripped) and carried.

@@ -16,7 +16,7 @@
  * Backward takes the o and lse of the forward call on the same q, k, v.
  *
  * Reference: agoq_attn_ref_fwd / _bwd (attn_ref.c, double math on the bf16 inputs), used by
- * tests/cuda/test_attn.c to bound cuDNN's results (tolerances derived in the test).
+ * tests/cuda/attn/test_attn_cuda.c to bound cuDNN's results (tolerances derived in the test).
  * CUDA + cuDNN builds (AGOQ_HAVE_CUDNN=1) implement the rest (attn_cudnn.cu, attn_bench.cu);
  * without cuDNN agoq_attn_available says so and agoq_attn_create fails with that one line.
  * Not thread safe: one agoq_attn (cuDNN handle, plans) per thread. */

@@ -1,5 +1,5 @@
 /* Plain-C reference of causal / GQA scaled dot-product attention (the specification that
- * tests/cuda/test_attn.c holds cuDNN's fused kernels to). Inputs are the bf16 tensors of attn.h
+ * tests/cuda/attn/test_attn_cuda.c holds cuDNN's fused kernels to). Inputs are the bf16 tensors of attn.h
  * (same layouts and strides); all math is in double (scores, softmax, sums) and the outputs are
  * rounded once to fp32. Query head h reads kv head h / (heads / kv_heads).
  *
