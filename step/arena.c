@@ -82,9 +82,7 @@ void *agoq_arena_alloc(agoq_arena *a, size_t bytes, agoq_mem_class cls, int role
     b->layer = layer;
     snprintf(b->label, sizeof b->label, "%s", label ? label : "");
     a->nlive++;
-    a->nallocs++;
     if (pos + sz > a->high_water) a->high_water = pos + sz;
-    if (cls == AGOQ_MEM_SAVED && role >= 0 && role < AGOQ_ROLE_COUNT) a->saved_by_role[role] += (double)sz;
     account(a, sz, cls, +1);
     return base_of(a) + pos;
 }
@@ -117,8 +115,6 @@ int agoq_arena_retag(agoq_arena *a, void *p, agoq_mem_class cls, int role, int l
     agoq_arena_block *b = &a->live[i];
     a->live_by_class[b->cls] -= b->bytes;
     a->live_by_class[cls] += b->bytes;
-    if (cls == AGOQ_MEM_SAVED && role >= 0 && role < AGOQ_ROLE_COUNT && !(b->cls == (int)cls && b->role == role))
-        a->saved_by_role[role] += (double)b->bytes;
     b->cls = cls;
     b->role = role;
     b->layer = layer;

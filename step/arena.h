@@ -7,7 +7,7 @@
  * Offsets are aligned to 256 bytes (cuBLASLt / cuDNN want 16; 256 keeps every tensor on its
  * own cache lines). Freed ranges coalesce with their neighbours; fragmentation is real and the
  * high-water mark (largest end offset ever used) is what a cudaMalloc-per-tensor allocator
- * could not beat by more than the fragmentation, which the arena reports.
+ * could not beat by more than the fragmentation (high_water - peak_live_bytes).
  * Sizes are bytes (size_t). Errors (out of arena, double free, unknown pointer) print one line
  * naming the allocation's label and return NULL / -1. */
 #ifndef AGOQ_ARENA_H
@@ -47,10 +47,8 @@ typedef struct {
     size_t peak_live_bytes;   /* largest live_bytes */
     size_t live_by_class[AGOQ_MEM_CLASS_COUNT];
     size_t at_peak_by_class[AGOQ_MEM_CLASS_COUNT]; /* live_by_class when peak_live_bytes was set */
-    double saved_by_role[AGOQ_ROLE_COUNT];           /* SAVED bytes ever allocated (or retagged) per role, role >= 0 */
     agoq_arena_block *live;   /* live blocks sorted by offset */
     size_t nlive, cap_live;
-    size_t nallocs;           /* allocations made */
 } agoq_arena;
 
 /* base may be NULL (dry run: bookkeeping only; returned pointers are fake but distinct). */
@@ -61,10 +59,6 @@ int agoq_arena_free(agoq_arena *a, void *p);
 /* Changes the class/role/layer of a live allocation (a layer's output that becomes the next
  * layer's saved input, say); the per-class and per-role counts move with it. 0 or -1. */
 int agoq_arena_retag(agoq_arena *a, void *p, agoq_mem_class cls, int role, int layer);
-/* Fragmentation at the high-water mark: high_water - peak_live_bytes. */
-static inline size_t agoq_arena_fragmentation(const agoq_arena *a) {
-    return a->high_water > a->peak_live_bytes ? a->high_water - a->peak_live_bytes : 0;
-}
 const char *agoq_mem_class_name(agoq_mem_class c); /* "weights", "grads", ... */
 
 #ifdef __cplusplus

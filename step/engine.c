@@ -317,7 +317,7 @@ int agoq_step_run(const agoq_step_config *cin, agoq_step_result *r) {
     if (agoq_cuda_devices(why, sizeof why) <= 0) return agoq_error("step: no GPU: %s", why), -1;
     if (agoq_attn_available(why, sizeof why)) return agoq_error("step: cuDNN flash attention unavailable: %s", why), -1;
     agoq_gpu_info gi;
-    if (agoq_gpu_query(0, &gi) == 0) snprintf(r->gpu_name, sizeof r->gpu_name, "%s", gi.name);
+    if (agoq_gpu_query(0, &gi) == 0) snprintf(r->gpu_name, sizeof r->gpu_name, "%.127s", gi.name);
     step_plan pl;
     if (step_plan_make(c, &pl)) return -1;
     agoq_attn_desc ad = {(int)pl.b, (int)pl.s, (int)pl.a, (int)pl.kv, (int)pl.d, pl.QKVN, pl.QKVN, pl.AD,
