@@ -269,7 +269,7 @@ static int grad_error(const agoq_step_config *c, agoq_attn *attn, size_t attn_ws
         goto out;
     step_plan pl;
     if (step_plan_make(c, &pl)) goto out;
-    r->grad_errs = calloc(2 * np, sizeof *r->grad_errs);
+    r->grad_errs = calloc(np, sizeof *r->grad_errs);
     if (!r->grad_errs) goto out;
     for (size_t i = 0; i < np; i++) {
         const size_t n = pl.pelems[i % AGOQ_PARAM_COUNT];

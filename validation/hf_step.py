@@ -26,6 +26,7 @@ step_ms_max, tokens_per_s, peak_bytes (torch.cuda.max_memory_allocated), saved_a
       --check /tmp/dump_bf16 --time --model-json models/llama2-7b.json --layers 4 --seqs 4096 16384
 """
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -148,7 +149,6 @@ def check(d):
         ey = arr(f"y_{i}.bf16", "bf16", (b, s, h)).float()
         rows.append({"what": f"output mb {i}", "engine_vs_fp32": rel(ref_y[i], ey),
                      "hf_bf16_vs_fp32": rel(ref_y[i], hf_y[i])})
-    shapes = {"norm1": (h,), "norm2": (h,)}
     for l in range(L):
         for p in PARAMS:
             g = arr(f"g_{l}_{p}.f32", "f32", tuple(ref_g[(l, p)].shape))
@@ -220,7 +220,7 @@ def time_peer(card, layers, seq, b, reps, warmup, checkpoint, backend):
         with torch.no_grad():
             torch._foreach_copy_(params, master)
 
-    ctx = sdpa_kernel(backends) if backends else torch.autocast("cuda", enabled=False)
+    ctx = sdpa_kernel(backends) if backends else contextlib.nullcontext()
     ts = []
     with ctx:
         sb = saved_bytes(stack, x, cs) if not checkpoint else float("nan")
