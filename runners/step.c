@@ -29,8 +29,9 @@
  *                    Megatron full recomputation of every layer), selective (bf16 +
  *                    recompute_attn_core), coat, agoq, int8, int4, agoq_balanced; or an object
  *                    {"name", "policy": memory-model policy (default: the preset of that name),
- *                     "recompute_layers": k | -1 (all) | "min_fit" (fewest layers whose dry-run
- *                     need fits budget_gb), "selective": bool,
+ *                     "recompute_layers": k | -1 (all) | "min_fit" (fewest layers whose measured
+ *                     need, arena high-water + cuDNN workspace, fits budget_gb: the dry runs pick the first k
+ *                     to try, measuring raises it), "selective": bool,
  *                     "store": {ROLE: STORE} with ROLE norm_in, qkv_in, attention, ffn1_in,
  *                     fc1_out, ffn2_in and STORE native, recompute, <format>[/<block>],
  *                     "grad": "fp32" | <format>[/<block>], "moments": "fp32" | <format>[/<block>]}
@@ -82,6 +83,7 @@ typedef struct {
     int fits;             /* 1 without a budget */
     double need;          /* the dry run's arena need, bytes */
     agoq_step_result dry; /* the dry run at k */
+    long k_dry;           /* min_fit: the k the dry runs chose (measuring may raise it) */
 } step_point;
 
 /* Dry run of one run at k layers; the engine's one-line error into why. */
@@ -140,7 +142,7 @@ static int plan_point(const agoq_run_ctx *ctx, const step_exp *x, step_point *pt
                 agoq_error("%s: key '%s.runs[%zu]' (%s): %s", c.file, c.prefix, ri, lab, why);
                 return -1;
             }
-            p->k = k;
+            p->k = p->k_dry = k;
             p->need = p->dry.peak_bytes;
             p->fits = budget <= 0 || p->need <= budget;
             if (p->fits || k >= last) break;
@@ -174,7 +176,7 @@ static cJSON *record_head(agoq_results *res, const step_exp *x, const step_point
     const struct { const char *k; double v; } f[] = {
         {"tp", (double)p->a.tp}, {"pp", (double)x->pp}, {"stage", (double)p->a.stage}, {"layers", (double)x->layers},
         {"seq", (double)p->a.seq}, {"micro_batch", (double)x->micro_batch}, {"micro_batches", (double)p->a.micro_batches},
-        {"recomputed_layers", p->dry.recomputed_layers}, {"needed_bytes", p->need},
+        {"recomputed_layers", (double)(p->k < 0 || p->k > x->layers ? x->layers : p->k)}, {"needed_bytes", p->need},
     };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) results_num(o, f[i].k, f[i].v);
     cJSON_AddBoolToObject(o, "selective", r->selective);
@@ -340,6 +342,39 @@ static int dump_point(const step_exp *x, const step_point *p, const agoq_step_co
     return rc;
 }
 
+/* What a measured step needed of the device beyond the CUDA context: the arena's high-water
+ * mark plus cuDNN's attention workspace (allocated outside the arena). */
+static double measured_need(const agoq_step_result *r) { return r->peak_bytes + r->attn_workspace_bytes; }
+
+/* One measured run of p. min_fit under a budget is found by measuring: the dry runs pick the
+ * first k to try (they miss only cuDNN's workspace), and while the measured need is over the
+ * budget the next k runs instead, up to every layer (then the point is recorded as it ran, its
+ * need over the budget). 0 or -1 after one line. */
+static int measure_point(const agoq_run_ctx *ctx, const step_exp *x, step_point *p, const char *lab,
+                         agoq_step_result *r) {
+    const double budget = x->budget_gb * 1e9;
+    for (;;) {
+        agoq_step_config *c = malloc(sizeof *c);
+        if (!c) return agoq_error("step: out of host memory"), -1;
+        step_exp_config(x, &p->a, &x->runs[p->ri], p->k, ctx->quiet, c);
+        int rc = agoq_step_run(c, r);
+        if (!rc && x->dump) rc = dump_point(x, p, c);
+        free(c);
+        if (rc) {
+            agoq_error("%s: %s: the step failed (above)", ctx->where.file, lab);
+            agoq_step_result_free(r);
+            return -1;
+        }
+        if (!x->runs[p->ri].min_fit || budget <= 0 || measured_need(r) <= budget || p->k >= x->layers) return 0;
+        if (!ctx->quiet)
+            fprintf(stderr, "step: %s: measured need %.3f GB over the budget at %ld recomputed layers; trying %ld\n",
+                    lab, measured_need(r) / 1e9, p->k, p->k + 1);
+        agoq_step_result_free(r);
+        memset(r, 0, sizeof *r);
+        p->k++;
+    }
+}
+
 /* Runs (or records the dry plan of) every point. */
 static int run_points(const agoq_run_ctx *ctx, const step_exp *x, step_point *pts, size_t npts, agoq_results *res) {
     const double t0 = agoq_now_s();
@@ -362,20 +397,16 @@ static int run_points(const agoq_run_ctx *ctx, const step_exp *x, step_point *pt
         if (!ctx->quiet)
             fprintf(stderr, "step: [%zu/%zu] %s, %ld recomputed layers, %.1f s elapsed\n", i + 1, npts, lab,
                     p->k < 0 ? x->layers : p->k, agoq_now_s() - t0);
-        agoq_step_config *c = malloc(sizeof *c);
         agoq_step_result r;
         memset(&r, 0, sizeof r);
-        if (!c) return agoq_error("step: out of host memory"), -1;
-        step_exp_config(x, &p->a, &x->runs[p->ri], p->k, ctx->quiet, c);
-        int rc = agoq_step_run(c, &r);
-        if (!rc && x->dump) rc = dump_point(x, p, c);
-        free(c);
-        if (rc) {
-            agoq_error("%s: %s: the step failed (above)", ctx->where.file, lab);
-            agoq_step_result_free(&r);
-            return -1;
-        }
+        if (measure_point(ctx, x, p, lab, &r)) return -1;
         cJSON *o = record_head(res, x, p, "measured");
+        if (x->runs[p->ri].min_fit && x->budget_gb > 0) {
+            add_str(o, "min_fit_by", "measured");
+            results_num(o, "recomputed_layers_dry", p->k_dry);
+            results_num(o, "measured_need_bytes", measured_need(&r));
+            cJSON_AddBoolToObject(o, "fits_measured", measured_need(&r) <= x->budget_gb * 1e9);
+        }
         record_memory(o, x, p, &r);
         record_time(o, &r);
         table_row(x, p, &r);
