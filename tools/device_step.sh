@@ -2,7 +2,7 @@
 # The step engine's GPU batch (issues 13 and 16), for one device call. Build here first:
 #   make -j2 BUILD=build-dev build-dev/agoq build-dev/agoq_test_cuda && strip build-dev/agoq build-dev/agoq_test_cuda
 # carry build-dev and .carry (libcjson for the GPU machine), then on the GPU machine:
-#   tools/device_step.sh BUILD_DIR PART...      parts: tests testsall attn quick main validate seq sweeps
+#   tools/device_step.sh BUILD_DIR PART...      parts: tests testsall attn quick main validate seq sweeps exp:NAME
 # Each part is guarded by a timeout and runs even when an earlier one failed (one device
 # call: the data still comes back); logs and results land in $OUT (default results/h200).
 set -u -o pipefail
@@ -34,6 +34,7 @@ for p in "$@"; do
     seq) part seq 300 "$B/agoq" run experiments/step_seq.json --out "$OUT/step_seq.json" ;;
     sweeps) for f in experiments/step_16_*.json; do
               n=$(basename "$f" .json); part "$n" 200 "$B/agoq" run "$f" --out "$OUT/$n.json"; done ;;
+    exp:*) n=${p#exp:}; part "$n" 240 "$B/agoq" run "experiments/$n.json" --out "$OUT/$n.json" ;;
     *) echo "device_step: unknown part $p" | tee -a "$log"; rc=1 ;;
   esac
 done
