@@ -30,7 +30,7 @@
  *                    recompute_attn_core), coat, agoq, int8, int4, agoq_balanced; or an object
  *                    {"name", "policy": memory-model policy (default: the preset of that name),
  *                     "recompute_layers": k | -1 (all) | "min_fit" (fewest layers whose measured
- *                     need, arena high-water + cuDNN workspace, fits budget_gb: the dry runs pick the first k
+ *                     need, the arena high-water mark with cuDNN's workspace in it, fits budget_gb: the dry runs pick the first k
  *                     to try, measuring raises it), "selective": bool,
  *                     "store": {ROLE: STORE} with ROLE norm_in, qkv_in, attention, ffn1_in,
  *                     fc1_out, ffn2_in and STORE native, recompute, <format>[/<block>],
@@ -343,8 +343,8 @@ static int dump_point(const step_exp *x, const step_point *p, const agoq_step_co
 }
 
 /* What a measured step needed of the device beyond the CUDA context: the arena's high-water
- * mark plus cuDNN's attention workspace (allocated outside the arena). */
-static double measured_need(const agoq_step_result *r) { return r->peak_bytes + r->attn_workspace_bytes; }
+ * mark (on a GPU the arena also holds cuDNN's attention workspace, which a dry run cannot know). */
+static double measured_need(const agoq_step_result *r) { return r->peak_bytes; }
 
 /* One measured run of p. min_fit under a budget is found by measuring: the dry runs pick the
  * first k to try (they miss only cuDNN's workspace), and while the measured need is over the
