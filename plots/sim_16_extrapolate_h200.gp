@@ -20,12 +20,14 @@ colors = "#1f77b4 #ff7f0e #9467bd #2ca02c #d62728"
 at64(m) = sprintf("< awk -F'\t' '$2 == 64 && $4 == \"%s\"' %s", m, in)
 at32k(m) = sprintf("< awk -F'\t' '$1 == 32 && $4 == \"%s\"' %s", m, in)
 have(f) = system("test -f ".f." && awk -F'\t' '!/^#/ && $33 == \"measured\" { n++ } END { exit n == 0 }' ".f." && echo 1 || echo 0") + 0
-# measured stage runs of one TSV (plots/step_16_seq.gp columns): seq_k, tokens/s / (tp pp), run name
-meas(f, seqk) = !have(f) ? "< true" : sprintf("< awk -F'\t' '!/^#/ && $33 == \"measured\" && $11 == 1 && $24 != \"nan\" && (%d == 0 || $8 == %d * 1024) { print $8 / 1024, $24 / ($4 * $5), $1 }' %s", seqk, seqk, f)
+# measured stage runs of one TSV (plots/step_16_seq.gp columns): seq_k, tokens/s / (tp pp), run name;
+# the sweeps' 1K warm-up points (their step time includes first-use costs) are left out
+meas(f, seqk) = !have(f) ? "< true" : sprintf("< awk -F'\t' '!/^#/ && $33 == \"measured\" && $11 == 1 && $24 != \"nan\" && $8 > 1024 && (%d == 0 || $8 == %d * 1024) { print $8 / 1024, $24 / ($4 * $5), $1 }' %s", seqk, seqk, f)
 mcolor(name) = name eq "agoq" ? 0x2ca02c : name eq "coat" ? 0x9467bd : 0x1f77b4
 set terminal pngcairo size 1900,600 font ",10" noenhanced
 set output out
-set multiplot layout 1,3 title "Issue 16: LLaMA2-13B, TP=8 PP=4 VPP=2 on H200 -- lines: SIMULATED (machine file calibrated by measured steps where present: see meta.calibration); open circles: PAPER (64 x A6000); squares: MEASURED single-GPU stage points (upper bounds)"
+if (!exists("mem")) mem = "140 GiB per GPU"
+set multiplot layout 1,3 title "Issue 16: LLaMA2-13B, TP=8 PP=4 VPP=2 on H200, ".mem." -- lines: SIMULATED (machine file calibrated by measured steps where present: see meta.calibration); open circles: PAPER (64 x A6000); squares: MEASURED single-GPU stage points (upper bounds)"
 set grid
 set key top left
 set xlabel "sequence length (K tokens)"

@@ -13,6 +13,7 @@
  *   gpus [counts] (dp = gpus / (tp pp)) or dp, tp, pp, vpp, micro_batch, global_batch or
  *   batch_per_replica (global = it x dp), recompute (-1 auto), overlap, fused_quant,
  *   accounting real|paper, baseline (method: adds speedup = its step / ours at the same point),
+ *   memory_budget_gb (every machine's device memory replaced by this budget),
  *   variants [{label, policy, act: "fmt"|{role: store}, grad: store}] (ablations: policy replaces
  *   the method's memory policy; stores are "native", "fp32", "recompute" or "format[/block]";
  *   act "fmt" re-formats every quantized role).
@@ -149,7 +150,10 @@ int agoq_sim_paper_attach(const agoq_sim_paper *p, const char *label, double key
     return 0;
 }
 
-static int load_machines(jconf c, const cJSON *cfg, agoq_machine **out, size_t *n, agoq_results *res, int quiet) {
+/* budget_gb > 0 replaces every machine's device memory (config.memory_budget_gb: the paper's
+ * 48 GB A6000 budget on another machine's rates). */
+static int load_machines(jconf c, const cJSON *cfg, double budget_gb, agoq_machine **out, size_t *n, agoq_results *res,
+                         int quiet) {
     const char **files;
     if (jconf_strs(c, cfg, "machines", 1, &files, n)) return -1;
     *out = calloc(*n, sizeof **out);
@@ -161,6 +165,13 @@ static int load_machines(jconf c, const cJSON *cfg, agoq_machine **out, size_t *
         if (bad) {
             free(files);
             return -1;
+        }
+        if (budget_gb > 0) {
+            agoq_calib *m = &(*out)[i].cal[AGOQ_CAL_GPU_MEM_GIB];
+            m->value = budget_gb * 1e9 / 1073741824.0;
+            m->measured = 0;
+            snprintf(m->source, sizeof m->source, "experiment: a budget of %g GB (config.memory_budget_gb), not the GPU's memory",
+                     budget_gb);
         }
         cJSON_AddItemToObject(cal, (*out)[i].name, agoq_machine_json(&(*out)[i]));
         /* The calibration heads the text table too: which numbers are assumed, which measured. */
@@ -175,7 +186,7 @@ static int load_machines(jconf c, const cJSON *cfg, agoq_machine **out, size_t *
 const char *const agoq_sim_step_keys[] = {"mode", "machines", "algo", "paper", "models", "methods", "seqs", "gpus",
                                      "dp", "tp", "pp", "vpp", "micro_batch", "global_batch", "batch_per_replica",
                                      "recompute", "overlap", "fused_quant", "accounting", "baseline", "variants",
-                                     NULL};
+                                     "memory_budget_gb", NULL};
 const char *const agoq_sim_comm_keys[] = {"mode", "machines", "algo", "paper", "tp", "dp", "sizes", "grad",
                                      "min_bytes", "max_bytes", "factor", NULL};
 
@@ -200,7 +211,9 @@ int agoq_exp_simulate(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *r
     agoq_machine *machines = NULL;
     size_t nm = 0;
     /* Parse everything that can fail before simulating anything. */
-    int rc = load_machines(c, cfg, &machines, &nm, res, ctx->check_only);
+    double budget_gb = 0;
+    if (is_step && jconf_num(c, cfg, "memory_budget_gb", 0, 0, 1e6, 0, &budget_gb)) return -1;
+    int rc = load_machines(c, cfg, budget_gb, &machines, &nm, res, ctx->check_only);
     if (rc == 0) {
         results_set_source(res, "simulated");
         rc = is_step ? agoq_sim_run_step(ctx, cfg, machines, nm, (agoq_allreduce_algo)algo, &paper, res)
