@@ -34,7 +34,9 @@
  *                     to try, measuring raises it), "selective": bool,
  *                     "store": {ROLE: STORE} with ROLE norm_in, qkv_in, attention, ffn1_in,
  *                     fc1_out, ffn2_in and STORE native, recompute, <format>[/<block>],
- *                     "grad": "fp32" | <format>[/<block>], "moments": "fp32" | <format>[/<block>]}
+ *                     "grad": "fp32" | <format>[/<block>], "moments": "fp32" | <format>[/<block>],
+ *                     "fused_optimizer": bool [true] (quantized moments in one AdamW pass when
+ *                     the formats allow, kernels/optim/adamw_q.h; false: the chunked passes)}
  * Records: one per (model, tp, seq, run); fields in docs/step.md. Ratios against the runs named
  * "bf16" and "recompute" at the same point when the sweep has them. */
 #include <math.h>
@@ -211,6 +213,10 @@ static void record_memory(cJSON *o, const step_exp *x, const step_point *p, cons
     }
     add_str(o, "grad", agoq_store_label(&x->runs[p->ri].pol.grad, buf, sizeof buf));
     add_str(o, "moments", agoq_store_label(&x->runs[p->ri].pol.moments, buf, sizeof buf));
+    add_str(o, "optimizer", r->optimizer_fused ? "fused: decode g, m, v + AdamW + requantize, one kernel (adamw_q.h)"
+                            : x->runs[p->ri].pol.moments.kind == AGOQ_STORE_QUANT
+                                ? "chunked: dequantize -> fp32 AdamW -> requantize"
+                                : "fp32 moments: one AdamW kernel");
     free(c);
     free(e);
     results_num(o, "inflight", r->model.inflight);

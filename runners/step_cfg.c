@@ -125,9 +125,11 @@ static void apply_preset(int p, step_run_spec *r) {
     r->selective = g_presets[p].selective;
 }
 
-/* runs[i]: a preset name or {name, policy, recompute_layers, selective, store, grad, moments}. */
+/* runs[i]: a preset name or {name, policy, recompute_layers, selective, store, grad, moments,
+ * fused_optimizer}. */
 static int parse_run(jconf c, const cJSON *e, size_t i, const step_exp *x, step_run_spec *r) {
-    static const char *const keys[] = {"name", "policy", "recompute_layers", "selective", "store", "grad", "moments", NULL};
+    static const char *const keys[] = {"name", "policy", "recompute_layers", "selective", "store", "grad", "moments",
+                                       "fused_optimizer", NULL};
     char key[64], sub[96];
     snprintf(key, sizeof key, "%s.runs[%zu]", c.prefix, i);
     jconf ci = {c.file, key};
@@ -187,7 +189,11 @@ static int parse_run(jconf c, const cJSON *e, size_t i, const step_exp *x, step_
     } else if (jconf_long(ci, e, "recompute_layers", 0, -1, x->layers, r->recompute_layers, &r->recompute_layers)) {
         return -1;
     }
-    if (jconf_bool(ci, e, "selective", 0, r->selective, &r->selective)) return -1;
+    int fused = 1;
+    if (jconf_bool(ci, e, "selective", 0, r->selective, &r->selective) ||
+        jconf_bool(ci, e, "fused_optimizer", 0, 1, &fused))
+        return -1;
+    r->adam_unfused = !fused;
     if (store && parse_stores(jconf_child(ci, "store", sub, sizeof sub), store, &r->pol)) return -1;
     if (cJSON_GetObjectItemCaseSensitive(e, "grad") && store_value(ci, e, "grad", &r->pol.grad)) return -1;
     if (cJSON_GetObjectItemCaseSensitive(e, "moments") && store_value(ci, e, "moments", &r->pol.moments)) return -1;
@@ -281,6 +287,7 @@ void step_exp_config(const step_exp *x, const step_axes *a, const step_run_spec 
     p->num_microbatches = a->micro_batches;
     p->recompute_layers = k;
     p->recompute_attn_core = r->selective;
+    c->adam_unfused = r->adam_unfused;
     c->layers = x->layers;
     c->stage = (int)a->stage;
     c->reps = (int)x->reps;

@@ -25,6 +25,7 @@ typedef struct {
     long recompute_layers;   /* Megatron full recomputation: layers of the stack, -1 = all */
     int min_fit;             /* recompute_layers "min_fit": fewest layers whose dry need fits */
     int selective;           /* Megatron selective recomputation (recompute_attn_core) */
+    int adam_unfused;        /* "fused_optimizer": false: quantized moments by the chunked passes */
 } step_run_spec;
 
 /* One point of the sweep: a value of every swept key. */

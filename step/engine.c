@@ -218,6 +218,7 @@ static int dry_size(const agoq_step_config *c, size_t attn_ws, agoq_step_result 
         r->peak_live_bytes = (double)e.ar.peak_live_bytes;
         for (int k = 0; k < AGOQ_MEM_CLASS_COUNT; k++) r->at_peak[k] = (double)e.ar.at_peak_by_class[k];
         r->recomputed_layers = (double)e.pl.recompute_layers;
+        r->optimizer_fused = step_optimizer_fused(c);
         r->fwd_flops = e.pl.fwd_flops;
         r->bwd_flops = e.pl.bwd_flops;
     }

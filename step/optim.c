@@ -6,13 +6,17 @@
  *   QUANT  AGoQ's 8-bit storage: each micro-batch's gradient lands in an fp32 temporary (the
  *          size of the largest parameter), the first is quantized, later ones are added by the
  *          grad8 kernel (dequantize, add in fp32, requantize: kernels/grad8/grad8.h).
- * Optimizer: AdamW (kernels/optim/adamw.h) over fp32 master weights. Quantized gradients and
- * quantized moments are dequantized chunk by chunk into fp32 temporaries and the moments
- * requantized after the update, so no full-size fp32 copy ever exists. */
+ * Optimizer: AdamW (kernels/optim/adamw.h) over fp32 master weights. Quantized moments (with an
+ * fp32 or 8-bit gradient) take the fused pass of kernels/optim/adamw_q.h when their format
+ * allows (step_optimizer_fused): one kernel per parameter decodes g, m, v, updates and requantizes.
+ * Otherwise (or with cfg->adam_unfused) quantized gradients and moments are dequantized chunk by
+ * chunk into fp32 temporaries and the moments requantized after the update, so no full-size fp32
+ * copy ever exists. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/common.h"
+#include "kernels/optim/adamw_q.h"
 #include "step/dev.h"
 #include "step/step_internal.h"
 
@@ -114,12 +118,25 @@ int step_grad_norm(step_engine *e, int l, agoq_param_kind k, const float *partia
     return rc;
 }
 
+int step_optimizer_fused(const agoq_step_config *c) {
+    const agoq_policy *pol = &c->ms.pol;
+    return !c->adam_unfused && pol->moments.kind == AGOQ_STORE_QUANT &&
+           agoq_adamw_q_supported(pol->grad.kind == AGOQ_STORE_QUANT ? &pol->grad.q : NULL, &pol->moments.q);
+}
+
 int step_optimizer(step_engine *e) {
     const step_plan *p = &e->pl;
     const agoq_policy *pol = &e->cfg->ms.pol;
     agoq_adamw_hp hp = e->cfg->adam;
     hp.step = ++e->adam_step;
     const int gq = grads_quant(e), mq = moments_quant(e);
+    if (step_optimizer_fused(e->cfg)) {
+        for (size_t i = 0; i < (size_t)p->L * AGOQ_PARAM_COUNT; i++)
+            STEP_OP(e, STEP_OP_OPTIMIZER,
+                    agoq_adamw_q_cuda(&hp, gq ? &pol->grad.q : NULL, e->g32[i], &e->g8[i], &pol->moments.q, &e->mq[i],
+                                      &e->vq[i], e->master[i], e->w[i], p->pelems[i % AGOQ_PARAM_COUNT], e->stream));
+        return 0;
+    }
     float *gt = NULL, *mt = NULL, *vt = NULL;
     if (gq && !(gt = step_tmp(e, CHUNK_ELEMS * 4, "adam grad chunk"))) return -1;
     if (mq && (!(mt = step_tmp(e, CHUNK_ELEMS * 4, "adam m chunk")) || !(vt = step_tmp(e, CHUNK_ELEMS * 4, "adam v chunk"))))

@@ -53,6 +53,8 @@ typedef struct {
     int grad_error;        /* also run bf16 store-all on the same weights and data; compare grads */
     float rope_base, norm_eps;
     agoq_adamw_hp adam;
+    int adam_unfused;      /* quantized moments through the chunked dequantize -> AdamW -> requantize
+                              passes instead of the fused one (adamw_q.h), for comparison */
     uint64_t seed;
     int quiet;             /* no progress on stderr */
     int dry;               /* plan + arena bookkeeping only: no GPU, no kernels (host tests, sizing) */
@@ -84,6 +86,7 @@ typedef struct {
     double mfu;             /* model_tflops / peak_tflops */
     double peak_tflops;     /* dense bf16 peak used (from the device name; 989.4 for H100/H200 SXM) */
     double recomputed_layers;
+    int optimizer_fused;    /* the quantized-moment AdamW ran as one fused pass (adamw_q.h) */
     double fwd_flops, bwd_flops; /* one layer, one micro-batch (model FLOPs) */
     double attn_workspace_bytes;  /* cuDNN's workspace (0 in a dry run: not known without a GPU) */
     /* memory (bytes) */

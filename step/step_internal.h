@@ -101,6 +101,8 @@ int step_grad_wgrad(step_engine *e, int l, agoq_param_kind k, int M, int N, int 
                     const uint16_t *X);
 int step_grad_norm(step_engine *e, int l, agoq_param_kind k, const float *partial, int groups);
 int step_optimizer(step_engine *e);
+/* 1 when the optimizer takes the fused quantized-moment pass (adamw_q.h) for this config. */
+int step_optimizer_fused(const agoq_step_config *c);
 int step_grads_to_host(step_engine *e, float **host);
 
 /* GPU calls: compiled only in CUDA builds; a dry run skips them. */

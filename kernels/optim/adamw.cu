@@ -1,8 +1,9 @@
 /* CUDA AdamW step and sum of squares (adamw.h). AdamW: one thread per element (grid-stride,
  * coalesced fp32 loads), the reference's fp32 operations in its order; the Makefile builds .cu
- * files with --fmad=false --prec-div=true --prec-sqrt=true, and bc1/bc2 come from the host
- * function the reference uses, so the result is expected bit-identical to adamw_ref.c (the test
- * allows a few ulps, as the header promises). Sum of squares: a fixed grid of at most 1024
+ * files with --fmad=false --prec-div=true --prec-sqrt=true, the element update is
+ * adamw_dev.cuh's (shared with adamw_q.cu), and bc1/bc2 come from the host function the
+ * reference uses, so the result is expected bit-identical to adamw_ref.c (the test allows a few
+ * ulps, as the header promises). Sum of squares: a fixed grid of at most 1024
  * blocks (a function of n only), double accumulation per thread over a grid-stride loop, a fixed
  * shared-memory tree per block, partials in a static device buffer, then one block reduces
  * them in the same tree: deterministic run to run. */
@@ -12,6 +13,7 @@
 
 #include "core/check.h"
 #include "kernels/optim/adamw.h"
+#include "kernels/optim/adamw_dev.cuh"
 #include "kernels/quant/quant_math.h"
 
 namespace {
@@ -19,20 +21,15 @@ constexpr int kThreads = 256, kMaxBlocks = 1024;
 __device__ double g_partials[kMaxBlocks];
 
 __global__ void adamw_kernel(float *__restrict__ p, const float *__restrict__ g, float *__restrict__ m,
-                             float *__restrict__ v, uint16_t *__restrict__ w, size_t n, float lr, float b1, float b2,
-                             float eps, float wd, float gscale, float bc1, float bc2) {
+                             float *__restrict__ v, uint16_t *__restrict__ w, size_t n, agoq_adamw_dev_hp h) {
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const float gs = g[i] * gscale;
-        const float mi = b1 * m[i] + (1.0f - b1) * gs;
-        const float vi = b2 * v[i] + (1.0f - b2) * (gs * gs);
-        const float pi = p[i];
-        const float u = (mi / bc1) / (sqrtf(vi / bc2) + eps) + wd * pi;
-        const float pn = pi - lr * u;
+        float pi = p[i], mi = m[i], vi = v[i];
+        agoq_adamw_elem(h, g[i], pi, mi, vi);
         m[i] = mi;
         v[i] = vi;
-        p[i] = pn;
-        if (w) w[i] = agoq_f32_to_bf16(pn);
+        p[i] = pi;
+        if (w) w[i] = agoq_f32_to_bf16(pi);
     }
 }
 
@@ -74,12 +71,9 @@ extern "C" int agoq_adamw_cuda(const agoq_adamw_hp *hp, float *p, const float *g
         return -1;
     }
     if (n == 0) return 0;
-    float bc1, bc2;
-    agoq_adamw_bias_corr(hp, &bc1, &bc2);
     size_t blocks = (n + kThreads - 1) / kThreads;
     if (blocks > 132 * 16) blocks = 132 * 16;
-    adamw_kernel<<<(unsigned)blocks, kThreads, 0, (cudaStream_t)stream>>>(
-        p, g, m, v, w, n, hp->lr, hp->beta1, hp->beta2, hp->eps, hp->weight_decay, hp->grad_scale, bc1, bc2);
+    adamw_kernel<<<(unsigned)blocks, kThreads, 0, (cudaStream_t)stream>>>(p, g, m, v, w, n, agoq_adamw_dev_hp_make(hp));
     cudaCheckLaunch();
     return 0;
 }
