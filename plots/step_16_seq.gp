@@ -9,7 +9,8 @@
 #   gnuplot -e "in='results/h200/step_16_seq_13b_48gb.tsv'; out='results/figures/h200_step_16_seq_13b_48gb.png'" plots/step_16_seq.gp
 # TSV columns: the "tsv" list of experiments/step_16_*.json (1 name, 8 seq, 10 recomputed_layers,
 #   11 fits, 12 budget_bytes, 13 peak_bytes, 14 needed_bytes, 21 step_ms, 24 tokens_per_s,
-#   33 source, 34 gpu).
+#   33 source, 34 gpu, 35 model_total_bytes: the analytic memory model's total, drawn as thin
+#   dashed lines beside the measured points when the TSV has it).
 if (!exists("in")) in = 'results/h200/step_16_seq_13b_48gb.tsv'
 if (!exists("out")) out = 'results/figures/h200_step_16_seq_13b_48gb.png'
 src = system("awk -F'\t' '!/^#/ && $11 != 0 { print $33; exit }' ".in)
@@ -41,11 +42,15 @@ set multiplot layout 1,3 title "Issue 16 / Table 2 counterpart: ".setup." -- ".w
 set grid
 set key bottom right
 set xlabel "sequence length (K tokens)"
-set title "peak device memory (x = over the budget: its need; dashed = budget)"
+has_model = system("awk -F'\t' '!/^#/ && NF >= 35 && $35 != \"nan\" { n++ } END { print n + 0 }' ".in) + 0
+set title "peak memory (points: measured; dashed: memory model; x: need over budget)"
+set datafile separator "\t" # the gpu column has a space; back to whitespace after this panel
 set ylabel "GB"
 plot for [i=1:n] rows(word(names,i), 1) using ($8/1024):($13/1e9) with linespoints lw 2 pt 7 lc rgb word(colors,i) title word(names,i), \
      for [i=1:n] rows(word(names,i), 0) using ($8/1024):($14/1e9) with points pt 2 ps 2 lw 2 lc rgb word(colors,i) notitle, \
-     budget with lines dt 2 lc rgb "black" title "budget"
+     for [i=1:(has_model ? n : 0)] rows(word(names,i), 1) using ($8/1024):($35/1e9) with lines lw 1 dt 2 lc rgb word(colors,i) notitle, \
+     budget with lines dt 3 lw 2 lc rgb "black" title "budget"
+set datafile separator whitespace
 if (timed == 0) {
   set title "no timing (dry plan): recomputed layers k per policy"
   set ylabel "k (layers recomputed to fit)"
