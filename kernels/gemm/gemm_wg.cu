@@ -1,4 +1,4 @@
-/* Hopper bf16 GEMM of agoq-bench: TMA loads into a 4-stage shared-memory ring guarded by
+/* Hopper bf16 GEMM of agoq-bench: TMA loads into a 3-stage shared-memory ring guarded by
  * mbarriers, one producer warpgroup issuing the copies, two consumer warpgroups issuing
  * wgmma.mma_async m64n256k16 (bf16 in, fp32 accumulate), and an epilogue that adds an optional
  * bf16 residual, writes bf16 C and (optionally) the block-quantized copy of that bf16 C.
@@ -8,7 +8,8 @@
  * Needs sm_90a (wgmma, setmaxnreg): the Makefile builds this file with
  * -gencode=arch=compute_90a,code=sm_90a. Built for any other target the kernel body is a trap.
  *
- * CTA tile 128 x 256 x 64 (BM x BN x BK), 384 threads:
+ * Persistent CTAs (one per SM) walk the 128 x 256 output tiles (grouped rasterization); tile
+ * 128 x 256 x 64 (BM x BN x BK), 384 threads:
  *   warpgroup 0   producer: one thread waits for a free stage (empty barrier), arms the stage's
  *                 full barrier with the stage's byte count and issues the TMA copies of the A
  *                 and B k-tiles; the copies complete the transaction on that barrier.
@@ -24,9 +25,12 @@
  * 16 rows * 128 B * kk. Descriptor strides: K-major SBO = 1024 (8 rows of 128 B to the next
  * 8-row group), LBO unused; MN-major SBO = 1024 (next 8 k rows), LBO = 8192 (next 64-element
  * MN box).
- * Epilogue: the fp32 accumulators go to shared memory (the ring is free by then), each thread
- * then owns 8 consecutive columns of a row: + residual in fp32, one rounding to bf16, a
- * 16-byte store of C, and the quantized copy of those bf16 values through the fused kernels'
+ * The ring's barrier phases run on across a CTA's tiles, so the producer loads the next tile's
+ * first k-tiles while the consumers run the epilogue of this one.
+ * Epilogue: each fp32 accumulator + the residual (read at the fragment's position), one
+ * rounding to bf16, into a staging tile in shared memory (its own region, not the ring); each
+ * thread then owns 8 consecutive columns of a row: a 16-byte store of C and the quantized copy
+ * of those bf16 values through the fused kernels'
  * rowq group primitives (fused_dev.cuh over quant_device.cuh: one copy of the quantizer), a
  * block of B columns = B/8 consecutive lanes. */
 #include <cuda.h>
@@ -41,12 +45,12 @@
 #include "kernels/gemm/gemm_wg.h"
 
 namespace {
-constexpr int BM = AGOQ_WG_TILE_M, BN = AGOQ_WG_TILE_N, BK = 64, STAGES = 4, THREADS = 384, kGroupM = 8;
+constexpr int BM = AGOQ_WG_TILE_M, BN = AGOQ_WG_TILE_N, BK = 64, STAGES = 3, THREADS = 384, kGroupM = 8;
 constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2, STAGE_BYTES = A_BYTES + B_BYTES;
 constexpr int MN_BOX_BYTES = 64 * BK * 2; /* one MN-major TMA box: 64 k rows x 128 B */
-constexpr int C_STRIDE = BN + 8;          /* floats per staged accumulator row: 8 banks of shift */
-constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 1024; /* + slack to align the ring to 1024 */
-static_assert(BM * C_STRIDE * 4 <= STAGES * STAGE_BYTES, "the accumulator tile fits in the ring");
+constexpr int C_STRIDE = BN + 8;          /* bf16 per staged C row: 528 B, rows 4 banks apart */
+constexpr int C_BYTES = BM * C_STRIDE * 2;
+constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + C_BYTES + 1024; /* + slack to align the ring to 1024 */
 
 struct wg_params {
     int m, n, k;
@@ -147,18 +151,29 @@ __device__ __forceinline__ void wgmma_256(float (&d)[128], uint64_t da, uint64_t
                  : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1));
 }
 
-/* Epilogue of one consumer thread (ct = 0..255): accumulators -> shared memory, then 8 columns
- * of a row at a time: residual, bf16 C, quantized copy. */
+/* Epilogue of one consumer thread (ct = 0..255) for the tile at (m0, n0): accumulators (+ the
+ * residual, read at the fragment's positions) rounded once to bf16 into the staging tile, then
+ * 8 columns of a row per thread: a 16-byte store of C and the quantized copy of those values. */
 template <bool QOUT>
-__device__ __forceinline__ void epilogue(const wg_params &p, const agoq_smem_table *tab, float (&d)[128], float *stage,
-                                         int ct, int m0, int n0) {
+__device__ __forceinline__ void epilogue(const wg_params &p, const agoq_smem_table *tab, const float (&d)[128],
+                                         uint16_t *stage, int ct, int m0, int n0) {
     const int lane = ct & 31, row0 = (ct >> 5) * 16 + (lane >> 2); /* wgmma fragment: warp w owns rows 16w.. */
-    asm volatile("bar.sync 1, 256;" ::: "memory");                 /* both consumers are done with the ring */
+    asm volatile("bar.sync 1, 256;" ::: "memory");                 /* the previous tile's staging is read */
 #pragma unroll
     for (int j = 0; j < 32; j++) {
         const int col = j * 8 + (lane & 3) * 2;
-        *reinterpret_cast<float2 *>(stage + row0 * C_STRIDE + col) = make_float2(d[4 * j], d[4 * j + 1]);
-        *reinterpret_cast<float2 *>(stage + (row0 + 8) * C_STRIDE + col) = make_float2(d[4 * j + 2], d[4 * j + 3]);
+#pragma unroll
+        for (int h = 0; h < 2; h++) { /* rows row0 and row0 + 8 */
+            float x0 = d[4 * j + 2 * h], x1 = d[4 * j + 2 * h + 1];
+            const int row = m0 + row0 + 8 * h;
+            if (p.r && row < p.m && n0 + col < p.n) {
+                const uint32_t rv = *reinterpret_cast<const uint32_t *>(p.r + (size_t)row * (size_t)p.n + n0 + col);
+                x0 += agoq_bf16_to_f32((uint16_t)(rv & 0xFFFFu));
+                x1 += agoq_bf16_to_f32((uint16_t)(rv >> 16));
+            }
+            *reinterpret_cast<uint32_t *>(stage + (row0 + 8 * h) * C_STRIDE + col) =
+                (uint32_t)agoq_f32_to_bf16(x0) | (uint32_t)agoq_f32_to_bf16(x1) << 16;
+        }
     }
     asm volatile("bar.sync 1, 256;" ::: "memory");
     const int G = QOUT ? p.q.block >> 3 : 1;
@@ -167,26 +182,14 @@ __device__ __forceinline__ void epilogue(const wg_params &p, const agoq_smem_tab
     for (int it = 0; it < BM * BN / 8 / 256; it++) { /* the same trip count for every thread */
         const int i = ct + it * 256, r = i >> 5, g = i & 31, row = m0 + r, col = n0 + 8 * g;
         const bool ok = row < p.m && col < p.n; /* n % 8 == 0: a group is all in or all out */
-        const float4 lo = *reinterpret_cast<const float4 *>(stage + r * C_STRIDE + 8 * g);
-        const float4 hi = *reinterpret_cast<const float4 *>(stage + r * C_STRIDE + 8 * g + 4);
-        float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+        const uint4 h = *reinterpret_cast<const uint4 *>(stage + r * C_STRIDE + 8 * g);
         const size_t off = (size_t)row * (size_t)p.n + (size_t)col;
-        if (p.r && ok) {
-            const uint4 rv = *reinterpret_cast<const uint4 *>(p.r + off);
-            const uint32_t w[4] = {rv.x, rv.y, rv.z, rv.w};
-#pragma unroll
-            for (int e = 0; e < 8; e++) v[e] += agoq_bf16_to_f32((uint16_t)(w[e >> 1] >> (16 * (e & 1))));
-        }
-        uint32_t h[4];
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-            const uint16_t b0 = agoq_f32_to_bf16(v[2 * e]), b1 = agoq_f32_to_bf16(v[2 * e + 1]);
-            h[e] = (uint32_t)b0 | (uint32_t)b1 << 16;
-            v[2 * e] = agoq_bf16_to_f32(b0); /* the quantized copy is of the bf16 output */
-            v[2 * e + 1] = agoq_bf16_to_f32(b1);
-        }
-        if (ok) *reinterpret_cast<uint4 *>(p.c + off) = make_uint4(h[0], h[1], h[2], h[3]);
+        if (ok) *reinterpret_cast<uint4 *>(p.c + off) = h;
         if constexpr (QOUT) { /* a block = G consecutive lanes of this warp (one row) */
+            const uint32_t w[4] = {h.x, h.y, h.z, h.w};
+            float v[8];
+#pragma unroll
+            for (int e = 0; e < 8; e++) v[e] = agoq_bf16_to_f32((uint16_t)(w[e >> 1] >> (16 * (e & 1))));
             const int pos = g % G;
             float s, mz, inv;
             fz_params_seg(p.q, v, 8, G, pos, &s, &mz, &inv);
@@ -200,6 +203,15 @@ __device__ __forceinline__ void epilogue(const wg_params &p, const agoq_smem_tab
     }
 }
 
+/* Origin of tile t: grouped rasterization, consecutive tiles walk kGroupM row tiles of one
+ * column of tiles, so the tiles in flight share their A rows and B columns through L2. */
+__device__ __forceinline__ void tile_origin(int t, int tiles_m, int tiles_n, int *m0, int *n0) {
+    const int first_m = t / (kGroupM * tiles_n) * kGroupM, gsize = min(tiles_m - first_m, kGroupM);
+    const int local = t % (kGroupM * tiles_n);
+    *m0 = (first_m + local % gsize) * BM;
+    *n0 = local / gsize * BN;
+}
+
 template <int TA, int TB, bool QOUT>
 __global__ void __launch_bounds__(THREADS, 1)
     wg_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, wg_params p) {
@@ -210,12 +222,8 @@ __global__ void __launch_bounds__(THREADS, 1)
     uint8_t *ring = raw + ((1024u - (saddr(raw) & 1023u)) & 1023u);
     const uint32_t ring_s = saddr(ring);
     const int tid = threadIdx.x, wg = tid >> 7;
-    /* grouped rasterization: consecutive CTAs walk kGroupM row tiles of one column of tiles, so
-     * the CTAs in flight share their A rows and B columns through L2 */
-    const int tiles_m = (p.m + BM - 1) / BM, tiles_n = (p.n + BN - 1) / BN, pid = blockIdx.x;
-    const int first_m = pid / (kGroupM * tiles_n) * kGroupM, gsize = min(tiles_m - first_m, kGroupM);
-    const int local = pid % (kGroupM * tiles_n);
-    const int m0 = (first_m + local % gsize) * BM, n0 = local / gsize * BN, ktiles = (p.k + BK - 1) / BK;
+    const int tiles_m = (p.m + BM - 1) / BM, tiles_n = (p.n + BN - 1) / BN, ntiles = tiles_m * tiles_n;
+    const int ktiles = (p.k + BK - 1) / BK;
     if (tid == 0) {
         for (int s = 0; s < STAGES; s++) {
             mbar_init(saddr(&full[s]), 1);
@@ -226,51 +234,65 @@ __global__ void __launch_bounds__(THREADS, 1)
     if (QOUT && p.q.enc == AGOQ_ENC_TABLE) agoq_dev_load_table(&tab, p.q.table);
     __syncthreads();
 
+    /* Persistent: CTA b runs tiles b, b + grid, ...; `it` counts k-tiles over all of them, so
+     * stage it % STAGES is in its (it / STAGES)-th use and the barrier phases carry across tiles. */
     if (wg == 0) { /* producer */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (tid == 0) {
-            for (int kt = 0; kt < ktiles; kt++) {
-                const int s = kt % STAGES, k0 = kt * BK;
-                if (kt >= STAGES) mbar_wait(saddr(&empty[s]), (uint32_t)((kt / STAGES - 1) & 1));
-                const uint32_t bar = saddr(&full[s]), a = ring_s + s * STAGE_BYTES, b = a + A_BYTES;
-                mbar_expect_tx(bar, STAGE_BYTES); /* out-of-bounds box elements are zeros and count */
-                if (TA) {
-                    for (int j = 0; j < BM / 64; j++) tma_load(a + j * MN_BOX_BYTES, &map_a, m0 + 64 * j, k0, bar);
-                } else {
-                    tma_load(a, &map_a, k0, m0, bar);
-                }
-                if (TB) {
-                    for (int j = 0; j < BN / 64; j++) tma_load(b + j * MN_BOX_BYTES, &map_b, n0 + 64 * j, k0, bar);
-                } else {
-                    tma_load(b, &map_b, k0, n0, bar);
+            int it = 0;
+            for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+                int m0, n0;
+                tile_origin(t, tiles_m, tiles_n, &m0, &n0);
+                for (int kt = 0; kt < ktiles; kt++, it++) {
+                    const int s = it % STAGES, k0 = kt * BK;
+                    if (it >= STAGES) mbar_wait(saddr(&empty[s]), (uint32_t)((it / STAGES - 1) & 1));
+                    const uint32_t bar = saddr(&full[s]), a = ring_s + s * STAGE_BYTES, b = a + A_BYTES;
+                    mbar_expect_tx(bar, STAGE_BYTES); /* out-of-bounds box elements are zeros and count */
+                    if (TA) {
+                        for (int j = 0; j < BM / 64; j++) tma_load(a + j * MN_BOX_BYTES, &map_a, m0 + 64 * j, k0, bar);
+                    } else {
+                        tma_load(a, &map_a, k0, m0, bar);
+                    }
+                    if (TB) {
+                        for (int j = 0; j < BN / 64; j++) tma_load(b + j * MN_BOX_BYTES, &map_b, n0 + 64 * j, k0, bar);
+                    } else {
+                        tma_load(b, &map_b, k0, n0, bar);
+                    }
                 }
             }
         }
-    } else { /* consumers: rows 64 * (wg - 1) .. + 63 of the tile */
+    } else { /* consumers: rows 64 * (wg - 1) .. + 63 of each tile */
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
         const int cw = wg - 1;
-        float d[128];
+        uint16_t *stage = reinterpret_cast<uint16_t *>(ring + STAGES * STAGE_BYTES);
+        int it = 0;
+        for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+            int m0, n0;
+            tile_origin(t, tiles_m, tiles_n, &m0, &n0);
+            float d[128];
 #pragma unroll
-        for (int i = 0; i < 128; i++) d[i] = 0.0f;
-        acc_fence(d); /* the zeros are written before the first wgmma.fence, not inside its stage */
-        for (int kt = 0; kt < ktiles; kt++) {
-            const int s = kt % STAGES;
-            mbar_wait(saddr(&full[s]), (uint32_t)((kt / STAGES) & 1));
-            const uint32_t a = ring_s + s * STAGE_BYTES + cw * 64 * 128, b = ring_s + s * STAGE_BYTES + A_BYTES;
-            wg_fence();
+            for (int i = 0; i < 128; i++) d[i] = 0.0f;
+            acc_fence(d); /* the zeros are written before the first wgmma.fence, not inside its stage */
+            for (int kt = 0; kt < ktiles; kt++, it++) {
+                const int s = it % STAGES;
+                mbar_wait(saddr(&full[s]), (uint32_t)((it / STAGES) & 1));
+                const uint32_t a = ring_s + s * STAGE_BYTES + cw * 64 * 128, b = ring_s + s * STAGE_BYTES + A_BYTES;
+                wg_fence();
 #pragma unroll
-            for (int kk = 0; kk < BK / 16; kk++) {
-                const uint64_t da = TA ? sdesc(a + kk * 2048, p.mn_lbo, p.mn_sbo) : sdesc(a + kk * 32, 16, 1024);
-                const uint64_t db = TB ? sdesc(b + kk * 2048, p.mn_lbo, p.mn_sbo) : sdesc(b + kk * 32, 16, 1024);
-                wgmma_256<TA, TB>(d, da, db);
+                for (int kk = 0; kk < BK / 16; kk++) {
+                    const uint64_t da = TA ? sdesc(a + kk * 2048, p.mn_lbo, p.mn_sbo) : sdesc(a + kk * 32, 16, 1024);
+                    const uint64_t db = TB ? sdesc(b + kk * 2048, p.mn_lbo, p.mn_sbo) : sdesc(b + kk * 32, 16, 1024);
+                    wgmma_256<TA, TB>(d, da, db);
+                }
+                wg_commit();
+                wg_wait<1>(); /* the previous k-tile's wgmma are done: free its stage */
+                if (kt > 0 && (tid & 31) == 0) mbar_arrive(saddr(&empty[(it - 1) % STAGES]));
             }
-            wg_commit();
-            wg_wait<1>(); /* the previous k-tile's wgmma are done: free its stage */
-            if (kt > 0 && (tid & 31) == 0) mbar_arrive(saddr(&empty[(kt - 1) % STAGES]));
+            wg_wait<0>();
+            acc_fence(d);
+            if ((tid & 31) == 0) mbar_arrive(saddr(&empty[(it - 1) % STAGES])); /* the tile's last stage */
+            epilogue<QOUT>(p, &tab, d, stage, tid - 128, m0, n0);
         }
-        wg_wait<0>();
-        acc_fence(d);
-        epilogue<QOUT>(p, &tab, d, reinterpret_cast<float *>(ring), tid - 128, m0, n0);
     }
 #else
     __trap(); /* built without sm_90a: no wgmma */
@@ -307,8 +329,20 @@ void launch(const CUtensorMap &ma, const CUtensorMap &mb, const wg_params &p, cu
         cudaCheck(cudaFuncSetAttribute(wg_kernel<TA, TB, QOUT>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
         attr = true;
     }
-    const unsigned grid = (unsigned)(((p.m + BM - 1) / BM) * ((p.n + BN - 1) / BN));
-    wg_kernel<TA, TB, QOUT><<<grid, THREADS, SMEM_BYTES, s>>>(ma, mb, p);
+    /* persistent: one CTA per SM at most; AGOQ_WG_GRID_CAP=N caps the grid (the tests use it to
+     * run several tiles per CTA on small shapes) */
+    static int nsm = 0;
+    if (!nsm) {
+        int dev = 0;
+        cudaCheck(cudaGetDevice(&dev));
+        cudaCheck(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
+    }
+    const char *cap_s = getenv("AGOQ_WG_GRID_CAP");
+    const long cap = cap_s ? strtol(cap_s, NULL, 10) : 0;
+    long grid = (long)((p.m + BM - 1) / BM) * ((p.n + BN - 1) / BN);
+    if (grid > nsm && !getenv("AGOQ_WG_ONE_TILE")) grid = nsm; /* AGOQ_WG_ONE_TILE: one tile per CTA (diagnostic) */
+    if (cap > 0 && grid > cap) grid = cap;
+    wg_kernel<TA, TB, QOUT><<<(unsigned)grid, THREADS, SMEM_BYTES, s>>>(ma, mb, p);
     cudaCheckLaunch();
 }
 template <bool QOUT>

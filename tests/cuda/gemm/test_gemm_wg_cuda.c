@@ -1,7 +1,8 @@
 /* GPU tests of kernels/gemm/gemm_wg.cu (the sm_90a wgmma GEMM):
  *  - the three layouts of the step engine (fwd, dgrad, wgrad; residual on fwd and dgrad) against
  *    the float64 reference (every entry of small shapes, a seeded sample of 4096 entries of
- *    large ones) and against cuBLASLt (kernels/blaslt) on the same inputs;
+ *    large ones) and against cuBLASLt (kernels/blaslt) on the same inputs; half the cases on a
+ *    grid capped at 3 CTAs (AGOQ_WG_GRID_CAP), so each persistent CTA runs several tiles;
  *  - the fused epilogue: C unchanged by it, and its quantized copy bit-exact against the
  *    reference quantizer applied to the kernel's own bf16 C, with and without the residual.
  * Error bound (each entry): |c - ref| <= 2^-8 |ref| + K 2^-23 sum|a||b|: the first term is the
@@ -90,6 +91,10 @@ TEST(cuda_wg_gemm_layouts_match_reference_and_cublaslt) {
     CHECK(agoq_lt_create(ws, ws_bytes, &lt) == 0);
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         const wcase w = cases[ci];
+        /* odd cases on a grid of 3 CTAs: several tiles per persistent CTA, the ring's phases
+         * carried across tiles */
+        if (ci & 1) setenv("AGOQ_WG_GRID_CAP", "3", 1);
+        else unsetenv("AGOQ_WG_GRID_CAP");
         int gm, gn, gk, a_mn, b_mn;
         as_gemm(w, &gm, &gn, &gk, &a_mn, &b_mn);
         for (int with_r = 0; with_r < (w.op == OP_WGRAD ? 1 : 2); with_r++) {
@@ -122,6 +127,7 @@ TEST(cuda_wg_gemm_layouts_match_reference_and_cublaslt) {
             free(a); free(b); free(r); free(c); free(l);
         }
     }
+    unsetenv("AGOQ_WG_GRID_CAP");
     agoq_lt_destroy(lt);
     agoq_fused_dfree(ws);
 }
@@ -138,6 +144,7 @@ TEST(cuda_wg_gemm_epilogue_quant_bit_exact) {
     static const int shapes[][3] = {{256, 512, 192}, {200, 384, 136}};
     for (size_t si = 0; si < 2; si++) {
         const int m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
+        if (si) setenv("AGOQ_WG_GRID_CAP", "2", 1); /* several tiles per CTA */
         uint16_t *a = rand_bf16((size_t)m * k, 7 + si), *b = rand_bf16((size_t)n * k, 8 + si);
         uint16_t *r = rand_bf16((size_t)m * n, 9 + si);
         uint16_t *da = up16(a, (size_t)m * k), *db = up16(b, (size_t)n * k), *dr = up16(r, (size_t)m * n);
@@ -182,6 +189,7 @@ TEST(cuda_wg_gemm_epilogue_quant_bit_exact) {
         agoq_fused_dfree(da); agoq_fused_dfree(db); agoq_fused_dfree(dr); agoq_fused_dfree(dc); agoq_fused_dfree(dp);
         free(a); free(b); free(r);
     }
+    unsetenv("AGOQ_WG_GRID_CAP");
 }
 
 TEST(cuda_wg_gemm_rejects_unsupported_shapes) {
