@@ -340,8 +340,10 @@ void launch(const CUtensorMap &ma, const CUtensorMap &mb, const wg_params &p, cu
     const char *cap_s = getenv("AGOQ_WG_GRID_CAP");
     const long cap = cap_s ? strtol(cap_s, NULL, 10) : 0;
     long grid = (long)((p.m + BM - 1) / BM) * ((p.n + BN - 1) / BN);
-    if (grid > nsm && !getenv("AGOQ_WG_ONE_TILE")) grid = nsm; /* AGOQ_WG_ONE_TILE: one tile per CTA (diagnostic) */
-    if (cap > 0 && grid > cap) grid = cap;
+    if (!getenv("AGOQ_WG_ONE_TILE")) { /* AGOQ_WG_ONE_TILE=1: one tile per CTA (a diagnostic) */
+        if (grid > nsm) grid = nsm;
+        if (cap > 0 && grid > cap) grid = cap;
+    }
     wg_kernel<TA, TB, QOUT><<<(unsigned)grid, THREADS, SMEM_BYTES, s>>>(ma, mb, p);
     cudaCheckLaunch();
 }
