@@ -149,8 +149,9 @@ static int run_case(const agoq_run_ctx *ctx, const kplan *p, const agoq_bench_ca
 }
 
 /* The GEMM cases come in pairs (kernels/gemm/bench_gemm_wg.cu): "<shape>_wg" against
- * "<shape>_lt" (cuBLASLt) and "<shape>_wgq" against "<shape>_ltq" (cuBLASLt + the standalone
- * quantizer), same bytes and format. Adds vs_cublas / vs_cublas_quant = their median / ours
+ * "<shape>_lt" (cuBLASLt), "<shape>_wgq" against "<shape>_ltq" (cuBLASLt + the standalone
+ * quantizer) and "<shape>_wgd" against "<shape>_ltd" (the standalone dequantizer + cuBLASLt),
+ * same bytes and format. Adds vs_cublas / vs_cublas_quant = their median / ours
  * (> 1: ours is faster) to ours and prints them. */
 static const cJSON *find_record(const cJSON *recs, const char *name, double bytes, const char *fmt) {
     const cJSON *r;
@@ -174,16 +175,17 @@ static void add_gemm_ratios(agoq_results *res, double bytes) {
         const char *name = c->valuestring;
         const size_t len = strlen(name);
         const int quant = len > 4 && !strcmp(name + len - 4, "_wgq"), plain = len > 3 && !strcmp(name + len - 3, "_wg");
-        if (!quant && !plain) continue;
+        const int deq = len > 4 && !strcmp(name + len - 4, "_wgd");
+        if (!quant && !plain && !deq) continue;
         char peer[128];
-        snprintf(peer, sizeof peer, "%.*s%s", (int)(len - (quant ? 4 : 3)), name, quant ? "_ltq" : "_lt");
+        snprintf(peer, sizeof peer, "%.*s%s", (int)(len - (plain ? 3 : 4)), name, plain ? "_lt" : deq ? "_ltd" : "_ltq");
         const cJSON *o = find_record(res->records, peer, bytes, f->valuestring);
         const cJSON *om = o ? cJSON_GetObjectItem(o, "median_ms") : NULL;
         if (!cJSON_IsNumber(om)) continue;
         const double ratio = om->valuedouble / med->valuedouble;
-        results_num(r, quant ? "vs_cublas_quant" : "vs_cublas", ratio);
+        results_num(r, plain ? "vs_cublas" : "vs_cublas_quant", ratio);
         printf("  %-30s %-9s %s %.3f (%s %.3f ms, ours %.3f ms)\n", name, f->valuestring,
-               quant ? "vs_cublas_quant" : "vs_cublas", ratio, peer, om->valuedouble, med->valuedouble);
+               plain ? "vs_cublas" : "vs_cublas_quant", ratio, peer, om->valuedouble, med->valuedouble);
     }
     fflush(stdout);
 }

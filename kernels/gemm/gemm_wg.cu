@@ -32,7 +32,12 @@
  * thread then owns 8 consecutive columns of a row: a 16-byte store of C and the quantized copy
  * of those bf16 values through the fused kernels'
  * rowq group primitives (fused_dev.cuh over quant_device.cuh: one copy of the quantizer), a
- * block of B columns = B/8 consecutive lanes. */
+ * block of B columns = B/8 consecutive lanes.
+ * Stored-A prologue (agoq_wg_fwd_deqa): the stage holds A's packed codes (a TMA box of bytes, no
+ * swizzle) instead of its bf16 tile; each consumer warpgroup decodes its 64 rows with the
+ * standalone decoder (quant_device.cuh's agoq_dev_decode8, block scales loaded a k-tile ahead),
+ * rounds to bf16 and writes them, 128-byte swizzled, into one of two bf16 tiles of its own
+ * (k-tile parity), then fence.proxy.async + a warpgroup barrier hand the tile to its wgmma. */
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
@@ -51,6 +56,12 @@ constexpr int MN_BOX_BYTES = 64 * BK * 2; /* one MN-major TMA box: 64 k rows x 1
 constexpr int C_STRIDE = BN + 8;          /* bf16 per staged C row: 528 B, rows 4 banks apart */
 constexpr int C_BYTES = BM * C_STRIDE * 2;
 constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + C_BYTES + 1024; /* + slack to align the ring to 1024 */
+/* Stored-A prologue: a stage holds A's codes (128 rows x 64 codes of <= 8 bits) instead of its
+ * bf16 tile, and each consumer decodes its 64 rows into one of two bf16 tiles of its own. */
+constexpr int CODE_BYTES = BM * BK;                 /* 8-bit codes; 4-bit use half */
+constexpr int DQ_STAGE_BYTES = CODE_BYTES + B_BYTES;
+constexpr int DQ_TILE_BYTES = 64 * BK * 2;          /* one consumer's bf16 A k-tile */
+constexpr int DQ_SMEM_BYTES = STAGES * DQ_STAGE_BYTES + 4 * DQ_TILE_BYTES + C_BYTES + 1024;
 
 struct wg_params {
     int m, n, k;
@@ -59,6 +70,8 @@ struct wg_params {
     agoq_cuda_qparams q;
     agoq_dqt cq;
     uint32_t mn_lbo, mn_sbo; /* descriptor strides of MN-major tiles (bytes), see the top comment */
+    agoq_cuda_qparams qa;    /* stored-A prologue: A's format, and its planes (rowq [m][k]) */
+    agoq_dqt aq;
 };
 
 __device__ __forceinline__ uint32_t saddr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
@@ -218,7 +231,38 @@ __device__ __forceinline__ void tile_origin(int t, int tiles_m, int tiles_n, int
     *n0 = local / gsize * BN;
 }
 
-template <int TA, int TB, bool QOUT>
+/* Stored-A prologue. Thread lt (0..127) of a consumer decodes groups g = lt + 128 i (i < 4) of
+ * its 64 x 64 k-tile: row g / 8, columns 8 (g % 8) .. + 7; the block (>= 64 columns) is one per
+ * row per k-tile. Scales (and zero points) of k-tile k0 for those rows, loaded a k-tile ahead. */
+__device__ __forceinline__ void dq_scales(const wg_params &p, int row0, int k0, size_t nbpr, int lt, float (&sc)[4],
+                                          float (&zc)[4]) {
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const int row = row0 + (lt >> 3) + 16 * i;
+        if (row >= p.m) continue;
+        const size_t blk = (size_t)row * nbpr + (size_t)(k0 / p.qa.block);
+        sc[i] = agoq_dev_load_scale(p.aq.scales, blk, p.qa.bf16_scale);
+        if (p.qa.kind == AGOQ_CODE_INT_ASYM) zc[i] = agoq_dev_load_scale(p.aq.zeros, blk, p.qa.bf16_scale);
+    }
+}
+/* Codes of this consumer's 64 rows (row pitch BK bits / 8 bytes) -> bf16 values (the
+ * standalone decoder's, rounded once to bf16) in the 128-byte-swizzled K-major layout. */
+__device__ __forceinline__ void dq_tile(const wg_params &p, const agoq_smem_table *tab, const uint8_t *codes,
+                                        uint8_t *buf, int lt, const float (&sc)[4], const float (&zc)[4]) {
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const int g = lt + 128 * i, r = g >> 3, c = g & 7;
+        const uint64_t packed = agoq_dev_load_group(codes, (size_t)g, p.qa.bits);
+        float v[8];
+        fz_with_kind(p.qa.dec, [&](auto k) { agoq_dev_decode8<decltype(k)::value>(p.qa, tab, packed, sc[i], zc[i], v); });
+        uint32_t h[4];
+#pragma unroll
+        for (int e = 0; e < 4; e++) h[e] = (uint32_t)agoq_f32_to_bf16(v[2 * e]) | (uint32_t)agoq_f32_to_bf16(v[2 * e + 1]) << 16;
+        *reinterpret_cast<uint4 *>(buf + r * 128 + ((c ^ (r & 7)) << 4)) = make_uint4(h[0], h[1], h[2], h[3]);
+    }
+}
+
+template <int TA, int TB, bool QOUT, bool DEQA>
 __global__ void __launch_bounds__(THREADS, 1)
     wg_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, wg_params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -238,7 +282,9 @@ __global__ void __launch_bounds__(THREADS, 1)
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     if (QOUT && p.q.enc == AGOQ_ENC_TABLE) agoq_dev_load_table(&tab, p.q.table);
+    if (DEQA) agoq_dev_load_table(&tab, p.qa.table); /* table decoders (NULL: nothing) */
     __syncthreads();
+    constexpr int SB = DEQA ? DQ_STAGE_BYTES : STAGE_BYTES, AB = DEQA ? CODE_BYTES : A_BYTES;
 
     /* Persistent: CTA b runs tiles b, b + grid, ...; `it` counts k-tiles over all of them, so
      * stage it % STAGES is in its (it / STAGES)-th use and the barrier phases carry across tiles. */
@@ -252,9 +298,12 @@ __global__ void __launch_bounds__(THREADS, 1)
                 for (int kt = 0; kt < ktiles; kt++, it++) {
                     const int s = it % STAGES, k0 = kt * BK;
                     if (it >= STAGES) mbar_wait(saddr(&empty[s]), (uint32_t)((it / STAGES - 1) & 1));
-                    const uint32_t bar = saddr(&full[s]), a = ring_s + s * STAGE_BYTES, b = a + A_BYTES;
-                    mbar_expect_tx(bar, STAGE_BYTES); /* out-of-bounds box elements are zeros and count */
-                    if (TA) {
+                    const uint32_t bar = saddr(&full[s]), a = ring_s + s * SB, b = a + AB;
+                    /* out-of-bounds box elements are zeros and count */
+                    mbar_expect_tx(bar, DEQA ? (uint32_t)(BM * BK * p.qa.bits / 8 + B_BYTES) : (uint32_t)STAGE_BYTES);
+                    if (DEQA) {
+                        tma_load(a, &map_a, k0 * p.qa.bits / 8, m0, bar); /* codes: [m][k bits / 8] bytes */
+                    } else if (TA) {
                         for (int j = 0; j < BM / 64; j++) tma_load(a + j * MN_BOX_BYTES, &map_a, m0 + 64 * j, k0, bar);
                     } else {
                         tma_load(a, &map_a, k0, m0, bar);
@@ -270,7 +319,10 @@ __global__ void __launch_bounds__(THREADS, 1)
     } else { /* consumers: rows 64 * (wg - 1) .. + 63 of each tile */
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
         const int cw = wg - 1;
-        uint16_t *stage = reinterpret_cast<uint16_t *>(ring + STAGES * STAGE_BYTES);
+        uint16_t *stage = reinterpret_cast<uint16_t *>(ring + STAGES * SB + (DEQA ? 4 * DQ_TILE_BYTES : 0));
+        const int ct = tid - 128, lt = ct & 127; /* consumer thread, and its index in its warpgroup */
+        const size_t nbpr = DEQA ? (size_t)(p.k / p.qa.block) : 0;
+        float sc[4] = {0.0f, 0.0f, 0.0f, 0.0f}, zc[4] = {0.0f, 0.0f, 0.0f, 0.0f}; /* this k-tile's scales */
         int it = 0;
         for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
             int m0, n0;
@@ -279,10 +331,22 @@ __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
             for (int i = 0; i < 128; i++) d[i] = 0.0f;
             acc_fence(d); /* the zeros are written before the first wgmma.fence, not inside its stage */
+            if (DEQA) dq_scales(p, m0 + cw * 64, 0, nbpr, lt, sc, zc);
             for (int kt = 0; kt < ktiles; kt++, it++) {
                 const int s = it % STAGES;
                 mbar_wait(saddr(&full[s]), (uint32_t)((it / STAGES) & 1));
-                const uint32_t a = ring_s + s * STAGE_BYTES + cw * 64 * 128, b = ring_s + s * STAGE_BYTES + A_BYTES;
+                uint32_t a = ring_s + s * SB + cw * 64 * 128;
+                const uint32_t b = ring_s + s * SB + AB;
+                if constexpr (DEQA) {
+                    /* every warp of this warpgroup is past the wgmma that read this buffer (k-tile kt - 2) */
+                    asm volatile("bar.sync %0, 128;" ::"r"(2 + cw) : "memory");
+                    uint8_t *buf = ring + STAGES * SB + (2 * cw + (kt & 1)) * DQ_TILE_BYTES;
+                    dq_tile(p, &tab, ring + s * SB + cw * 64 * (BK * p.qa.bits / 8), buf, lt, sc, zc);
+                    if (kt + 1 < ktiles) dq_scales(p, m0 + cw * 64, (kt + 1) * BK, nbpr, lt, sc, zc);
+                    asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); /* visible to wgmma */
+                    asm volatile("bar.sync %0, 128;" ::"r"(2 + cw) : "memory");
+                    a = saddr(buf);
+                }
                 wg_fence();
 #pragma unroll
                 for (int kk = 0; kk < BK / 16; kk++) {
@@ -297,7 +361,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             wg_wait<0>();
             acc_fence(d);
             if ((tid & 31) == 0) mbar_arrive(saddr(&empty[(it - 1) % STAGES])); /* the tile's last stage */
-            epilogue<QOUT>(p, &tab, d, stage, tid - 128, m0, n0);
+            epilogue<QOUT>(p, &tab, d, stage, ct, m0, n0);
         }
     }
 #else
@@ -318,21 +382,26 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
     return fn;
 }
 /* A row-major bf16 matrix [outer][inner] as a TMA map with a box of box_outer x 64 and the
- * 128-byte swizzle. */
-void make_map(CUtensorMap *map, const uint16_t *ptr, int inner, int outer, int box_outer) {
-    const cuuint64_t dims[2] = {(cuuint64_t)inner, (cuuint64_t)outer}, strides[1] = {(cuuint64_t)inner * 2u};
-    const cuuint32_t box[2] = {64u, (cuuint32_t)box_outer}, elem[2] = {1u, 1u};
-    const CUresult r = encode_fn()(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)ptr, dims, strides, box, elem,
-                                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+ * 128-byte swizzle; codes (bytes = true): [outer][inner] bytes, a box of box_outer x box_inner
+ * bytes, no swizzle. */
+void make_map(CUtensorMap *map, const void *ptr, int inner, int outer, int box_outer, bool bytes = false,
+              int box_inner = 64) {
+    const cuuint64_t dims[2] = {(cuuint64_t)inner, (cuuint64_t)outer};
+    const cuuint64_t strides[1] = {(cuuint64_t)inner * (bytes ? 1u : 2u)};
+    const cuuint32_t box[2] = {(cuuint32_t)box_inner, (cuuint32_t)box_outer}, elem[2] = {1u, 1u};
+    const CUresult r = encode_fn()(map, bytes ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2,
+                                   (void *)ptr, dims, strides, box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                   bytes ? CU_TENSOR_MAP_SWIZZLE_NONE : CU_TENSOR_MAP_SWIZZLE_128B,
                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) agoq_die("gemm_wg: cuTensorMapEncodeTiled failed (%d) for [%d][%d]", (int)r, outer, inner);
 }
 
-template <int TA, int TB, bool QOUT>
+template <int TA, int TB, bool QOUT, bool DEQA = false>
 void launch(const CUtensorMap &ma, const CUtensorMap &mb, const wg_params &p, cudaStream_t s) {
+    constexpr int smem = DEQA ? DQ_SMEM_BYTES : SMEM_BYTES;
     static bool attr = false;
     if (!attr) {
-        cudaCheck(cudaFuncSetAttribute(wg_kernel<TA, TB, QOUT>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
+        cudaCheck(cudaFuncSetAttribute(wg_kernel<TA, TB, QOUT, DEQA>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         attr = true;
     }
     /* persistent: one CTA per SM at most; AGOQ_WG_GRID_CAP=N caps the grid (the tests use it to
@@ -350,7 +419,7 @@ void launch(const CUtensorMap &ma, const CUtensorMap &mb, const wg_params &p, cu
         if (grid > nsm) grid = nsm;
         if (cap > 0 && grid > cap) grid = cap;
     }
-    wg_kernel<TA, TB, QOUT><<<(unsigned)grid, THREADS, SMEM_BYTES, s>>>(ma, mb, p);
+    wg_kernel<TA, TB, QOUT, DEQA><<<(unsigned)grid, THREADS, smem, s>>>(ma, mb, p);
     cudaCheckLaunch();
 }
 template <bool QOUT>
@@ -389,7 +458,8 @@ extern "C" int agoq_wg_gemm(const agoq_wg_args *g, void *stream) {
     static int swap = -1;
     if (swap < 0) swap = getenv("AGOQ_WG_MN_SWAP") && !strcmp(getenv("AGOQ_WG_MN_SWAP"), "1");
     const uint32_t lbo = swap ? 1024u : (uint32_t)MN_BOX_BYTES, sbo = swap ? (uint32_t)MN_BOX_BYTES : 1024u;
-    wg_params p = {g->m, g->n, g->k, g->r, g->c, g->q ? g->q->p : agoq_cuda_qparams{}, g->cq, lbo, sbo};
+    wg_params p = {g->m, g->n, g->k, g->r, g->c, g->q ? g->q->p : agoq_cuda_qparams{}, g->cq, lbo, sbo,
+                   agoq_cuda_qparams{}, agoq_dqt{}};
     if (g->q) launch_t<true>(g->a_mn, g->b_mn, ma, mb, p, (cudaStream_t)stream);
     else launch_t<false>(g->a_mn, g->b_mn, ma, mb, p, (cudaStream_t)stream);
     return 0;
@@ -408,4 +478,21 @@ extern "C" int agoq_wg_dgrad(int M, int N, int K, const uint16_t *dY, const uint
 extern "C" int agoq_wg_wgrad(int M, int N, int K, const uint16_t *dY, const uint16_t *X, uint16_t *dW, void *stream) {
     const agoq_wg_args g = {N, K, M, dY, 1, X, 1, NULL, dW, NULL, agoq_dqt{}};
     return agoq_wg_gemm(&g, stream);
+}
+
+extern "C" int agoq_wg_fwd_deqa(int M, int N, int K, const agoq_fq *qx, agoq_dqt xq, const uint16_t *W,
+                                const uint16_t *R, uint16_t *Y, void *stream) {
+    AGOQ_REQUIRE(qx && xq.codes && xq.scales && W && Y, "gemm_wg deqa: missing operand");
+    if (agoq_wg_check(M, N, K, NULL) || agoq_qconfig_check(&qx->c)) return -1;
+    const int bits = qx->p.bits, block = qx->p.block;
+    AGOQ_REQUIRE(bits == 4 || bits == 8, "gemm_wg deqa: stored A must be 4- or 8-bit codes, not %d-bit", bits);
+    AGOQ_REQUIRE(block % BK == 0 && K % block == 0, "gemm_wg deqa: block %d must be a multiple of %d dividing K=%d",
+                 block, BK, K);
+    AGOQ_REQUIRE(al16(xq.codes) && al16(W) && al16(Y) && (!R || al16(R)), "gemm_wg deqa: operands must be 16-byte aligned");
+    CUtensorMap ma, mb;
+    make_map(&ma, xq.codes, K * bits / 8, M, BM, true, BK * bits / 8); /* codes [M][K bits / 8] */
+    make_map(&mb, W, K, N, BN);
+    wg_params p = {M, N, K, R, Y, agoq_cuda_qparams{}, agoq_dqt{}, MN_BOX_BYTES, 1024u, qx->p, xq};
+    launch<0, 0, false, true>(ma, mb, p, (cudaStream_t)stream);
+    return 0;
 }

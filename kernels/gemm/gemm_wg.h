@@ -48,6 +48,11 @@ int agoq_wg_fwd(int M, int N, int K, const uint16_t *X, const uint16_t *W, const
 int agoq_wg_dgrad(int M, int N, int K, const uint16_t *dY, const uint16_t *W, const uint16_t *R, uint16_t *dX,
                   void *stream);
 int agoq_wg_wgrad(int M, int N, int K, const uint16_t *dY, const uint16_t *X, uint16_t *dW, void *stream);
+/* fwd with X read from its stored rowq copy (4- or 8-bit codes, block a multiple of 64 dividing
+ * K): each k-tile is decoded in shared memory by the standalone decoder and rounded to bf16, so
+ * Y equals agoq_wg_fwd on X' = bf16(agoq_rowq_dequantize_ref(xq)) bit for bit. */
+int agoq_wg_fwd_deqa(int M, int N, int K, const agoq_fq *qx, agoq_dqt xq, const uint16_t *W, const uint16_t *R,
+                     uint16_t *Y, void *stream);
 /* Host float64 reference of entry (i, j) of C (+ R) for these layouts (gemm_wg_ref.c, any build);
  * *mag = sum |a||b| (+ |r|), for error bounds. */
 double agoq_wg_ref_entry(int m, int n, int k, const uint16_t *a, int a_mn, const uint16_t *b, int b_mn,

@@ -4,7 +4,8 @@
  *    large ones) and against cuBLASLt (kernels/blaslt) on the same inputs; half the cases on a
  *    grid capped at 3 CTAs (AGOQ_WG_GRID_CAP), so each persistent CTA runs several tiles;
  *  - the fused epilogue: C unchanged by it, and its quantized copy bit-exact against the
- *    reference quantizer applied to the kernel's own bf16 C, with and without the residual.
+ *    reference quantizer applied to the kernel's own bf16 C, with and without the residual;
+ *  - the stored-A prologue: bit-exact against the plain kernel on the host-dequantized A.
  * Error bound (each entry): |c - ref| <= 2^-8 |ref| + K 2^-23 sum|a||b|: the first term is the
  * one rounding of the fp32 result to bf16 (8-bit significand, round to nearest: at most 2^-8
  * relative), the second a fp32 sum of K products in any order (K 2^-24 sum|a||b|), doubled for
@@ -187,6 +188,61 @@ TEST(cuda_wg_gemm_epilogue_quant_bit_exact) {
             free(plain);
         }
         agoq_fused_dfree(da); agoq_fused_dfree(db); agoq_fused_dfree(dr); agoq_fused_dfree(dc); agoq_fused_dfree(dp);
+        free(a); free(b); free(r);
+    }
+    unsetenv("AGOQ_WG_GRID_CAP");
+}
+
+/* The stored-A prologue: bit-exact against the plain kernel on A dequantized on the host
+ * (agoq_rowq_dequantize_ref, rounded to bf16), with and without the residual. */
+TEST(cuda_wg_gemm_prologue_dequant_bit_exact) {
+    static const qcase cases[] = {
+        {AGOQ_FMT_FP4_E2M1, 128, AGOQ_SCALE_FP32, AGOQ_ROUND_NEAREST}, {AGOQ_FMT_INT4, 64, AGOQ_SCALE_BF16, AGOQ_ROUND_NEAREST},
+        {AGOQ_FMT_INT8, 128, AGOQ_SCALE_FP32, AGOQ_ROUND_NEAREST},     {AGOQ_FMT_INT4_ASYM, 128, AGOQ_SCALE_FP32, AGOQ_ROUND_NEAREST},
+        {AGOQ_FMT_NF4, 64, AGOQ_SCALE_FP32, AGOQ_ROUND_NEAREST},       {AGOQ_FMT_FP8_E4M3, 256, AGOQ_SCALE_FP32, AGOQ_ROUND_NEAREST},
+    };
+    static const int shapes[][3] = {{200, 384, 256}, {256, 512, 1024}};
+    for (size_t si = 0; si < 2; si++) {
+        const int m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
+        if (si) setenv("AGOQ_WG_GRID_CAP", "2", 1);
+        uint16_t *a = rand_bf16((size_t)m * k, 17 + si), *b = rand_bf16((size_t)n * k, 18 + si);
+        uint16_t *r = rand_bf16((size_t)m * n, 19 + si);
+        uint16_t *db = up16(b, (size_t)n * k), *dr = up16(r, (size_t)m * n);
+        uint16_t *dc = agoq_fused_dmalloc((size_t)m * n * 2), *dp = agoq_fused_dmalloc((size_t)m * n * 2);
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            agoq_qconfig c = agoq_qconfig_default(cases[i].fmt);
+            c.block = cases[i].block;
+            c.scale = cases[i].scale;
+            c.rounding = cases[i].round;
+            c.seed = 5;
+            const size_t nq = agoq_rowq_alloc_n(&c, m, k);
+            agoq_qtensor qt;
+            agoq_fq q;
+            agoq_dqt dq;
+            CHECK(agoq_qtensor_alloc(&qt, &c, nq) == 0 && agoq_fq_make(&c, &q) == 0 && agoq_dqt_alloc(&c, m, k, &dq) == 0);
+            agoq_rowq_quantize_ref(&c, a, m, k, &qt);
+            agoq_dqt_upload(&c, m, k, &qt, dq);
+            float *y = malloc((size_t)m * k * sizeof(float));
+            uint16_t *adq = malloc((size_t)m * k * 2);
+            agoq_rowq_dequantize_ref(&c, &qt, m, k, y);
+            for (size_t e = 0; e < (size_t)m * k; e++) adq[e] = agoq_f32_to_bf16(y[e]);
+            uint16_t *dadq = up16(adq, (size_t)m * k);
+            for (int with_r = 0; with_r < 2; with_r++) {
+                const uint16_t *R = with_r ? dr : NULL;
+                CHECK(agoq_wg_fwd(m, n, k, dadq, db, R, dp, NULL, (agoq_dqt){0}, NULL) == 0);
+                CHECK(agoq_wg_fwd_deqa(m, n, k, &q, dq, db, R, dc, NULL) == 0);
+                agoq_fused_dsync();
+                uint16_t *want = down16(dp, (size_t)m * n), *got = down16(dc, (size_t)m * n);
+                CHECK_MSG(agoq_validate_bytes("C deqa vs plain on dequantized A", (const uint8_t *)want,
+                                              (const uint8_t *)got, (size_t)m * n * 2) == 0,
+                          "%s/%d M=%d N=%d K=%d residual=%d", agoq_formats[c.fmt].name, c.block, m, n, k, with_r);
+                free(want); free(got);
+            }
+            agoq_fused_dfree(dadq);
+            free(y); free(adq);
+            agoq_qtensor_free(&qt); agoq_dqt_free(&dq); agoq_fq_free(&q);
+        }
+        agoq_fused_dfree(db); agoq_fused_dfree(dr); agoq_fused_dfree(dc); agoq_fused_dfree(dp);
         free(a); free(b); free(r);
     }
     unsetenv("AGOQ_WG_GRID_CAP");
