@@ -32,7 +32,7 @@ for p in "$@"; do
     tests) part tests 120 env AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" gemm ;;
     bench) part bench 200 "$B/agoq" run experiments/gemm_wg.json --backend cuda --out "$OUT/gemm_wg.json" ;;
     sass)  part sass 30 bash -c "cuobjdump --dump-sass '$B/agoq' | grep -oE 'HGMMA[.A-Za-z0-9]*|UTMALDG[.A-Za-z0-9]*|HMMA[.A-Za-z0-9]*' | sort | uniq -c" ;;
-    ncu)   part ncu 150 ncu --clock-control none -k regex:"wg_kernel|sm90" -c 2 --section SpeedOfLight --section WarpStateStats \
+    ncu)   part ncu 150 ncu --clock-control none -k regex:"wg_kernel|sm90" -c 6 --section SpeedOfLight --section WarpStateStats \
              --section ComputeWorkloadAnalysis "$B/agoq" run experiments/gemm_wg_ncu.json --backend cuda --out /tmp/agoq_gemm_wg_ncu.json ;;
     *) echo "device_gemm: unknown part $p" | tee -a "$log"; rc=1 ;;
   esac
