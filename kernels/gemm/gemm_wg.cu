@@ -170,14 +170,11 @@ __device__ __forceinline__ void wgmma_256(float (&d)[128], uint64_t da, uint64_t
                  : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1));
 }
 
-/* Epilogue of one consumer thread (ct = 0..255) for the tile at (m0, n0): accumulators (+ the
- * residual, read at the fragment's positions) rounded once to bf16 into the staging tile, then
- * 8 columns of a row per thread: a 16-byte store of C and the quantized copy of those values. */
-template <bool QOUT>
-__device__ __forceinline__ void epilogue(const wg_params &p, const agoq_smem_table *tab, const float (&d)[128],
-                                         uint16_t *stage, int ct, int m0, int n0) {
+/* Epilogue, part 1, by consumer thread ct (0..255) for the tile at (m0, n0): accumulators (+ the
+ * residual, read at the fragment's positions) rounded once to bf16 into the staging tile. */
+__device__ __forceinline__ void stage_acc(const wg_params &p, const float (&d)[128], uint16_t *stage, int ct, int m0,
+                                          int n0) {
     const int lane = ct & 31, row0 = (ct >> 5) * 16 + (lane >> 2); /* wgmma fragment: warp w owns rows 16w.. */
-    asm volatile("bar.sync 1, 256;" ::: "memory");                 /* the previous tile's staging is read */
 #pragma unroll
     for (int j = 0; j < 32; j++) {
         const int col = j * 8 + (lane & 3) * 2;
@@ -194,17 +191,22 @@ __device__ __forceinline__ void epilogue(const wg_params &p, const agoq_smem_tab
                 (uint32_t)agoq_f32_to_bf16(x0) | (uint32_t)agoq_f32_to_bf16(x1) << 16;
         }
     }
-    asm volatile("bar.sync 1, 256;" ::: "memory");
+}
+/* Epilogue, part 2, by thread t of NT: 8 columns of a staged row at a time, a 16-byte store of C
+ * and the quantized copy of those values (a block = G consecutive lanes of a warp: one row). */
+template <bool QOUT, int NT>
+__device__ __forceinline__ void store_tile(const wg_params &p, const agoq_smem_table *tab, const uint16_t *stage, int t,
+                                           int m0, int n0) {
     const int G = QOUT ? p.q.block >> 3 : 1;
     const size_t nbpr = QOUT ? (size_t)(p.n / p.q.block) : 0;
     const agoq_cuda_qtensor qt = fz_qt(p.cq, 0);
-    for (int it = 0; it < BM * BN / 8 / 256; it++) { /* the same trip count for every thread */
-        const int i = ct + it * 256, r = i >> 5, g = i & 31, row = m0 + r, col = n0 + 8 * g;
+    for (int it = 0; it < BM * BN / 8 / NT; it++) { /* the same trip count for every thread */
+        const int i = t + it * NT, r = i >> 5, g = i & 31, row = m0 + r, col = n0 + 8 * g;
         const bool ok = row < p.m && col < p.n; /* n % 8 == 0: a group is all in or all out */
         const uint4 h = *reinterpret_cast<const uint4 *>(stage + r * C_STRIDE + 8 * g);
         const size_t off = (size_t)row * (size_t)p.n + (size_t)col;
         if (ok) *reinterpret_cast<uint4 *>(p.c + off) = h;
-        if constexpr (QOUT) { /* a block = G consecutive lanes of this warp (one row) */
+        if constexpr (QOUT) {
             const uint32_t w[4] = {h.x, h.y, h.z, h.w};
             float v[8];
 #pragma unroll
@@ -220,6 +222,16 @@ __device__ __forceinline__ void epilogue(const wg_params &p, const agoq_smem_tab
             }
         }
     }
+}
+/* The consumers' own epilogue (the measured default): both parts between two barriers of the
+ * 256 consumer threads. */
+template <bool QOUT>
+__device__ __forceinline__ void epilogue(const wg_params &p, const agoq_smem_table *tab, const float (&d)[128],
+                                         uint16_t *stage, int ct, int m0, int n0) {
+    asm volatile("bar.sync 1, 256;" ::: "memory"); /* the previous tile's staging is read */
+    stage_acc(p, d, stage, ct, m0, n0);
+    asm volatile("bar.sync 1, 256;" ::: "memory");
+    store_tile<QOUT, 256>(p, tab, stage, ct, m0, n0);
 }
 
 /* Origin of tile t: grouped rasterization, consecutive tiles walk kGroupM row tiles of one
