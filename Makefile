@@ -103,6 +103,12 @@ $(BUILD)/%.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
 
+# wgmma and setmaxnreg exist only on the arch-specific sm_90a target (a plain sm_90 pass
+# rejects them), so these files replace -arch with the sm_90a gencode.
+SM90A_SRCS := kernels/gemm/gemm_wg.cu
+SM90A_FLAGS = $(filter-out -arch=%,$(NVCCFLAGS)) -gencode=arch=compute_90a,code=sm_90a
+$(patsubst %.cu,$(BUILD)/%.o,$(SM90A_SRCS)): NVCCFLAGS := $(SM90A_FLAGS)
+
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 $(BUILD)/agoq: $(C_OBJS) $(CU_OBJS)
@@ -147,8 +153,9 @@ test-cuda: | deps
 
 cuda-check:
 	@test -x $(NVCC) || { echo "cuda-check: nvcc not found at $(NVCC)"; exit 1; }
-	@set -e; for f in $(CU_SRCS); do echo "nvcc -arch=$(CUDA_ARCH) $$f"; \
-	  $(NVCC) $(NVCCFLAGS) -c $$f -o /dev/null; done
+	@set -e; for f in $(filter-out $(SM90A_SRCS),$(CU_SRCS)); do echo "nvcc -arch=$(CUDA_ARCH) $$f"; \
+	  $(NVCC) $(NVCCFLAGS) -c $$f -o /dev/null; done; \
+	for f in $(SM90A_SRCS); do echo "nvcc sm_90a $$f"; $(NVCC) $(SM90A_FLAGS) -c $$f -o /dev/null; done
 
 figures: | deps
 	@$(MAKE) --no-print-directory $(BUILD)/agoq

@@ -148,6 +148,48 @@ static int run_case(const agoq_run_ctx *ctx, const kplan *p, const agoq_bench_ca
     return 0;
 }
 
+/* The GEMM cases come in pairs (kernels/gemm/bench_gemm_wg.cu): "<shape>_wg" against
+ * "<shape>_lt" (cuBLASLt), "<shape>_wgq" against "<shape>_ltq" (cuBLASLt + the standalone
+ * quantizer) and "<shape>_wgd" against "<shape>_ltd" (the standalone dequantizer + cuBLASLt),
+ * same bytes and format. Adds vs_cublas / vs_cublas_quant = their median / ours
+ * (> 1: ours is faster) to ours and prints them. */
+static const cJSON *find_record(const cJSON *recs, const char *name, double bytes, const char *fmt) {
+    const cJSON *r;
+    cJSON_ArrayForEach(r, recs) {
+        const cJSON *c = cJSON_GetObjectItem(r, "case"), *b = cJSON_GetObjectItem(r, "bytes"),
+                    *f = cJSON_GetObjectItem(r, "format");
+        if (cJSON_IsString(c) && !strcmp(c->valuestring, name) && cJSON_IsNumber(b) && b->valuedouble == bytes &&
+            cJSON_IsString(f) && !strcmp(f->valuestring, fmt))
+            return r;
+    }
+    return NULL;
+}
+static void add_gemm_ratios(agoq_results *res, double bytes) {
+    cJSON *r;
+    cJSON_ArrayForEach(r, res->records) {
+        const cJSON *c = cJSON_GetObjectItem(r, "case"), *b = cJSON_GetObjectItem(r, "bytes"),
+                    *f = cJSON_GetObjectItem(r, "format"), *med = cJSON_GetObjectItem(r, "median_ms");
+        if (!cJSON_IsString(c) || !cJSON_IsNumber(b) || b->valuedouble != bytes || !cJSON_IsString(f) ||
+            !cJSON_IsNumber(med))
+            continue;
+        const char *name = c->valuestring;
+        const size_t len = strlen(name);
+        const int quant = len > 4 && !strcmp(name + len - 4, "_wgq"), plain = len > 3 && !strcmp(name + len - 3, "_wg");
+        const int deq = len > 4 && !strcmp(name + len - 4, "_wgd");
+        if (!quant && !plain && !deq) continue;
+        char peer[128];
+        snprintf(peer, sizeof peer, "%.*s%s", (int)(len - (plain ? 3 : 4)), name, plain ? "_lt" : deq ? "_ltd" : "_ltq");
+        const cJSON *o = find_record(res->records, peer, bytes, f->valuestring);
+        const cJSON *om = o ? cJSON_GetObjectItem(o, "median_ms") : NULL;
+        if (!cJSON_IsNumber(om)) continue;
+        const double ratio = om->valuedouble / med->valuedouble;
+        results_num(r, plain ? "vs_cublas" : "vs_cublas_quant", ratio);
+        printf("  %-30s %-9s %s %.3f (%s %.3f ms, ours %.3f ms)\n", name, f->valuestring,
+               plain ? "vs_cublas" : "vs_cublas_quant", ratio, peer, om->valuedouble, med->valuedouble);
+    }
+    fflush(stdout);
+}
+
 static int run_gpu(const agoq_run_ctx *ctx, const kplan *p, agoq_results *res) {
     if (check_case_names(ctx->where, p)) return -1;
     agoq_gpu_info gi;
@@ -179,6 +221,7 @@ static int run_gpu(const agoq_run_ctx *ctx, const kplan *p, agoq_results *res) {
             const agoq_bench_case *bc = agoq_bench_case_at(k);
             if (selected(p, bc)) rc = run_case(ctx, p, bc, bytes, si == 0, &copy, stream, res);
         }
+        add_gemm_ratios(res, (double)bytes);
         agoq_progress(ctx->quiet, "kernels", si + 1, nsize, t0);
     }
     agoq_bench_shutdown();

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The GEMM batch of issue 17 (kernels/gemm/gemm_wg.cu, the sm_90a wgmma GEMM), for one device
+# call. Build here first:
+#   make -j2 BUILD=build-dev build-dev/agoq build-dev/agoq_test_cuda && strip build-dev/agoq build-dev/agoq_test_cuda
+# carry the build dir and .carry (libcjson for the GPU machine), then on the GPU machine:
+#   tools/device_gemm.sh BUILD_DIR [PART...]     parts (default: tests bench fastq): tests bench fastq sass ncu
+#     tests  the GEMM GPU tests (wgmma layouts vs float64 and cuBLASLt, fused epilogue bit-exact;
+#            the mma.sync GEMM's tests too)
+#     bench  experiments/gemm_wg.json (ours vs cuBLASLt, fused vs cuBLASLt + quantize)
+#     sass   HGMMA / UTMALDG counts of the binary (is the wgmma path in it)
+#     ncu    one FC1 launch of ours and of cuBLASLt under ncu (tensor pipe, stalls)
+#     fastq  the fused-epilogue pairs again with AGOQ_WG_FAST_EPI=1 (the fast FP4 tile encoder in
+#            the epilogue; not measured before this script was written): $OUT/gemm_wg_fastq.json
+# Each part is guarded by a timeout and runs even when an earlier one failed; logs and results
+# land in $OUT (default results/h200).
+set -u -o pipefail
+B=${1:?build dir}; shift
+[ $# -eq 0 ] && set -- tests bench fastq
+OUT=${OUT:-results/h200}
+[ -f tools/device_env.sh ] && source tools/device_env.sh
+mkdir -p "$OUT"
+log="$OUT/device_gemm.log"
+start=$(date +%s)
+echo "device_gemm: $B, parts: $*, $(date -u +%FT%TZ), commit $(cat "$B/commit.stamp" 2>/dev/null)" | tee -a "$log"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader >> "$log" 2>&1
+rc=0
+part() { # name timeout command...
+  local name=$1 t=$2; shift 2
+  echo "== $name (limit ${t}s) at $(( $(date +%s) - start ))s" | tee -a "$log"
+  timeout "$t" "$@" >> "$log" 2>&1 || { echo "== $name FAILED ($?)" | tee -a "$log"; rc=1; }
+}
+for p in "$@"; do
+  case "$p" in
+    tests) part tests 120 env AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" gemm ;;
+    bench) part bench 200 "$B/agoq" run experiments/gemm_wg.json --backend cuda --out "$OUT/gemm_wg.json" ;;
+    fastq) part fastq 120 env AGOQ_WG_FAST_EPI=1 "$B/agoq" run experiments/gemm_wg_fastq.json --backend cuda \
+             --out "$OUT/gemm_wg_fastq.json" ;;
+    sass)  part sass 30 bash -c "cuobjdump --dump-sass '$B/agoq' | grep -oE 'HGMMA[.A-Za-z0-9]*|UTMALDG[.A-Za-z0-9]*|HMMA[.A-Za-z0-9]*' | sort | uniq -c" ;;
+    ncu)   part ncu 150 ncu --clock-control none -k regex:"wg_kernel|sm90" -c 6 --section SpeedOfLight --section WarpStateStats \
+             --section ComputeWorkloadAnalysis "$B/agoq" run experiments/gemm_wg_ncu.json --backend cuda --out /tmp/agoq_gemm_wg_ncu.json ;;
+    *) echo "device_gemm: unknown part $p" | tee -a "$log"; rc=1 ;;
+  esac
+done
+echo "device_gemm: done at $(( $(date +%s) - start ))s, status $rc" | tee -a "$log"
+exit $rc
