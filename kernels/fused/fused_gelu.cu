@@ -56,7 +56,7 @@ __global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS)
             float v[8];
             agoq_bf16x8_to_f32(raw[j], v);
 #pragma unroll
-            for (int k = 0; k < 8; k++) v[k] = agoq_gelu(v[k]);
+            for (int k = 0; k < 8; k++) v[k] = agoq_fast_gelu(v[k]);
             fz_store(y + e, agoq_f32x8_to_bf16(v));
         }
     }
@@ -95,10 +95,10 @@ __global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS)
             in[j].get(p, &tab, v);
             agoq_bf16x8_to_f32(d[j], g);
 #pragma unroll
-            for (int k = 0; k < 8; k++) { /* one tanh for both: agoq_gelu_grad and agoq_gelu */
-                const float t = agoq_gelu_tanh(v[k]);
-                g[k] = g[k] * agoq_gelu_grad_of(v[k], t);
-                v[k] = agoq_gelu_of(v[k], t);
+            for (int k = 0; k < 8; k++) { /* one sigmoid for both: GELU and its derivative */
+                const float s = agoq_fast_gelu_sig(v[k]);
+                g[k] = g[k] * agoq_fast_gelu_grad_of(v[k], s);
+                v[k] = agoq_fast_gelu_of(v[k], s);
             }
             fz_store(dx + e, agoq_f32x8_to_bf16(g));
             fz_store(y + e, agoq_f32x8_to_bf16(v));

@@ -92,7 +92,7 @@ __global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS)
             agoq_bf16x8_to_f32(g[i], a);
             agoq_bf16x8_to_f32(up[i], b);
 #pragma unroll
-            for (int e = 0; e < 8; e++) a[e] = agoq_silu(a[e]) * b[e];
+            for (int e = 0; e < 8; e++) a[e] = agoq_fast_silu(a[e]) * b[e];
             fz_store(out + orow + (size_t)c[i], agoq_f32x8_to_bf16(a));
         }
     }
@@ -134,7 +134,7 @@ __global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS)
             uin[i].get(p, &tab, b);
             agoq_bf16x8_to_f32(d[i], g);
 #pragma unroll
-            for (int e = 0; e < 8; e++) agoq_swiglu_bwd(a[e], b[e], g[e], &a[e], &b[e], &o[e]);
+            for (int e = 0; e < 8; e++) agoq_fast_swiglu_bwd(a[e], b[e], g[e], &a[e], &b[e], &o[e]);
             fz_store(dh + hrow + (size_t)c[i], agoq_f32x8_to_bf16(a));
             fz_store(dh + hrow + (size_t)f + (size_t)c[i], agoq_f32x8_to_bf16(b));
             fz_store(out + orow + (size_t)c[i], agoq_f32x8_to_bf16(o));
