@@ -32,14 +32,39 @@
 
 #define AGOQ_GROUP_ELEMS 8
 
-/* A table staged in shared memory (3.3 KB). */
+/* Round-to-nearest table search by buckets of |y| (issue 15: dyn8 and NF4 were bound by an
+ * 8-step binary search per element). Bucket m of the magnitude covers |y| in [A_m, A_(m+1)),
+ * A_m = the float with bits (AGOQ_TAB_BASE + m) << 19 (16 buckets per octave from 2^-24; A_0 =
+ * 0 takes everything smaller, the last bucket everything larger, +Inf and NaN-free). start[0][m]
+ * is the reference's answer (first p with y <= mid[p]) at y = A_m, start[1][m] at y = -A_(m+1)
+ * (-Inf for the last): the answer is monotone in y, so a search from there forward over the few
+ * midpoints inside the bucket (at most 3 for dyn8) finds the same position as the binary
+ * search of agoq_table_pos. */
+#define AGOQ_TAB_BASE ((127 - 24) << 4)
+#define AGOQ_TAB_BUCKETS (26 * 16) /* up to |y| = 4, beyond: the last bucket */
+
+/* A table staged in shared memory (4.1 KB). */
 struct agoq_smem_table {
     float sorted[256];
     float mid[256];
     float value[256];
     uint8_t code[256];
+    uint8_t start[2][AGOQ_TAB_BUCKETS]; /* [y < 0][bucket of |y|]: first candidate position */
     int n; /* nsorted */
 };
+
+/* First p in [0, n - 1] with y <= mid[p] (n - 1 when none): agoq_table_pos's search. */
+__device__ __forceinline__ int agoq_dev_lower_pos(const float *mid, int n, float y) {
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        const int q = (lo + hi) >> 1;
+        if (y <= mid[q]) hi = q; else lo = q + 1;
+    }
+    return lo;
+}
+__device__ __forceinline__ float agoq_dev_bucket_lo(int m) {
+    return m == 0 ? 0.0f : __uint_as_float((uint32_t)(AGOQ_TAB_BASE + m) << 19);
+}
 
 /* All threads of the CTA copy the table (g may be NULL: nothing to do); the caller then
  * __syncthreads() before use. */
@@ -54,6 +79,24 @@ __device__ __forceinline__ void agoq_dev_load_table(agoq_smem_table *s, const ag
         s->code[i] = g->sorted_code[i];
     }
     if (tid == 0) s->n = g->nsorted;
+    for (int i = tid; i < 2 * AGOQ_TAB_BUCKETS; i += nthreads) { /* from global memory: no barrier */
+        const int neg = i >= AGOQ_TAB_BUCKETS, m = i % AGOQ_TAB_BUCKETS;
+        const float y = !neg ? agoq_dev_bucket_lo(m)
+                             : (m + 1 < AGOQ_TAB_BUCKETS ? -agoq_dev_bucket_lo(m + 1) : __int_as_float(0xff800000));
+        s->start[neg][m] = (uint8_t)agoq_dev_lower_pos(g->mid, g->nsorted, y);
+    }
+}
+
+/* agoq_table_pos for round to nearest (u < 0), by the buckets above: bit-exact with it. */
+__device__ __forceinline__ int agoq_dev_table_pos_rn(const agoq_smem_table *t, float y) {
+    if (agoq_isnan(y)) y = 0.0f;
+    int m = (int)((__float_as_uint(y) & 0x7fffffffu) >> 19) - AGOQ_TAB_BASE;
+    m = m < 0 ? 0 : (m >= AGOQ_TAB_BUCKETS ? AGOQ_TAB_BUCKETS - 1 : m);
+    int q = t->start[y < 0.0f][m];
+    const int last = t->n - 1;
+    while (q < last && y > t->mid[q]) q++;
+    if (q < last && y == t->mid[q] && (t->code[q] & 1u)) q++;
+    return q;
 }
 
 /* ---- block range: over finite elements only (formats.h) ---- */
@@ -164,7 +207,8 @@ __device__ __forceinline__ uint32_t agoq_dev_encode(const agoq_cuda_qparams &p, 
         uint32_t c = __nv_cvt_float_to_fp8(y, __NV_SATFINITE, ENC == AGOQ_ENC_FP8_E5M2 ? __NV_E5M2 : __NV_E4M3);
         return (agoq_isnan(y) || c == 0x80u) ? 0u : c;
     } else {
-        return t->code[agoq_table_pos(t->sorted, t->mid, t->code, t->n, x * inv, u)];
+        return t->code[u < 0.0f ? agoq_dev_table_pos_rn(t, x * inv)
+                                : agoq_table_pos(t->sorted, t->mid, t->code, t->n, x * inv, u)];
     }
 }
 template <int DEC>
