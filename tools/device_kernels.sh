@@ -6,7 +6,7 @@
 #   make -j2 BUILD=build-dev build-dev/agoq build-dev/agoq_test_cuda && strip build-dev/agoq build-dev/agoq_test_cuda
 # carry build-dev and .carry (libcjson for the GPU machine), then on the GPU machine:
 #   tools/device_kernels.sh BUILD_DIR PART...   parts: all | tests peer kernels fused quick ncu
-#     tests    agoq_test_cuda quant fused grad8 (while the peer compiles, when both are asked)
+#     tests    agoq_test_cuda cuda_quant cuda_fused cuda_rowq cuda_grad adamw_q _quant_ _dequant_ (while the peer compiles, when both are asked)
 #     peer     python3 validation/torch_kernels.py -> $OUT/torch_kernels.json (64 MiB .. 4 GiB)
 #     kernels  experiments/kernels.json, fused: experiments/kernels_fused.json (with the peer)
 #     quick    experiments/kernels_quick.json (1 MiB .. 256 MiB)
@@ -43,7 +43,7 @@ if has peer "$@"; then
 fi
 for p in "$@"; do
   case "$p" in
-    tests) part tests 150 "$B/agoq_test_cuda" quant fused grad8
+    tests) part tests 150 "$B/agoq_test_cuda" cuda_quant cuda_fused cuda_rowq cuda_grad adamw_q _quant_ _dequant_
            [ -n "$peer_pid" ] && touch "$done_flag" ;;
     peer) if [ -n "$peer_pid" ]; then
             echo "== peer (waiting) at $(( $(date +%s) - start ))s" | tee -a "$log"
