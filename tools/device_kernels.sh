@@ -14,7 +14,9 @@
 #              the fused GELU forward at 256 MiB -> $OUT/ncu.log
 # Each part is guarded by a timeout and runs even when an earlier one failed (one device call:
 # the data still comes back); logs and results land in $OUT (default results/h200).
-# Environment: PEER_BUDGET_S (default 170) bounds the peer (compilation + timing).
+# Environment: PEER_COMPILE_S, PEER_TIME_S (defaults 120, 90) bound the peer's compilation and
+# timing phases; T_TESTS,
+# T_KERNELS, T_NCU (defaults 150, 120, 90 s) the other parts.
 set -u -o pipefail
 B=${1:?build dir}; shift
 OUT=${OUT:-results/h200}
@@ -37,13 +39,14 @@ if has peer "$@"; then
   done_flag="$OUT/.tests_done"; rm -f "$done_flag"
   has tests "$@" || touch "$done_flag"
   # compiles while the tests run, times after them (the GPU is then free)
-  timeout $(( ${PEER_BUDGET_S:-170} + 30 )) python3 validation/torch_kernels.py --out "$peer" \
-    --wait-for "$done_flag" --budget-s "${PEER_BUDGET_S:-170}" > "$OUT/torch_kernels.log" 2>&1 &
+  timeout $(( ${PEER_COMPILE_S:-120} + ${T_TESTS:-150} + ${PEER_TIME_S:-90} + 30 )) \
+    python3 validation/torch_kernels.py --out "$peer" --wait-for "$done_flag" \
+    --compile-budget-s "${PEER_COMPILE_S:-120}" --budget-s "${PEER_TIME_S:-90}" > "$OUT/torch_kernels.log" 2>&1 &
   peer_pid=$!
 fi
 for p in "$@"; do
   case "$p" in
-    tests) part tests 150 "$B/agoq_test_cuda" cuda_quant cuda_fused cuda_rowq cuda_grad adamw_q _quant_ _dequant_
+    tests) part tests "${T_TESTS:-150}" "$B/agoq_test_cuda" cuda_quant cuda_fused cuda_rowq cuda_grad adamw_q _quant_ _dequant_
            [ -n "$peer_pid" ] && touch "$done_flag" ;;
     peer) if [ -n "$peer_pid" ]; then
             echo "== peer (waiting) at $(( $(date +%s) - start ))s" | tee -a "$log"
@@ -58,9 +61,9 @@ for p in "$@"; do
         python3 -c 'import json,sys; e=json.load(open(sys.argv[1])); e["config"]["peer"]=sys.argv[2]; json.dump(e,open(sys.argv[3],"w"),indent=1)' \
           "experiments/$exp.json" "$peer" "$file"
       fi
-      part "$exp" 120 "$B/agoq" run "$file" -q --out "$OUT/$exp.json" ;;
+      part "$exp" "${T_KERNELS:-120}" "$B/agoq" run "$file" -q --out "$OUT/$exp.json" ;;
     ncu) if command -v ncu > /dev/null; then
-           part ncu 90 ncu --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+           part ncu "${T_NCU:-90}" ncu --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
              --section InstructionStats --section WarpStateStats -k regex:'quant_tile|quant_seg|quant_warp|gelu_fwd' -c 4 \
              --log-file "$OUT/ncu.log" "$B/agoq" kernels --cases quantize_bf16,gelu_fwd_fused --formats dyn8,fp4_e2m1 \
              -b 256M -e 256M -n 1 -w 0 --no-check -q -o /tmp/ncu_kernels.json
