@@ -52,6 +52,7 @@ for p in "$@"; do
             echo "== peer (waiting) at $(( $(date +%s) - start ))s" | tee -a "$log"
             wait "$peer_pid" || { echo "== peer FAILED" | tee -a "$log"; rc=1; }
             tail -n 3 "$OUT/torch_kernels.log" | tee -a "$log"
+            rm -f "$done_flag"
           fi ;;
     kernels|fused|quick)
       exp=kernels; [ "$p" = fused ] && exp=kernels_fused; [ "$p" = quick ] && exp=kernels_quick
