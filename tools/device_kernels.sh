@@ -64,7 +64,7 @@ for p in "$@"; do
       fi
       part "$exp" "${T_KERNELS:-120}" "$B/agoq" run "$file" -q --out "$OUT/$exp.json" ;;
     ncu) if command -v ncu > /dev/null; then
-           part ncu "${T_NCU:-90}" ncu --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+           part ncu "${T_NCU:-90}" ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
              --section InstructionStats --section WarpStateStats -k regex:'quant_tile|quant_seg|quant_warp|gelu_fwd' -c 4 \
              --log-file "$OUT/ncu.log" "$B/agoq" kernels --cases quantize_bf16,gelu_fwd_fused --formats dyn8,fp4_e2m1 \
              -b 256M -e 256M -n 1 -w 0 --no-check -q -o /tmp/ncu_kernels.json
