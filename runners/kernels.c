@@ -12,8 +12,9 @@
  * fp32 bytes: n = bytes / 4 elements), iters, warmup, cols (row length of row-wise cases),
  * nchunks (inputs of grad_reduce), check (bool), peer (path of the JSON written by
  * validation/torch_kernels.py in the same device call: each record whose (case, format, block,
- * bytes) the peer also timed gets torch_ms, the peer's median, and vs_torch = torch_ms / our
- * median_ms: > 1 means ours is faster).
+ * bytes) the peer also timed gets torch_ms, the peer's median (the fastest of its compilation
+ * modes there, named in torch_mode), and vs_torch = torch_ms / our median_ms: > 1 means ours
+ * is faster).
  * Run: agoq kernels -b 1M -e 4G -f 4   (needs a GPU; results/h200/kernels.json by convention) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,20 +113,26 @@ static int check_case_names(jconf c, const kplan *p) {
     return 0;
 }
 
-/* The peer's median ms for (case, format, block, bytes), or -1 when it has no such point. */
-static double peer_ms(const cJSON *peer, const char *name, const char *fmt, int block, size_t bytes) {
+/* The peer's median ms for (case, format, block, bytes): the fastest of its records there (one
+ * per compilation mode: the strongest peer), its mode in *mode; -1 when it has no such point. */
+static double peer_ms(const cJSON *peer, const char *name, const char *fmt, int block, size_t bytes,
+                      const char **mode) {
     const cJSON *r;
-    if (!peer) return -1.0;
+    double best = -1.0;
+    *mode = "";
+    if (!peer) return best;
     cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(peer, "records")) {
         const cJSON *k = cJSON_GetObjectItemCaseSensitive(r, "case"), *f = cJSON_GetObjectItemCaseSensitive(r, "format");
         const cJSON *b = cJSON_GetObjectItemCaseSensitive(r, "block"), *n = cJSON_GetObjectItemCaseSensitive(r, "bytes");
-        const cJSON *ms = cJSON_GetObjectItemCaseSensitive(r, "median_ms");
+        const cJSON *ms = cJSON_GetObjectItemCaseSensitive(r, "median_ms"), *m = cJSON_GetObjectItemCaseSensitive(r, "mode");
         if (cJSON_IsString(k) && cJSON_IsString(f) && cJSON_IsNumber(b) && cJSON_IsNumber(n) && cJSON_IsNumber(ms) &&
             !strcmp(k->valuestring, name) && !strcmp(f->valuestring, fmt) && b->valueint == block &&
-            (size_t)n->valuedouble == bytes && ms->valuedouble > 0)
-            return ms->valuedouble;
+            (size_t)n->valuedouble == bytes && ms->valuedouble > 0 && (best < 0 || ms->valuedouble < best)) {
+            best = ms->valuedouble;
+            *mode = cJSON_IsString(m) ? m->valuestring : "";
+        }
     }
-    return -1.0;
+    return best;
 }
 
 static void add_record(agoq_results *res, const kplan *p, const agoq_bench_case *k, const agoq_bench_args *a,
@@ -152,10 +159,12 @@ static void add_record(agoq_results *res, const kplan *p, const agoq_bench_case 
     results_num(r, "copy_gbps", copy_gbps);
     results_num(r, "copy_ratio", gbps / copy_gbps);
     cJSON_AddStringToObject(r, "check", check);
-    const double torch_ms = peer_ms(p->peer, k->name, agoq_formats[a->qc.fmt].name, a->qc.block, bytes);
+    const char *torch_mode;
+    const double torch_ms = peer_ms(p->peer, k->name, agoq_formats[a->qc.fmt].name, a->qc.block, bytes, &torch_mode);
     if (torch_ms > 0) {
         results_num(r, "torch_ms", torch_ms);
         results_num(r, "vs_torch", torch_ms / t->median_ms);
+        if (*torch_mode) cJSON_AddStringToObject(r, "torch_mode", torch_mode);
     }
     char mib[32], vs[32] = "";
     if (torch_ms > 0) snprintf(vs, sizeof vs, " torch %.2fx", torch_ms / t->median_ms);

@@ -7,15 +7,16 @@
 # carry build-dev and .carry (libcjson for the GPU machine), then on the GPU machine:
 #   tools/device_kernels.sh BUILD_DIR PART...   parts: all | tests peer kernels fused quick ncu
 #     tests    agoq_test_cuda cuda_quant cuda_fused cuda_rowq cuda_grad adamw_q _quant_ _dequant_ (while the peer compiles, when both are asked)
-#     peer     python3 validation/torch_kernels.py -> $OUT/torch_kernels.json (64 MiB .. 4 GiB)
+#     peer     python3 validation/torch_kernels.py -> $OUT/torch_kernels.json (64 MiB .. 4 GiB x4)
 #     kernels  experiments/kernels.json, fused: experiments/kernels_fused.json (with the peer)
 #     quick    experiments/kernels_quick.json (1 MiB .. 256 MiB)
 #     ncu      Speed Of Light + memory + instruction sections of the dyn8 / fp4 quantizers and
 #              the fused GELU forward at 256 MiB -> $OUT/ncu.log
 # Each part is guarded by a timeout and runs even when an earlier one failed (one device call:
 # the data still comes back); logs and results land in $OUT (default results/h200).
-# Environment: PEER_COMPILE_S, PEER_TIME_S (defaults 120, 90) bound the peer's compilation and
-# timing phases; T_TESTS,
+# Environment: PEER_COMPILE_S, PEER_TIME_S (defaults 240, 120) bound the peer's compilation
+# (static shapes: 36 functions x 4 sizes, ~1.6 s each) and timing phases, PEER_MODES (default
+# static; static,dynamic times both and the runner keeps the faster) its torch.compile modes; T_TESTS,
 # T_KERNELS, T_NCU (defaults 150, 120, 90 s) the other parts.
 set -u -o pipefail
 B=${1:?build dir}; shift
@@ -39,9 +40,9 @@ if has peer "$@"; then
   done_flag="$OUT/.tests_done"; rm -f "$done_flag"
   has tests "$@" || touch "$done_flag"
   # compiles while the tests run, times after them (the GPU is then free)
-  timeout $(( ${PEER_COMPILE_S:-120} + ${T_TESTS:-150} + ${PEER_TIME_S:-90} + 30 )) \
+  timeout $(( ${PEER_COMPILE_S:-240} + ${T_TESTS:-150} + ${PEER_TIME_S:-120} + 30 )) \
     python3 validation/torch_kernels.py --out "$peer" --wait-for "$done_flag" \
-    --compile-budget-s "${PEER_COMPILE_S:-120}" --budget-s "${PEER_TIME_S:-90}" > "$OUT/torch_kernels.log" 2>&1 &
+    --compile-budget-s "${PEER_COMPILE_S:-240}" --budget-s "${PEER_TIME_S:-120}" --modes "${PEER_MODES:-static}" > "$OUT/torch_kernels.log" 2>&1 &
   peer_pid=$!
 fi
 for p in "$@"; do

@@ -22,10 +22,15 @@ N(0, 1) data, where the work per element is the same. Records use our case names
 blocks and sweep bytes (logical fp32 input bytes: n = bytes / 4 elements; the fused cases'
 inputs are bf16 tensors of n elements, rows = n / cols), so runners/kernels.c can match them.
 
-Timing: torch.compile(dynamic=True) once per function (compiled at a small size first; the
-default torch.compile turns dynamic itself at the second size), then per size `warmup` calls
-and `iters` calls each after an L2 flush (a write of 2 x 60 MiB, outside the timed interval),
-CUDA events around each call, median / min / max in ms. A GPU busy-wait (torch.cuda._sleep)
+Compilation (--modes): "static" = torch.compile(fn, dynamic=False), one compilation per size
+(what a benchmark of one shape gets; reductions over a static row length can be persistent),
+"dynamic" = torch.compile(fn, dynamic=True), compiled once at a small size. Every case is a
+function with its own code object and the recompile limits are raised, so no case falls back to
+eager (the first run, at 12:37 UTC on 2026-12-03, hit dynamo's limit of 8 variants per code
+object and timed the fp8/dyn8 quantize/dequantize peers eagerly). Each record names its mode;
+runners/kernels.c takes the fastest mode of a point (the strongest peer).
+Timing: per size `warmup` calls and `iters` calls each after an L2 flush (a write of 2 x 60
+MiB, outside the timed interval), CUDA events around each call, median / min / max in ms. A GPU busy-wait (torch.cuda._sleep)
 before the start event hides the Python/guard overhead of the call, so the time is the GPU's
 (as for our kernels, launched from C).
 
@@ -45,6 +50,7 @@ import os
 import statistics
 import sys
 import time
+import types
 
 import torch
 import torch.nn.functional as F
@@ -251,6 +257,20 @@ def build_cases(dev, only, formats):
     return cases
 
 
+def fresh(fn, name):
+    """fn with a code object of its own: dynamo keeps its compiled variants per code object, and
+    the closures of make_quant (or the lambdas of build_cases) share theirs across cases."""
+    g = types.FunctionType(fn.__code__.replace(co_name=name), fn.__globals__, name, fn.__defaults__, fn.__closure__)
+    g.__kwdefaults__ = fn.__kwdefaults__
+    return g
+
+
+def raise_recompile_limits():
+    for k in ("recompile_limit", "cache_size_limit", "accumulated_recompile_limit", "accumulated_cache_size_limit"):
+        if hasattr(torch._dynamo.config, k):
+            setattr(torch._dynamo.config, k, 4096)
+
+
 def time_fn(fn, args, warmup, iters, flush):
     for _ in range(warmup):
         fn(*args)
@@ -285,6 +305,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--only", default="quant,fused")
     ap.add_argument("--formats", default="fp4_e2m1,int4,nf4,int8,fp8_e4m3,dyn8", help="quant peers (any of FORMATS)")
+    ap.add_argument("--modes", default="static", help="static,dynamic: torch.compile dynamic=False / True")
     ap.add_argument("--wait-for", default=None)
     ap.add_argument("--budget-s", type=float, default=1e9, help="timing phase limit (after --wait-for)")
     ap.add_argument("--compile-budget-s", type=float, default=1e9, help="compilation phase limit")
@@ -295,27 +316,10 @@ def main():
     lo, hi = parse_bytes(a.min_bytes), parse_bytes(a.max_bytes)
     cases = build_cases(dev, only, a.formats.split(","))
     out = {"schema": "agoq-torch-peer/1", "torch": torch.__version__, "gpu": torch.cuda.get_device_name(0),
-           "mode": "torch.compile(dynamic=True), Inductor default", "iters": a.iters, "warmup": a.warmup,
+           "modes": a.modes, "iters": a.iters, "warmup": a.warmup,
            "cols": a.cols, "records": [], "errors": [], "truncated": False}
-    compiled = {}
-    for case, fmt, block, mk, fn in cases:  # compile each once at a small size
-        if time.time() - t0 > a.compile_budget_s:
-            out["errors"].append({"case": case, "format": fmt, "error": "not compiled: budget"})
-            continue
-        try:
-            c = torch.compile(fn, dynamic=True)
-            c(*mk(a.cols * 64, a.cols))
-            compiled[(case, fmt)] = c
-        except Exception as e:  # one failing peer must not cost the others
-            out["errors"].append({"case": case, "format": fmt, "error": repr(e)[:300]})
-            print(f"torch_kernels: {case} {fmt}: compile failed: {e!r}"[:300], file=sys.stderr, flush=True)
-    torch.cuda.synchronize()
-    print(f"torch_kernels: compiled {len(compiled)} of {len(cases)} in {time.time() - t0:.1f}s", flush=True)
-    if a.wait_for:
-        while not os.path.exists(a.wait_for):
-            time.sleep(0.5)
-    t1 = time.time()
-    flush = torch.empty(2 * 60 * (1 << 20) // 4, device=dev)
+    raise_recompile_limits()
+    modes = a.modes.split(",")
     def sweep(step):
         b, out_ = lo, []
         while b <= hi:
@@ -323,26 +327,57 @@ def main():
             b *= step
         return out_
     qsizes, fsizes = sweep(a.factor), sweep(a.fused_factor)
-    for b in sorted(set(qsizes) | set(fsizes)):  # sizes outer: a budget cut drops the largest
-        for case, fmt, block, mk, fn in cases:
-            c = compiled.get((case, fmt))
-            fused = case.split("_")[0] in ("rmsnorm", "swiglu", "gelu")
-            if c is None or b not in (fsizes if fused else qsizes):
-                continue
-            if time.time() - t1 > a.budget_s:
-                out["truncated"] = True
-                break
-            try:
-                args = mk(b // 4, a.cols)
-                med, mn, mx = time_fn(c, args, a.warmup, a.iters, flush)
-                del args
-                out["records"].append({"case": case, "format": fmt, "block": block, "bytes": b, "n": b // 4,
-                                       "median_ms": med, "min_ms": mn, "max_ms": mx})
-                print(f"  {case:20s} {fmt:9s} {b >> 20:6d} MiB {1e3 * med:10.1f} us", flush=True)
-            except Exception as e:
-                out["errors"].append({"case": case, "format": fmt, "bytes": b, "error": repr(e)[:300]})
-                print(f"torch_kernels: {case} {fmt} {b}: {e!r}"[:300], file=sys.stderr, flush=True)
-            torch.cuda.empty_cache()
+    def sizes_of(case):
+        return fsizes if case.split("_")[0] in ("rmsnorm", "swiglu", "gelu") else qsizes
+    compiled, ready = {}, set()  # (mode, case, fmt) -> compiled function; static: (mode, case, fmt, bytes)
+    # compile: dynamic ones once at a small size, static ones at every size they are timed at
+    # (smallest sizes first, so a budget cut keeps whole sizes); inputs are freed at once
+    work = [("dynamic", c, None) for c in cases] if "dynamic" in modes else []
+    if "static" in modes:
+        work += [("static", c, b) for b in sorted(set(qsizes) | set(fsizes)) for c in cases if b in sizes_of(c[0])]
+    for mode, (case, fmt, block, mk, fn), b in work:
+        if time.time() - t0 > a.compile_budget_s:
+            out["errors"].append({"case": case, "format": fmt, "mode": mode, "bytes": b, "error": "not compiled: budget"})
+            continue
+        try:
+            key = (mode, case, fmt)
+            if key not in compiled:
+                compiled[key] = torch.compile(fresh(fn, f"{case}_{fmt}_{mode}"), dynamic=mode == "dynamic")
+            args = mk(a.cols * 64 if b is None else b // 4, a.cols)
+            compiled[key](*args)
+            del args
+            if b is not None:
+                ready.add((mode, case, fmt, b))
+        except Exception as e:  # one failing peer must not cost the others
+            out["errors"].append({"case": case, "format": fmt, "mode": mode, "bytes": b, "error": repr(e)[:300]})
+            print(f"torch_kernels: {case} {fmt} {mode} {b}: compile failed: {e!r}"[:300], file=sys.stderr, flush=True)
+        torch.cuda.empty_cache()
+    torch.cuda.synchronize()
+    print(f"torch_kernels: compiled {len(work) - len(out['errors'])} of {len(work)} in {time.time() - t0:.1f}s", flush=True)
+    if a.wait_for:
+        while not os.path.exists(a.wait_for):
+            time.sleep(0.5)
+    t1 = time.time()
+    flush = torch.empty(2 * 60 * (1 << 20) // 4, device=dev)
+    points = [(b, m, c) for b in sorted(set(qsizes) | set(fsizes)) for m in modes for c in cases if b in sizes_of(c[0])]
+    for b, mode, (case, fmt, block, mk, fn) in points:  # sizes outer: a budget cut drops the largest
+        c = compiled.get((mode, case, fmt))
+        if c is None or (mode == "static" and (mode, case, fmt, b) not in ready):
+            continue
+        if time.time() - t1 > a.budget_s:
+            out["truncated"] = True
+            break
+        try:
+            args = mk(b // 4, a.cols)
+            med, mn, mx = time_fn(c, args, a.warmup, a.iters, flush)
+            del args
+            out["records"].append({"case": case, "format": fmt, "block": block, "bytes": b, "n": b // 4,
+                                   "mode": mode, "median_ms": med, "min_ms": mn, "max_ms": mx})
+            print(f"  {case:20s} {fmt:9s} {mode:7s} {b >> 20:6d} MiB {1e3 * med:10.1f} us", flush=True)
+        except Exception as e:
+            out["errors"].append({"case": case, "format": fmt, "mode": mode, "bytes": b, "error": repr(e)[:300]})
+            print(f"torch_kernels: {case} {fmt} {mode} {b}: {e!r}"[:300], file=sys.stderr, flush=True)
+        torch.cuda.empty_cache()
     out["seconds"] = time.time() - t0
     tmp = a.out + ".tmp"
     with open(tmp, "w") as f:
