@@ -34,14 +34,23 @@
 
 /* Round-to-nearest table search by buckets of |y| (issue 15: dyn8 and NF4 were bound by an
  * 8-step binary search per element). Bucket m of the magnitude covers |y| in [A_m, A_(m+1)),
- * A_m = the float with bits (AGOQ_TAB_BASE + m) << 19 (16 buckets per octave from 2^-24; A_0 =
- * 0 takes everything smaller, the last bucket everything larger, +Inf and NaN-free). start[0][m]
- * is the reference's answer (first p with y <= mid[p]) at y = A_m, start[1][m] at y = -A_(m+1)
- * (-Inf for the last): the answer is monotone in y, so a search from there forward over the few
- * midpoints inside the bucket (at most 3 for dyn8) finds the same position as the binary
- * search of agoq_table_pos. */
-#define AGOQ_TAB_BASE ((127 - 24) << 4)
-#define AGOQ_TAB_BUCKETS (26 * 16) /* up to |y| = 4, beyond: the last bucket */
+ * A_m = agoq_tab_bucket_lo(m) = the float with bits (AGOQ_TAB_BASE + m) << 19 (quant_cuda.h: 16
+ * buckets per octave from 2^-24; A_0 = 0 takes everything smaller, the last bucket everything
+ * larger up to +Inf). start[0][m] is the reference's answer (agoq_table_lower) at y = A_m,
+ * start[1][m] at y = -A_(m+1) (-Inf for the last); computed once per table on the host
+ * (agoq_tab_fill_starts, called by quant.cu). The answer is monotone in y, so a search from there
+ * forward over the few midpoints inside the bucket (at most 3 for dyn8, 1 for NF4) finds the
+ * same position as the binary search of agoq_table_pos. */
+__host__ __device__ __forceinline__ float agoq_tab_bucket_lo(int m) {
+    return m == 0 ? 0.0f : agoq_bits_f32((uint32_t)(AGOQ_TAB_BASE + m) << 19);
+}
+static inline void agoq_tab_fill_starts(agoq_dev_table *t) {
+    for (int m = 0; m < AGOQ_TAB_BUCKETS; m++) {
+        const float neg_lo = m + 1 < AGOQ_TAB_BUCKETS ? -agoq_tab_bucket_lo(m + 1) : agoq_bits_f32(0xff800000u);
+        t->start[0][m] = (uint8_t)agoq_table_lower(t->mid, t->nsorted, agoq_tab_bucket_lo(m));
+        t->start[1][m] = (uint8_t)agoq_table_lower(t->mid, t->nsorted, neg_lo);
+    }
+}
 
 /* A table staged in shared memory (4.1 KB). */
 struct agoq_smem_table {
@@ -52,19 +61,6 @@ struct agoq_smem_table {
     uint8_t start[2][AGOQ_TAB_BUCKETS]; /* [y < 0][bucket of |y|]: first candidate position */
     int n; /* nsorted */
 };
-
-/* First p in [0, n - 1] with y <= mid[p] (n - 1 when none): agoq_table_pos's search. */
-__device__ __forceinline__ int agoq_dev_lower_pos(const float *mid, int n, float y) {
-    int lo = 0, hi = n - 1;
-    while (lo < hi) {
-        const int q = (lo + hi) >> 1;
-        if (y <= mid[q]) hi = q; else lo = q + 1;
-    }
-    return lo;
-}
-__device__ __forceinline__ float agoq_dev_bucket_lo(int m) {
-    return m == 0 ? 0.0f : __uint_as_float((uint32_t)(AGOQ_TAB_BASE + m) << 19);
-}
 
 /* All threads of the CTA copy the table (g may be NULL: nothing to do); the caller then
  * __syncthreads() before use. */
@@ -79,12 +75,9 @@ __device__ __forceinline__ void agoq_dev_load_table(agoq_smem_table *s, const ag
         s->code[i] = g->sorted_code[i];
     }
     if (tid == 0) s->n = g->nsorted;
-    for (int i = tid; i < 2 * AGOQ_TAB_BUCKETS; i += nthreads) { /* from global memory: no barrier */
-        const int neg = i >= AGOQ_TAB_BUCKETS, m = i % AGOQ_TAB_BUCKETS;
-        const float y = !neg ? agoq_dev_bucket_lo(m)
-                             : (m + 1 < AGOQ_TAB_BUCKETS ? -agoq_dev_bucket_lo(m + 1) : __int_as_float(0xff800000));
-        s->start[neg][m] = (uint8_t)agoq_dev_lower_pos(g->mid, g->nsorted, y);
-    }
+    const uint8_t *gs = &g->start[0][0];
+    uint8_t *ss = &s->start[0][0];
+    for (int i = tid; i < 2 * AGOQ_TAB_BUCKETS; i += nthreads) ss[i] = gs[i];
 }
 
 /* agoq_table_pos for round to nearest (u < 0), by the buckets above: bit-exact with it. */
