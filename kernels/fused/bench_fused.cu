@@ -23,25 +23,12 @@
  *   swiglu fwd  (5 + q) / (3 + q) = 1.57    swiglu bwd  (8 + q) / (4 + q)  = 1.88
  *   gelu fwd    (6 + q) / (4 + q) = 1.44    gelu bwd    (10 + q) / (6 + q) = 1.61
  * so a 1.5x target is out of reach for the RMSNorm and GELU forwards whatever the kernels do.
- * Compute bound of the fused kernels: the op math is the exact-IEEE spec of fused_math.h (no
- * FMA, agoq_exp_det, IEEE division) = ~52 instructions per GELU, ~43 per SiLU * up, ~60 per GELU
- * backward (one tanh), ~47 per SwiGLU backward, plus ~8 per division (its SASS expansion);
- * the fast quantizer costs ~16 per element in tiles of 8 warp vectors (GELU), ~18 in tiles of 4
- * (SwiGLU), ~22 in tiles of 2 (RMSNorm), ~28 for single vectors; a 4-bit vector decode ~6; bf16
- * unpack 1, pack 0.5 (PTX counts of the per-element code, movs excluded: no SASS disassembler
- * here, SASS is usually a little shorter). At 132 SMs x 4 schedulers x 1.98 GHz x 32 lanes =
- * 33.4e12 lane-instructions/s and a device-to-device copy of ~4.2 TB/s (read + written):
- *   op           instr/elem   bytes/elem     bound (TB/s)   of copy
- *   gelu fwd     ~79          4 + q          ~1.9           ~0.46   (compute-bound)
- *   swiglu fwd   ~91 /out     7 + 2q /out    ~2.6           ~0.62   (compute-bound)
- *   gelu bwd     ~77          6 + q          ~2.8           ~0.67   (compute-bound)
- *   swiglu bwd   ~72 /out     9 + 2q /out    ~4.2           ~1.0    (both)
- *   rmsnorm fwd  ~33          4 + q          ~4.6           ~1.1    (memory-bound, barely)
- *   rmsnorm bwd  ~38          6 + q          ~5.7           ~1.4    (memory-bound)
- * The plain bf16 GELU / SwiGLU kernels pay the same op math, so for those ops fusion removes a
- * memory-bound quantize pass from a compute-bound pair and the speedup tends to (op + quantize
- * time) / op time rather than the byte ratio. The fused GEMM
- * cases are kernels/gemm/bench_gemm.cu. */
+ * Compute: until issue 15 the op math was the exact-IEEE spec of fused_math.h (no FMA,
+ * agoq_exp_det, IEEE division: ~43-60 instructions per SiLU/GELU element, ~8 more per division)
+ * and the SwiGLU/GELU kernels were compute-bound (GELU forward at 0.28 of copy). The fast math of
+ * fused_fast.cuh (ex2.approx, rcp.approx, FMA: ~10 instructions) leaves the quantizer (~16-22
+ * per element in tiles) as the main cost; measured limiters are in the README (Fused kernels).
+ * The fused GEMM cases are kernels/gemm/bench_gemm.cu. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
