@@ -12,6 +12,9 @@
 #     quick    experiments/kernels_quick.json (1 MiB .. 256 MiB)
 #     ncu      Speed Of Light + memory + instruction sections of the dyn8 / fp4 quantizers and
 #              the fused GELU forward at 256 MiB -> $OUT/ncu.log
+# Duration of `all`: the first run (dynamic-shape peer, 33ff12dcd1f6) took 99 s; with the
+# static-shape peer expect ~4-6 min (its compilation overlaps the tests), under the 600 s of one
+# device command; PEER_COMPILE_S bounds it.
 # Each part is guarded by a timeout and runs even when an earlier one failed (one device call:
 # the data still comes back); logs and results land in $OUT (default results/h200).
 # Environment: PEER_COMPILE_S, PEER_TIME_S (defaults 240, 120) bound the peer's compilation
