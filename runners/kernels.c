@@ -10,7 +10,11 @@
  * int4, nf4, int8, fp8_e4m3, dyn8], blocks [n] (default: each format's own), scales
  * ["fp32","bf16"], roundings ["nearest","stochastic"], min_bytes, max_bytes, factor (logical
  * fp32 bytes: n = bytes / 4 elements), iters, warmup, cols (row length of row-wise cases),
- * nchunks (inputs of grad_reduce), check (bool).
+ * nchunks (inputs of grad_reduce), check (bool), peer (path of the JSON written by
+ * validation/torch_kernels.py in the same device call: each record whose (case, format, block,
+ * bytes) the peer also timed gets torch_ms, the peer's median (the fastest of its compilation
+ * modes there, named in torch_mode), and vs_torch = torch_ms / our median_ms: > 1 means ours
+ * is faster).
  * Run: agoq kernels -b 1M -e 4G -f 4   (needs a GPU; results/h200/kernels.json by convention) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +35,7 @@ typedef struct {
     cli_sweep sweep;
     long iters, warmup, cols, nchunks;
     int check;
+    cJSON *peer; /* the torch.compile peer's records (validation/torch_kernels.py), or NULL */
 } kplan;
 
 static const agoq_format kDefaultFormats[] = {AGOQ_FMT_FP4_E2M1, AGOQ_FMT_INT4, AGOQ_FMT_NF4,
@@ -38,7 +43,25 @@ static const agoq_format kDefaultFormats[] = {AGOQ_FMT_FP4_E2M1, AGOQ_FMT_INT4, 
 
 static const char *const kernels_keys[] = {"cases", "formats", "blocks", "scales", "roundings", "min_bytes",
                                            "max_bytes", "factor", "iters", "warmup", "cols", "nchunks", "check",
-                                           "seed", NULL};
+                                           "seed", "peer", NULL};
+
+/* Loads the peer file named by the config's "peer" (schema agoq-torch-peer/1) into p->peer. */
+static int load_peer(jconf c, const cJSON *cfg, kplan *p) {
+    const char *path = NULL;
+    if (jconf_str(c, cfg, "peer", 0, NULL, &path)) return -1;
+    if (!path) return 0;
+    p->peer = agoq_read_json(path);
+    if (!p->peer) return -1;
+    const cJSON *schema = cJSON_GetObjectItemCaseSensitive(p->peer, "schema");
+    if (!cJSON_IsString(schema) || strcmp(schema->valuestring, "agoq-torch-peer/1") ||
+        !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(p->peer, "records"))) {
+        agoq_error("%s: key '%s.peer': %s is not a torch peer file (schema agoq-torch-peer/1 with records)", c.file,
+                   c.prefix, path);
+        return -1;
+    }
+    return 0;
+}
+
 
 static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, kplan *p) {
     const char *const *keys = kernels_keys;
@@ -50,7 +73,8 @@ static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, kplan *p) {
         jconf_long(c, cfg, "iters", 0, 1, 100000, 20, &p->iters) ||
         jconf_long(c, cfg, "warmup", 0, 0, 100000, 5, &p->warmup) ||
         jconf_long(c, cfg, "cols", 0, 8, 1 << 20, 4096, &p->cols) ||
-        jconf_long(c, cfg, "nchunks", 0, 1, 64, 8, &p->nchunks) || jconf_bool(c, cfg, "check", 0, 1, &p->check))
+        jconf_long(c, cfg, "nchunks", 0, 1, 64, 8, &p->nchunks) || jconf_bool(c, cfg, "check", 0, 1, &p->check) ||
+        load_peer(c, cfg, p))
         return -1;
     return cli_sweep_check(c.file, &p->sweep);
 }
@@ -58,6 +82,7 @@ static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, kplan *p) {
 static void plan_free(kplan *p) {
     agoq_qgrid_free(&p->grid);
     free(p->cases);
+    cJSON_Delete(p->peer);
 }
 
 #if AGOQ_HAVE_CUDA
@@ -88,8 +113,30 @@ static int check_case_names(jconf c, const kplan *p) {
     return 0;
 }
 
-static void add_record(agoq_results *res, const agoq_bench_case *k, const agoq_bench_args *a, size_t bytes,
-                       const agoq_bench_timing *t, const agoq_bench_timing *copy, const char *check) {
+/* The peer's median ms for (case, format, block, bytes): the fastest of its records there (one
+ * per compilation mode: the strongest peer), its mode in *mode; -1 when it has no such point. */
+static double peer_ms(const cJSON *peer, const char *name, const char *fmt, int block, size_t bytes,
+                      const char **mode) {
+    const cJSON *r;
+    double best = -1.0;
+    *mode = "";
+    if (!peer) return best;
+    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(peer, "records")) {
+        const cJSON *k = cJSON_GetObjectItemCaseSensitive(r, "case"), *f = cJSON_GetObjectItemCaseSensitive(r, "format");
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(r, "block"), *n = cJSON_GetObjectItemCaseSensitive(r, "bytes");
+        const cJSON *ms = cJSON_GetObjectItemCaseSensitive(r, "median_ms"), *m = cJSON_GetObjectItemCaseSensitive(r, "mode");
+        if (cJSON_IsString(k) && cJSON_IsString(f) && cJSON_IsNumber(b) && cJSON_IsNumber(n) && cJSON_IsNumber(ms) &&
+            !strcmp(k->valuestring, name) && !strcmp(f->valuestring, fmt) && b->valueint == block &&
+            (size_t)n->valuedouble == bytes && ms->valuedouble > 0 && (best < 0 || ms->valuedouble < best)) {
+            best = ms->valuedouble;
+            *mode = cJSON_IsString(m) ? m->valuestring : "";
+        }
+    }
+    return best;
+}
+
+static void add_record(agoq_results *res, const kplan *p, const agoq_bench_case *k, const agoq_bench_args *a,
+                       size_t bytes, const agoq_bench_timing *t, const agoq_bench_timing *copy, const char *check) {
     const double moved = k->bytes_moved(a), copy_gbps = 2.0 * (double)bytes / (copy->median_ms * 1e6);
     const double gbps = moved / (t->median_ms * 1e6);
     cJSON *r = results_add_record(res);
@@ -112,11 +159,19 @@ static void add_record(agoq_results *res, const agoq_bench_case *k, const agoq_b
     results_num(r, "copy_gbps", copy_gbps);
     results_num(r, "copy_ratio", gbps / copy_gbps);
     cJSON_AddStringToObject(r, "check", check);
-    char mib[32];
-    printf("  %-22s %-9s %5d %4s %5.5s %10s %10.2f %10.2f %10.2f %9.1f %9.1f %6.3f %s\n", k->name,
+    const char *torch_mode;
+    const double torch_ms = peer_ms(p->peer, k->name, agoq_formats[a->qc.fmt].name, a->qc.block, bytes, &torch_mode);
+    if (torch_ms > 0) {
+        results_num(r, "torch_ms", torch_ms);
+        results_num(r, "vs_torch", torch_ms / t->median_ms);
+        if (*torch_mode) cJSON_AddStringToObject(r, "torch_mode", torch_mode);
+    }
+    char mib[32], vs[32] = "";
+    if (torch_ms > 0) snprintf(vs, sizeof vs, " torch %.2fx", torch_ms / t->median_ms);
+    printf("  %-22s %-9s %5d %4s %5.5s %10s %10.2f %10.2f %10.2f %9.1f %9.1f %6.3f %s%s\n", k->name,
            agoq_formats[a->qc.fmt].name, a->qc.block, agoq_scale_name(a->qc.scale), agoq_rounding_name(a->qc.rounding),
            cli_fmt_bytes(bytes, mib, sizeof mib), 1e3 * t->median_ms, 1e3 * t->min_ms, 1e3 * t->max_ms, gbps,
-           copy_gbps, gbps / copy_gbps, check);
+           copy_gbps, gbps / copy_gbps, check, vs);
     fflush(stdout);
 }
 
@@ -143,7 +198,7 @@ static int run_case(const agoq_run_ctx *ctx, const kplan *p, const agoq_bench_ca
         agoq_bench_timing t;
         agoq_bench_time_case(k, st, &a, (int)p->warmup, (int)p->iters, &t);
         k->teardown(st);
-        add_record(res, k, &a, bytes, &t, copy, check);
+        add_record(res, p, k, &a, bytes, &t, copy, check);
     }
     return 0;
 }
@@ -259,6 +314,7 @@ static const agoq_flag kernels_flags[] = {
     {.name = "cols", .short_opt = 0, .kind = AGOQ_FLAG_LONG, .key = "cols", .arg = "N", .help = "row length of row-wise cases (default 4096)", .lo = 8, .hi = 1 << 20},
     {.name = "chunks", .short_opt = 0, .kind = AGOQ_FLAG_LONG, .key = "nchunks", .arg = "N", .help = "inputs of grad_reduce (default 8)", .lo = 1, .hi = 64},
     {.name = "no-check", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "check", .arg = NULL, .help = "skip the bit-exact checks", .value = "false"},
+    {.name = "peer", .short_opt = 0, .kind = AGOQ_FLAG_STR, .key = "peer", .arg = "FILE", .help = "torch.compile peer times (validation/torch_kernels.py): adds torch_ms, vs_torch"},
     {0}};
 
 static const char *const kernels_tsv[] = {"case", "format", "block", "scale", "rounding", "n", "bytes", "bytes_moved",

@@ -1,5 +1,5 @@
 /* The one test runner: runs every TEST registered by the linked test files.
- *   build/agoq_test [substring]   -- only tests whose name contains substring
+ *   build/agoq_test [substring...]   -- only tests whose name contains one of the substrings
  * Last line: "N passed, N failed, N skipped" (a skipped test checked nothing: SKIP in test.h);
  * exit status 1 when any test failed. */
 #include <stdarg.h>
@@ -161,8 +161,14 @@ static void cleanup(void) {
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_tmpdir);
 }
 
+/* No filter, or the name contains one of argv[1..]. */
+static int selected(const char *name, int argc, char **argv) {
+    for (int k = 1; k < argc; k++)
+        if (strstr(name, argv[k])) return 1;
+    return argc < 2;
+}
+
 int main(int argc, char **argv) {
-    const char *filter = argc > 1 ? argv[1] : NULL;
     snprintf(g_tmpdir, sizeof g_tmpdir, "/tmp/agoq_test.XXXXXX");
     if (!mkdtemp(g_tmpdir)) {
         perror("mkdtemp");
@@ -171,7 +177,7 @@ int main(int argc, char **argv) {
     atexit(cleanup);
     int passed = 0, failed = 0, skipped = 0;
     for (int i = 0; i < g_ntests; i++) {
-        if (filter && !strstr(g_tests[i].name, filter)) continue;
+        if (!selected(g_tests[i].name, argc, argv)) continue;
         g_failed_current = g_skipped_current = 0;
         g_tests[i].fn();
         if (g_failed_current) {

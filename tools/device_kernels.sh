@@ -1,33 +1,80 @@
 #!/usr/bin/env bash
-# On the GPU machine (after `source tools/device_env.sh`): the bit-exact CUDA tests of the
-# quantization and 8-bit gradient kernels (the test-cuda binary, filtered to those tests),
-# then `agoq kernels`. Nothing is benchmarked when a test fails. Build on the dev machine:
-#   make -j2 CUDA=1 BUILD=build-k1 build-k1/agoq build-k1/agoq_test_cuda
-# usage: tools/device_kernels.sh BUILD_DIR OUT_DIR quick|full [ncu]
-#   quick: -b 1M -e 256M -f 16, 10 reps     full: the default sweep (1 MiB .. 4 GiB, x4)
-#   ncu:   also profile the fp4 quantize / dequantize kernels at 256 MiB (Speed Of Light)
-set -o pipefail
-B=${1:?build dir}
-OUT=${2:?output dir}
-MODE=${3:-quick}
+# The kernel batch of issue 15 for one device call: GPU tests of the quantization, fused and
+# 8-bit gradient kernels, the torch.compile peer (validation/torch_kernels.py), then both kernel
+# experiments with the peer attached (each record gets torch_ms and vs_torch), and ncu on the
+# weakest kernels. Build here first:
+#   make -j2 BUILD=build-dev build-dev/agoq build-dev/agoq_test_cuda && strip build-dev/agoq build-dev/agoq_test_cuda
+# carry build-dev and .carry (libcjson for the GPU machine), then on the GPU machine:
+#   tools/device_kernels.sh BUILD_DIR PART...   parts: all | tests peer kernels fused quick ncu
+#     tests    agoq_test_cuda cuda_quant cuda_fused cuda_rowq cuda_grad adamw_q _quant_ _dequant_ (while the peer compiles, when both are asked)
+#     peer     python3 validation/torch_kernels.py -> $OUT/torch_kernels.json (64 MiB .. 4 GiB x4)
+#     kernels  experiments/kernels.json, fused: experiments/kernels_fused.json (with the peer)
+#     quick    experiments/kernels_quick.json (1 MiB .. 256 MiB)
+#     ncu      Speed Of Light + memory + instruction sections of the dyn8 / fp4 quantizers and
+#              the fused GELU forward at 256 MiB -> $OUT/ncu.log
+# Duration of `all`: the first run (dynamic-shape peer, 33ff12dcd1f6) took 99 s; with the
+# static-shape peer expect ~4-6 min (its compilation overlaps the tests), under the 600 s of one
+# device command; PEER_COMPILE_S bounds it.
+# Each part is guarded by a timeout and runs even when an earlier one failed (one device call:
+# the data still comes back); logs and results land in $OUT (default results/h200).
+# Environment: PEER_COMPILE_S, PEER_TIME_S (defaults 240, 120) bound the peer's compilation
+# (static shapes: 36 functions x 4 sizes, ~1.6 s each) and timing phases, PEER_MODES (default
+# static; static,dynamic times both and the runner keeps the faster) its torch.compile modes; T_TESTS,
+# T_KERNELS, T_NCU (defaults 150, 120, 90 s) the other parts.
+set -u -o pipefail
+B=${1:?build dir}; shift
+OUT=${OUT:-results/h200}
+[ -f tools/device_env.sh ] && source tools/device_env.sh
 mkdir -p "$OUT"
+log="$OUT/device_kernels.log"
+start=$(date +%s)
+[ "$*" = all ] && set -- tests peer kernels fused ncu
+echo "device_kernels: $B, parts: $*, $(date -u +%FT%TZ), commit $(cat "$B/commit.stamp" 2>/dev/null)" | tee -a "$log"
 rc=0
-"$B/agoq_test_cuda" cuda_quant 2>&1 | tee "$OUT/test_cuda.log" || rc=1
-"$B/agoq_test_cuda" cuda_grad 2>&1 | tee -a "$OUT/test_cuda.log" || rc=1
-if [ "$rc" -ne 0 ]; then
-    echo "device_kernels: CUDA tests FAILED, no benchmark"
-    exit 1
+part() { # name timeout command...
+  local name=$1 t=$2; shift 2
+  echo "== $name (limit ${t}s) at $(( $(date +%s) - start ))s" | tee -a "$log"
+  timeout "$t" "$@" >> "$log" 2>&1 || { echo "== $name FAILED ($?)" | tee -a "$log"; rc=1; }
+}
+has() { local w=$1; shift; case " $* " in *" $w "*) return 0 ;; esac; return 1; }
+peer="$OUT/torch_kernels.json"
+peer_pid=
+if has peer "$@"; then
+  done_flag="$OUT/.tests_done"; rm -f "$done_flag"
+  has tests "$@" || touch "$done_flag"
+  # compiles while the tests run, times after them (the GPU is then free)
+  timeout $(( ${PEER_COMPILE_S:-240} + ${T_TESTS:-150} + ${PEER_TIME_S:-120} + 30 )) \
+    python3 validation/torch_kernels.py --out "$peer" --wait-for "$done_flag" \
+    --compile-budget-s "${PEER_COMPILE_S:-240}" --budget-s "${PEER_TIME_S:-120}" --modes "${PEER_MODES:-static}" > "$OUT/torch_kernels.log" 2>&1 &
+  peer_pid=$!
 fi
-case "$MODE" in
-quick) "$B/agoq" run experiments/kernels_quick.json -q -o "$OUT/kernels_quick.json" 2>&1 | tee "$OUT/kernels_quick.log" || rc=1 ;;
-full) "$B/agoq" run experiments/kernels.json -q --out "$OUT/kernels.json" 2>&1 | tee "$OUT/kernels.log" || rc=1 ;;
-*) echo "device_kernels: unknown mode '$MODE' (quick|full)"; exit 2 ;;
-esac
-if [ "${4:-}" = ncu ] && command -v ncu >/dev/null; then
-    ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
-        --section LaunchStats --section InstructionStats --section WarpStateStats --section ComputeWorkloadAnalysis \
-        -k regex:'quant_seg_kernel|dequant_kernel' -c 6 \
-        "$B/agoq" kernels --cases quantize_f32,quantize_bf16,dequantize_f32 --formats fp4_e2m1,dyn8 \
-        -b 256M -e 256M -n 1 -w 0 --no-check -q -o /tmp/ncu_kernels.json >"$OUT/ncu.log" 2>&1 || echo "ncu failed (see ncu.log)"
-fi
-exit "$rc"
+for p in "$@"; do
+  case "$p" in
+    tests) part tests "${T_TESTS:-150}" "$B/agoq_test_cuda" cuda_quant cuda_fused cuda_rowq cuda_grad adamw_q _quant_ _dequant_
+           [ -n "$peer_pid" ] && touch "$done_flag" ;;
+    peer) if [ -n "$peer_pid" ]; then
+            echo "== peer (waiting) at $(( $(date +%s) - start ))s" | tee -a "$log"
+            wait "$peer_pid" || { echo "== peer FAILED" | tee -a "$log"; rc=1; }
+            tail -n 3 "$OUT/torch_kernels.log" | tee -a "$log"
+            rm -f "$done_flag"
+          fi ;;
+    kernels|fused|quick)
+      exp=kernels; [ "$p" = fused ] && exp=kernels_fused; [ "$p" = quick ] && exp=kernels_quick
+      file="experiments/$exp.json"
+      if [ -f "$peer" ]; then # the experiment as committed plus config.peer (agoq run takes no kind flags)
+        file="/tmp/agoq_${exp}_peer.json"
+        python3 -c 'import json,sys; e=json.load(open(sys.argv[1])); e["config"]["peer"]=sys.argv[2]; json.dump(e,open(sys.argv[3],"w"),indent=1)' \
+          "experiments/$exp.json" "$peer" "$file"
+      fi
+      part "$exp" "${T_KERNELS:-120}" "$B/agoq" run "$file" -q --out "$OUT/$exp.json" ;;
+    ncu) if command -v ncu > /dev/null; then
+           part ncu "${T_NCU:-90}" ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+             --section InstructionStats --section WarpStateStats -k regex:'quant_tile|quant_seg|quant_warp|gelu_fwd' -c 4 \
+             --log-file "$OUT/ncu.log" "$B/agoq" kernels --cases quantize_bf16,gelu_fwd_fused --formats dyn8,fp4_e2m1 \
+             -b 256M -e 256M -n 1 -w 0 --no-check -q -o /tmp/ncu_kernels.json
+         else echo "== ncu: not installed" | tee -a "$log"; fi ;;
+    *) echo "device_kernels: unknown part $p" | tee -a "$log"; rc=1 ;;
+  esac
+done
+echo "device_kernels: done at $(( $(date +%s) - start ))s, status $rc" | tee -a "$log"
+exit $rc

@@ -25,6 +25,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/fused/fused.h"
+#include "kernels/fused/fused_fast.cuh"
 #include "kernels/fused/fused_math.h"
 #include "kernels/quant/quant_launch.cuh"
 

@@ -59,6 +59,7 @@ static const agoq_dev_table *device_table(agoq_format f) {
         memcpy(t.mid, h->mid, sizeof t.mid);
         memcpy(t.value, h->value, sizeof t.value);
         memcpy(t.sorted_code, h->sorted_code, sizeof t.sorted_code);
+        agoq_tab_fill_starts(&t);
         agoq_dev_table *d = NULL;
         cudaCheck(cudaMalloc((void **)&d, sizeof *d));
         cudaCheck(cudaMemcpy(d, &t, sizeof t, cudaMemcpyHostToDevice));

@@ -27,8 +27,14 @@ extern "C" {
 
 /* The device encoder kinds (agoq_enc_kind) are in formats.h: each format names its own. */
 
-/* A format's value table in device memory (copied from agoq_table()); kernels stage it in
- * shared memory (agoq_dev_load_table in quant_device.cuh). */
+/* Buckets of |y| for the round-to-nearest table search (agoq_dev_table_pos_rn in
+ * quant_device.cuh): 16 per octave from 2^-24, the last one up to +Inf. */
+#define AGOQ_TAB_BASE ((127 - 24) << 4)
+#define AGOQ_TAB_BUCKETS (26 * 16)
+
+/* A format's value table in device memory (copied from agoq_table(), start[] computed on the
+ * host by quant.cu); kernels stage it in shared memory (agoq_dev_load_table in
+ * quant_device.cuh). */
 typedef struct agoq_dev_table {
     int nsorted;              /* distinct finite values */
     int ncodes;               /* 2^bits */
@@ -36,6 +42,7 @@ typedef struct agoq_dev_table {
     float mid[256];           /* mid[i] = 0.5f * (sorted[i] + sorted[i+1]) */
     float value[256];         /* decoded value by code */
     uint8_t sorted_code[256]; /* code of sorted[i] */
+    uint8_t start[2][AGOQ_TAB_BUCKETS]; /* [y < 0][bucket of |y|]: first candidate position */
 } agoq_dev_table;
 
 /* Everything a kernel needs to know about a qconfig, passed by value to kernels. */

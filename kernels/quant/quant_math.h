@@ -153,14 +153,19 @@ AGOQ_HD float agoq_fp8_decode(uint32_t code, int e5m2) {
  * the smallest p with y <= mid[p]; an exact tie goes to the neighbour whose code is even.
  * Stochastic: between the two neighbours v[p] <= y < v[p+1], the upper with probability
  * (y - v[p]) / (v[p+1] - v[p]). Saturates at both ends. Returns the sorted position. */
+/* The smallest p in [0, n - 1] with y <= mid[p] (n - 1 when there is none). */
+AGOQ_HD int agoq_table_lower(const float *mid, int n, float y) {
+    int lo = 0, hi = n - 1; /* answer in [lo, hi] */
+    while (lo < hi) {
+        int p = (lo + hi) >> 1;
+        if (y <= mid[p]) hi = p; else lo = p + 1;
+    }
+    return lo;
+}
 AGOQ_HD int agoq_table_pos(const float *v, const float *mid, const uint8_t *code, int n, float y, float u) {
     if (agoq_isnan(y)) y = 0.0f;
     if (u < 0.0f) {
-        int lo = 0, hi = n - 1; /* answer in [lo, hi] */
-        while (lo < hi) {
-            int p = (lo + hi) >> 1;
-            if (y <= mid[p]) hi = p; else lo = p + 1;
-        }
+        int lo = agoq_table_lower(mid, n, y);
         if (lo < n - 1 && y == mid[lo] && (code[lo] & 1u)) lo++;
         return lo;
     }

@@ -1,0 +1,93 @@
+/* Bounds of the fused kernels' fast producer math (fused_tol.h, fused_fast.cuh) and the
+ * comparison that applies them.
+ *
+ * Derivation. Let d = 2^-16. On the GPU, sigmoid(z) = __fdividef(1, 1 + __expf(-z)): __expf
+ * errs by at most 2 + floor(1.173 |z|) ulp (CUDA programming guide, table of intrinsics), i.e.
+ * < 107 ulp = 2^-16.3 relative for |z| <= 88.7 (beyond, e^-z is 0 or +Inf on both sides and
+ * the sigmoid is exactly 0 or 1 on both), and __fdividef by 2 ulp; the reference's
+ * agoq_exp_det errs by <= 2 ulp and divides exactly. So each side's sigmoid s is within d
+ * relative of the true one, and 1 - s within d absolute. Then per output (g = dy):
+ *   - silu(gate) * up, dy * silu(gate), GELU(x) = x s: a product of such factors; both fp32
+ *     values are within ~2d relative of each other, less than one bf16 ulp (2^-8 relative
+ *     at least), so after rounding to bf16 (nearest even, both sides) they are equal or
+ *     adjacent: |got - ref| <= ulp_bf16(max). Plus an absolute term for the ends: where
+ *     1 + e^-z is in (2^126, 2^128) __fdividef returns 0, the reference s < 2^-126; and the
+ *     reference's GELU is 0.5 x (1 + tanh u) with tanh u = 1 - 2 / (e^2u + 1): for x << 0 its
+ *     1 + t cancels and carries an absolute error <= 2^-21 (two roundings near 1 and 2), i.e.
+ *     0.5 |x| 2^-21 in y. Bound: ulp_bf16 + 2 d |x| (GELU y), 2 d |gate up| (SwiGLU out),
+ *     2 d |g gate| (d_up).
+ *   - d_gate = g up s (1 + gate (1 - s)): 1 + gate (1 - s) cancels near gate = -1.28, where
+ *     gate (1 - s) errs by |gate| d absolute on either side: ulp_bf16 + 4 d |g up| (1 + |gate|).
+ *   - GELU dx = g (s + 2 x s (1 - s) u'), u' = c (1 + 3 a x^2) (reference: g (0.5 (1 + t) +
+ *     0.5 x (1 - t^2) u')): the sum cancels near x = -0.75; s (1 - s) errs by <= 2 d absolute
+ *     (ours), 1 - t^2 by < 2^-20 (reference's t near +-1), 1 + t by 2^-21:
+ *     ulp_bf16 + |g| (2^-20 + 8 d |x| u').
+ * Non-finite results must agree exactly (NaN with NaN, +-Inf with the same Inf): the fast
+ * formulas keep the reference's structure where NaN and Inf arise (fused_fast.cuh). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kernels/fused/fused.h"
+#include "kernels/fused/fused_math.h"
+#include "kernels/fused/fused_tol.h"
+
+static const double kD = 1.0 / 65536.0; /* d = 2^-16: relative error of either side's sigmoid */
+
+double agoq_bf16_ulp(double v) {
+    v = fabs(v);
+    if (!(v >= 0x1p-126)) return 0x1p-133;
+    return ldexp(1.0, ilogb(v) - 7);
+}
+
+float *agoq_fused_input_f32(const agoq_qconfig *qc, const agoq_qtensor *xq, const uint16_t *x, size_t rows,
+                            size_t cols) {
+    float *f = malloc(rows * cols * sizeof(float));
+    if (!f) abort();
+    if (qc) agoq_rowq_dequantize_ref(qc, xq, rows, cols, f);
+    else
+        for (size_t i = 0; i < rows * cols; i++) f[i] = agoq_bf16_to_f32(x[i]);
+    return f;
+}
+
+/* The absolute term of output element i (see the derivation above). */
+static double abs_term(agoq_fused_out which, const float *x, const uint16_t *dy, size_t cols, size_t i) {
+    const size_t r = i / cols, c = i % cols, f = cols / 2;
+    switch (which) {
+    case AGOQ_OUT_GELU_Y: return 2.0 * kD * fabs((double)x[i]);
+    case AGOQ_OUT_GELU_DX: {
+        const double v = x[i], du = AGOQ_GELU_C * (1.0 + 3.0 * AGOQ_GELU_A * v * v);
+        return fabs((double)agoq_bf16_to_f32(dy[i])) * (0x1p-20 + 8.0 * kD * fabs(v) * du);
+    }
+    case AGOQ_OUT_SWIGLU_OUT: /* cols = F here; h row r = [gate | up] of 2F */
+        return 2.0 * kD * fabs((double)x[r * 2 * cols + c] * x[r * 2 * cols + cols + c]);
+    case AGOQ_OUT_SWIGLU_DH: { /* cols = 2F: element i of dh; dy is [rows, F] */
+        const size_t j = c < f ? c : c - f;
+        const double gate = x[r * cols + j], up = x[r * cols + f + j], g = agoq_bf16_to_f32(dy[r * f + j]);
+        return c < f ? 4.0 * kD * fabs(g * up) * (1.0 + fabs(gate)) : 2.0 * kD * fabs(g * gate);
+    }
+    default: return 0.0;
+    }
+}
+
+size_t agoq_fused_cmp(agoq_fused_out which, const char *what, const float *x, const uint16_t *dy, size_t rows,
+                      size_t cols, const uint16_t *ref, const uint16_t *got) {
+    const size_t ocols = which == AGOQ_OUT_SWIGLU_DH ? 2 * cols : cols, n = rows * ocols;
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double a = agoq_bf16_to_f32(ref[i]), b = agoq_bf16_to_f32(got[i]);
+        double bound = 0.0;
+        int ok;
+        if (isnan(a) || isnan(b)) ok = isnan(a) && isnan(b);
+        else if (isinf(a) || isinf(b) || which == AGOQ_OUT_EXACT) ok = ref[i] == got[i];
+        else {
+            bound = agoq_bf16_ulp(fmax(fabs(a), fabs(b))) + abs_term(which, x, dy, ocols, i);
+            ok = fabs(a - b) <= bound;
+        }
+        if (!ok && bad++ < 5)
+            fprintf(stderr, "    %s[%zu]: ref %.9g (0x%04x) got %.9g (0x%04x), bound %.3g\n", what, i, a, ref[i], b,
+                    got[i], bound);
+    }
+    if (bad) fprintf(stderr, "    %s: %zu of %zu outside the bound\n", what, bad, n);
+    return bad;
+}

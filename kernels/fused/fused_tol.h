@@ -1,0 +1,44 @@
+/* Bounds for the producer and backward outputs of the fused CUDA kernels against the C
+ * references (issue 15: exactness stops at the quantizer). The stored copies (codes, scales,
+ * zero points) and RMSNorm's outputs (whose math the kernels still compute as the reference
+ * does) are compared bit for bit; SiLU / GELU outputs and gradients, computed with FMA and the
+ * fast exp/division of kernels/fused/fused_fast.cuh, within the bounds derived in fused_tol.c.
+ * Used by the GPU tests (tests/cuda/fused/) and by the benchmark's check (bench_fused.cu). */
+#ifndef AGOQ_FUSED_TOL_H
+#define AGOQ_FUSED_TOL_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/quant/formats.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    AGOQ_OUT_EXACT,      /* bit for bit (NaN equals NaN): RMSNorm y, dx */
+    AGOQ_OUT_GELU_Y,     /* GELU(x), forward or recomputed */
+    AGOQ_OUT_GELU_DX,    /* dy * GELU'(x) */
+    AGOQ_OUT_SWIGLU_OUT, /* silu(gate) * up, forward or recomputed, [rows, F] */
+    AGOQ_OUT_SWIGLU_DH,  /* [d_gate | d_up], [rows, 2F] */
+} agoq_fused_out;
+
+/* One bf16 ulp at |v| (2^(e-7) for |v| in [2^e, 2^(e+1)); 2^-133 at and below the smallest
+ * bf16 denormal). */
+double agoq_bf16_ulp(double v);
+/* The input the kernel computed from as fp32, [rows, cols] (SwiGLU: [rows, 2F] as h, i.e. the
+ * [2 rows, F] stored view): the reference's dequantized copy when qc != NULL, else bf16 x.
+ * malloc'd; the caller frees. */
+float *agoq_fused_input_f32(const agoq_qconfig *qc, const agoq_qtensor *xq, const uint16_t *x, size_t rows,
+                            size_t cols);
+/* Elements of got outside the bound of output `which` (prints the first 5 with index, both
+ * values and the bound, and the count, prefixed by `what`). x: agoq_fused_input_f32 of the
+ * op; dy: the incoming gradient (backward outputs, [rows, cols] or [rows, F]), else NULL;
+ * rows x cols: the op's row shape (SwiGLU: cols = F). */
+size_t agoq_fused_cmp(agoq_fused_out which, const char *what, const float *x, const uint16_t *dy, size_t rows,
+                      size_t cols, const uint16_t *ref, const uint16_t *got);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
