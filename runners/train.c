@@ -19,9 +19,10 @@
  *   grad_format ["int8"] grad_block [256]  the agoq8 all-reduce format
  *   corpus ["grammar"] or a text file path; corpus_seed [1]; train_bytes [2M];
  *   heldout_bytes [256K] (grammar); heldout_frac [0.1] (file)
- *   class_probe [false]     after each run: the gradient error of storing ONE class of saved
- *                           tensors in FP4 E2M1 (act_block), all others exact, vs fp32 storage
- *                           (the paper's per-layer sensitivity, Table 13), one record per class
+ *   class_probe [false]     after each run: the gradient error of storing ONE role of saved
+ *                           tensors (memory-model roles: norm_in, qkv_in, attention, ...) in FP4
+ *                           E2M1 (act_block), all others exact, vs fp32 storage (the paper's
+ *                           per-layer sensitivity, Table 13), one record per role
  *   time_limit_s [0 = none]  per run: the first step that starts past it is the last (evaluated
  *                           and recorded, final record marked truncated with its steps_done) so
  *                           a bounded batch still returns data */
@@ -200,30 +201,35 @@ static void add_point(agoq_results *res, const char *name, const train_plan *p, 
     fflush(stdout);
 }
 
-/* Per-class sensitivity: FP4 on one class at a time, everything else exact, against fp32. */
+/* Roles the trainer's model stores (train/model.c's slots), in layer order. */
+static const agoq_role probe_roles[] = {AGOQ_ROLE_NORM_IN, AGOQ_ROLE_QKV_IN, AGOQ_ROLE_ATTENTION, AGOQ_ROLE_OUTPROJ_IN,
+                                        AGOQ_ROLE_FFN1_IN, AGOQ_ROLE_FC1_OUT, AGOQ_ROLE_FFN2_IN};
+
+/* Per-role sensitivity: FP4 on one role at a time, everything else exact, against fp32. */
 static void class_probe(train_trainer *t, const train_plan *p, int ri, uint64_t seed, agoq_results *res) {
     train_act_policy fp32, one;
     train_act_policy_by_name("fp32", p->act_block, &fp32);
-    printf("# gradient error of FP4 E2M1/%d on one class (others fp32) vs fp32, %s after %ld steps\n", p->act_block,
+    printf("# gradient error of FP4 E2M1/%d on one role (others fp32) vs fp32, %s after %ld steps\n", p->act_block,
            p->run_name[ri], t->step);
-    for (int c = 0; c < ACT_CLASS_COUNT; c++) {
+    for (size_t i = 0; i < sizeof probe_roles / sizeof probe_roles[0]; i++) {
+        const agoq_role role = probe_roles[i];
         one = fp32;
-        one.name = "fp4-one-class";
-        one.store[c].kind = TS_QUANT;
-        one.store[c].q = agoq_qconfig_default(AGOQ_FMT_FP4_E2M1);
-        one.store[c].q.block = p->act_block;
+        one.name = "fp4-one-role";
+        one.store[role].kind = AGOQ_STORE_QUANT;
+        one.store[role].q = agoq_qconfig_default(AGOQ_FMT_FP4_E2M1);
+        one.store[role].q.block = p->act_block;
         agoq_error_stats e = train_policy_grad_error(t, &one, &fp32);
         cJSON *r = results_add_record(res);
         cJSON_AddStringToObject(r, "record", "class_error");
         cJSON_AddStringToObject(r, "run", p->run_name[ri]);
         cJSON_AddNumberToObject(r, "seed", (double)seed);
         cJSON_AddNumberToObject(r, "step", (double)t->step);
-        cJSON_AddStringToObject(r, "class", train_act_class_names[c]);
+        cJSON_AddStringToObject(r, "class", agoq_role_name(role));
         cJSON_AddStringToObject(r, "format", "fp4_e2m1");
         cJSON_AddNumberToObject(r, "block", p->act_block);
         results_num(r, "grad_rel_l2_vs_fp32_act", agoq_norm_l2(&e));
         results_num(r, "grad_cosine_vs_fp32_act", e.cosine);
-        printf("  %-12s rel_l2 %.5f cosine %.6f\n", train_act_class_names[c], agoq_norm_l2(&e), e.cosine);
+        printf("  %-12s rel_l2 %.5f cosine %.6f\n", agoq_role_name(role), agoq_norm_l2(&e), e.cosine);
     }
 }
 

@@ -11,10 +11,12 @@
 
 const char *const train_param_names[P_COUNT] = {"wte", "ln1", "qkv", "wo", "ln2", "w1", "w2", "lnf"};
 
-/* Which policy class each saved slot belongs to. */
-static const train_act_class slot_class[S_COUNT] = {
-    [S_X1] = ACT_NORM_IN, [S_H1] = ACT_NORM_OUT, [S_QKV] = ACT_QKV,    [S_ATT] = ACT_PROBS, [S_Y] = ACT_ATTN_OUT,
-    [S_X2] = ACT_NORM_IN, [S_H2] = ACT_NORM_OUT, [S_GU] = ACT_FC1_OUT, [S_S] = ACT_FC2_IN};
+/* The memory model's role of each saved slot (models/inventory.h); the final norm's output,
+ * the LM head's input, is stored as the QKV input (both are norm outputs). */
+static const agoq_role slot_role[S_COUNT] = {
+    [S_X1] = AGOQ_ROLE_NORM_IN,    [S_H1] = AGOQ_ROLE_QKV_IN,  [S_QKV] = AGOQ_ROLE_ATTENTION,
+    [S_ATT] = AGOQ_ROLE_ATTENTION, [S_Y] = AGOQ_ROLE_OUTPROJ_IN, [S_X2] = AGOQ_ROLE_NORM_IN,
+    [S_H2] = AGOQ_ROLE_FFN1_IN,    [S_GU] = AGOQ_ROLE_FC1_OUT, [S_S] = AGOQ_ROLE_FFN2_IN};
 
 /* Row view of each slot for quantized storage: rows of `cols` elements, each its own blocks.
  * q, k and v are separate rows of C; gate and up separate rows of F (kernels/fused/fused.h's rowq). */
@@ -56,9 +58,9 @@ int train_model_init(train_model *m, const train_cfg *cfg, const train_act_polic
                  c->vocab, c->seq_len, c->n_layer, c->n_head, c->d_model, c->d_ff, c->batch);
     AGOQ_REQUIRE(c->d_model % c->n_head == 0 && (c->d_model / c->n_head) % 2 == 0,
                  "train: d_model %d must split into %d heads of an even size (RoPE pairs)", c->d_model, c->n_head);
-    for (int s = 0; s < ACT_CLASS_COUNT; s++)
-        AGOQ_REQUIRE(p->store[s].kind != TS_RECOMPUTE || train_act_class_recomputable((train_act_class)s),
-                     "train: policy '%s': class '%s' cannot be recomputed", p->name, train_act_class_names[s]);
+    for (int s = 0; s < S_COUNT; s++)
+        AGOQ_REQUIRE(p->store[slot_role[s]].kind != AGOQ_STORE_RECOMPUTE || train_role_recomputable(slot_role[s]),
+                     "train: policy '%s': role '%s' cannot be recomputed", p->name, agoq_role_name(slot_role[s]));
     m->cfg = *cfg;
     m->policy = *p;
     if (!(m->dev = train_dev_open(c->backend))) return -1;
@@ -78,7 +80,7 @@ int train_model_init(train_model *m, const train_cfg *cfg, const train_act_polic
         m->slot_n[s] = rows * cols;
         m->saved[s] = d->ops->alloc(d, (L + 1) * m->slot_n[s] * sizeof(float));
         fail |= !m->saved[s];
-        m->act_bytes_per_layer += train_act_store_bytes(&p->store[slot_class[s]], rows, cols);
+        m->act_bytes_per_layer += train_act_store_bytes(&p->store[slot_role[s]], rows, cols);
     }
     float **bufs[] = MODEL_BUFS(m);
     size_t n[] = {(L + 1) * BT * C, BT * 3 * C, m->slot_n[S_ATT], BT * C, BT * 2 * F, BT * F, BT * V, BT * C,
@@ -113,9 +115,9 @@ int train_model_check_policy(train_model *m, const train_act_policy *p) {
     for (int s = 0; s < S_COUNT; s++) {
         size_t rows, cols;
         slot_shape(&m->cfg, s, &rows, &cols);
-        if (m->dev->ops->act_store_check(m->dev, &p->store[slot_class[s]], rows, cols)) {
-            agoq_error("train: policy '%s', class '%s' (rows of %zu): not supported by the %s backend", p->name,
-                       train_act_class_names[slot_class[s]], cols, agoq_backend_name(m->dev->kind));
+        if (m->dev->ops->act_store_check(m->dev, &p->store[slot_role[s]], rows, cols)) {
+            agoq_error("train: policy '%s', role '%s' (rows of %zu): not supported by the %s backend", p->name,
+                       agoq_role_name(slot_role[s]), cols, agoq_backend_name(m->dev->kind));
             return -1;
         }
     }
@@ -157,14 +159,14 @@ static float *slot(const train_model *m, int s, int l) { return m->saved[s] + (s
 static void save(train_model *m, int s, int l, const float *src) {
     size_t rows, cols;
     slot_shape(&m->cfg, s, &rows, &cols);
-    m->dev->ops->act_store(m->dev, &m->policy.store[slot_class[s]], src, rows, cols, slot(m, s, l));
+    m->dev->ops->act_store(m->dev, &m->policy.store[slot_role[s]], src, rows, cols, slot(m, s, l));
 }
 
 /* What backward reads for slot s of layer l: the stored copy, or the recomputation from the
  * stored copy of its producer's input (the same function the forward ran, so with exact
  * storage the recomputed tensor equals the forward's bit for bit). */
 static const float *saved(train_model *m, int s, int l) {
-    if (m->policy.store[slot_class[s]].kind != TS_RECOMPUTE) return slot(m, s, l);
+    if (m->policy.store[slot_role[s]].kind != AGOQ_STORE_RECOMPUTE) return slot(m, s, l);
     const train_ops *o = m->dev->ops;
     const int L = m->cfg.n_layer, C = m->cfg.d_model, BT = m->cfg.batch * m->cfg.seq_len;
     float *out = slot(m, s, l);

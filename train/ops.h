@@ -64,10 +64,10 @@ typedef struct {
                             float dscale);
 
     /* ---- the saved-activation hook (policy.h's train_act_store; dst may equal src) ---- */
-    void (*act_store)(train_dev *d, const train_store *st, const float *src, size_t rows, size_t cols, float *dst);
+    void (*act_store)(train_dev *d, const agoq_store *st, const float *src, size_t rows, size_t cols, float *dst);
     /* 0 if this backend stores (rows, cols) under st, else -1 naming the shape (cuda: ragged
      * rows of an asymmetric or stochastic format, see ops_cuda.cu) */
-    int (*act_store_check)(train_dev *d, const train_store *st, size_t rows, size_t cols);
+    int (*act_store_check)(train_dev *d, const agoq_store *st, size_t rows, size_t cols);
 
     /* ---- data parallel (dp.h) ---- */
     /* Sets the all-reduce of reduce_mean: mode, agoq8 format, rank count, largest tensor. 0 or -1. */

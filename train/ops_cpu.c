@@ -88,10 +88,10 @@ static double c_cross_entropy(train_dev *d, float *dlogits, const float *logits,
     return tr_cross_entropy(dlogits, logits, targets, rows, v, dscale);
 }
 
-static void c_act_store(train_dev *d, const train_store *s, const float *src, size_t rows, size_t cols, float *dst) {
+static void c_act_store(train_dev *d, const agoq_store *s, const float *src, size_t rows, size_t cols, float *dst) {
     train_act_store(s, src, rows, cols, dst);
 }
-static int c_act_store_check(train_dev *d, const train_store *s, size_t rows, size_t cols) { return 0; }
+static int c_act_store_check(train_dev *d, const agoq_store *s, size_t rows, size_t cols) { return 0; }
 
 static int c_reduce_init(train_dev *d, train_grad_mode mode, const agoq_qconfig *q, int ranks, size_t max_n) {
     train_reducer_free(&st(d)->red);

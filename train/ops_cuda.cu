@@ -114,8 +114,8 @@ static size_t qt_layout(const agoq_qconfig *q, size_t n, size_t *scales_off, siz
  * scale and code unchanged for symmetric formats (absmax scale: a zero never raises it) with
  * round-to-nearest; an asymmetric format's minimum or a stochastic draw's index would change,
  * so those are refused for ragged rows. */
-static int g_act_store_check(train_dev *d, const train_store *s, size_t rows, size_t cols) {
-    if (s->kind != TS_QUANT || cols % (size_t)s->q.block == 0) return 0;
+static int g_act_store_check(train_dev *d, const agoq_store *s, size_t rows, size_t cols) {
+    if (s->kind != AGOQ_STORE_QUANT || cols % (size_t)s->q.block == 0) return 0;
     if (agoq_has_zeros(&s->q) || s->q.rounding == AGOQ_ROUND_STOCHASTIC) {
         agoq_error("train cuda: rows of %zu elements are not whole blocks of %d, and %s%s cannot be padded exactly",
                    cols, s->q.block, agoq_formats[s->q.fmt].name,
@@ -125,15 +125,15 @@ static int g_act_store_check(train_dev *d, const train_store *s, size_t rows, si
     return 0;
 }
 
-static void g_act_store(train_dev *d, const train_store *s, const float *src, size_t rows, size_t cols, float *dst) {
+static void g_act_store(train_dev *d, const agoq_store *s, const float *src, size_t rows, size_t cols, float *dst) {
     const size_t n = rows * cols;
     switch (s->kind) {
-    case TS_FP32: g_copy(d, dst, src, n * sizeof(float)); break;
-    case TS_BF16:
+    case AGOQ_STORE_FP32: g_copy(d, dst, src, n * sizeof(float)); break;
+    case AGOQ_STORE_NATIVE:
         k_round_bf16<<<blocks_for(n, kThreads), kThreads>>>(dst, src, n);
         cudaCheckLaunch();
         break;
-    case TS_QUANT: {
+    case AGOQ_STORE_QUANT: {
         if (g_act_store_check(d, s, rows, cols)) agoq_die("train cuda: act_store of (%zu, %zu) refused", rows, cols);
         const size_t block = (size_t)s->q.block, cols_pad = (cols + block - 1) / block * block, np = rows * cols_pad;
         const float *x = src;
@@ -155,7 +155,7 @@ static void g_act_store(train_dev *d, const train_store *s, const float *src, si
         }
         break;
     }
-    case TS_RECOMPUTE: break;
+    case AGOQ_STORE_RECOMPUTE: break;
     }
 }
 

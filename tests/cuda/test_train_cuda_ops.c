@@ -200,7 +200,7 @@ TEST(cuda_train_op_bf16_store_bit_exact) {
                                        0x00000001u, 0x807fffffu, 0x00400000u, 0x7f7f8000u};
     float *x = tt_normal(N, 18, 10.0f), *got[2];
     for (size_t i = 0; i < sizeof special / sizeof special[0]; i++) x[i] = agoq_bits_f32(special[i]);
-    train_store bf16 = {TS_BF16, {0}};
+    agoq_store bf16 = {AGOQ_STORE_NATIVE, {0}};
     BOTH(k, d) {
         float *dx = tt_up(d, x, sizeof(float) * N);
         d->ops->act_store(d, &bf16, dx, 64, N / 64, dx); /* in place, as the model stores */
@@ -228,7 +228,7 @@ TEST(cuda_train_op_quant_store_bit_exact) {
         for (int fi = 0; fi < 2; fi++)
             for (int bi = 0; bi < 2; bi++) {
                 const size_t rows = shapes[si][0], cols = shapes[si][1], n = rows * cols;
-                train_store st = {TS_QUANT, agoq_qconfig_default((agoq_format)fmts[fi])};
+                agoq_store st = {AGOQ_STORE_QUANT, agoq_qconfig_default((agoq_format)fmts[fi])};
                 st.q.block = blocks[bi];
                 float *x = tt_normal(n, 100 + si, 1.0f), *got[2];
                 for (size_t i = 0; i < n; i += 97) x[i] *= 20.0f;
@@ -251,7 +251,7 @@ TEST(cuda_train_op_quant_store_bit_exact) {
                 free(x), free(got[0]), free(got[1]);
             }
     /* ragged rows are padded with zeros: refused where zeros would change the result */
-    train_store asym = {TS_QUANT, agoq_qconfig_default(AGOQ_FMT_INT4_ASYM)}, sr = {TS_QUANT, agoq_qconfig_default(AGOQ_FMT_FP4_E2M1)};
+    agoq_store asym = {AGOQ_STORE_QUANT, agoq_qconfig_default(AGOQ_FMT_INT4_ASYM)}, sr = {AGOQ_STORE_QUANT, agoq_qconfig_default(AGOQ_FMT_FP4_E2M1)};
     asym.q.block = sr.q.block = 128;
     sr.q.rounding = AGOQ_ROUND_STOCHASTIC;
     train_dev *g = p.d[1];
