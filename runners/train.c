@@ -2,8 +2,12 @@
  * (train/model.h) is trained under several (activation policy, gradient all-reduce) pairs from
  * the same initial weights and data order; held-out loss curves and the final gap to the
  * baseline are recorded. Measured, not simulated: every number is a real training run.
- * Backend: cpu, or cuda (one GPU: train/ops.h); `agoq train` defaults to cpu, whose recorded
- * results are the reference (docs/train.md), experiment files say which they want.
+ * Backend: cpu (the fp32 reference model), or cuda (one GPU: the same model on the step engine
+ * in bf16 with real activation storage, train/engine.h); `agoq train` defaults to cpu, whose
+ * recorded results are the reference (docs/train.md), experiment files say which they want.
+ * On cuda the gradient probes (grad_probe, class_probe) have no fp32 reference to compare with:
+ * grad_probe records null, class_probe is refused; activation policy fp32 is CPU only, and
+ * uniform4 (attention quantized) needs a head size that is a multiple of act_block.
  *
  * config keys (defaults in brackets):
  *   runs ["bf16+fp32","agoq+fp32","uniform4+fp32","coat+fp32","agoq+agoq8","bf16+fp8lm"]
@@ -245,7 +249,7 @@ static int train_one(const agoq_run_ctx *ctx, const train_plan *p, int ri, uint6
     train_act_policy_by_name("fp32", p->act_block, &fp32);
     train_trainer t;
     if (train_trainer_init(&t, &rc, corpus)) return -1;
-    *act_bytes = t.model.act_bytes_per_layer;
+    *act_bytes = t.act_bytes_per_layer;
     const double tok_per_step = (double)rc.ranks * rc.model.batch * rc.model.seq_len, run_t0 = agoq_now_s();
     double loss_sum = 0.0, gnorm = 0.0, heldout = train_trainer_eval(&t), last_train = NAN;
     long nsum = 0;
@@ -292,6 +296,11 @@ int agoq_exp_train(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *res)
     if (parse_plan(ctx, cfg, &p)) return -1;
     if (ctx->check_only) return 0;
     p.base.model.backend = ctx->backend;
+    if (ctx->backend == AGOQ_BACKEND_CUDA && p.class_probe) {
+        agoq_error("%s: key '%s.class_probe': needs the cpu backend (the fp32 reference model)", ctx->where.file,
+                   ctx->where.prefix);
+        return -1;
+    }
     if (ctx->backend == AGOQ_BACKEND_CUDA) {
         agoq_gpu_info gi;
         if (agoq_gpu_query(0, &gi) == 0) results_set_gpu(res, agoq_gpu_json(&gi));

@@ -15,6 +15,7 @@
 #include "tests/test.h"
 #include "train/corpus.h"
 #include "train/dp.h"
+#include "train/engine.h"
 #include "core/backend.h"
 #include "train/model.h"
 #include "train/ops.h"
@@ -398,4 +399,33 @@ TEST(train_cuda_backend_refused_without_gpu) {
     CHECK(agoq_test_run_cli(args, msg, sizeof msg) == 1 && strstr(msg, "backend 'cuda'") && !agoq_test_file_exists(out));
     CHECK(run_bad_train_backend("tcuda", "cuda", "backend 'cuda'"));
     CHECK(run_bad_train_backend("tbogus", "tpu", "unknown backend 'tpu'"));
+}
+
+/* train/engine.h's layout map is a bijection between the CPU's flat parameters and the step
+ * engine's tensors (sizes of step/model.h's order, computed here), and its RoPE permutation
+ * sends CPU feature 2i of a q head to engine feature i and 2i + 1 to i + d/2. */
+TEST(train_engine_layout_map_is_a_bijection) {
+    train_cfg c = tiny_cfg();
+    const size_t C = (size_t)c.d_model, F = (size_t)c.d_ff, L = (size_t)c.n_layer, hd = C / (size_t)c.n_head;
+    size_t size[P_COUNT], n = 0;
+    train_param_sizes(&c, size);
+    for (int t = 0; t < P_COUNT; t++) n += size[t];
+    const size_t layer[6] = {C, 3 * C * C, C * C, C, 2 * F * C, C * F};
+    unsigned char *seen = calloc(n, 1);
+    size_t hits = 0, bad = 0;
+    for (size_t i = 0; i < 6 * L + 2; i++) {
+        const size_t elems = i == 0 ? (size_t)c.vocab * C : i == 6 * L + 1 ? C : layer[(i - 1) % 6];
+        for (size_t j = 0; j < elems; j++, hits++) {
+            const size_t k = train_engine_cpu_index(&c, i, j);
+            bad += k >= n || seen[k]++;
+        }
+    }
+    CHECK(hits == n && bad == 0);
+    /* layer 0's qkv: engine row 1 (q head 0, feature 1 < d/2) reads CPU column 2; row d/2 reads
+     * column 1; the v rows keep their order (row 2C + 1 reads column 2C + 1) */
+    size_t off = size[P_WTE] + size[P_LN1];
+    CHECK(train_engine_cpu_index(&c, 2, 1 * C + 0) == off + 0 * 3 * C + 2);
+    CHECK(train_engine_cpu_index(&c, 2, (hd / 2) * C + 0) == off + 1);
+    CHECK(train_engine_cpu_index(&c, 2, (2 * C + 1) * C + 3) == off + 3 * 3 * C + 2 * C + 1);
+    free(seen);
 }

@@ -64,15 +64,11 @@ int train_model_init(train_model *m, const train_cfg *cfg, const train_act_polic
     m->cfg = *cfg;
     m->policy = *p;
     if (!(m->dev = train_dev_open(c->backend))) return -1;
-    if (train_model_check_policy(m, p)) {
-        train_model_free(m);
-        return -1;
-    }
     train_dev *d = m->dev;
     const size_t L = (size_t)c->n_layer, C = (size_t)c->d_model, F = (size_t)c->d_ff, V = (size_t)c->vocab;
     const size_t BT = (size_t)c->batch * (size_t)c->seq_len;
-    size_t sz[P_COUNT] = {[P_WTE] = V * C, [P_LN1] = L * C, [P_QKV] = L * C * 3 * C, [P_WO] = L * C * C,
-                          [P_LN2] = L * C, [P_W1] = L * C * 2 * F, [P_W2] = L * F * C, [P_LNF] = C};
+    size_t sz[P_COUNT];
+    train_param_sizes(c, sz);
     int fail = tensors_alloc(d, &m->params, sz) | tensors_alloc(d, &m->grads, sz);
     for (int s = 0; s < S_COUNT; s++) {
         size_t rows, cols;
@@ -111,19 +107,6 @@ void train_model_free(train_model *m) {
     memset(m, 0, sizeof *m);
 }
 
-int train_model_check_policy(train_model *m, const train_act_policy *p) {
-    for (int s = 0; s < S_COUNT; s++) {
-        size_t rows, cols;
-        slot_shape(&m->cfg, s, &rows, &cols);
-        if (m->dev->ops->act_store_check(m->dev, &p->store[slot_role[s]], rows, cols)) {
-            agoq_error("train: policy '%s', role '%s' (rows of %zu): not supported by the %s backend", p->name,
-                       agoq_role_name(slot_role[s]), cols, agoq_backend_name(m->dev->kind));
-            return -1;
-        }
-    }
-    return 0;
-}
-
 size_t train_model_param_count(const train_model *m) { return m->params.total; }
 
 void train_model_download(const train_model *m, const train_tensors *t, float *host) {
@@ -134,17 +117,29 @@ void train_model_upload(train_model *m, train_tensors *t, const float *host) {
     m->dev->ops->upload(m->dev, t->mem, host, t->total * sizeof(float));
 }
 
-void train_model_init_weights(train_model *m, uint64_t seed) {
+void train_param_sizes(const train_cfg *c, size_t size[P_COUNT]) {
+    const size_t L = (size_t)c->n_layer, C = (size_t)c->d_model, F = (size_t)c->d_ff, V = (size_t)c->vocab;
+    const size_t sz[P_COUNT] = {[P_WTE] = V * C, [P_LN1] = L * C, [P_QKV] = L * C * 3 * C, [P_WO] = L * C * C,
+                                [P_LN2] = L * C, [P_W1] = L * C * 2 * F, [P_W2] = L * F * C, [P_LNF] = C};
+    memcpy(size, sz, sizeof sz);
+}
+
+void train_weights_draw(const train_cfg *c, uint64_t seed, float *host) {
     agoq_rng r = {seed};
-    const double sd = 0.02, sd_res = 0.02 / sqrt(2.0 * m->cfg.n_layer);
+    const double sd = 0.02, sd_res = 0.02 / sqrt(2.0 * c->n_layer);
+    size_t size[P_COUNT];
+    train_param_sizes(c, size);
+    float *w = host;
+    for (int t = 0; t < P_COUNT; w += size[t], t++) {
+        int is_norm = t == P_LN1 || t == P_LN2 || t == P_LNF, is_res = t == P_WO || t == P_W2;
+        for (size_t i = 0; i < size[t]; i++) w[i] = is_norm ? 1.0f : (float)((is_res ? sd_res : sd) * agoq_rng_normal(&r));
+    }
+}
+
+void train_model_init_weights(train_model *m, uint64_t seed) {
     float *host = malloc(m->params.total * sizeof(float));
     if (!host) agoq_die("train: out of host memory for %zu initial weights", m->params.total);
-    float *w = host;
-    for (int t = 0; t < P_COUNT; w += m->params.size[t], t++) {
-        int is_norm = t == P_LN1 || t == P_LN2 || t == P_LNF, is_res = t == P_WO || t == P_W2;
-        for (size_t i = 0; i < m->params.size[t]; i++)
-            w[i] = is_norm ? 1.0f : (float)((is_res ? sd_res : sd) * agoq_rng_normal(&r));
-    }
+    train_weights_draw(&m->cfg, seed, host);
     train_model_upload(m, &m->params, host);
     free(host);
 }
