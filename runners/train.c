@@ -2,8 +2,12 @@
  * (train/model.h) is trained under several (activation policy, gradient all-reduce) pairs from
  * the same initial weights and data order; held-out loss curves and the final gap to the
  * baseline are recorded. Measured, not simulated: every number is a real training run.
- * Backend: cpu, or cuda (one GPU: train/ops.h); `agoq train` defaults to cpu, whose recorded
- * results are the reference (docs/train.md), experiment files say which they want.
+ * Backend: cpu (the fp32 reference model), or cuda (one GPU: the same model on the step engine
+ * in bf16 with real activation storage, train/engine.h); `agoq train` defaults to cpu, whose
+ * recorded results are the reference (docs/train.md), experiment files say which they want.
+ * On cuda the gradient probes (grad_probe, class_probe) have no fp32 reference to compare with:
+ * grad_probe records null, class_probe is refused; activation policy fp32 is CPU only, and
+ * uniform4 (attention quantized) needs a head size that is a multiple of act_block.
  *
  * config keys (defaults in brackets):
  *   runs ["bf16+fp32","agoq+fp32","uniform4+fp32","coat+fp32","agoq+agoq8","bf16+fp8lm"]
@@ -19,9 +23,10 @@
  *   grad_format ["int8"] grad_block [256]  the agoq8 all-reduce format
  *   corpus ["grammar"] or a text file path; corpus_seed [1]; train_bytes [2M];
  *   heldout_bytes [256K] (grammar); heldout_frac [0.1] (file)
- *   class_probe [false]     after each run: the gradient error of storing ONE class of saved
- *                           tensors in FP4 E2M1 (act_block), all others exact, vs fp32 storage
- *                           (the paper's per-layer sensitivity, Table 13), one record per class
+ *   class_probe [false]     after each run: the gradient error of storing ONE role of saved
+ *                           tensors (memory-model roles: norm_in, qkv_in, attention, ...) in FP4
+ *                           E2M1 (act_block), all others exact, vs fp32 storage (the paper's
+ *                           per-layer sensitivity, Table 13), one record per role
  *   time_limit_s [0 = none]  per run: the first step that starts past it is the last (evaluated
  *                           and recorded, final record marked truncated with its steps_done) so
  *                           a bounded batch still returns data */
@@ -200,30 +205,35 @@ static void add_point(agoq_results *res, const char *name, const train_plan *p, 
     fflush(stdout);
 }
 
-/* Per-class sensitivity: FP4 on one class at a time, everything else exact, against fp32. */
+/* Roles the trainer's model stores (train/model.c's slots), in layer order. */
+static const agoq_role probe_roles[] = {AGOQ_ROLE_NORM_IN, AGOQ_ROLE_QKV_IN, AGOQ_ROLE_ATTENTION, AGOQ_ROLE_OUTPROJ_IN,
+                                        AGOQ_ROLE_FFN1_IN, AGOQ_ROLE_FC1_OUT, AGOQ_ROLE_FFN2_IN};
+
+/* Per-role sensitivity: FP4 on one role at a time, everything else exact, against fp32. */
 static void class_probe(train_trainer *t, const train_plan *p, int ri, uint64_t seed, agoq_results *res) {
     train_act_policy fp32, one;
     train_act_policy_by_name("fp32", p->act_block, &fp32);
-    printf("# gradient error of FP4 E2M1/%d on one class (others fp32) vs fp32, %s after %ld steps\n", p->act_block,
+    printf("# gradient error of FP4 E2M1/%d on one role (others fp32) vs fp32, %s after %ld steps\n", p->act_block,
            p->run_name[ri], t->step);
-    for (int c = 0; c < ACT_CLASS_COUNT; c++) {
+    for (size_t i = 0; i < sizeof probe_roles / sizeof probe_roles[0]; i++) {
+        const agoq_role role = probe_roles[i];
         one = fp32;
-        one.name = "fp4-one-class";
-        one.store[c].kind = TS_QUANT;
-        one.store[c].q = agoq_qconfig_default(AGOQ_FMT_FP4_E2M1);
-        one.store[c].q.block = p->act_block;
+        one.name = "fp4-one-role";
+        one.store[role].kind = AGOQ_STORE_QUANT;
+        one.store[role].q = agoq_qconfig_default(AGOQ_FMT_FP4_E2M1);
+        one.store[role].q.block = p->act_block;
         agoq_error_stats e = train_policy_grad_error(t, &one, &fp32);
         cJSON *r = results_add_record(res);
         cJSON_AddStringToObject(r, "record", "class_error");
         cJSON_AddStringToObject(r, "run", p->run_name[ri]);
         cJSON_AddNumberToObject(r, "seed", (double)seed);
         cJSON_AddNumberToObject(r, "step", (double)t->step);
-        cJSON_AddStringToObject(r, "class", train_act_class_names[c]);
+        cJSON_AddStringToObject(r, "class", agoq_role_name(role));
         cJSON_AddStringToObject(r, "format", "fp4_e2m1");
         cJSON_AddNumberToObject(r, "block", p->act_block);
         results_num(r, "grad_rel_l2_vs_fp32_act", agoq_norm_l2(&e));
         results_num(r, "grad_cosine_vs_fp32_act", e.cosine);
-        printf("  %-12s rel_l2 %.5f cosine %.6f\n", train_act_class_names[c], agoq_norm_l2(&e), e.cosine);
+        printf("  %-12s rel_l2 %.5f cosine %.6f\n", agoq_role_name(role), agoq_norm_l2(&e), e.cosine);
     }
 }
 
@@ -239,7 +249,7 @@ static int train_one(const agoq_run_ctx *ctx, const train_plan *p, int ri, uint6
     train_act_policy_by_name("fp32", p->act_block, &fp32);
     train_trainer t;
     if (train_trainer_init(&t, &rc, corpus)) return -1;
-    *act_bytes = t.model.act_bytes_per_layer;
+    *act_bytes = t.act_bytes_per_layer;
     const double tok_per_step = (double)rc.ranks * rc.model.batch * rc.model.seq_len, run_t0 = agoq_now_s();
     double loss_sum = 0.0, gnorm = 0.0, heldout = train_trainer_eval(&t), last_train = NAN;
     long nsum = 0;
@@ -286,6 +296,11 @@ int agoq_exp_train(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *res)
     if (parse_plan(ctx, cfg, &p)) return -1;
     if (ctx->check_only) return 0;
     p.base.model.backend = ctx->backend;
+    if (ctx->backend == AGOQ_BACKEND_CUDA && p.class_probe) {
+        agoq_error("%s: key '%s.class_probe': needs the cpu backend (the fp32 reference model)", ctx->where.file,
+                   ctx->where.prefix);
+        return -1;
+    }
     if (ctx->backend == AGOQ_BACKEND_CUDA) {
         agoq_gpu_info gi;
         if (agoq_gpu_query(0, &gi) == 0) results_set_gpu(res, agoq_gpu_json(&gi));

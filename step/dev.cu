@@ -125,6 +125,9 @@ extern "C" void step_dev_memset(void *p, size_t bytes, void *stream) {
 extern "C" void step_dev_d2h(void *dst, const void *src, size_t bytes) {
     cudaCheck(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
 }
+extern "C" void step_dev_h2d(void *dst, const void *src, size_t bytes) {
+    cudaCheck(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+}
 extern "C" void step_dev_sync(void) { cudaCheck(cudaDeviceSynchronize()); }
 extern "C" void step_dev_meminfo(size_t *free_bytes, size_t *total_bytes) {
     cudaCheck(cudaMemGetInfo(free_bytes, total_bytes));

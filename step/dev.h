@@ -27,6 +27,7 @@ void *step_dev_malloc(size_t bytes); /* NULL and one line when it fails (not an 
 void step_dev_free(void *p);
 void step_dev_memset(void *p, size_t bytes, void *stream);
 void step_dev_d2h(void *dst, const void *src, size_t bytes);
+void step_dev_h2d(void *dst, const void *src, size_t bytes); /* synchronous */
 void step_dev_sync(void);
 void step_dev_meminfo(size_t *free_bytes, size_t *total_bytes);
 void *step_dev_stream_create(void);

@@ -66,8 +66,7 @@ static void engine_free_host(step_engine *e) {
     agoq_arena_release(&e->ar);
 }
 
-/* base NULL: dry. attn may be NULL when dry. */
-static int engine_open(step_engine *e, const agoq_step_config *c, void *base, size_t capacity, agoq_attn *attn,
+int step_engine_open(step_engine *e, const agoq_step_config *c, void *base, size_t capacity, agoq_attn *attn,
                        size_t attn_ws_bytes, void *stream) {
     memset(e, 0, sizeof *e);
     e->cfg = c;
@@ -111,7 +110,7 @@ static int engine_open(step_engine *e, const agoq_step_config *c, void *base, si
     return 0;
 }
 
-static void engine_close(step_engine *e) {
+void step_engine_close(step_engine *e) {
 #if AGOQ_HAVE_CUDA
     if (!e->dry && e->lt) agoq_lt_destroy(e->lt);
 #endif
@@ -204,7 +203,7 @@ static int engine_step(step_engine *e, int optimizer) {
 /* The dry run: exact arena need and the per-role accounting of one micro-batch. */
 static int dry_size(const agoq_step_config *c, size_t attn_ws, agoq_step_result *r, size_t *need) {
     step_engine e;
-    int rc = engine_open(&e, c, NULL, (size_t)1 << 62, NULL, attn_ws, NULL);
+    int rc = step_engine_open(&e, c, NULL, (size_t)1 << 62, NULL, attn_ws, NULL);
     if (!rc) {
         e.counting = 1;
         e.count_layer = e.pl.recompute_layers < e.pl.L ? (int)e.pl.recompute_layers : -1;
@@ -223,7 +222,7 @@ static int dry_size(const agoq_step_config *c, size_t attn_ws, agoq_step_result 
         r->bwd_flops = e.pl.bwd_flops;
     }
     if (!rc) *need = e.ar.high_water;
-    engine_close(&e);
+    step_engine_close(&e);
     return rc;
 }
 
@@ -246,11 +245,11 @@ static int probe_grads(const agoq_step_config *c, agoq_attn *attn, size_t attn_w
     void *base = step_dev_malloc(need);
     if (!base) return -1;
     step_engine e;
-    int rc = engine_open(&e, c, base, need, attn, attn_ws, stream);
+    int rc = step_engine_open(&e, c, base, need, attn, attn_ws, stream);
     if (!rc) rc = engine_step(&e, 0);
     if (!rc) rc = step_grads_to_host(&e, host);
     step_dev_sync();
-    engine_close(&e);
+    step_engine_close(&e);
     step_dev_free(base);
     return rc;
 }
@@ -348,7 +347,7 @@ int agoq_step_run(const agoq_step_config *cin, agoq_step_result *r) {
     const size_t cap = c->budget_bytes > 0 ? (size_t)c->budget_bytes : need;
     r->arena_bytes = (double)cap;
     if (!(base = step_dev_malloc(cap))) goto out;
-    if (engine_open(&e, c, base, cap, attn, attn_ws, stream)) goto out;
+    if (step_engine_open(&e, c, base, cap, attn, attn_ws, stream)) goto out;
     opened = 1;
     for (int it = 0; it < c->warmup + c->reps; it++) {
         step_dev_event_record(ev0, stream);
@@ -391,7 +390,7 @@ int agoq_step_run(const agoq_step_config *cin, agoq_step_result *r) {
     for (int k = 0; k < AGOQ_MEM_CLASS_COUNT; k++) r->at_peak[k] = (double)e.ar.at_peak_by_class[k];
     rc = 0;
 out:
-    if (opened) engine_close(&e);
+    if (opened) step_engine_close(&e);
     step_dev_sync();
     step_dev_free(base);
     step_dev_event_destroy(ev0);
@@ -461,7 +460,7 @@ int agoq_step_probe(const agoq_step_config *cin, agoq_step_dump *d) {
     step_engine e;
     int rc = -1, opened = 0;
     if (dry_size(c, ws, NULL, &need) || !(base = step_dev_malloc(need))) goto out;
-    if (engine_open(&e, c, base, need, attn, ws, stream)) goto out;
+    if (step_engine_open(&e, c, base, need, attn, ws, stream)) goto out;
     opened = 1;
     e.dump = d;
     if (engine_step(&e, 0) || step_grads_to_host(&e, d->grads)) goto out;
@@ -469,7 +468,7 @@ int agoq_step_probe(const agoq_step_config *cin, agoq_step_dump *d) {
     for (size_t i = 0; i < d->nparams; i++) step_dev_d2h(d->weights[i], e.w[i], pl.pelems[i % AGOQ_PARAM_COUNT] * 2);
     rc = 0;
 out:
-    if (opened) engine_close(&e);
+    if (opened) step_engine_close(&e);
     step_dev_sync();
     step_dev_free(base);
     step_dev_stream_destroy(stream);

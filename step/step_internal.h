@@ -89,6 +89,13 @@ typedef struct {
 
 #define STEP_W(e, l, k) ((size_t)(l) * AGOQ_PARAM_COUNT + (size_t)(k))
 
+/* engine.c: opens an engine on the arena [base, base + capacity) (base NULL: dry, a bookkeeping
+ * arena; attn may then be NULL): plan, workspaces, weights (seeded), gradients, optimizer
+ * state. The config must outlive the engine. 0 or -1. */
+int step_engine_open(step_engine *e, const agoq_step_config *c, void *base, size_t capacity, agoq_attn *attn,
+                     size_t attn_ws_bytes, void *stream);
+void step_engine_close(step_engine *e);
+
 /* layer.c */
 int step_layer_fwd(step_engine *e, int l, step_layer_saved *S, uint16_t *x, int save, uint16_t **out);
 int step_layer_bwd(step_engine *e, int l, step_layer_saved *S, uint16_t *dout, uint16_t **dx);

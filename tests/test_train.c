@@ -15,6 +15,7 @@
 #include "tests/test.h"
 #include "train/corpus.h"
 #include "train/dp.h"
+#include "train/engine.h"
 #include "core/backend.h"
 #include "train/model.h"
 #include "train/ops.h"
@@ -101,8 +102,9 @@ TEST(train_backward_matches_finite_differences) {
 TEST(train_recompute_equals_store_without_quantization) {
     train_cfg c = tiny_cfg();
     train_act_policy store = policy("fp32"), recompute = policy("fp32");
-    recompute.store[ACT_NORM_OUT].kind = TS_RECOMPUTE;
-    recompute.store[ACT_FC2_IN].kind = TS_RECOMPUTE;
+    recompute.store[AGOQ_ROLE_QKV_IN].kind = AGOQ_STORE_RECOMPUTE;
+    recompute.store[AGOQ_ROLE_FFN1_IN].kind = AGOQ_STORE_RECOMPUTE;
+    recompute.store[AGOQ_ROLE_FFN2_IN].kind = AGOQ_STORE_RECOMPUTE;
     train_model a, b;
     CHECK(train_model_init(&a, &c, &store) == 0 && train_model_init(&b, &c, &recompute) == 0);
     train_model_init_weights(&a, 5);
@@ -355,10 +357,11 @@ TEST(train_class_probe_records_every_class) {
                           " \"eval_windows\": 8, \"class_probe\": true}}");
     snprintf(args, sizeof args, "run %s --out %s --backend cpu -q", file, out);
     CHECK_MSG(agoq_test_run_cli(args, msg, sizeof msg) == 0, "%s", msg);
-    for (int c = 0; c < ACT_CLASS_COUNT; c++) {
+    static const char *const roles[] = {"norm_in", "qkv_in", "attention", "outproj_in", "ffn1_in", "fc1_out", "ffn2_in"};
+    for (size_t c = 0; c < sizeof roles / sizeof roles[0]; c++) {
         char want[64];
-        snprintf(want, sizeof want, "  %-12s rel_l2 0.", train_act_class_names[c]);
-        CHECK_MSG(strstr(msg, want) != NULL, "no error line for class %s", train_act_class_names[c]);
+        snprintf(want, sizeof want, "  %-12s rel_l2 0.", roles[c]);
+        CHECK_MSG(strstr(msg, want) != NULL, "no error line for role %s", roles[c]);
     }
     CHECK(strstr(msg, "rel_l2 0.00000 ") == NULL); /* every class really was quantized */
 }
@@ -396,4 +399,33 @@ TEST(train_cuda_backend_refused_without_gpu) {
     CHECK(agoq_test_run_cli(args, msg, sizeof msg) == 1 && strstr(msg, "backend 'cuda'") && !agoq_test_file_exists(out));
     CHECK(run_bad_train_backend("tcuda", "cuda", "backend 'cuda'"));
     CHECK(run_bad_train_backend("tbogus", "tpu", "unknown backend 'tpu'"));
+}
+
+/* train/engine.h's layout map is a bijection between the CPU's flat parameters and the step
+ * engine's tensors (sizes of step/model.h's order, computed here), and its RoPE permutation
+ * sends CPU feature 2i of a q head to engine feature i and 2i + 1 to i + d/2. */
+TEST(train_engine_layout_map_is_a_bijection) {
+    train_cfg c = tiny_cfg();
+    const size_t C = (size_t)c.d_model, F = (size_t)c.d_ff, L = (size_t)c.n_layer, hd = C / (size_t)c.n_head;
+    size_t size[P_COUNT], n = 0;
+    train_param_sizes(&c, size);
+    for (int t = 0; t < P_COUNT; t++) n += size[t];
+    const size_t layer[6] = {C, 3 * C * C, C * C, C, 2 * F * C, C * F};
+    unsigned char *seen = calloc(n, 1);
+    size_t hits = 0, bad = 0;
+    for (size_t i = 0; i < 6 * L + 2; i++) {
+        const size_t elems = i == 0 ? (size_t)c.vocab * C : i == 6 * L + 1 ? C : layer[(i - 1) % 6];
+        for (size_t j = 0; j < elems; j++, hits++) {
+            const size_t k = train_engine_cpu_index(&c, i, j);
+            bad += k >= n || seen[k]++;
+        }
+    }
+    CHECK(hits == n && bad == 0);
+    /* layer 0's qkv: engine row 1 (q head 0, feature 1 < d/2) reads CPU column 2; row d/2 reads
+     * column 1; the v rows keep their order (row 2C + 1 reads column 2C + 1) */
+    size_t off = size[P_WTE] + size[P_LN1];
+    CHECK(train_engine_cpu_index(&c, 2, 1 * C + 0) == off + 0 * 3 * C + 2);
+    CHECK(train_engine_cpu_index(&c, 2, (hd / 2) * C + 0) == off + 1);
+    CHECK(train_engine_cpu_index(&c, 2, (2 * C + 1) * C + 3) == off + 3 * 3 * C + 2 * C + 1);
+    free(seen);
 }

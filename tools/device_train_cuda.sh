@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Device batch of the CUDA training path (issue #8), for the lead's GPU-machine run: the GPU
-# tests of the training backend, then the two experiments on the GPU. Build here first:
+# Device batch of the GPU training path (the trainer on the step engine, train/engine.h): the
+# GPU tests of the engine-backed trainer, then the two experiments on the GPU. Build here first:
 #   make -j2 BUILD=build-train build-train/agoq build-train/agoq_test_cuda
 # and carry the build dir and .carry (libcjson for the GPU machine, see tools/device_env.sh):
 #   tools/device_train_cuda.sh [BUILD_DIR]          (default build)
 #   env: OUT (default results/h200; move its .log files to results/h200/logs/ before committing)
-# Order and budget (estimates, not measured when written): the cuda_train tests (~30 s,
-# guarded at 90 s), experiments/train_cuda_small.json (the CPU table's configuration, ~30 s,
-# guarded at 100 s), experiments/train_cuda.json (12 runs, ~3 min, each run capped at 25 s by
-# time_limit_s, guarded at 380 s): under 10 minutes in the worst case. The experiments run even
+# Order and budget (estimates, not measured when written): the cuda_train tests (guarded at
+# 90 s), experiments/train_cuda_small.json (the CPU table's configuration, guarded at 100 s),
+# experiments/train_cuda.json (10 runs, each capped at 25 s by time_limit_s: host-bound, the
+# ranks' gradients go through the host's all-reduce every step; guarded at 380 s): under 10
+# minutes in the worst case. The experiments run even
 # when a test fails (one device batch: the data still comes back), but the log then says so
 # and the exit status is 1.
 # Writes 6 files: $OUT/test_train_cuda.log, $OUT/train_cuda_small.{json,tsv},

@@ -11,10 +11,12 @@
 
 const char *const train_param_names[P_COUNT] = {"wte", "ln1", "qkv", "wo", "ln2", "w1", "w2", "lnf"};
 
-/* Which policy class each saved slot belongs to. */
-static const train_act_class slot_class[S_COUNT] = {
-    [S_X1] = ACT_NORM_IN, [S_H1] = ACT_NORM_OUT, [S_QKV] = ACT_QKV,    [S_ATT] = ACT_PROBS, [S_Y] = ACT_ATTN_OUT,
-    [S_X2] = ACT_NORM_IN, [S_H2] = ACT_NORM_OUT, [S_GU] = ACT_FC1_OUT, [S_S] = ACT_FC2_IN};
+/* The memory model's role of each saved slot (models/inventory.h); the final norm's output,
+ * the LM head's input, is stored as the QKV input (both are norm outputs). */
+static const agoq_role slot_role[S_COUNT] = {
+    [S_X1] = AGOQ_ROLE_NORM_IN,    [S_H1] = AGOQ_ROLE_QKV_IN,  [S_QKV] = AGOQ_ROLE_ATTENTION,
+    [S_ATT] = AGOQ_ROLE_ATTENTION, [S_Y] = AGOQ_ROLE_OUTPROJ_IN, [S_X2] = AGOQ_ROLE_NORM_IN,
+    [S_H2] = AGOQ_ROLE_FFN1_IN,    [S_GU] = AGOQ_ROLE_FC1_OUT, [S_S] = AGOQ_ROLE_FFN2_IN};
 
 /* Row view of each slot for quantized storage: rows of `cols` elements, each its own blocks.
  * q, k and v are separate rows of C; gate and up separate rows of F (kernels/fused/fused.h's rowq). */
@@ -56,21 +58,17 @@ int train_model_init(train_model *m, const train_cfg *cfg, const train_act_polic
                  c->vocab, c->seq_len, c->n_layer, c->n_head, c->d_model, c->d_ff, c->batch);
     AGOQ_REQUIRE(c->d_model % c->n_head == 0 && (c->d_model / c->n_head) % 2 == 0,
                  "train: d_model %d must split into %d heads of an even size (RoPE pairs)", c->d_model, c->n_head);
-    for (int s = 0; s < ACT_CLASS_COUNT; s++)
-        AGOQ_REQUIRE(p->store[s].kind != TS_RECOMPUTE || train_act_class_recomputable((train_act_class)s),
-                     "train: policy '%s': class '%s' cannot be recomputed", p->name, train_act_class_names[s]);
+    for (int s = 0; s < S_COUNT; s++)
+        AGOQ_REQUIRE(p->store[slot_role[s]].kind != AGOQ_STORE_RECOMPUTE || train_role_recomputable(slot_role[s]),
+                     "train: policy '%s': role '%s' cannot be recomputed", p->name, agoq_role_name(slot_role[s]));
     m->cfg = *cfg;
     m->policy = *p;
     if (!(m->dev = train_dev_open(c->backend))) return -1;
-    if (train_model_check_policy(m, p)) {
-        train_model_free(m);
-        return -1;
-    }
     train_dev *d = m->dev;
     const size_t L = (size_t)c->n_layer, C = (size_t)c->d_model, F = (size_t)c->d_ff, V = (size_t)c->vocab;
     const size_t BT = (size_t)c->batch * (size_t)c->seq_len;
-    size_t sz[P_COUNT] = {[P_WTE] = V * C, [P_LN1] = L * C, [P_QKV] = L * C * 3 * C, [P_WO] = L * C * C,
-                          [P_LN2] = L * C, [P_W1] = L * C * 2 * F, [P_W2] = L * F * C, [P_LNF] = C};
+    size_t sz[P_COUNT];
+    train_param_sizes(c, sz);
     int fail = tensors_alloc(d, &m->params, sz) | tensors_alloc(d, &m->grads, sz);
     for (int s = 0; s < S_COUNT; s++) {
         size_t rows, cols;
@@ -78,7 +76,7 @@ int train_model_init(train_model *m, const train_cfg *cfg, const train_act_polic
         m->slot_n[s] = rows * cols;
         m->saved[s] = d->ops->alloc(d, (L + 1) * m->slot_n[s] * sizeof(float));
         fail |= !m->saved[s];
-        m->act_bytes_per_layer += train_act_store_bytes(&p->store[slot_class[s]], rows, cols);
+        m->act_bytes_per_layer += train_act_store_bytes(&p->store[slot_role[s]], rows, cols);
     }
     float **bufs[] = MODEL_BUFS(m);
     size_t n[] = {(L + 1) * BT * C, BT * 3 * C, m->slot_n[S_ATT], BT * C, BT * 2 * F, BT * F, BT * V, BT * C,
@@ -109,19 +107,6 @@ void train_model_free(train_model *m) {
     memset(m, 0, sizeof *m);
 }
 
-int train_model_check_policy(train_model *m, const train_act_policy *p) {
-    for (int s = 0; s < S_COUNT; s++) {
-        size_t rows, cols;
-        slot_shape(&m->cfg, s, &rows, &cols);
-        if (m->dev->ops->act_store_check(m->dev, &p->store[slot_class[s]], rows, cols)) {
-            agoq_error("train: policy '%s', class '%s' (rows of %zu): not supported by the %s backend", p->name,
-                       train_act_class_names[slot_class[s]], cols, agoq_backend_name(m->dev->kind));
-            return -1;
-        }
-    }
-    return 0;
-}
-
 size_t train_model_param_count(const train_model *m) { return m->params.total; }
 
 void train_model_download(const train_model *m, const train_tensors *t, float *host) {
@@ -132,17 +117,29 @@ void train_model_upload(train_model *m, train_tensors *t, const float *host) {
     m->dev->ops->upload(m->dev, t->mem, host, t->total * sizeof(float));
 }
 
-void train_model_init_weights(train_model *m, uint64_t seed) {
+void train_param_sizes(const train_cfg *c, size_t size[P_COUNT]) {
+    const size_t L = (size_t)c->n_layer, C = (size_t)c->d_model, F = (size_t)c->d_ff, V = (size_t)c->vocab;
+    const size_t sz[P_COUNT] = {[P_WTE] = V * C, [P_LN1] = L * C, [P_QKV] = L * C * 3 * C, [P_WO] = L * C * C,
+                                [P_LN2] = L * C, [P_W1] = L * C * 2 * F, [P_W2] = L * F * C, [P_LNF] = C};
+    memcpy(size, sz, sizeof sz);
+}
+
+void train_weights_draw(const train_cfg *c, uint64_t seed, float *host) {
     agoq_rng r = {seed};
-    const double sd = 0.02, sd_res = 0.02 / sqrt(2.0 * m->cfg.n_layer);
+    const double sd = 0.02, sd_res = 0.02 / sqrt(2.0 * c->n_layer);
+    size_t size[P_COUNT];
+    train_param_sizes(c, size);
+    float *w = host;
+    for (int t = 0; t < P_COUNT; w += size[t], t++) {
+        int is_norm = t == P_LN1 || t == P_LN2 || t == P_LNF, is_res = t == P_WO || t == P_W2;
+        for (size_t i = 0; i < size[t]; i++) w[i] = is_norm ? 1.0f : (float)((is_res ? sd_res : sd) * agoq_rng_normal(&r));
+    }
+}
+
+void train_model_init_weights(train_model *m, uint64_t seed) {
     float *host = malloc(m->params.total * sizeof(float));
     if (!host) agoq_die("train: out of host memory for %zu initial weights", m->params.total);
-    float *w = host;
-    for (int t = 0; t < P_COUNT; w += m->params.size[t], t++) {
-        int is_norm = t == P_LN1 || t == P_LN2 || t == P_LNF, is_res = t == P_WO || t == P_W2;
-        for (size_t i = 0; i < m->params.size[t]; i++)
-            w[i] = is_norm ? 1.0f : (float)((is_res ? sd_res : sd) * agoq_rng_normal(&r));
-    }
+    train_weights_draw(&m->cfg, seed, host);
     train_model_upload(m, &m->params, host);
     free(host);
 }
@@ -157,14 +154,14 @@ static float *slot(const train_model *m, int s, int l) { return m->saved[s] + (s
 static void save(train_model *m, int s, int l, const float *src) {
     size_t rows, cols;
     slot_shape(&m->cfg, s, &rows, &cols);
-    m->dev->ops->act_store(m->dev, &m->policy.store[slot_class[s]], src, rows, cols, slot(m, s, l));
+    m->dev->ops->act_store(m->dev, &m->policy.store[slot_role[s]], src, rows, cols, slot(m, s, l));
 }
 
 /* What backward reads for slot s of layer l: the stored copy, or the recomputation from the
  * stored copy of its producer's input (the same function the forward ran, so with exact
  * storage the recomputed tensor equals the forward's bit for bit). */
 static const float *saved(train_model *m, int s, int l) {
-    if (m->policy.store[slot_class[s]].kind != TS_RECOMPUTE) return slot(m, s, l);
+    if (m->policy.store[slot_role[s]].kind != AGOQ_STORE_RECOMPUTE) return slot(m, s, l);
     const train_ops *o = m->dev->ops;
     const int L = m->cfg.n_layer, C = m->cfg.d_model, BT = m->cfg.batch * m->cfg.seq_len;
     float *out = slot(m, s, l);

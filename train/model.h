@@ -5,9 +5,9 @@
  * policy's stored copy of each saved activation (policy.h), recomputing the norm outputs and
  * the FC2 input when the policy says so.
  *
- * One orchestration for both backends: every tensor lives in the backend memory of m->dev and
- * every operation goes through its ops table (ops.h), so the CPU and the CUDA model differ only
- * in the kernels. Weight layout (in, out) for the forward GEMM out = in @ W; the backward GEMMs
+ * This is the fp32 reference: every tensor lives in the host memory of m->dev and every
+ * operation goes through the cpu ops table (ops.h). On a GPU the same model runs on the step
+ * engine in bf16 (train/engine.h maps weights and gradients between the two). Weight layout (in, out) for the forward GEMM out = in @ W; the backward GEMMs
  * read W and the activations transposed through the matmul's transpose flags. */
 #ifndef AGOQ_TRAIN_MODEL_H
 #define AGOQ_TRAIN_MODEL_H
@@ -31,7 +31,7 @@ typedef struct {
     int d_ff;       /* F: SwiGLU width (FC1 is C -> 2F, FC2 F -> C) */
     int batch;      /* B: sequences per micro-batch */
     float rope_base, norm_eps;
-    agoq_backend backend; /* where the model lives (0 = cpu) */
+    agoq_backend backend; /* cpu (0): this model; cuda: the trainer runs train/engine.h */
 } train_cfg;
 
 /* Parameter tensors (all layers of one kind contiguous, layer-major). */
@@ -68,15 +68,17 @@ typedef struct {
  * 0 or -1. */
 int train_model_init(train_model *m, const train_cfg *cfg, const train_act_policy *p);
 void train_model_free(train_model *m);
-/* GPT-2 style init: N(0, 0.02), residual projections N(0, 0.02 / sqrt(2L)), norm weights 1.
- * Drawn on the host, so both backends start from the same bits. */
-void train_model_init_weights(train_model *m, uint64_t seed);
+/* Element counts of the parameter tensors of shape c (P_* order). */
+void train_param_sizes(const train_cfg *c, size_t size[P_COUNT]);
+/* GPT-2 style init: N(0, 0.02), residual projections N(0, 0.02 / sqrt(2L)), norm weights 1, into
+ * host (the P_* tensors one after another). Drawn on the host, so the CPU model and the step
+ * engine's (train/engine.h) start from the same bits. */
+void train_weights_draw(const train_cfg *c, uint64_t seed, float *host);
+void train_model_init_weights(train_model *m, uint64_t seed); /* train_weights_draw + upload */
 size_t train_model_param_count(const train_model *m);
 /* Host copies of a parameter-layout set (m->params or m->grads): t->total floats. */
 void train_model_download(const train_model *m, const train_tensors *t, float *host);
 void train_model_upload(train_model *m, train_tensors *t, const float *host);
-/* 0 if every slot of policy p can be stored on this model's backend, else -1 naming it. */
-int train_model_check_policy(train_model *m, const train_act_policy *p);
 
 /* Forward on tokens (B, T) with next-token targets (B, T), host arrays of values in [0, V):
  * mean loss. */

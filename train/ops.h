@@ -1,16 +1,12 @@
-/* The training path's backend interface: every operation that touches tensor memory goes
- * through one table of function pointers (the shape of collectives/driver.h's agoq_comm_ops),
- * so the model's orchestration (model.c), the saved-activation policies, the data-parallel
- * reduction and the trainer loop are written once and run on either backend:
+/* The CPU training path's operations: every operation of the fp32 reference model (model.c)
+ * that touches tensor memory goes through one table of function pointers (the shape of
+ * collectives/driver.h's agoq_comm_ops):
  *   cpu   train/ops_cpu.c: host memory, the kernels of layers.c, policy.c's train_act_store,
  *         dp.c's train_reduce_mean, optim.h's AdamW (OpenMP inside layers.c)
- *   cuda  train/ops_cuda.cu (memory, cuBLAS GEMMs, the policy hook, optimizer), layers_cuda.cu
- *         (layer kernels), dp_cuda.cu (the all-reduces on the device): one GPU, device memory
- *
- * "Backend memory" is host memory on cpu and device memory on cuda; every tensor pointer a
- * compute entry takes is backend memory, and upload/download are the only ways in and out.
- * cuda issues everything on the legacy default stream, in program order; the entries that
- * return a value to the host (cross_entropy, sumsq, compare) synchronise.
+ * The GPU path is not a second table: it is the step engine's model (train/engine.h), bf16 with
+ * real activation storage; train_dev_open(cuda) refuses with one line. The trainer runs the
+ * all-reduce and clipping on this table's host memory for both models.
+ * "Backend memory" is host memory; upload/download are the ways in and out.
  * Shapes as in layers.h: BT = batch * seq rows, C model width, NH heads, F the SwiGLU width,
  * row-major fp32. No output may alias an input unless the entry says so. */
 #ifndef AGOQ_TRAIN_OPS_H
@@ -64,10 +60,7 @@ typedef struct {
                             float dscale);
 
     /* ---- the saved-activation hook (policy.h's train_act_store; dst may equal src) ---- */
-    void (*act_store)(train_dev *d, const train_store *st, const float *src, size_t rows, size_t cols, float *dst);
-    /* 0 if this backend stores (rows, cols) under st, else -1 naming the shape (cuda: ragged
-     * rows of an asymmetric or stochastic format, see ops_cuda.cu) */
-    int (*act_store_check)(train_dev *d, const train_store *st, size_t rows, size_t cols);
+    void (*act_store)(train_dev *d, const agoq_store *st, const float *src, size_t rows, size_t cols, float *dst);
 
     /* ---- data parallel (dp.h) ---- */
     /* Sets the all-reduce of reduce_mean: mode, agoq8 format, rank count, largest tensor. 0 or -1. */
@@ -97,11 +90,6 @@ train_dev *train_dev_open(agoq_backend kind);
 void train_dev_close(train_dev *d);
 /* 1 when every entry of the table is set (train_dev_open refuses an incomplete table). */
 int train_ops_complete(const train_ops *o);
-
-#if AGOQ_HAVE_CUDA
-train_dev *train_cuda_open(void); /* ops_cuda.cu; the caller checked that a GPU is visible */
-void train_cuda_close(train_dev *d);
-#endif
 
 #ifdef __cplusplus
 }

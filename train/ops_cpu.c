@@ -88,10 +88,9 @@ static double c_cross_entropy(train_dev *d, float *dlogits, const float *logits,
     return tr_cross_entropy(dlogits, logits, targets, rows, v, dscale);
 }
 
-static void c_act_store(train_dev *d, const train_store *s, const float *src, size_t rows, size_t cols, float *dst) {
+static void c_act_store(train_dev *d, const agoq_store *s, const float *src, size_t rows, size_t cols, float *dst) {
     train_act_store(s, src, rows, cols, dst);
 }
-static int c_act_store_check(train_dev *d, const train_store *s, size_t rows, size_t cols) { return 0; }
 
 static int c_reduce_init(train_dev *d, train_grad_mode mode, const agoq_qconfig *q, int ranks, size_t max_n) {
     train_reducer_free(&st(d)->red);
@@ -124,7 +123,7 @@ static const train_ops cpu_ops = {
     .matmul = c_matmul, .rmsnorm_fwd = c_rmsnorm_fwd, .rmsnorm_bwd = c_rmsnorm_bwd, .rope = c_rope,
     .attention_fwd = c_attention_fwd, .attention_bwd = c_attention_bwd, .swiglu_fwd = c_swiglu_fwd,
     .swiglu_bwd = c_swiglu_bwd, .add = c_add, .embed_fwd = c_embed_fwd, .embed_bwd = c_embed_bwd,
-    .cross_entropy = c_cross_entropy, .act_store = c_act_store, .act_store_check = c_act_store_check,
+    .cross_entropy = c_cross_entropy, .act_store = c_act_store,
     .reduce_init = c_reduce_init, .reduce_mean = c_reduce_mean, .mean_fp32 = c_mean_fp32, .adam = c_adam,
     .sumsq = c_sumsq, .scale = c_scale, .compare = c_compare,
 };
@@ -143,14 +142,11 @@ int train_ops_complete(const train_ops *o) {
 train_dev *train_dev_open(agoq_backend kind) {
     train_dev *d = NULL;
     if (kind == AGOQ_BACKEND_CUDA) {
+        /* the GPU runs the step engine's model (train/engine.h), not this table */
         char why[256] = "";
-        if (agoq_cuda_devices(why, sizeof why) <= 0) {
-            agoq_error("train: backend 'cuda': no usable GPU: %s", why);
-            return NULL;
-        }
-#if AGOQ_HAVE_CUDA
-        d = train_cuda_open();
-#endif
+        if (agoq_cuda_devices(why, sizeof why) <= 0) agoq_error("train: backend 'cuda': no usable GPU: %s", why);
+        else agoq_error("train: backend 'cuda': the ops table is the CPU model's; the GPU model is train/engine.h");
+        return NULL;
     } else {
         cpu_state *s = calloc(1, sizeof *s);
         if (!(d = calloc(1, sizeof *d)) || !s) agoq_die("train cpu: out of host memory");
@@ -164,12 +160,6 @@ train_dev *train_dev_open(agoq_backend kind) {
 
 void train_dev_close(train_dev *d) {
     if (!d) return;
-#if AGOQ_HAVE_CUDA
-    if (d->kind == AGOQ_BACKEND_CUDA) {
-        train_cuda_close(d);
-        return;
-    }
-#endif
     free(st(d)->ta);
     free(st(d)->tb);
     train_reducer_free(&st(d)->red);

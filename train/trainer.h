@@ -1,7 +1,11 @@
 /* One training run: R simulated data-parallel ranks, each with its own micro-batch, gradients
- * combined by the chosen all-reduce (dp.h), global-norm clipping, AdamW (optim.h). The run
- * lives on the backend of cfg.model.backend (ops.h): model, rank gradients, all-reduce and
- * optimizer state in its memory, the same loop for cpu and cuda.
+ * combined by the chosen all-reduce (dp.h), global-norm clipping, AdamW. cfg.model.backend picks
+ * the model: cpu, the fp32 reference of train/model.h (AdamW: optim.h); cuda, the same model on
+ * the step engine in bf16 with real activation storage (train/engine.h; AdamW: the engine's,
+ * kernels/optim/adamw.h). Either way the ranks' gradients, the all-reduce (collectives/ through
+ * dp.h, simulated ranks), the exact mean and the clipping are host code, one loop over the
+ * model's parameter tensors (the CPU's P_* tensors, or the engine's per-layer tensors: an
+ * all-reduce never spans two of them).
  * Determinism: the corpus, the initial weights (seed) and the data order (seed) are the same
  * for every policy, so runs differ only by their activation and gradient policies. */
 #ifndef AGOQ_TRAIN_TRAINER_H
@@ -10,6 +14,7 @@
 
 #include "core/metrics.h"
 #include "core/rng.h"
+#include "step/model.h"
 #include "train/corpus.h"
 #include "train/dp.h"
 #include "train/model.h"
@@ -31,13 +36,21 @@ typedef struct {
     uint64_t seed;           /* weights and data order */
 } train_run_cfg;
 
+#define TRAIN_MAX_TENSORS 512
+
 typedef struct {
     train_run_cfg cfg;
-    train_model model;       /* owns the backend, model.dev */
-    train_adam adam;
+    train_model model;       /* cpu: the model (owns its backend, model.dev); cuda: unused */
+    agoq_lm *lm;             /* cuda: the step engine's model */
+    train_dev *host;         /* the host ops (cpu backend) the all-reduce and clipping run on */
+    size_t ntensor, np;      /* parameter tensors, parameters */
+    size_t tsize[TRAIN_MAX_TENSORS], toff[TRAIN_MAX_TENSORS]; /* per tensor: elements, offset */
+    int tnorm[TRAIN_MAX_TENSORS]; /* norm weights (no weight decay) */
+    size_t act_bytes_per_layer; /* saved-activation bytes of one decoder layer */
+    train_adam adam;         /* cpu only */
     const train_corpus *corpus;
-    float *rank_grads;       /* (ranks, P), backend memory */
-    float *mean_grad;        /* (P), backend memory */
+    float *rank_grads;       /* (ranks, P), host */
+    float *mean_grad;        /* (P), host */
     int *tokens, *targets;   /* (B, T), host */
     float *exact_mean;       /* (P) fp32 mean of the ranks' gradients, to measure the all-reduce */
     int measure_reduce;      /* compute reduce_err in the next steps (1 after init) */
@@ -55,7 +68,8 @@ double train_trainer_step(train_trainer *t, double *grad_norm);
  * does not change the forward, so this is the model's quality whatever the policy). */
 double train_trainer_eval(train_trainer *t);
 /* Gradient under the run's activation policy vs under `ref`, same weights, same probe batch
- * (the first held-out windows), single rank: the error the policy puts into the gradients. */
+ * (the first held-out windows), single rank: the error the policy puts into the gradients.
+ * CPU model only (the engine stores no fp32 reference): NaN statistics on cuda. */
 agoq_error_stats train_trainer_grad_error(train_trainer *t, const train_act_policy *ref);
 /* The same for any pair: gradient under `test` compared with the gradient under `ref`. */
 agoq_error_stats train_policy_grad_error(train_trainer *t, const train_act_policy *test, const train_act_policy *ref);

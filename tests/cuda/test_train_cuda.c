@@ -1,22 +1,45 @@
-/* The cuda training path end to end against the cpu path (make test-cuda; needs a GPU).
+/* The trainer's GPU path (the step engine's model, train/engine.h) against the CPU fp32
+ * reference model (make test-cuda; needs a GPU and cuDNN).
  *
- * One step, same weights and batch, every activation policy: the loss within 1e-5 relative,
- * the gradients within a relative L2 bound per policy. Why they differ at all: cuBLAS and the
- * row kernels sum in another order than the CPU (1e-7..1e-6 relative per op); bf16 and block
- * quantization then amplify that where a value sits near a rounding boundary: it lands on the
- * other side and moves by a whole bf16 ulp or FP4/FP8 step. Bounds, measured by emulation on
- * the CPU (relative noise of 3e-7 sqrt(K) on every GEMM output, 6 seeds, this shape; worst
- * case): fp32 4.6e-6, bf16 5.3e-5, agoq 4.3e-4, uniform4 4.0e-4, coat 2.3e-4. The bounds below
- * sit ~10-20x above those and below each policy's own gradient error against exact storage
- * (bf16 ~2e-3, coat ~2e-2, FP4 ~0.1: docs/train.md), so a store that quantized nothing, or the
- * wrong tensor, fails: fp32 1e-4, bf16 5e-4, coat 3e-3, agoq and uniform4 1e-2.
+ * One micro-batch, same weights and tokens: the engine in bf16 with bf16 store-all against the
+ * CPU in fp32 with exact storage. Bounds, derived: the engine rounds the weights and every op's
+ * output to bf16 (unit roundoff u = 2^-8; a uniform rounding error has RMS u / sqrt(3) = 2.3e-3
+ * relative) and accumulates in fp32. A gradient tensor sits behind k ~ 20 such roundings on its
+ * way through forward and backward at 2 layers (weights, norm outputs, GEMM outputs, attention,
+ * SwiGLU, residual sums, dlogits, each dgrad); independent errors add in quadrature:
+ * sqrt(20) * 2.3e-3 = 0.010 relative L2 for the whole gradient. Bound 0.03 (3x; the step
+ * engine's own store-all test against fp32 measured 6.1e-3 with the same derivation). The loss
+ * comes from bf16 logits: its error is at most about u times the logits' spread, far below
+ * u * loss; bound: relative 2^-8.
+ * MEASURED on the H200 (commit 64491e2, results/h200/logs/test_train_engine.log): loss 5.553498
+ * vs 5.552221 (within its bound) but the whole gradient at 6.5e-2 relative L2, per tensor 5e-2
+ * (wte, lnf, attention weights) to 0.21 (w2): this test FAILS. A CPU emulation of the engine's
+ * roundings (bf16 weights, every op output and stored tensor in bf16, fp32 accumulation, flash
+ * attention's bf16 P and dS) gives 4.8e-3 whole and at most 6.5e-3 per tensor, so bf16 rounding
+ * does not explain it: a model difference, open (docs/train.md). The bound stays as derived.
+ * Quantized policies: the engine's gradient error against its own bf16 store-all must be of the
+ * CPU's magnitude for the same policy against fp32 storage (FP4 / FP8 rounding dominates both):
+ * within [0.3x, 2x] of it plus 0.03 (the bf16 term above; 0.3x because the engine's flash
+ * attention keeps its output as an attention tensor, bf16, where the CPU model stores the
+ * out-projection input as the policy says), so a store that quantized nothing, or the wrong
+ * tensor, fails. uniform4 (attention quantized) needs head_dim a multiple of the block on the
+ * engine and is not run at these shapes.
  *
- * Training: 12 optimizer steps of the cuda trainer for every all-reduce reduce the held-out
- * loss by more than 1 nat (as tests/test_train.c asks of the CPU) and end within 2e-3 of the
- * cpu trainer's held-out loss (emulated difference ~1e-5: the AdamW step itself is bit-exact,
- * test_train_cuda_ops.c). And `agoq train --backend cuda` writes meta.gpu. */
-#include "tests/cuda/test_train_cuda_util.h"
+ * Training: 12 optimizer steps of the engine-backed trainer reduce the held-out loss by more
+ * than 1 nat (as tests/test_train.c asks of the CPU) and end within 0.1 nat of the CPU
+ * trainer's (bf16 vs fp32: the per-step gradient differs by ~1e-2 relative, AdamW's normalized
+ * steps carry that into the weights; 12 steps that move the loss by ~3 nats move it ~1-3% apart).
+ * And `agoq train --backend cuda` writes meta.gpu. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/metrics.h"
+#include "core/rng.h"
+#include "tests/test.h"
 #include "train/corpus.h"
+#include "train/engine.h"
 #include "train/model.h"
 #include "train/trainer.h"
 
@@ -27,49 +50,69 @@ static train_cfg step_cfg(agoq_backend b) {
     return c;
 }
 
-TEST(cuda_train_step_matches_cpu_every_policy) {
-    static const struct { const char *name; double tol; } pol[] = {
-        {"fp32", 1e-4}, {"bf16", 5e-4}, {"agoq", 1e-2}, {"uniform4", 1e-2}, {"coat", 3e-3}};
+static double rel_l2(const float *ref, const float *got, size_t n) {
+    agoq_error_stats e = agoq_compare(ref, got, n);
+    return e.nonfinite ? INFINITY : agoq_norm_l2(&e);
+}
+
+/* CPU gradients (flat P_* layout) of one micro-batch under policy name, weights of seed 8. */
+static double cpu_grads(const char *name, const int *tok, const int *tgt, float *g) {
+    train_cfg c = step_cfg(AGOQ_BACKEND_CPU);
+    train_act_policy p;
+    train_model m;
+    if (train_act_policy_by_name(name, 128, &p) || train_model_init(&m, &c, &p)) return NAN;
+    train_model_init_weights(&m, 8);
+    double loss = train_step_grads(&m, tok, tgt);
+    train_model_download(&m, &m.grads, g);
+    train_model_free(&m);
+    return loss;
+}
+
+/* Engine gradients, mapped to the CPU layout. */
+static double engine_grads(const char *name, const int *tok, const int *tgt, float *g) {
+    train_cfg c = step_cfg(AGOQ_BACKEND_CUDA);
+    train_act_policy p;
+    agoq_lm *lm;
+    if (train_act_policy_by_name(name, 128, &p) || train_engine_open(&c, &p, 8, &lm)) return NAN;
+    const size_t nt = agoq_lm_tensor_count(lm);
+    float **eng = calloc(nt, sizeof *eng);
+    double loss = NAN;
+    for (size_t i = 0; i < nt; i++) eng[i] = malloc(agoq_lm_tensor_elems(lm, i) * sizeof(float));
+    if (agoq_lm_grads(lm, tok, tgt, &loss, eng) == 0) train_engine_to_cpu(&c, lm, eng, g);
+    for (size_t i = 0; i < nt; i++) free(eng[i]);
+    free(eng);
+    agoq_lm_close(lm);
+    return loss;
+}
+
+TEST(cuda_train_engine_step_matches_cpu_fp32) {
     uint8_t text[8192];
     agoq_rng r = {21};
     int tok[128], tgt[128];
     train_grammar_text(7, text, sizeof text);
-    train_cfg c0 = step_cfg(AGOQ_BACKEND_CPU), c1 = step_cfg(AGOQ_BACKEND_CUDA);
-    train_sample_batch(text, sizeof text, c0.batch, c0.seq_len, &r, tok, tgt);
-    int ok = 1;
-    for (size_t i = 0; i < sizeof pol / sizeof pol[0]; i++) {
-        train_act_policy p;
-        CHECK(train_act_policy_by_name(pol[i].name, 128, &p) == 0);
-        train_model m[2];
-        CHECK(train_model_init(&m[0], &c0, &p) == 0 && train_model_init(&m[1], &c1, &p) == 0);
-        double loss[2];
-        float *g[2], *w[2];
-        for (int k = 0; k < 2; k++) {
-            train_model_init_weights(&m[k], 8);
-            loss[k] = train_step_grads(&m[k], tok, tgt);
-            g[k] = malloc(m[k].grads.total * sizeof(float));
-            w[k] = malloc(m[k].params.total * sizeof(float));
-            train_model_download(&m[k], &m[k].grads, g[k]);
-            train_model_download(&m[k], &m[k].params, w[k]);
-        }
-        const size_t n = m[0].grads.total;
-        const double lrel = fabs(loss[1] - loss[0]) / loss[0];
-        printf("    %-9s loss cpu %.7f cuda %.7f (rel %.1e)\n", pol[i].name, loss[0], loss[1], lrel);
-        for (int t = 0; t < P_COUNT; t++) { /* per tensor, for diagnosis */
-            size_t off = (size_t)(m[0].grads.t[t] - m[0].grads.mem);
-            printf("      %-4s rel L2 %.3e\n", train_param_names[t], tt_rel_l2(g[0] + off, g[1] + off, m[0].grads.size[t]));
-        }
-        char what[64];
-        snprintf(what, sizeof what, "%s gradients, cuda vs cpu", pol[i].name);
-        ok &= agoq_validate_floats("initial weights", w[0], w[1], m[0].params.total) == 0;
-        ok &= tt_close_enough(what, g[0], g[1], n, pol[i].tol);
-        ok &= lrel <= 1e-5;
-        for (int k = 0; k < 2; k++) {
-            free(g[k]), free(w[k]);
-            train_model_free(&m[k]);
-        }
+    train_cfg c = step_cfg(AGOQ_BACKEND_CPU);
+    train_sample_batch(text, sizeof text, c.batch, c.seq_len, &r, tok, tgt);
+    size_t size[P_COUNT], n = 0;
+    train_param_sizes(&c, size);
+    for (int t = 0; t < P_COUNT; t++) n += size[t];
+    float *ref = malloc(n * 4), *cpu_q = malloc(n * 4), *eng_bf = malloc(n * 4), *eng_q = malloc(n * 4);
+    const double l_ref = cpu_grads("fp32", tok, tgt, ref), l_eng = engine_grads("bf16", tok, tgt, eng_bf);
+    const double e_bf = rel_l2(ref, eng_bf, n);
+    printf("    loss cpu fp32 %.6f engine bf16 %.6f; gradient rel L2 %.3e (bound 0.03)\n", l_ref, l_eng, e_bf);
+    size_t off = 0;
+    for (int t = 0; t < P_COUNT; off += size[t], t++)
+        printf("      %-4s rel L2 %.3e\n", train_param_names[t], rel_l2(ref + off, eng_bf + off, size[t]));
+    CHECK(fabs(l_eng - l_ref) <= l_ref / 256.0);
+    CHECK(e_bf <= 0.03);
+    static const char *const quant[] = {"agoq", "coat"}; /* uniform4: head_dim 32 is not a whole FP4 block */
+    for (size_t i = 0; i < sizeof quant / sizeof quant[0]; i++) {
+        cpu_grads(quant[i], tok, tgt, cpu_q);
+        engine_grads(quant[i], tok, tgt, eng_q);
+        const double ec = rel_l2(ref, cpu_q, n), ee = rel_l2(eng_bf, eng_q, n);
+        printf("    %-8s gradient error: cpu vs fp32 %.3e, engine vs engine bf16 %.3e\n", quant[i], ec, ee);
+        CHECK(ee >= 0.3 * ec && ee <= 2.0 * ec + 0.03);
     }
-    CHECK(ok);
+    free(ref), free(cpu_q), free(eng_bf), free(eng_q);
 }
 
 static train_run_cfg run_cfg(const char *act, train_grad_mode grad, agoq_backend b) {
@@ -84,13 +127,13 @@ static train_run_cfg run_cfg(const char *act, train_grad_mode grad, agoq_backend
     return r;
 }
 
-TEST(cuda_train_steps_reduce_loss_and_track_cpu) {
+TEST(cuda_train_engine_steps_reduce_loss_and_track_cpu) {
     train_corpus corpus;
     CHECK(train_corpus_grammar(&corpus, 1, 64 << 10, 8 << 10) == 0);
-    static const char *const acts[] = {"bf16", "agoq", "uniform4", "coat", "agoq"};
-    static const train_grad_mode grads[] = {GRAD_FP32, GRAD_AGOQ8, GRAD_FP8LM, GRAD_FP32, GRAD_FP8LM};
+    static const char *const acts[] = {"bf16", "agoq", "coat", "bf16"};
+    static const train_grad_mode grads[] = {GRAD_FP32, GRAD_AGOQ8, GRAD_FP32, GRAD_FP8LM};
     int ok = 1;
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 4; i++) {
         double h0[2], h1[2], rerr[2];
         for (int k = 0; k < 2; k++) {
             train_run_cfg rc = run_cfg(acts[i], grads[i], k ? AGOQ_BACKEND_CUDA : AGOQ_BACKEND_CPU);
@@ -102,9 +145,9 @@ TEST(cuda_train_steps_reduce_loss_and_track_cpu) {
             rerr[k] = agoq_norm_l2(&t.reduce_err);
             train_trainer_free(&t);
         }
-        printf("    %-8s + %-5s held-out cpu %.5f -> %.5f, cuda %.5f -> %.5f; all-reduce rel L2 cpu %.4f cuda %.4f\n",
+        printf("    %-8s + %-5s held-out cpu %.5f -> %.5f, engine %.5f -> %.5f; all-reduce rel L2 cpu %.4f engine %.4f\n",
                acts[i], train_grad_mode_names[grads[i]], h0[0], h1[0], h0[1], h1[1], rerr[0], rerr[1]);
-        ok &= h1[1] < h0[1] - 1.0 && fabs(h1[1] - h1[0]) <= 2e-3 && fabs(h0[1] - h0[0]) <= 1e-5 * h0[0];
+        ok &= h1[1] < h0[1] - 1.0 && fabs(h1[1] - h1[0]) <= 0.1 && fabs(h0[1] - h0[0]) <= h0[0] / 256.0;
         ok &= grads[i] == GRAD_FP32 ? rerr[1] == 0.0 : (rerr[1] > 1e-4 && rerr[1] < 0.2);
     }
     train_corpus_free(&corpus);
