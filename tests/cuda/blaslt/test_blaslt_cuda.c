@@ -21,14 +21,6 @@
 #include "tests/cuda/fused/test_fused_util.h"
 #include "tests/test.h"
 
-static uint16_t *rand_bf16(size_t n, uint64_t seed) {
-    float *f = malloc(n * sizeof(float));
-    uint16_t *h = malloc(n * 2);
-    agoq_fill(AGOQ_DIST_NORMAL, f, n, seed);
-    for (size_t i = 0; i < n; i++) h[i] = agoq_f32_to_bf16(f[i]);
-    free(f);
-    return h;
-}
 static uint16_t *abs_bf16(const uint16_t *x, size_t n) {
     uint16_t *h = malloc(n * 2);
     for (size_t i = 0; i < n; i++) h[i] = x[i] & 0x7fffu;

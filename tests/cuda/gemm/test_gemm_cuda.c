@@ -13,15 +13,6 @@
 #include "tests/cuda/fused/test_fused_util.h"
 #include "tests/test.h"
 
-static uint16_t *rand_bf16(size_t n, uint64_t seed) {
-    float *f = malloc(n * sizeof(float));
-    uint16_t *h = malloc(n * 2);
-    agoq_fill(AGOQ_DIST_NORMAL, f, n, seed);
-    for (size_t i = 0; i < n; i++) h[i] = agoq_f32_to_bf16(f[i]);
-    free(f);
-    return h;
-}
-
 /* |c - ref| <= |ref| / 256 (bf16 output rounding, with margin) + K * 2^-23 * sum|a||b| (fp32
  * accumulation in any order); returns the number of violations. */
 static size_t check_vs_ref(const char *what, const uint16_t *c, const double *ref, const double *mag, size_t n, int k) {

@@ -24,15 +24,6 @@
 #include "tests/cuda/fused/test_fused_util.h"
 #include "tests/test.h"
 
-static uint16_t *rand_bf16(size_t n, uint64_t seed) {
-    float *f = malloc(n * sizeof(float));
-    uint16_t *h = malloc(n * 2);
-    agoq_fill(AGOQ_DIST_NORMAL, f, n, seed);
-    for (size_t i = 0; i < n; i++) h[i] = agoq_f32_to_bf16(f[i]);
-    free(f);
-    return h;
-}
-
 enum { OP_FWD, OP_DGRAD, OP_WGRAD };
 static const char *kOpName[] = {"fwd", "dgrad", "wgrad"};
 /* blaslt.h's M, N, K of an op */
