@@ -206,20 +206,21 @@ int agoq_sim_run_holdout(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results
                      plan = num(e, "needed_bytes") + num(e, "attn_workspace_bytes");
         results_num(o, "measured_peak_bytes", peak);
         results_num(o, "predicted_peak_bytes", model);
-        results_num(o, "peak_err", model / peak - 1.0);
+        const double peak_err = model / peak - 1.0, plan_err = plan / peak - 1.0;
+        results_num(o, "peak_err", peak_err);
         results_num(o, "plan_peak_bytes", plan);
-        results_num(o, "plan_err", plan / peak - 1.0);
+        results_num(o, "plan_err", plan_err);
         cJSON_AddBoolToObject(o, "time_within_tolerance", fabs(err) <= ttol);
-        cJSON_AddBoolToObject(o, "peak_within_tolerance", fabs(model / peak - 1.0) <= ptol);
+        cJSON_AddBoolToObject(o, "peak_within_tolerance", fabs(peak_err) <= ptol);
         if (!r[i].calib && h->n) {
             nheld++;
             nok += fabs(err) <= ttol;
         }
-        npk += fabs(model / peak - 1.0) <= ptol;
-        npl += fabs(plan / peak - 1.0) <= ptol;
+        npk += fabs(peak_err) <= ptol;
+        npl += fabs(plan_err) <= ptol;
         printf("  %-12s %3g %-16s %6g %-11s %11.2f %11.2f %+6.1f%% %9.3f %9.3f %+6.1f%%\n", str(e, "model"), num(e, "tp"),
                str(e, "name"), num(e, "seq"), role, m->step_ms, pred, 100 * err, peak / 1e9, model / 1e9,
-               100 * (model / peak - 1.0));
+               100 * peak_err);
     }
     results_num(meta, "held_out_records", nheld);
     results_num(meta, "held_out_time_within_tolerance", nok);

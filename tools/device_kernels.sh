@@ -44,7 +44,7 @@ if has peer "$@"; then
   has tests "$@" || touch "$done_flag"
   # compiles while the tests run, times after them (the GPU is then free)
   timeout $(( ${PEER_COMPILE_S:-240} + ${T_TESTS:-150} + ${PEER_TIME_S:-120} + 30 )) \
-    python3 validation/torch_kernels.py --out "$peer" --wait-for "$done_flag" \
+    AGOQ_COMMIT="$(cat "$B/commit.stamp" 2>/dev/null)" python3 validation/torch_kernels.py --out "$peer" --wait-for "$done_flag" \
     --compile-budget-s "${PEER_COMPILE_S:-240}" --budget-s "${PEER_TIME_S:-120}" --modes "${PEER_MODES:-static}" > "$OUT/torch_kernels.log" 2>&1 &
   peer_pid=$!
 fi

@@ -315,7 +315,10 @@ def main():
     only = set(a.only.split(","))
     lo, hi = parse_bytes(a.min_bytes), parse_bytes(a.max_bytes)
     cases = build_cases(dev, only, a.formats.split(","))
-    out = {"schema": "agoq-torch-peer/1", "torch": torch.__version__, "gpu": torch.cuda.get_device_name(0),
+    meta = {"tool": "validation/torch_kernels.py", "source": "measured", "command": sys.argv,
+            "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "commit": os.environ.get("AGOQ_COMMIT", "unknown")}
+    out = {"schema": "agoq-torch-peer/1", "meta": meta, "torch": torch.__version__, "gpu": torch.cuda.get_device_name(0),
            "modes": a.modes, "iters": a.iters, "warmup": a.warmup,
            "cols": a.cols, "records": [], "errors": [], "truncated": False}
     raise_recompile_limits()

@@ -91,51 +91,63 @@ static double engine_grads(const char *name, const int *tok, const int *tgt, flo
     return loss;
 }
 
+/* CPU fp32 and engine bf16 gradients of one micro-batch at shape sh into ref / eng (n
+ * elements, the CPU layout); prints the losses and the relative L2 per tensor; returns the whole
+ * gradient's relative L2. */
+static double bf16_vs_fp32(step_shape sh, const int *tok, const int *tgt, float *ref, float *eng, double *l_ref,
+                           double *l_eng) {
+    g_shape = sh;
+    train_cfg c = step_cfg(AGOQ_BACKEND_CPU);
+    size_t size[P_COUNT], n = 0;
+    train_param_sizes(&c, size);
+    for (int t = 0; t < P_COUNT; t++) n += size[t];
+    *l_ref = cpu_grads("fp32", tok, tgt, ref);
+    *l_eng = engine_grads("bf16", tok, tgt, eng);
+    const double e = rel_l2(ref, eng, n);
+    printf("    head_dim %d, d_ff %d: loss cpu fp32 %.6f engine bf16 %.6f; gradient rel L2 %.3e (bound 0.03)\n",
+           128 / sh.n_head, sh.d_ff, *l_ref, *l_eng, e);
+    size_t off = 0;
+    for (int t = 0; t < P_COUNT; off += size[t], t++)
+        printf("      %-4s rel L2 %.3e\n", train_param_names[t], rel_l2(ref + off, eng + off, size[t]));
+    return e;
+}
+
 TEST(cuda_train_engine_step_matches_cpu_fp32) {
     uint8_t text[8192];
     agoq_rng r = {21};
     int tok[128], tgt[128];
     train_grammar_text(7, text, sizeof text);
-    train_cfg c = step_cfg(AGOQ_BACKEND_CPU);
-    train_sample_batch(text, sizeof text, c.batch, c.seq_len, &r, tok, tgt);
+    {
+        const train_cfg c0 = step_cfg(AGOQ_BACKEND_CPU); /* batch and seq_len: the same at every shape */
+        train_sample_batch(text, sizeof text, c0.batch, c0.seq_len, &r, tok, tgt);
+    }
+    /* Diagnostic of the open bf16 mismatch: the same check at head_dim 64 and at d_ff 384 (a
+     * multiple of 128) beside the main shape (head_dim 32, d_ff 352, last: the quantized checks
+     * below use its gradients), all printed per tensor before any check, so one GPU run says
+     * which dimension it follows; each shape is checked against the same bound. */
+    static const step_shape shapes[] = {{2, 352}, {4, 384}, {4, 352}};
+    const size_t ns = sizeof shapes / sizeof shapes[0];
+    size_t nmax = 0;
+    for (size_t k = 0; k < ns; k++) {
+        g_shape = shapes[k];
+        train_cfg ck = step_cfg(AGOQ_BACKEND_CPU);
+        size_t size[P_COUNT], nk = 0;
+        train_param_sizes(&ck, size);
+        for (int t = 0; t < P_COUNT; t++) nk += size[t];
+        nmax = nk > nmax ? nk : nmax;
+    }
+    float *ref = malloc(nmax * 4), *cpu_q = malloc(nmax * 4), *eng_bf = malloc(nmax * 4), *eng_q = malloc(nmax * 4);
+    double err[3], l_ref = 0, l_eng = 0;
+    for (size_t k = 0; k < ns; k++) err[k] = bf16_vs_fp32(shapes[k], tok, tgt, ref, eng_bf, &l_ref, &l_eng);
+    for (size_t k = 0; k + 1 < ns; k++)
+        CHECK_MSG(err[k] <= 0.03, "head_dim %d, d_ff %d: gradient rel L2 %.3e over 0.03", 128 / shapes[k].n_head,
+                  shapes[k].d_ff, err[k]);
+    CHECK(fabs(l_eng - l_ref) <= l_ref / 256.0);
+    CHECK(err[ns - 1] <= 0.03);
+    train_cfg c = step_cfg(AGOQ_BACKEND_CPU); /* the main shape, g_shape = shapes[ns - 1] */
     size_t size[P_COUNT], n = 0;
     train_param_sizes(&c, size);
     for (int t = 0; t < P_COUNT; t++) n += size[t];
-    float *ref = malloc(n * 4), *cpu_q = malloc(n * 4), *eng_bf = malloc(n * 4), *eng_q = malloc(n * 4);
-    /* Diagnostic of the open bf16 mismatch: the same check at head_dim 64 and at d_ff 384 (a
-     * multiple of 128) beside the main shape, printed per tensor, so one GPU run says which
-     * dimension it follows; each shape is checked against the same bound. */
-    static const step_shape diag[] = {{2, 352}, {4, 384}};
-    double ediag[2];
-    for (size_t k = 0; k < sizeof diag / sizeof diag[0]; k++) {
-        g_shape = diag[k];
-        train_cfg cd = step_cfg(AGOQ_BACKEND_CPU);
-        size_t sz[P_COUNT], nd = 0;
-        train_param_sizes(&cd, sz);
-        for (int t = 0; t < P_COUNT; t++) nd += sz[t];
-        float *rd = malloc(nd * 4), *ed = malloc(nd * 4);
-        const double lr = cpu_grads("fp32", tok, tgt, rd), le = engine_grads("bf16", tok, tgt, ed), e = rel_l2(rd, ed, nd);
-        printf("    head_dim %d, d_ff %d: loss cpu %.6f engine %.6f; gradient rel L2 %.3e (bound 0.03)\n",
-               128 / diag[k].n_head, diag[k].d_ff, lr, le, e);
-        size_t o = 0;
-        for (int t = 0; t < P_COUNT; o += sz[t], t++)
-            printf("      %-4s rel L2 %.3e\n", train_param_names[t], rel_l2(rd + o, ed + o, sz[t]));
-        ediag[k] = e;
-        free(rd), free(ed);
-    }
-    g_shape = (step_shape){4, 352};
-    const double l_ref = cpu_grads("fp32", tok, tgt, ref), l_eng = engine_grads("bf16", tok, tgt, eng_bf);
-    const double e_bf = rel_l2(ref, eng_bf, n);
-    printf("    head_dim 32, d_ff 352: loss cpu fp32 %.6f engine bf16 %.6f; gradient rel L2 %.3e (bound 0.03)\n", l_ref,
-           l_eng, e_bf);
-    size_t off = 0;
-    for (int t = 0; t < P_COUNT; off += size[t], t++)
-        printf("      %-4s rel L2 %.3e\n", train_param_names[t], rel_l2(ref + off, eng_bf + off, size[t]));
-    for (size_t k = 0; k < sizeof diag / sizeof diag[0]; k++)
-        CHECK_MSG(ediag[k] <= 0.03, "head_dim %d, d_ff %d: gradient rel L2 %.3e over 0.03", 128 / diag[k].n_head,
-                  diag[k].d_ff, ediag[k]);
-    CHECK(fabs(l_eng - l_ref) <= l_ref / 256.0);
-    CHECK(e_bf <= 0.03);
     static const char *const quant[] = {"agoq", "coat"}; /* uniform4: head_dim 32 is not a whole FP4 block */
     for (size_t i = 0; i < sizeof quant / sizeof quant[0]; i++) {
         cpu_grads(quant[i], tok, tgt, cpu_q);
