@@ -67,7 +67,7 @@ struct src_reduce {
  * accumulate: E = 4 (fp32 gradient) or 8 (bf16) elements per vector; reduce: 8. */
 template <int DEC, typename TG>
 struct tile_accumulate {
-    static constexpr int kVec = 16 / (int)sizeof(TG), kBits = 8;
+    static constexpr int kVec = 16 / (int)sizeof(TG), kBits = 8, kU = AGOQ_TILE_U, kMinCtas = 0;
     static constexpr bool kTable = DEC == AGOQ_ENC_TABLE;
     const uint8_t *codes, *scales, *zeros;
     const TG *g;
@@ -101,46 +101,59 @@ struct tile_accumulate {
     }
 };
 
+/* The reduce core's tile: RED_U vectors per lane (512 elements per warp), the codes and scales
+ * of RED_RB chunks loaded before any is decoded (RED_RB x 2 KB of loads in flight per warp),
+ * at 3 CTAs per SM (issue 15: tiles of 8 vectors loaded chunk by chunk held 2 KB in flight per
+ * warp at 2 CTAs per SM, 0.46-0.58 of copy; a prefetch of the next chunk pushed registers past
+ * 128). The sum's order stays r = 0..nin-1 for every element. */
+#define RED_U 2
+#define RED_RB 8
 template <int DEC>
 struct tile_reduce {
-    static constexpr int kVec = 8, kBits = 8;
+    static constexpr int kVec = 8, kBits = 8, kU = RED_U, kMinCtas = 3;
     static constexpr bool kTable = DEC == AGOQ_ENC_TABLE;
+    using scales_t = agoq_tile_scales<8, DEC == AGOQ_ENC_INT_ASYM, RED_U>;
     chunk_view in[AGOQ_CUDA_MAX_CHUNKS];
     int nin, bf16_sum, log2b;
     size_t nblocks;
     float *sum_out;
     __device__ __forceinline__ void load_chunk(const agoq_cuda_qparams &p, int r, size_t e_tile, int lane,
-                                               agoq_tile_scales<8, DEC == AGOQ_ENC_INT_ASYM> &sc,
-                                               uint64_t (&c)[AGOQ_TILE_U]) const {
+                                               scales_t &sc, uint64_t (&c)[RED_U]) const {
         sc.load(p, in[r].scales, in[r].zeros, e_tile, log2b, nblocks, lane);
 #pragma unroll
-        for (int j = 0; j < AGOQ_TILE_U; j++) c[j] = agoq_tile_load_codes<8, 8>(in[r].codes, e_tile + (size_t)(j * 256 + lane * 8));
+        for (int j = 0; j < RED_U; j++) c[j] = agoq_tile_load_codes<8, 8>(in[r].codes, e_tile + (size_t)(j * 256 + lane * 8));
     }
     __device__ __forceinline__ void load_tile(const agoq_cuda_qparams &p, const agoq_smem_table *t, size_t e_tile,
-                                              int lane, float (&v)[AGOQ_TILE_U][8]) const {
+                                              int lane, float (&v)[RED_U][8]) const {
 #pragma unroll
-        for (int j = 0; j < AGOQ_TILE_U; j++)
+        for (int j = 0; j < RED_U; j++)
 #pragma unroll
             for (int e = 0; e < 8; e++) v[j][e] = 0.0f;
-        for (int r = 0; r < nin; r++) { /* chunks in order: the sum's order is r = 0..nin-1 */
-            agoq_tile_scales<8, DEC == AGOQ_ENC_INT_ASYM> sc;
-            uint64_t c[AGOQ_TILE_U];
-            load_chunk(p, r, e_tile, lane, sc, c);
+        for (int r0 = 0; r0 < nin; r0 += RED_RB) { /* warp-uniform */
+            scales_t sc[RED_RB];
+            uint64_t c[RED_RB][RED_U];
 #pragma unroll
-            for (int j = 0; j < AGOQ_TILE_U; j++) {
-                float s, m, d[8];
-                sc.get(j, lane, s, m);
-                agoq_tile_decode<DEC, 8, 8>(p, t, c[j], s, m, d);
+            for (int i = 0; i < RED_RB; i++)
+                if (r0 + i < nin) load_chunk(p, r0 + i, e_tile, lane, sc[i], c[i]);
 #pragma unroll
-                for (int e = 0; e < 8; e++) {
-                    const float x = v[j][e] + d[e];
-                    v[j][e] = bf16_sum ? agoq_round_bf16(x) : x;
+            for (int i = 0; i < RED_RB; i++) { /* chunks in order: the sum's order is r = 0..nin-1 */
+                if (r0 + i >= nin) break;
+#pragma unroll
+                for (int j = 0; j < RED_U; j++) {
+                    float s, m, d[8];
+                    sc[i].get(j, lane, s, m);
+                    agoq_tile_decode<DEC, 8, 8>(p, t, c[i][j], s, m, d);
+#pragma unroll
+                    for (int e = 0; e < 8; e++) {
+                        const float x = v[j][e] + d[e];
+                        v[j][e] = bf16_sum ? agoq_round_bf16(x) : x;
+                    }
                 }
             }
         }
         if (sum_out)
 #pragma unroll
-            for (int j = 0; j < AGOQ_TILE_U; j++) {
+            for (int j = 0; j < RED_U; j++) {
                 float *dst = sum_out + e_tile + (size_t)(j * 256 + lane * 8);
                 __stcs((float4 *)dst, make_float4(v[j][0], v[j][1], v[j][2], v[j][3]));
                 __stcs((float4 *)(dst + 4), make_float4(v[j][4], v[j][5], v[j][6], v[j][7]));

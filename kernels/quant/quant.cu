@@ -26,6 +26,7 @@
 /* ---- per-device tables and qparams ---- */
 #define MAX_DEVICES 64
 static const agoq_dev_table *g_tables[MAX_DEVICES][AGOQ_FMT_COUNT];
+static int g_lut_grid[AGOQ_FMT_COUNT][4]; /* shift, base, nb, ident of each table's LUT (the same on every device) */
 static int g_sm_count[MAX_DEVICES];
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -46,7 +47,8 @@ int agoq_cuda_sm_count(void) {
     return g_sm_count[dev];
 }
 
-static const agoq_dev_table *device_table(agoq_format f) {
+/* The device table of f (built on first use) and its LUT grid. */
+static const agoq_dev_table *device_table(agoq_format f, int lut_grid[4]) {
     const int dev = current_device();
     pthread_mutex_lock(&g_lock);
     if (!g_tables[dev][f]) {
@@ -59,13 +61,20 @@ static const agoq_dev_table *device_table(agoq_format f) {
         memcpy(t.mid, h->mid, sizeof t.mid);
         memcpy(t.value, h->value, sizeof t.value);
         memcpy(t.sorted_code, h->sorted_code, sizeof t.sorted_code);
-        agoq_tab_fill_starts(&t);
+        if (agoq_tab_lut_build(&t.lut, h->sorted, h->mid, h->sorted_code, h->nsorted))
+            agoq_die("format %s: its table needs more than %d LUT entries (tab_lut.h)", agoq_formats[f].name,
+                     AGOQ_TAB_LUT_MAX);
         agoq_dev_table *d = NULL;
         cudaCheck(cudaMalloc((void **)&d, sizeof *d));
         cudaCheck(cudaMemcpy(d, &t, sizeof t, cudaMemcpyHostToDevice));
         g_tables[dev][f] = d;
+        g_lut_grid[f][0] = t.lut.shift;
+        g_lut_grid[f][1] = t.lut.base;
+        g_lut_grid[f][2] = t.lut.nb;
+        g_lut_grid[f][3] = t.lut.ident;
     }
     const agoq_dev_table *d = g_tables[dev][f];
+    memcpy(lut_grid, g_lut_grid[f], sizeof g_lut_grid[f]);
     pthread_mutex_unlock(&g_lock);
     return d;
 }
@@ -87,7 +96,14 @@ int agoq_cuda_qparams_make(const agoq_qconfig *c, agoq_cuda_qparams *p) {
      * fp8 through the hardware conversion; the arithmetic encoders are round-to-nearest only */
     p->dec = p->enc == AGOQ_ENC_FP4 ? AGOQ_ENC_TABLE : p->enc;
     if (p->stochastic && t->kind == AGOQ_CODE_TABLE) p->enc = AGOQ_ENC_TABLE;
-    p->table = t->kind == AGOQ_CODE_TABLE ? device_table(c->fmt) : NULL;
+    if (t->kind == AGOQ_CODE_TABLE) {
+        int g[4];
+        p->table = device_table(c->fmt, g);
+        p->tab_shift = g[0];
+        p->tab_base = g[1];
+        p->tab_nb = g[2];
+        p->tab_ident = g[3];
+    }
     return 0;
 }
 

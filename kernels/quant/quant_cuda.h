@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "kernels/quant/formats.h"
+#include "kernels/quant/tab_lut.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -27,14 +28,9 @@ extern "C" {
 
 /* The device encoder kinds (agoq_enc_kind) are in formats.h: each format names its own. */
 
-/* Buckets of |y| for the round-to-nearest table search (agoq_dev_table_pos_rn in
- * quant_device.cuh): 16 per octave from 2^-24, the last one up to +Inf. */
-#define AGOQ_TAB_BASE ((127 - 24) << 4)
-#define AGOQ_TAB_BUCKETS (26 * 16)
-
-/* A format's value table in device memory (copied from agoq_table(), start[] computed on the
- * host by quant.cu); kernels stage it in shared memory (agoq_dev_load_table in
- * quant_device.cuh). */
+/* A format's value table in device memory (copied from agoq_table(), the round-to-nearest LUT
+ * of tab_lut.h built on the host by quant.cu); kernels stage it in shared memory
+ * (agoq_dev_load_table in quant_device.cuh). */
 typedef struct agoq_dev_table {
     int nsorted;              /* distinct finite values */
     int ncodes;               /* 2^bits */
@@ -42,7 +38,7 @@ typedef struct agoq_dev_table {
     float mid[256];           /* mid[i] = 0.5f * (sorted[i] + sorted[i+1]) */
     float value[256];         /* decoded value by code */
     uint8_t sorted_code[256]; /* code of sorted[i] */
-    uint8_t start[2][AGOQ_TAB_BUCKETS]; /* [y < 0][bucket of |y|]: first candidate position */
+    agoq_tab_lut lut;         /* round to nearest by one lookup (tab_lut.h) */
 } agoq_dev_table;
 
 /* Everything a kernel needs to know about a qconfig, passed by value to kernels. */
@@ -58,6 +54,9 @@ typedef struct {
     float qmax;     /* agoq_formats[fmt].qmax */
     uint64_t seed;
     const agoq_dev_table *table; /* device pointer; table formats only, else NULL */
+    int tab_shift, tab_base, tab_nb, tab_ident; /* table->lut's grid and code = position flag
+                                                   (tab_lut.h), here so kernels read them from the
+                                                   parameter bank; 0 for other formats */
 } agoq_cuda_qparams;
 
 /* Device planes of a quantized tensor of n elements (same layout as agoq_qtensor). */

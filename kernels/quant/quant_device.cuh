@@ -32,33 +32,13 @@
 
 #define AGOQ_GROUP_ELEMS 8
 
-/* Round-to-nearest table search by buckets of |y| (issue 15: dyn8 and NF4 were bound by an
- * 8-step binary search per element). Bucket m of the magnitude covers |y| in [A_m, A_(m+1)),
- * A_m = agoq_tab_bucket_lo(m) = the float with bits (AGOQ_TAB_BASE + m) << 19 (quant_cuda.h: 16
- * buckets per octave from 2^-24; A_0 = 0 takes everything smaller, the last bucket everything
- * larger up to +Inf). start[0][m] is the reference's answer (agoq_table_lower) at y = A_m,
- * start[1][m] at y = -A_(m+1) (-Inf for the last); computed once per table on the host
- * (agoq_tab_fill_starts, called by quant.cu). The answer is monotone in y, so a search from there
- * forward over the few midpoints inside the bucket (at most 3 for dyn8, 1 for NF4) finds the
- * same position as the binary search of agoq_table_pos. */
-__host__ __device__ __forceinline__ float agoq_tab_bucket_lo(int m) {
-    return m == 0 ? 0.0f : agoq_bits_f32((uint32_t)(AGOQ_TAB_BASE + m) << 19);
-}
-static inline void agoq_tab_fill_starts(agoq_dev_table *t) {
-    for (int m = 0; m < AGOQ_TAB_BUCKETS; m++) {
-        const float neg_lo = m + 1 < AGOQ_TAB_BUCKETS ? -agoq_tab_bucket_lo(m + 1) : agoq_bits_f32(0xff800000u);
-        t->start[0][m] = (uint8_t)agoq_table_lower(t->mid, t->nsorted, agoq_tab_bucket_lo(m));
-        t->start[1][m] = (uint8_t)agoq_table_lower(t->mid, t->nsorted, neg_lo);
-    }
-}
-
-/* A table staged in shared memory (4.1 KB). */
+/* A table staged in shared memory (15.4 KB; only kernels of table formats declare it in use). */
 struct agoq_smem_table {
+    uint32_t lut[AGOQ_TAB_LUT_MAX]; /* round to nearest: thr_key << 8 | position (tab_lut.h) */
     float sorted[256];
     float mid[256];
     float value[256];
     uint8_t code[256];
-    uint8_t start[2][AGOQ_TAB_BUCKETS]; /* [y < 0][bucket of |y|]: first candidate position */
     int n; /* nsorted */
 };
 
@@ -75,21 +55,17 @@ __device__ __forceinline__ void agoq_dev_load_table(agoq_smem_table *s, const ag
         s->code[i] = g->sorted_code[i];
     }
     if (tid == 0) s->n = g->nsorted;
-    const uint8_t *gs = &g->start[0][0];
-    uint8_t *ss = &s->start[0][0];
-    for (int i = tid; i < 2 * AGOQ_TAB_BUCKETS; i += nthreads) ss[i] = gs[i];
+    for (int i = tid, ne = 2 * g->lut.nb; i < ne; i += nthreads) s->lut[i] = g->lut.e[i];
 }
 
-/* agoq_table_pos for round to nearest (u < 0), by the buckets above: bit-exact with it. */
-__device__ __forceinline__ int agoq_dev_table_pos_rn(const agoq_smem_table *t, float y) {
-    if (agoq_isnan(y)) y = 0.0f;
-    int m = (int)((__float_as_uint(y) & 0x7fffffffu) >> 19) - AGOQ_TAB_BASE;
-    m = m < 0 ? 0 : (m >= AGOQ_TAB_BUCKETS ? AGOQ_TAB_BUCKETS - 1 : m);
-    int q = t->start[y < 0.0f][m];
-    const int last = t->n - 1;
-    while (q < last && y > t->mid[q]) q++;
-    if (q < last && y == t->mid[q] && (t->code[q] & 1u)) q++;
-    return q;
+/* The round-to-nearest code of y (not NaN) by the LUT of tab_lut.h: one 4-byte shared-memory
+ * load, a compare and an add (and the code of the position unless the table's codes are its
+ * positions), bit-exact with t->code[agoq_table_pos(.., y, -1)]. */
+__device__ __forceinline__ uint32_t agoq_dev_table_code_rn(const agoq_cuda_qparams &p, const agoq_smem_table *t,
+                                                           float y) {
+    const uint32_t pos =
+        agoq_tab_lut_pos(t->lut[agoq_tab_lut_index(p.tab_shift, p.tab_base, p.tab_nb, y)], p.tab_shift, y);
+    return p.tab_ident ? pos : t->code[pos];
 }
 
 /* ---- block range: over finite elements only (formats.h) ---- */
@@ -200,8 +176,8 @@ __device__ __forceinline__ uint32_t agoq_dev_encode(const agoq_cuda_qparams &p, 
         uint32_t c = __nv_cvt_float_to_fp8(y, __NV_SATFINITE, ENC == AGOQ_ENC_FP8_E5M2 ? __NV_E5M2 : __NV_E4M3);
         return (agoq_isnan(y) || c == 0x80u) ? 0u : c;
     } else {
-        return t->code[u < 0.0f ? agoq_dev_table_pos_rn(t, x * inv)
-                                : agoq_table_pos(t->sorted, t->mid, t->code, t->n, x * inv, u)];
+        const float y = agoq_nan_to_zero(x * inv);
+        return u < 0.0f ? agoq_dev_table_code_rn(p, t, y) : t->code[agoq_table_pos(t->sorted, t->mid, t->code, t->n, y, u)];
     }
 }
 template <int DEC>

@@ -69,14 +69,14 @@ static unsigned agoq_grid_resident(size_t warps) {
  * vector's codes). Returns the elements it quantized (0: none, all go to the other kernels).
  * TileSrc::kBits: the only code width the source is used with (0: 4 and 8). */
 struct agoq_no_tile_src {
-    static constexpr int kVec = 0, kBits = 0;
+    static constexpr int kVec = 0, kBits = 0, kU = 0, kMinCtas = 0;
 };
 template <int ENC, class TileSrc>
 static size_t agoq_launch_quant_tiles(const agoq_cuda_qparams &p, const TileSrc &src, agoq_cuda_qtensor q,
                                       void *stream) {
     constexpr int E = TileSrc::kVec;
     const int lb = p.block == 32 ? 5 : p.block == 64 ? 6 : p.block == 128 ? 7 : p.block == 256 ? 8 : 0;
-    const size_t tile = (size_t)32 * AGOQ_TILE_U * E, ntiles = q.n / tile;
+    const size_t tile = (size_t)32 * TileSrc::kU * E, ntiles = q.n / tile;
     const size_t vec_code_bytes = (size_t)E * (size_t)p.bits / 8;
     if (p.stochastic || !lb || (p.bits != 4 && p.bits != 8) || (TileSrc::kBits && p.bits != TileSrc::kBits) || ntiles == 0 ||
         ((uintptr_t)q.codes & (vec_code_bytes - 1)) != 0)

@@ -86,8 +86,8 @@ __device__ __forceinline__ void agoq_tile_reduce(float (&p)[K], int lane) {
  * int symmetric: |y| <= qmax / (1 - 2^-9) < qmax + 1/2 (the scale's bf16 rounding is the
  * largest error), so agoq_int_sym_encode_magic applies. fp8: the hardware pair conversion
  * (satfinite, round half to even), then agoq_fp8_clear_neg_zero. fp4: agoq_fp4_encode_finite
- * (all three in quant_fast.h, proved on the host by tests/quant/test_quant_math.c). Others: the
- * general encoder. N codes of BITS are packed LSB first. */
+ * (all three in quant_fast.h, proved on the host by tests/quant/test_quant_math.c). Tables
+ * (NF4, dyn8): the LUT of tab_lut.h without the NaN test. Others: the general encoder. N codes of BITS are packed LSB first. */
 template <int ENC, int BITS, int N>
 __device__ __forceinline__ uint64_t agoq_tile_encode_finite(const agoq_cuda_qparams &p, const agoq_smem_table *t,
                                                             const float (&v)[N], float inv, float m) {
@@ -106,6 +106,9 @@ __device__ __forceinline__ uint64_t agoq_tile_encode_finite(const agoq_cuda_qpar
             packed |= (uint64_t)__nv_cvt_float2_to_fp8x2(y, __NV_SATFINITE, kind) << (8 * j);
         }
         packed = agoq_fp8_clear_neg_zero(packed);
+    } else if constexpr (ENC == AGOQ_ENC_TABLE) { /* x * inv of finite x and inv is never NaN */
+#pragma unroll
+        for (int j = 0; j < N; j++) packed |= (uint64_t)agoq_dev_table_code_rn(p, t, v[j] * inv) << (j * BITS);
     } else {
 #pragma unroll
         for (int j = 0; j < N; j++) packed |= (uint64_t)agoq_dev_encode<ENC>(p, t, v[j], inv, m, -1.0f) << (j * BITS);
@@ -162,8 +165,12 @@ __device__ __forceinline__ void agoq_tile_decode(const agoq_cuda_qparams &p, con
         constexpr float kBase = 12582912.0f + (DEC == AGOQ_ENC_INT_SYM ? (float)(1 << (BITS - 1)) : 0.0f);
 #pragma unroll
         for (int e = 0; e < N; e++) {
-            const uint32_t code = (uint32_t)(packed >> (e * BITS)) & ((1u << BITS) - 1u);
-            const float q = __uint_as_float(0x4b400000u | code) - kBase;
+            /* 8-bit codes: one byte permute places code byte e under 0x4b40 (bytes 5, 6, 7 of
+             * the pair (word, 0x4b400000)) */
+            const uint32_t w = BITS == 8 ? __byte_perm((uint32_t)(packed >> (e / 4 * 32)), 0x4b400000u,
+                                                       (uint32_t)(e % 4) | 0x7650u)
+                                         : 0x4b400000u | ((uint32_t)(packed >> (e * BITS)) & ((1u << BITS) - 1u));
+            const float q = __uint_as_float(w) - kBase;
             v[e] = DEC == AGOQ_ENC_INT_SYM ? q * s : q * s + m;
         }
     } else if constexpr (DEC == AGOQ_ENC_FP8_E4M3 || DEC == AGOQ_ENC_FP8_E5M2) {
@@ -268,19 +275,20 @@ __device__ __forceinline__ bool agoq_tile_quantize(const agoq_cuda_qparams &p, c
  * must hold at most 64 blocks (32 * U * E <= 64 * B: the launchers check).  One load per lane and
  * tile instead of one per vector, which kept the load/store queue full. Blocks are powers of
  * two >= 32 (then a vector's lanes never straddle two 32-block halves). */
-template <int E, bool ZEROS>
+template <int E, bool ZEROS, int U = AGOQ_TILE_U>
 struct agoq_tile_scales {
-    float s[2], m[2];
+    static constexpr int NK = (U * E + 31) / 32; /* 32-block halves a tile can hold (blocks >= 32): 1 or 2 */
+    float s[NK], m[NK];
     size_t blk_first;
     int log2b;
     __device__ __forceinline__ void load(const agoq_cuda_qparams &p, const uint8_t *scales, const uint8_t *zeros,
                                          size_t e_tile, int log2b_, size_t nblocks, int lane) {
         log2b = log2b_;
         blk_first = e_tile >> log2b;
-        constexpr int kTile = 32 * AGOQ_TILE_U * E;
+        constexpr int kTile = 32 * U * E;
         const int tile_blocks = (kTile >> log2b) > 1 ? kTile >> log2b : 1; /* no reads past the tile */
 #pragma unroll
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < NK; k++) {
             const size_t blk = blk_first + (size_t)(32 * k + lane);
             const bool need = blk < nblocks && 32 * k + lane < tile_blocks;
             s[k] = need ? agoq_dev_load_scale(scales, blk, p.bf16_scale) : 0.0f;
@@ -290,9 +298,9 @@ struct agoq_tile_scales {
     /* Scale and zero point of vector j of this lane (every lane of the warp must call it). */
     __device__ __forceinline__ void get(int j, int lane, float &sj, float &mj) const {
         const int rel = (j * 32 * E + lane * E) >> log2b;
-        const bool hi = ((j * 32 * E) >> log2b) >= 32; /* the same for every lane */
-        sj = __shfl_sync(0xffffffffu, hi ? s[1] : s[0], rel & 31);
-        mj = ZEROS ? __shfl_sync(0xffffffffu, hi ? m[1] : m[0], rel & 31) : 0.0f;
+        const bool hi = NK > 1 && ((j * 32 * E) >> log2b) >= 32; /* the same for every lane */
+        sj = __shfl_sync(0xffffffffu, hi ? s[NK - 1] : s[0], rel & 31);
+        mj = ZEROS ? __shfl_sync(0xffffffffu, hi ? m[NK - 1] : m[0], rel & 31) : 0.0f;
     }
 };
 
@@ -312,16 +320,21 @@ __device__ __forceinline__ uint64_t agoq_tile_load_codes(const uint8_t *codes, s
 
 /* Tile sources deliver a whole tile: vector j of lane l, E = Src::kVec elements, starts at
  * element e_tile + j*32*E + l*E (tiles never reach the tensor's end). All 32 lanes call it.
- *   Src: static constexpr int kVec, kBits (the only code width it serves, 0: any); static constexpr bool kTable;
+ *   Src: static constexpr int kVec, kBits (the only code width it serves, 0: any), kU (vectors
+ *        per lane and tile, usually AGOQ_TILE_U), kMinCtas (launch bound, 0: none); static constexpr bool kTable;
  *        __device__ void load_tile(const agoq_cuda_qparams &p, const agoq_smem_table *t, size_t e_tile,
- *                                  int lane, float (&v)[AGOQ_TILE_U][kVec]) const;
+ *                                  int lane, float (&v)[kU][kVec]) const;
  * In-place sources (the accumulation) read a block's planes before the tile writes them: every
  * value read is consumed by the range reduction, whose shuffles every lane passes first. */
+/* CTAs per SM the kernel is register-bounded for: Src::kMinCtas (0: unbounded), at least 3
+ * (80 registers) for table encoders (NF4, dyn8: the LUT lookups are independent, and unbounded
+ * ptxas keeps all of a tile's in flight at 112-128 registers, 2 CTAs). */
+#define AGOQ_TILE_MIN_CTAS(ENC, Src) ((ENC) == AGOQ_ENC_TABLE && (Src::kMinCtas) < 3 ? 3 : (Src::kMinCtas))
 template <int ENC, int BITS, int LOG2B, class Src>
-__global__ void __launch_bounds__(AGOQ_QUANT_THREADS) agoq_quant_tile_kernel(agoq_cuda_qparams p, Src src,
-                                                                              agoq_cuda_qtensor out, size_t ntiles) {
+__global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS(ENC, Src))
+    agoq_quant_tile_kernel(agoq_cuda_qparams p, Src src, agoq_cuda_qtensor out, size_t ntiles) {
     constexpr int E = Src::kVec;
-    using G = agoq_tile_geom<LOG2B, E>;
+    using G = agoq_tile_geom<LOG2B, E, Src::kU>;
     __shared__ agoq_smem_table tab;
     if constexpr (ENC == AGOQ_ENC_TABLE || Src::kTable) {
         agoq_dev_load_table(&tab, p.table);
@@ -340,7 +353,7 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS) agoq_quant_tile_kernel(ago
 
 /* The quantize sources of the tile kernel: fp32 (4 per vector) or bf16 (8) input. */
 struct agoq_tile_src_f32 {
-    static constexpr int kVec = 4, kBits = 0;
+    static constexpr int kVec = 4, kBits = 0, kU = AGOQ_TILE_U, kMinCtas = 0;
     static constexpr bool kTable = false;
     const float *x;
     __device__ __forceinline__ void load_tile(const agoq_cuda_qparams &, const agoq_smem_table *, size_t e_tile,
@@ -373,7 +386,7 @@ __device__ __forceinline__ uint4 agoq_f32x8_to_bf16(const float (&v)[8]) {
     return make_uint4(u[0], u[1], u[2], u[3]);
 }
 struct agoq_tile_src_bf16 {
-    static constexpr int kVec = 8, kBits = 0;
+    static constexpr int kVec = 8, kBits = 0, kU = AGOQ_TILE_U, kMinCtas = 0;
     static constexpr bool kTable = false;
     const uint16_t *x;
     __device__ __forceinline__ void load_tile(const agoq_cuda_qparams &, const agoq_smem_table *, size_t e_tile,

@@ -3,6 +3,7 @@
  *    agoq_fp4_encode_int (quant_fast.h, what the kernels use) equal the reference's
  *    table search (agoq_table_pos) over a strided sweep of all float bit patterns, every
  *    midpoint and its neighbours, the specials and the denormals;
+ *  - the round-to-nearest LUT of every table (tab_lut.h) equals the same search;
  *  - the decoders equal the reference's value tables;
  *  - a group of 8 codes packed LSB-first into one word is exactly the `bits` bytes at byte
  *    offset g*bits of the codes plane that agoq_put_code writes;
@@ -19,6 +20,7 @@
 #include "kernels/quant/quant_math.h"
 #include "kernels/quant/quant_ref.h"
 #include "kernels/quant/quant_tile_geom.h"
+#include "kernels/quant/tab_lut.h"
 #include "tests/test.h"
 
 /* The reference's encode of a scaled value y for a table format, round to nearest. */
@@ -84,6 +86,46 @@ TEST(fast_fp4_fp8_encoders_equal_table_search_at_every_midpoint) {
                                   61440.0f, 6.0f, 7.0f, 262144.0f, 262143.98f};
         for (size_t j = 0; j < sizeof specials / sizeof specials[0]; j++) compare_one(kFast[k], specials[j], &bad);
         CHECK_MSG(bad == 0, "%s (%d): %zu midpoint/special values differ", agoq_formats[table_of(kFast[k])].name, kFast[k], bad);
+    }
+}
+
+/* The round-to-nearest LUT of every table format (tab_lut.h; NF4 and dyn8 encode with it on
+ * the GPU) against the reference's search: the strided sweep, dense denormals, every midpoint
+ * with 3 ulp either side, the specials (NaN excluded: the callers map it to 0 first). */
+static size_t lut_compare(const agoq_code_table *t, const agoq_tab_lut *lut, float y, size_t *bad) {
+    if (agoq_isnan(y)) return 0;
+    const uint32_t pos = agoq_tab_lut_pos(lut->e[agoq_tab_lut_index(lut->shift, lut->base, lut->nb, y)], lut->shift, y);
+    const uint32_t got = lut->ident ? pos : t->sorted_code[pos];
+    const uint32_t want = t->sorted_code[agoq_table_pos(t->sorted, t->mid, t->sorted_code, t->nsorted, y, -1.0f)];
+    if (want != got && (*bad)++ < 5)
+        fprintf(stderr, "    y = %a (0x%08x): table code 0x%02x, LUT code 0x%02x\n", y, agoq_f32_bits(y), want, got);
+    return 1;
+}
+TEST(table_lut_equals_table_search) {
+    static agoq_tab_lut lut;
+    for (int f = 0; f < AGOQ_FMT_COUNT; f++) {
+        const agoq_code_table *t = agoq_table((agoq_format)f);
+        if (!t) continue;
+        CHECK_MSG(agoq_tab_lut_build(&lut, t->sorted, t->mid, t->sorted_code, t->nsorted) == 0, "%s: no LUT",
+                  agoq_formats[f].name);
+        CHECK(2 * lut.nb <= AGOQ_TAB_LUT_MAX);
+        CHECK(lut.ident == (f == AGOQ_FMT_NF4 || f == AGOQ_FMT_DYN8)); /* codes = positions: no code lookup */
+        size_t bad = 0, tried = 0;
+        for (uint64_t u = 0; u <= 0xffffffffull; u += 997) tried += lut_compare(t, &lut, agoq_bits_f32((uint32_t)u), &bad);
+        for (uint32_t u = 0; u < 0x10000u; u++) {
+            tried += lut_compare(t, &lut, agoq_bits_f32(u), &bad);
+            tried += lut_compare(t, &lut, agoq_bits_f32(u | 0x80000000u), &bad);
+        }
+        for (int i = 0; i + 1 < t->nsorted; i++)
+            for (int d = -3; d <= 3; d++) {
+                const uint32_t b = agoq_f32_bits(t->mid[i]);
+                tried += lut_compare(t, &lut, agoq_bits_f32(b + (uint32_t)d), &bad);
+                tried += lut_compare(t, &lut, t->sorted[i], &bad);
+            }
+        const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, 1e30f, -1e30f, 3.4028235e38f, 1.0f, -1.0f,
+                                  1.002f, -1.002f, 1.4e-45f, -1.4e-45f};
+        for (size_t j = 0; j < sizeof specials / sizeof specials[0]; j++) tried += lut_compare(t, &lut, specials[j], &bad);
+        CHECK_MSG(bad == 0, "%s: %zu of %zu values differ", agoq_formats[f].name, bad, tried);
     }
 }
 

@@ -130,11 +130,11 @@ TEST(cuda_grad_accumulate_odd_sizes) {
 }
 
 TEST(cuda_grad_reduce_matches_reference) {
-    static const int nins[] = {1, 3, 8};
+    static const int nins[] = {1, 3, 8, 11}; /* 11: a full and a partial batch of the tile kernel's 8 */
     size_t bad = 0, runs = 0;
     for (size_t f = 0; f < sizeof kFormats / sizeof kFormats[0]; f++)
         for (size_t b = 0; b < sizeof kBlocks / sizeof kBlocks[0]; b++)
-            for (size_t k = 0; k < 3; k++)
+            for (size_t k = 0; k < sizeof nins / sizeof nins[0]; k++)
                 for (int prec = 0; prec < 2; prec++) {
                     agoq_qconfig c = cfg(kFormats[f], kBlocks[b], (int)(runs & 1), (int)((runs >> 1) & 1));
                     bad += check_reduce(&c, 7 * (size_t)kBlocks[b] + 5, nins[k], (agoq_sum_precision)prec, 0);
