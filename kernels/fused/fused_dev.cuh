@@ -219,6 +219,9 @@ static void fz_dispatch_dequant(const agoq_cuda_qparams &p, F f) {
 /* CTAs per SM the vector kernels are register-bounded for (<= 128 registers; without a bound
  * ptxas picked 64 registers and an 8-byte spill for one backward kernel). */
 #define FZ_EW_CTAS 2
+/* The same for the GELU / SwiGLU forwards (tiles of 4 vectors; issue 15): 4 CTAs (<= 64
+ * registers), 3 for table encoders (at 64 their LUT lookups spill 32-48 bytes) */
+#define FZ_FWD_CTAS(ENC) ((ENC) == AGOQ_ENC_TABLE ? 3 : 4)
 /* Launch of a grid-stride vector kernel over `units` warps of work on stream s. */
 #define FZ_LAUNCH(kernel, units, ...)                                                               \
     do {                                                                                           \

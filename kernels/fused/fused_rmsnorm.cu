@@ -17,6 +17,7 @@
  * = 2>: a thread's own groups are 2048 columns apart, too far for one tile; pairs halve the
  * per-block parameter work of single vectors); the backward decodes a lane's 8 codes with its
  * block's scale when rows are whole power-of-two blocks of 4/8-bit codes.
+ * Rows of 1024 k <= 4096 columns take the warp-per-row forward below instead (issue 15).
  * General kernels (any shape and config): the same sums, x re-read in the second pass; blocks
  * of <= 256 elements (powers of two) quantized by lane segments, others by a warp per block. */
 #include <cuda_runtime.h>
@@ -130,6 +131,82 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_FWD_CTAS)
         }
 #pragma unroll
         for (int j = 0; j < RMS_NG; j++) cur[j] = nxt[j];
+    }
+}
+
+/* ---- warp-per-row forward (issue 15: the CTA-per-row kernel above, three barriers per row,
+ * ran at 0.55 of copy, no faster than its unfused pair): rows of cols % 1024 == 0 and at most
+ * RMS_WARP_NV warp vectors. A warp reads its row once into registers, lane l holding columns
+ * 256 m + 8 l (vector m) = group 32 m + l, which the specification's CTA gives thread
+ * t = 32 (m % 8) + l: so part[k] of lane l is thread 32 k + l's partial, summed over m = k,
+ * k + 8, ... in the same order; its halving trees (one per k over the lanes, by the same
+ * shuffles as row_tree_sum) and the tree over the 8 warp sums (in registers) give agoq_row_dot_ref
+ * bit for bit, without shared memory or barriers. The row's vectors are then quantized as tiles
+ * of RMS_WARP_U (agoq_tile_quantize, straight from registers) and normalized. ---- */
+#define RMS_WARP_NV 16 /* warp vectors per row at most: 4096 columns */
+#define RMS_WARP_U 4   /* vectors per quantizer tile (1024 columns) */
+#define RMS_WARP_CTAS 2 /* <= 128 registers: the row (64) and a tile (32) */
+template <bool QUANT, int ENC, int BITS, int LOG2B>
+__global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_WARP_CTAS)
+    rms_fwd_warp_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w, int rows,
+                        int cols, float eps, uint16_t *__restrict__ y, agoq_cuda_qtensor q, float *rstd_out) {
+    constexpr int NW = AGOQ_ROW_THREADS / 32, U = RMS_WARP_U;
+    __shared__ agoq_smem_table tab;
+    if constexpr (QUANT && ENC == AGOQ_ENC_TABLE) {
+        agoq_dev_load_table(&tab, p.table);
+        __syncthreads();
+    }
+    const int lane = (int)(threadIdx.x & 31u), nv = cols / FZ_WVEC;
+    const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5;
+    for (size_t r = warp; r < (size_t)rows; r += nwarps) {
+        const size_t row0 = r * (size_t)cols, lane0 = row0 + (size_t)(8 * lane);
+        uint4 raw[RMS_WARP_NV];
+#pragma unroll
+        for (int m = 0; m < RMS_WARP_NV; m++)
+            if (m < nv) raw[m] = fz_load(x + lane0 + (size_t)(m * FZ_WVEC));
+        float part[NW];
+#pragma unroll
+        for (int k = 0; k < NW; k++) part[k] = 0.0f;
+#pragma unroll
+        for (int m = 0; m < RMS_WARP_NV; m++) {
+            if (m >= nv) continue;
+            float v[8];
+            agoq_bf16x8_to_f32(raw[m], v);
+#pragma unroll
+            for (int e = 0; e < 8; e++) part[m % NW] = part[m % NW] + v[e] * v[e];
+        }
+#pragma unroll
+        for (int k = 0; k < NW; k++) {
+#pragma unroll
+            for (int off = 16; off > 0; off >>= 1) part[k] = part[k] + __shfl_down_sync(0xffffffffu, part[k], off);
+            part[k] = __shfl_sync(0xffffffffu, part[k], 0);
+        }
+#pragma unroll
+        for (int h = NW / 2; h > 0; h /= 2)
+#pragma unroll
+            for (int i = 0; i < h; i++) part[i] = part[i] + part[i + h];
+        const float rstd = agoq_rms_rstd(part[0], cols, eps);
+        if (rstd_out && lane == 0) rstd_out[r] = rstd;
+#pragma unroll
+        for (int i = 0; i < RMS_WARP_NV / U; i++) {
+            if (U * i >= nv) continue; /* nv % U == 0 */
+            float v[U][8];
+#pragma unroll
+            for (int jj = 0; jj < U; jj++) agoq_bf16x8_to_f32(raw[U * i + jj], v[jj]);
+            if constexpr (QUANT)
+                fz_quantize<ENC, BITS, LOG2B, U>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, row0 + (size_t)(U * i * FZ_WVEC)),
+                                                 lane);
+#pragma unroll
+            for (int jj = 0; jj < U; jj++) {
+                const int c = (U * i + jj) * FZ_WVEC + 8 * lane;
+                float wf[8];
+                agoq_bf16x8_to_f32(__ldg((const uint4 *)(w + c)), wf); /* an L1 hit after the first row */
+#pragma unroll
+                for (int e = 0; e < 8; e++) v[jj][e] = agoq_rms_out(v[jj][e], rstd, wf[e]);
+                fz_store(y + row0 + (size_t)c, agoq_f32x8_to_bf16(v[jj]));
+            }
+        }
     }
 }
 
@@ -383,7 +460,17 @@ extern "C" int agoq_rmsnorm_fwd_cuda(const agoq_fq *q, const uint16_t *x, const 
     const agoq_cuda_qtensor qt = fz_qt(xq, (size_t)rows * (size_t)cols);
     const size_t warps = (size_t)rows * (AGOQ_ROW_THREADS / 32);
     const bool fast = cols % 8 == 0 && cols <= RMS_MAX_COLS && fz_al16(x) && fz_al16(w) && fz_al16(y) && !fz_no_fast();
-    if (fast && !q) {
+    const bool by_warp = fast && cols % (RMS_WARP_U * FZ_WVEC) == 0 && cols <= RMS_WARP_NV * FZ_WVEC;
+    if (by_warp && !q) {
+        constexpr auto k = rms_fwd_warp_kernel<false, 0, 0, 0>;
+        k<<<fz_grid<k>((size_t)rows), AGOQ_ROW_THREADS, 0, s>>>(agoq_cuda_qparams{}, x, w, rows, cols, eps, y, qt, rstd);
+    } else if (by_warp && fz_fast_quant(q->p, xq)) {
+        fz_dispatch_quant(q->p, [&](auto enc, auto bits, auto lb) {
+            constexpr auto k =
+                rms_fwd_warp_kernel<true, decltype(enc)::value, decltype(bits)::value, decltype(lb)::value>;
+            k<<<fz_grid<k>((size_t)rows), AGOQ_ROW_THREADS, 0, s>>>(q->p, x, w, rows, cols, eps, y, qt, rstd);
+        });
+    } else if (fast && !q) {
         constexpr auto k = rms_fwd_kernel<false, 0, 0, 0>;
         k<<<fz_grid<k>(warps), AGOQ_ROW_THREADS, 0, s>>>(agoq_cuda_qparams{}, x, w, rows, cols, eps, y, qt, rstd);
     } else if (fast && cols % FZ_WVEC == 0 && fz_fast_quant(q->p, xq)) {

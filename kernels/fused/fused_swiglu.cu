@@ -4,9 +4,10 @@
  * copy is bit-exact with swiglu_ref.c, the outputs (fast math, fused_fast.cuh) within the bounds of
  * fused_tol.c (tests/cuda/fused/test_fused_cuda.c).
  *
- * Work unit: 4 warp vectors of one output row r (columns 1024 k ..), gate h[r, c] and up
- * h[r, F + c] loaded together. Forward, F % 256 == 0 (4/8-bit codes, blocks 32..256, round to
- * nearest): the unit's gate and up runs are quantized as two tiles of 4 vectors (U = 4, the
+ * Work unit: V warp vectors of one output row r (columns 256 V k ..; V = 2 forward, 4
+ * backward), gate h[r, c] and up h[r, F + c] loaded together. Forward, F % 256 == 0 (4/8-bit
+ * codes, blocks 32..256, round to nearest): the unit's gate and up runs are quantized as two
+ * tiles of 2 vectors (U = 2, the
  * planes offset to the run: gate and up of an output run are F apart), a row's last partial
  * unit vector by vector. Backward, rows of whole power-of-two blocks with 4/8-bit codes: the
  * stored copy decoded per lane. Without quantization the same kernels are the plain bf16 ops
@@ -17,30 +18,34 @@
 #include "core/common.h"
 #include "kernels/fused/fused_dev.cuh"
 
-#define SWI_V 4 /* output warp vectors per unit (and its quantizer tile): 8 / 12 loads per lane in flight */
+#define SWI_V 4     /* output warp vectors per backward unit: 12 loads per lane in flight */
+#define SWI_FWD_V 2 /* per forward unit (and its quantizer tiles): 4 loads per lane in flight at
+                       FZ_FWD_CTAS CTAs per SM (4 vectors need > 64 registers: 0.64 of copy at 2 CTAs) */
 
-/* SwiGLU work unit u = (row r, quad k) of a [rows, F] output: its warp vectors cv0 + i, i < nv
- * (cv0 = 4k, nv <= SWI_V of them inside the row), lane l at columns 256 (cv0 + i) + 8 l. */
+/* SwiGLU work unit u = (row r, k) of a [rows, F] output in units of V vectors: its warp vectors
+ * cv0 + i, i < nv (cv0 = V k, nv <= V of them inside the row), lane l at columns
+ * 256 (cv0 + i) + 8 l. */
 struct swi_unit {
     size_t r;
     uint32_t cv0;
     int nv;
 };
+template <int V>
 __device__ __forceinline__ swi_unit swi_at(size_t u, uint32_t upr, uint32_t vpr) {
     const uint32_t r = (uint32_t)u / upr; /* the launcher keeps units < 2^32 */
     swi_unit a;
     a.r = r;
-    a.cv0 = ((uint32_t)u - r * upr) * SWI_V;
-    a.nv = vpr - a.cv0 < SWI_V ? (int)(vpr - a.cv0) : SWI_V;
+    a.cv0 = ((uint32_t)u - r * upr) * V;
+    a.nv = vpr - a.cv0 < V ? (int)(vpr - a.cv0) : V;
     return a;
 }
 
 /* ---- SwiGLU forward: out[r, c] = silu(h[r, c]) * h[r, F + c]. QUANT needs F % 256 == 0 (whole
- * warp vectors): a whole quad's 4 gate (up) vectors are one tile of 4 (U = 4, planes offset to
- * its first element: the gate and up of an output run are F apart); a row's last partial quad
+ * warp vectors): a whole unit's 2 gate (up) vectors are one tile of 2 (U = 2, planes offset to
+ * its first element: the gate and up of an output run are F apart); a row's last partial unit
  * is quantized vector by vector (U = 1). ---- */
 template <int ENC, int BITS, int LOG2B, bool QUANT>
-__global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS)
+__global__ void __launch_bounds__(FZ_THREADS, FZ_FWD_CTAS(ENC))
     swiglu_fwd_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ h, uint16_t *__restrict__ out,
                       agoq_cuda_qtensor q, int f, uint32_t vpr, uint32_t upr, size_t nunits) {
     __shared__ agoq_smem_table tab;
@@ -52,12 +57,12 @@ __global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS)
     const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5;
     for (size_t u = warp; u < nunits; u += nwarps) {
-        const swi_unit at = swi_at(u, upr, vpr);
+        const swi_unit at = swi_at<SWI_FWD_V>(u, upr, vpr);
         const size_t hrow = 2 * at.r * (size_t)f, orow = at.r * (size_t)f;
-        int c[SWI_V];
-        uint4 g[SWI_V], up[SWI_V];
+        int c[SWI_FWD_V];
+        uint4 g[SWI_FWD_V], up[SWI_FWD_V];
 #pragma unroll
-        for (int i = 0; i < SWI_V; i++) {
+        for (int i = 0; i < SWI_FWD_V; i++) {
             c[i] = (int)(at.cv0 + (uint32_t)i) * FZ_WVEC + 8 * lane;
             const bool ok = i < at.nv && c[i] < f;
             g[i] = ok ? fz_load(h + hrow + (size_t)c[i]) : make_uint4(0, 0, 0, 0);
@@ -65,17 +70,17 @@ __global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS)
         }
         if constexpr (QUANT) { /* warp-uniform branches: at is the warp's */
             const size_t e0 = hrow + (size_t)at.cv0 * FZ_WVEC;
-            if (at.nv == SWI_V) {
-                float v[SWI_V][8];
+            if (at.nv == SWI_FWD_V) {
+                float v[SWI_FWD_V][8];
 #pragma unroll
-                for (int i = 0; i < SWI_V; i++) agoq_bf16x8_to_f32(g[i], v[i]);
-                fz_quantize<ENC, BITS, LOG2B, SWI_V>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, e0), lane);
+                for (int i = 0; i < SWI_FWD_V; i++) agoq_bf16x8_to_f32(g[i], v[i]);
+                fz_quantize<ENC, BITS, LOG2B, SWI_FWD_V>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, e0), lane);
 #pragma unroll
-                for (int i = 0; i < SWI_V; i++) agoq_bf16x8_to_f32(up[i], v[i]);
-                fz_quantize<ENC, BITS, LOG2B, SWI_V>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, e0 + f), lane);
+                for (int i = 0; i < SWI_FWD_V; i++) agoq_bf16x8_to_f32(up[i], v[i]);
+                fz_quantize<ENC, BITS, LOG2B, SWI_FWD_V>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, e0 + f), lane);
             } else {
 #pragma unroll
-                for (int i = 0; i < SWI_V; i++) {
+                for (int i = 0; i < SWI_FWD_V; i++) {
                     if (i >= at.nv) continue;
                     const size_t ei = e0 + (size_t)(i * FZ_WVEC);
                     float v[1][8];
@@ -87,7 +92,7 @@ __global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS)
             }
         }
 #pragma unroll
-        for (int i = 0; i < SWI_V; i++) {
+        for (int i = 0; i < SWI_FWD_V; i++) {
             if (i >= at.nv || c[i] >= f) continue;
             float a[8], b[8];
             agoq_bf16x8_to_f32(g[i], a);
@@ -114,7 +119,7 @@ __global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS)
     const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5;
     for (size_t u = warp; u < nunits; u += nwarps) {
-        const swi_unit at = swi_at(u, upr, vpr);
+        const swi_unit at = swi_at<SWI_V>(u, upr, vpr);
         const size_t hrow = 2 * at.r * (size_t)f, orow = at.r * (size_t)f;
         int c[SWI_V];
         fz_bwd_in<DEC, BITS, DEQ> gin[SWI_V], uin[SWI_V];
@@ -148,7 +153,7 @@ extern "C" int agoq_swiglu_fwd_cuda(const agoq_fq *q, const uint16_t *h, int row
                                     void *stream) {
     if (fz_check_shape("swiglu fwd", rows, f)) return -1;
     const cudaStream_t s = (cudaStream_t)stream;
-    const size_t vpr = (size_t)((f + FZ_WVEC - 1) / FZ_WVEC), upr = (vpr + SWI_V - 1) / SWI_V;
+    const size_t vpr = (size_t)((f + FZ_WVEC - 1) / FZ_WVEC), upr = (vpr + SWI_FWD_V - 1) / SWI_FWD_V;
     const size_t nunits = (size_t)rows * upr;
     const bool vec = f % 8 == 0 && nunits < ((size_t)1 << 32) && fz_al16(h) && fz_al16(out) && !fz_no_fast();
     const agoq_cuda_qtensor qt = fz_qt(hq, 2 * (size_t)rows * (size_t)f);

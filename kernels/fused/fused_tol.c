@@ -1,7 +1,8 @@
 /* Bounds of the fused kernels' fast producer math (fused_tol.h, fused_fast.cuh) and the
  * comparison that applies them.
  *
- * Derivation. Let d = 2^-16. On the GPU, sigmoid(z) = __fdividef(1, 1 + __expf(-z)): __expf
+ * Derivation. Let d = 2^-16. On the GPU, sigmoid(z) = rcp.approx(1 + ex2.approx(-z log2 e))
+ * (fused_fast.cuh; what __fdividef(1, 1 + __expf(-z)) computes, so the bounds of those apply): __expf
  * errs by at most 2 + floor(1.173 |z|) ulp (CUDA programming guide, table of intrinsics), i.e.
  * < 107 ulp = 2^-16.3 relative for |z| <= 88.7 (beyond, e^-z is 0 or +Inf on both sides and
  * the sigmoid is exactly 0 or 1 on both), and __fdividef by 2 ulp; the reference's

@@ -30,9 +30,10 @@ static const qcase kCases[] = {
 };
 /* {5, 4352}: 10 whole GELU tiles + a tail, 17 warp vectors per row (RMSNorm: a third group
  * for warp 0 only); {3, 8192}: the widest register-resident RMSNorm row; {2, 8200}: one wider
- * (general kernels); {7, 1536}: warps without a group */
+ * (general kernels); {7, 1536}: warps without a group; {4, 4096}, {6, 3072}, {33, 1024}: the
+ * warp-per-row RMSNorm forward (16, 12 and 4 vectors per lane) */
 static const int kShapes[][2] = {{4, 4096}, {3, 1000}, {5, 129}, {2, 8}, {1, 1}, {3, 333}, {2, 2056},
-                                 {5, 4352}, {3, 8192}, {2, 8200}, {7, 1536}};
+                                 {5, 4352}, {3, 8192}, {2, 8200}, {7, 1536}, {6, 3072}, {33, 1024}};
 #define NCASES (sizeof kCases / sizeof kCases[0])
 #define NSHAPES (sizeof kShapes / sizeof kShapes[0])
 
@@ -282,6 +283,7 @@ static size_t run_env(const char *var, const char *val, int rows, int cols, int 
 TEST(cuda_fused_grid_stride_and_general_paths) {
     size_t bad = run_env("AGOQ_FUSED_GRID_CAP", "1", 5, 4352, 1);
     bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 9, 1536, 0);
+    bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 11, 2048, 0); /* warp-per-row RMSNorm: 8 warps, 11 rows */
     bad += run_env("AGOQ_FUSED_NO_FAST", "1", 4, 4096, 1);
     bad += run_env("AGOQ_FUSED_NO_FAST", "1", 3, 8192, 0);
     CHECK(bad == 0);
