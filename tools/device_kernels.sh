@@ -10,8 +10,9 @@
 #     peer     python3 validation/torch_kernels.py -> $OUT/torch_kernels.json (64 MiB .. 4 GiB x4)
 #     kernels  experiments/kernels.json, fused: experiments/kernels_fused.json (with the peer)
 #     quick    experiments/kernels_quick.json (1 MiB .. 256 MiB)
-#     ncu      Speed Of Light + memory + instruction sections of the dyn8 / fp4 quantizers and
-#              the fused GELU forward at 256 MiB -> $OUT/ncu.log
+#     ncu      Speed Of Light + memory + occupancy + instruction + warp-state sections at 256 MiB of
+#              the dyn8 / nf4 / fp4 quantizers from bf16, the fused RMSNorm / SwiGLU / GELU
+#              forwards and the int8 / fp8 reduce core -> $OUT/ncu.log
 # Duration of `all`: the first run (dynamic-shape peer, 33ff12dcd1f6) took 99 s; with the
 # static-shape peer expect ~4-6 min (its compilation overlaps the tests), under the 600 s of one
 # device command; PEER_COMPILE_S bounds it.
@@ -20,7 +21,7 @@
 # Environment: PEER_COMPILE_S, PEER_TIME_S (defaults 240, 120) bound the peer's compilation
 # (static shapes: 36 functions x 4 sizes, ~1.6 s each) and timing phases, PEER_MODES (default
 # static; static,dynamic times both and the runner keeps the faster) its torch.compile modes; T_TESTS,
-# T_KERNELS, T_NCU (defaults 150, 120, 90 s) the other parts.
+# T_KERNELS, T_NCU (defaults 150, 120, 60 s per ncu run) the other parts.
 set -u -o pipefail
 B=${1:?build dir}; shift
 OUT=${OUT:-results/h200}
@@ -68,10 +69,17 @@ for p in "$@"; do
       fi
       part "$exp" "${T_KERNELS:-120}" "$B/agoq" run "$file" -q --out "$OUT/$exp.json" ;;
     ncu) if command -v ncu > /dev/null; then
-           part ncu "${T_NCU:-90}" ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
-             --section InstructionStats --section WarpStateStats -k regex:'quant_tile|quant_seg|quant_warp|gelu_fwd' -c 4 \
-             --log-file "$OUT/ncu.log" "$B/agoq" kernels --cases quantize_bf16,gelu_fwd_fused --formats dyn8,fp4_e2m1 \
-             -b 256M -e 256M -n 1 -w 0 --no-check -q -o /tmp/ncu_kernels.json
+           sec="--clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy"
+           sec="$sec --section InstructionStats --section WarpStateStats"
+           run="-b 256M -e 256M -n 1 -w 0 --no-check -q -o /tmp/ncu_kernels.json"
+           # the table-format and fp4 quantizers from bf16, the fused forwards, the reduce core
+           part ncu_quant "${T_NCU:-60}" ncu $sec --kernel-name-base demangled -k regex:tile_src_bf16 -c 3 --log-file /tmp/ncu_1.log \
+             "$B/agoq" kernels --cases quantize_bf16 --formats dyn8,nf4,fp4_e2m1 $run
+           part ncu_fused "${T_NCU:-60}" ncu $sec -k regex:'rms_fwd|swiglu_fwd|gelu_fwd' -c 3 --log-file /tmp/ncu_2.log \
+             "$B/agoq" kernels --cases rmsnorm_fwd_fused,swiglu_fwd_fused,gelu_fwd_fused --formats fp4_e2m1 $run
+           part ncu_reduce "${T_NCU:-60}" ncu $sec --kernel-name-base demangled -k regex:tile_reduce -c 2 --log-file /tmp/ncu_3.log \
+             "$B/agoq" kernels --cases grad_reduce --formats int8,fp8_e4m3 $run
+           cat /tmp/ncu_[123].log > "$OUT/ncu.log" 2>/dev/null
          else echo "== ncu: not installed" | tee -a "$log"; fi ;;
     *) echo "device_kernels: unknown part $p" | tee -a "$log"; rc=1 ;;
   esac
