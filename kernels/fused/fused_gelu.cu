@@ -32,7 +32,7 @@ __global__ void __launch_bounds__(FZ_THREADS, FZ_FWD_CTAS(ENC))
     constexpr int U = FWD_U;
     __shared__ agoq_smem_table tab;
     if constexpr (QUANT && ENC == AGOQ_ENC_TABLE) {
-        agoq_dev_load_table(&tab, p.table);
+        AGOQ_STAGE_TABLE_LUT(tab, p.table);
         __syncthreads();
     }
     const int lane = (int)(threadIdx.x & 31u);

@@ -67,7 +67,7 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_FWD_CTAS)
     __shared__ agoq_smem_table tab;
     __shared__ uint4 srow[QUANT ? 2 : 1][QUANT ? RMS_MAX_COLS / 8 : 1]; /* the row's groups, 2 buffers */
     if constexpr (QUANT && ENC == AGOQ_ENC_TABLE) {
-        agoq_dev_load_table(&tab, p.table);
+        agoq_dev_load_table(&tab, p.table); /* the LUT stays in global memory: no room beside srow */
         __syncthreads();
     }
     const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5, ngroups = cols >> 3;
@@ -153,7 +153,7 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_WARP_CTAS)
     constexpr int NW = AGOQ_ROW_THREADS / 32, U = RMS_WARP_U;
     __shared__ agoq_smem_table tab;
     if constexpr (QUANT && ENC == AGOQ_ENC_TABLE) {
-        agoq_dev_load_table(&tab, p.table);
+        AGOQ_STAGE_TABLE_LUT(tab, p.table);
         __syncthreads();
     }
     const int lane = (int)(threadIdx.x & 31u), nv = cols / FZ_WVEC;

@@ -125,6 +125,19 @@ struct tile_reduce {
     }
     __device__ __forceinline__ void load_tile(const agoq_cuda_qparams &p, const agoq_smem_table *t, size_t e_tile,
                                               int lane, float (&v)[RED_U][8]) const {
+        if (bf16_sum) sum_tile<true>(p, t, e_tile, lane, v); /* the rounding mode out of the inner loop */
+        else sum_tile<false>(p, t, e_tile, lane, v);
+        if (sum_out)
+#pragma unroll
+            for (int j = 0; j < RED_U; j++) {
+                float *dst = sum_out + e_tile + (size_t)(j * 256 + lane * 8);
+                __stcs((float4 *)dst, make_float4(v[j][0], v[j][1], v[j][2], v[j][3]));
+                __stcs((float4 *)(dst + 4), make_float4(v[j][4], v[j][5], v[j][6], v[j][7]));
+            }
+    }
+    template <bool BF16_SUM>
+    __device__ __forceinline__ void sum_tile(const agoq_cuda_qparams &p, const agoq_smem_table *t, size_t e_tile,
+                                             int lane, float (&v)[RED_U][8]) const {
 #pragma unroll
         for (int j = 0; j < RED_U; j++)
 #pragma unroll
@@ -146,18 +159,11 @@ struct tile_reduce {
 #pragma unroll
                     for (int e = 0; e < 8; e++) {
                         const float x = v[j][e] + d[e];
-                        v[j][e] = bf16_sum ? agoq_round_bf16(x) : x;
+                        v[j][e] = BF16_SUM ? agoq_round_bf16(x) : x;
                     }
                 }
             }
         }
-        if (sum_out)
-#pragma unroll
-            for (int j = 0; j < RED_U; j++) {
-                float *dst = sum_out + e_tile + (size_t)(j * 256 + lane * 8);
-                __stcs((float4 *)dst, make_float4(v[j][0], v[j][1], v[j][2], v[j][3]));
-                __stcs((float4 *)(dst + 4), make_float4(v[j][4], v[j][5], v[j][6], v[j][7]));
-            }
     }
 };
 

@@ -11,6 +11,7 @@
  * runtime wrappers C callers use. */
 #include <cuda_runtime.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,7 +27,8 @@
 /* ---- per-device tables and qparams ---- */
 #define MAX_DEVICES 64
 static const agoq_dev_table *g_tables[MAX_DEVICES][AGOQ_FMT_COUNT];
-static int g_lut_grid[AGOQ_FMT_COUNT][4]; /* shift, base, nb, ident of each table's LUT (the same on every device) */
+static agoq_tab_lut g_lut_grid[AGOQ_FMT_COUNT]; /* each table's LUT grid (the same on every device; e unused) */
+static_assert(offsetof(agoq_dev_table, lut.e) % 8 == 0, "LUT entries are read as 8-byte words");
 static int g_sm_count[MAX_DEVICES];
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -48,7 +50,7 @@ int agoq_cuda_sm_count(void) {
 }
 
 /* The device table of f (built on first use) and its LUT grid. */
-static const agoq_dev_table *device_table(agoq_format f, int lut_grid[4]) {
+static const agoq_dev_table *device_table(agoq_format f, agoq_cuda_qparams *p) {
     const int dev = current_device();
     pthread_mutex_lock(&g_lock);
     if (!g_tables[dev][f]) {
@@ -68,13 +70,16 @@ static const agoq_dev_table *device_table(agoq_format f, int lut_grid[4]) {
         cudaCheck(cudaMalloc((void **)&d, sizeof *d));
         cudaCheck(cudaMemcpy(d, &t, sizeof t, cudaMemcpyHostToDevice));
         g_tables[dev][f] = d;
-        g_lut_grid[f][0] = t.lut.shift;
-        g_lut_grid[f][1] = t.lut.base;
-        g_lut_grid[f][2] = t.lut.nb;
-        g_lut_grid[f][3] = t.lut.ident;
+        memcpy(&g_lut_grid[f], &t.lut, offsetof(agoq_tab_lut, e));
     }
     const agoq_dev_table *d = g_tables[dev][f];
-    memcpy(lut_grid, g_lut_grid[f], sizeof g_lut_grid[f]);
+    const agoq_tab_lut *g = &g_lut_grid[f];
+    p->tab_shift = g->shift;
+    p->tab_base = g->base;
+    p->tab_nb = g->nb;
+    p->tab_ident = g->ident;
+    p->tab_lo = g->lo;
+    p->tab_hi = g->hi;
     pthread_mutex_unlock(&g_lock);
     return d;
 }
@@ -96,14 +101,7 @@ int agoq_cuda_qparams_make(const agoq_qconfig *c, agoq_cuda_qparams *p) {
      * fp8 through the hardware conversion; the arithmetic encoders are round-to-nearest only */
     p->dec = p->enc == AGOQ_ENC_FP4 ? AGOQ_ENC_TABLE : p->enc;
     if (p->stochastic && t->kind == AGOQ_CODE_TABLE) p->enc = AGOQ_ENC_TABLE;
-    if (t->kind == AGOQ_CODE_TABLE) {
-        int g[4];
-        p->table = device_table(c->fmt, g);
-        p->tab_shift = g[0];
-        p->tab_base = g[1];
-        p->tab_nb = g[2];
-        p->tab_ident = g[3];
-    }
+    if (t->kind == AGOQ_CODE_TABLE) p->table = device_table(c->fmt, p);
     return 0;
 }
 

@@ -54,9 +54,9 @@ typedef struct {
     float qmax;     /* agoq_formats[fmt].qmax */
     uint64_t seed;
     const agoq_dev_table *table; /* device pointer; table formats only, else NULL */
-    int tab_shift, tab_base, tab_nb, tab_ident; /* table->lut's grid and code = position flag
-                                                   (tab_lut.h), here so kernels read them from the
-                                                   parameter bank; 0 for other formats */
+    int tab_shift, tab_base, tab_nb, tab_ident; /* table->lut's grid, code = position flag and */
+    float tab_lo, tab_hi;                       /* clamp (tab_lut.h), here so kernels read them from
+                                                   the parameter bank; 0 for other formats */
 } agoq_cuda_qparams;
 
 /* Device planes of a quantized tensor of n elements (same layout as agoq_qtensor). */

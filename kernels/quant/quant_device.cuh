@@ -32,19 +32,21 @@
 
 #define AGOQ_GROUP_ELEMS 8
 
-/* A table staged in shared memory (15.4 KB; only kernels of table formats declare it in use). */
+/* A table staged in shared memory (4.1 KB), and where its round-to-nearest LUT is. */
 struct agoq_smem_table {
-    uint32_t lut[AGOQ_TAB_LUT_MAX]; /* round to nearest: thr_key << 8 | position (tab_lut.h) */
     float sorted[256];
     float mid[256];
     float value[256];
     uint8_t code[256];
-    int n; /* nsorted */
+    int n;               /* nsorted */
+    const uint2 *lut;    /* tab_lut.h entries: a shared copy (AGOQ_STAGE_TABLE_LUT) or the device table's */
 };
 
-/* All threads of the CTA copy the table (g may be NULL: nothing to do); the caller then
- * __syncthreads() before use. */
-__device__ __forceinline__ void agoq_dev_load_table(agoq_smem_table *s, const agoq_dev_table *g) {
+/* All threads of the CTA copy the table (g may be NULL: nothing to do) and, given `lut` (shared,
+ * AGOQ_TAB_LUT_MAX entries), its LUT; without, the encoders read the device table's LUT (22 KB,
+ * through L1). The caller then __syncthreads() before use. */
+__device__ __forceinline__ void agoq_dev_load_table(agoq_smem_table *s, const agoq_dev_table *g,
+                                                    uint2 *lut = nullptr) {
     if (!g) return;
     const int tid = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
     const int nthreads = (int)(blockDim.x * blockDim.y * blockDim.z), nc = g->ncodes;
@@ -54,17 +56,28 @@ __device__ __forceinline__ void agoq_dev_load_table(agoq_smem_table *s, const ag
         s->value[i] = g->value[i];
         s->code[i] = g->sorted_code[i];
     }
-    if (tid == 0) s->n = g->nsorted;
-    for (int i = tid, ne = 2 * g->lut.nb; i < ne; i += nthreads) s->lut[i] = g->lut.e[i];
+    if (tid == 0) {
+        s->n = g->nsorted;
+        s->lut = lut ? lut : (const uint2 *)g->lut.e;
+    }
+    if (lut)
+        for (int i = tid, ne = 2 * g->lut.nb; i < ne; i += nthreads) lut[i] = ((const uint2 *)g->lut.e)[i];
 }
+/* The same with the LUT staged too (22 KB more shared memory): kernels whose round-to-nearest
+ * table encoding is hot (the quantizers, the fused forwards). Inside a CTA-uniform branch. */
+#define AGOQ_STAGE_TABLE_LUT(tab, table)                                \
+    do {                                                                \
+        __shared__ uint2 agoq_lut_smem_[AGOQ_TAB_LUT_MAX];              \
+        agoq_dev_load_table(&(tab), (table), agoq_lut_smem_);           \
+    } while (0)
 
-/* The round-to-nearest code of y (not NaN) by the LUT of tab_lut.h: one 4-byte shared-memory
- * load, a compare and an add (and the code of the position unless the table's codes are its
- * positions), bit-exact with t->code[agoq_table_pos(.., y, -1)]. */
+/* The round-to-nearest code of y (not NaN) by the LUT of tab_lut.h: one 8-byte load (shared
+ * memory when staged), a compare and an add (and the code of the position unless the table's
+ * codes are its positions), bit-exact with t->code[agoq_table_pos(.., y, -1)]. */
 __device__ __forceinline__ uint32_t agoq_dev_table_code_rn(const agoq_cuda_qparams &p, const agoq_smem_table *t,
                                                            float y) {
-    const uint32_t pos =
-        agoq_tab_lut_pos(t->lut[agoq_tab_lut_index(p.tab_shift, p.tab_base, p.tab_nb, y)], p.tab_shift, y);
+    const uint2 e = t->lut[agoq_tab_lut_index(p.tab_shift, p.tab_base, p.tab_nb, p.tab_lo, p.tab_hi, y)];
+    const uint32_t pos = agoq_tab_lut_pos(e.x, e.y, y);
     return p.tab_ident ? pos : t->code[pos];
 }
 
@@ -360,7 +373,10 @@ template <int ENC, int U, class Src>
 __global__ void __launch_bounds__(AGOQ_QUANT_THREADS) agoq_quant_seg_kernel(agoq_cuda_qparams p, Src src,
                                                                              agoq_cuda_qtensor out, size_t blk0) {
     __shared__ agoq_smem_table tab;
-    if constexpr (ENC == AGOQ_ENC_TABLE || Src::kTable) {
+    if constexpr (ENC == AGOQ_ENC_TABLE) {
+        AGOQ_STAGE_TABLE_LUT(tab, p.table);
+        __syncthreads();
+    } else if constexpr (Src::kTable) {
         agoq_dev_load_table(&tab, p.table);
         __syncthreads();
     }
@@ -400,7 +416,10 @@ template <int ENC, class Src>
 __global__ void __launch_bounds__(AGOQ_QUANT_THREADS) agoq_quant_warp_kernel(agoq_cuda_qparams p, Src src,
                                                                               agoq_cuda_qtensor out, size_t blk0) {
     __shared__ agoq_smem_table tab;
-    if constexpr (ENC == AGOQ_ENC_TABLE || Src::kTable) {
+    if constexpr (ENC == AGOQ_ENC_TABLE) {
+        AGOQ_STAGE_TABLE_LUT(tab, p.table);
+        __syncthreads();
+    } else if constexpr (Src::kTable) {
         agoq_dev_load_table(&tab, p.table);
         __syncthreads();
     }

@@ -336,7 +336,10 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS(ENC, Sr
     constexpr int E = Src::kVec;
     using G = agoq_tile_geom<LOG2B, E, Src::kU>;
     __shared__ agoq_smem_table tab;
-    if constexpr (ENC == AGOQ_ENC_TABLE || Src::kTable) {
+    if constexpr (ENC == AGOQ_ENC_TABLE) {
+        AGOQ_STAGE_TABLE_LUT(tab, p.table);
+        __syncthreads();
+    } else if constexpr (Src::kTable) {
         agoq_dev_load_table(&tab, p.table);
         __syncthreads();
     }

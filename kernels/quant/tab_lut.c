@@ -1,6 +1,6 @@
 /* Builder of the round-to-nearest table LUT (tab_lut.h): the coarsest bucket grid in which the
- * reference's position (agoq_table_pos, u < 0) changes at most once, by one, per middle bucket
- * and never in the end buckets, each bucket's threshold found by bisection over the float bit
+ * reference's position (agoq_table_pos, u < 0) changes at most once, by one, per bucket and
+ * never in the end buckets, each bucket's threshold found by bisection over the float bit
  * patterns of the bucket. Host only, once per table and device (quant.cu). Built like the
  * references: no fast-math, no contraction. */
 #include "kernels/quant/tab_lut.h"
@@ -33,11 +33,10 @@ static void bucket_orders(int shift, int base, int nb, int neg, int m, uint32_t 
 }
 
 /* The entry of bucket [k0, k1]; -1 when the position changes more than once or by more than
- * one there, or at all in an end bucket (`end`: its values span several binades). */
-static int fill_entry(const table_ref *t, uint32_t k0, uint32_t k1, int shift, int end, uint32_t *out) {
+ * one there, or at all in an end bucket (`end`). */
+static int fill_entry(const table_ref *t, uint32_t k0, uint32_t k1, int end, uint32_t out[2]) {
     const int p0 = pos_at(t, k0), p1 = pos_at(t, k1);
-    const uint32_t mask = (1u << shift) - 1u;
-    uint32_t thr_key = mask; /* constant: no key exceeds it */
+    uint32_t thr = 0x7f800000u; /* +Inf: constant */
     if (p0 != p1) {
         if (end || p1 != p0 + 1) return -1;
         uint32_t lo = k0, hi = k1; /* pos(lo) == p0, pos(hi) == p1 */
@@ -45,10 +44,13 @@ static int fill_entry(const table_ref *t, uint32_t k0, uint32_t k1, int shift, i
             const uint32_t m = lo + (hi - lo) / 2;
             if (pos_at(t, m) == p0) lo = m; else hi = m;
         }
-        const uint32_t b = agoq_f32_bits(of_order(lo));
-        thr_key = (b >> 31 ? ~b : b) & mask; /* key of the last value that takes p0 */
+        thr = agoq_f32_bits(of_order(lo));
+        /* y > thr must hold exactly for the values above lo: fails only for thr = -0 (+0 > -0 is
+         * false); the reference never separates -0 from +0, so this cannot happen */
+        if (thr == 0x80000000u) return -1;
     }
-    *out = thr_key << 8 | (uint32_t)p0;
+    out[0] = thr;
+    out[1] = (uint32_t)p0;
     return 0;
 }
 
@@ -66,18 +68,21 @@ int agoq_tab_lut_build(agoq_tab_lut *lut, const float *sorted, const float *mid,
     for (int shift = 23; shift >= 9 && lo > 0.0f; shift--) { /* 1, 2, 4, ... buckets per octave */
         const int base = (int)(agoq_f32_bits(lo) >> shift) - 1, nb = (int)(agoq_f32_bits(hi) >> shift) - base + 2;
         if (2 * nb > AGOQ_TAB_LUT_MAX) break;
+        if (base < 0) continue; /* midpoints below 2^-126: a finer grid starts higher */
         int ok = 1;
         for (int neg = 0; neg < 2 && ok; neg++)
             for (int m = 0; m < nb && ok; m++) {
                 uint32_t k0, k1;
                 bucket_orders(shift, base, nb, neg, m, &k0, &k1);
-                ok = fill_entry(&t, k0, k1, shift, m == 0 || m == nb - 1, &lut->e[neg * nb + m]) == 0;
+                ok = fill_entry(&t, k0, k1, m == 0 || m == nb - 1, lut->e[neg * nb + m]) == 0;
             }
         if (ok) {
             lut->shift = shift;
             lut->base = base;
             lut->nb = nb;
             lut->ident = ident;
+            lut->lo = agoq_bits_f32((uint32_t)base << shift);
+            lut->hi = agoq_bits_f32((uint32_t)(base + nb - 1) << shift);
             return 0;
         }
     }

@@ -94,7 +94,8 @@ TEST(fast_fp4_fp8_encoders_equal_table_search_at_every_midpoint) {
  * with 3 ulp either side, the specials (NaN excluded: the callers map it to 0 first). */
 static size_t lut_compare(const agoq_code_table *t, const agoq_tab_lut *lut, float y, size_t *bad) {
     if (agoq_isnan(y)) return 0;
-    const uint32_t pos = agoq_tab_lut_pos(lut->e[agoq_tab_lut_index(lut->shift, lut->base, lut->nb, y)], lut->shift, y);
+    const uint32_t *e = lut->e[agoq_tab_lut_index(lut->shift, lut->base, lut->nb, lut->lo, lut->hi, y)];
+    const uint32_t pos = agoq_tab_lut_pos(e[0], e[1], y);
     const uint32_t got = lut->ident ? pos : t->sorted_code[pos];
     const uint32_t want = t->sorted_code[agoq_table_pos(t->sorted, t->mid, t->sorted_code, t->nsorted, y, -1.0f)];
     if (want != got && (*bad)++ < 5)
