@@ -105,16 +105,17 @@ struct tile_accumulate {
  * of RED_RB chunks loaded before any is decoded (RED_RB x 2 KB of loads in flight per warp),
  * at 3 CTAs per SM (issue 15: tiles of 8 vectors loaded chunk by chunk held 2 KB in flight per
  * warp at 2 CTAs per SM, 0.46-0.58 of copy; a prefetch of the next chunk pushed registers past
- * 128). The sum's order stays r = 0..nin-1 for every element. */
+ * 128). The sum's order stays r = 0..nin-1 for every element. BF16_SUM: the sum rounded to bf16
+ * after every add (a kernel each, so the inner loop carries no select). */
 #define RED_U 2
 #define RED_RB 8
-template <int DEC>
+template <int DEC, bool BF16_SUM>
 struct tile_reduce {
     static constexpr int kVec = 8, kBits = 8, kU = RED_U, kMinCtas = 3;
     static constexpr bool kTable = DEC == AGOQ_ENC_TABLE;
     using scales_t = agoq_tile_scales<8, DEC == AGOQ_ENC_INT_ASYM, RED_U>;
     chunk_view in[AGOQ_CUDA_MAX_CHUNKS];
-    int nin, bf16_sum, log2b;
+    int nin, log2b;
     size_t nblocks;
     float *sum_out;
     __device__ __forceinline__ void load_chunk(const agoq_cuda_qparams &p, int r, size_t e_tile, int lane,
@@ -125,19 +126,6 @@ struct tile_reduce {
     }
     __device__ __forceinline__ void load_tile(const agoq_cuda_qparams &p, const agoq_smem_table *t, size_t e_tile,
                                               int lane, float (&v)[RED_U][8]) const {
-        if (bf16_sum) sum_tile<true>(p, t, e_tile, lane, v); /* the rounding mode out of the inner loop */
-        else sum_tile<false>(p, t, e_tile, lane, v);
-        if (sum_out)
-#pragma unroll
-            for (int j = 0; j < RED_U; j++) {
-                float *dst = sum_out + e_tile + (size_t)(j * 256 + lane * 8);
-                __stcs((float4 *)dst, make_float4(v[j][0], v[j][1], v[j][2], v[j][3]));
-                __stcs((float4 *)(dst + 4), make_float4(v[j][4], v[j][5], v[j][6], v[j][7]));
-            }
-    }
-    template <bool BF16_SUM>
-    __device__ __forceinline__ void sum_tile(const agoq_cuda_qparams &p, const agoq_smem_table *t, size_t e_tile,
-                                             int lane, float (&v)[RED_U][8]) const {
 #pragma unroll
         for (int j = 0; j < RED_U; j++)
 #pragma unroll
@@ -164,6 +152,13 @@ struct tile_reduce {
                 }
             }
         }
+        if (sum_out)
+#pragma unroll
+            for (int j = 0; j < RED_U; j++) {
+                float *dst = sum_out + e_tile + (size_t)(j * 256 + lane * 8);
+                __stcs((float4 *)dst, make_float4(v[j][0], v[j][1], v[j][2], v[j][3]));
+                __stcs((float4 *)(dst + 4), make_float4(v[j][4], v[j][5], v[j][6], v[j][7]));
+            }
     }
 };
 
@@ -224,18 +219,24 @@ int agoq_cuda_grad_reduce(const agoq_qconfig *c, const agoq_cuda_qtensor *in, in
         src.bf16_sum = prec == AGOQ_SUM_BF16;
         src.sum_out = sum_out;
         src.vec_sum = ((uintptr_t)sum_out & 15u) == 0;
-        tile_reduce<D> tile;
-        memset(&tile, 0, sizeof tile);
-        memcpy(tile.in, src.in, sizeof tile.in);
-        tile.nin = nin;
-        tile.bf16_sum = src.bf16_sum;
-        tile.log2b = __builtin_ctz((unsigned)p.block);
-        tile.nblocks = (out->n + (size_t)p.block - 1) / (size_t)p.block;
-        tile.sum_out = sum_out;
         bool aligned = sum_out == NULL || aligned16(sum_out);
         for (int r = 0; r < nin; r++) aligned &= ((uintptr_t)in[r].codes & 7u) == 0; /* 8 codes per load */
-        if constexpr (E == D) agoq_launch_quant<E>(p, src, *out, stream, aligned && tile_grad_ok(p) ? &tile : nullptr);
-        else agoq_launch_quant<E>(p, src, *out, stream); /* stochastic-only pairs: no tile path */
+        auto with_tile = [&](auto bf16) {
+            tile_reduce<D, decltype(bf16)::value != 0> tile;
+            memset(&tile, 0, sizeof tile);
+            memcpy(tile.in, src.in, sizeof tile.in);
+            tile.nin = nin;
+            tile.log2b = __builtin_ctz((unsigned)p.block);
+            tile.nblocks = (out->n + (size_t)p.block - 1) / (size_t)p.block;
+            tile.sum_out = sum_out;
+            agoq_launch_quant<E>(p, src, *out, stream, aligned && tile_grad_ok(p) ? &tile : nullptr);
+        };
+        if constexpr (E == D) {
+            if (src.bf16_sum) with_tile(agoq_enc_t<1>());
+            else with_tile(agoq_enc_t<0>());
+        } else {
+            agoq_launch_quant<E>(p, src, *out, stream); /* stochastic-only pairs: no tile path */
+        }
     });
     return 0;
 }
