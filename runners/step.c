@@ -378,6 +378,12 @@ static int measure_point(const agoq_run_ctx *ctx, const step_exp *x, step_point 
         agoq_step_result_free(r);
         memset(r, 0, sizeof *r);
         p->k++;
+        /* the record's needed_bytes is the dry plan of the k that runs, not of the k it raised */
+        char why[512];
+        agoq_step_result_free(&p->dry);
+        if (dry_run(x, p, p->k, &p->dry, why, sizeof why))
+            return agoq_error("%s: %s: the dry plan at %ld recomputed layers failed: %s", ctx->where.file, lab, p->k, why), -1;
+        p->need = p->dry.peak_bytes;
     }
 }
 
