@@ -412,8 +412,12 @@ static int run_points(const agoq_run_ctx *ctx, const step_exp *x, step_point *pt
         agoq_step_result r;
         memset(&r, 0, sizeof r);
         if (measure_point(ctx, x, p, lab, &r)) return -1;
+        const int measured_fit = x->runs[p->ri].min_fit && x->budget_gb > 0;
+        /* over the budget even with every layer recomputed: the point does not fit, by measurement
+           (its step still ran: the GPU had the memory; the record keeps what it measured) */
+        if (measured_fit && measured_need(&r) > x->budget_gb * 1e9) p->fits = 0;
         cJSON *o = record_head(res, x, p, "measured");
-        if (x->runs[p->ri].min_fit && x->budget_gb > 0) {
+        if (measured_fit) {
             add_str(o, "min_fit_by", "measured");
             results_num(o, "recomputed_layers_dry", p->k_dry);
             results_num(o, "measured_need_bytes", measured_need(&r));
