@@ -217,6 +217,8 @@ static void record_memory(cJSON *o, const step_exp *x, const step_point *p, cons
                             : x->runs[p->ri].pol.moments.kind == AGOQ_STORE_QUANT
                                 ? "chunked: dequantize -> fp32 AdamW -> requantize"
                                 : "fp32 moments: one AdamW kernel");
+    add_str(o, "arena", r->arena_ends == 2 ? "two ends: transients from the bottom, the rest from the top"
+                                            : "one end: first fit from the bottom");
     free(c);
     free(e);
     results_num(o, "inflight", r->model.inflight);
