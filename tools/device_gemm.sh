@@ -3,20 +3,24 @@
 # call. Build here first:
 #   make -j2 BUILD=build-dev build-dev/agoq build-dev/agoq_test_cuda && strip build-dev/agoq build-dev/agoq_test_cuda
 # carry the build dir and .carry (libcjson for the GPU machine), then on the GPU machine:
-#   tools/device_gemm.sh BUILD_DIR [PART...]     parts (default: tests bench fastq): tests bench fastq sass ncu
+#   tools/device_gemm.sh BUILD_DIR [PART...]     parts (default: tests bench genq): tests bench genq raster sass ncu
 #     tests  the GEMM GPU tests (wgmma layouts vs float64 and cuBLASLt, fused epilogue bit-exact;
 #            the mma.sync GEMM's tests too)
 #     bench  experiments/gemm_wg.json (ours vs cuBLASLt, fused vs cuBLASLt + quantize)
+#     genq   the fused-epilogue pairs again with AGOQ_WG_FAST_EPI=0 (the general per-block
+#            encoders instead of the default fast FP4 tile encoder): $OUT/gemm_wg_genq.json
+#     raster a few shapes with AGOQ_WG_GROUP_M=16 (16 row tiles per rasterization group instead
+#            of 8): $OUT/gemm_wg_raster.json
 #     sass   HGMMA / UTMALDG counts of the binary (is the wgmma path in it)
 #     ncu    one FC1 launch of ours and of cuBLASLt under ncu (tensor pipe, stalls)
-#     fastq  the fused-epilogue pairs again with AGOQ_WG_FAST_EPI=1 (the fast FP4 tile encoder in
-#            the epilogue; not measured before this script was written): $OUT/gemm_wg_fastq.json
+# EXP=DIR reads the experiment files from DIR instead of experiments/ (a carried copy).
 # Each part is guarded by a timeout and runs even when an earlier one failed; logs and results
 # land in $OUT (default results/h200).
 set -u -o pipefail
 B=${1:?build dir}; shift
-[ $# -eq 0 ] && set -- tests bench fastq
+[ $# -eq 0 ] && set -- tests bench genq
 OUT=${OUT:-results/h200}
+EXP=${EXP:-experiments}
 [ -f tools/device_env.sh ] && source tools/device_env.sh
 mkdir -p "$OUT"
 log="$OUT/device_gemm.log"
@@ -32,12 +36,14 @@ part() { # name timeout command...
 for p in "$@"; do
   case "$p" in
     tests) part tests 120 env AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" gemm ;;
-    bench) part bench 200 "$B/agoq" run experiments/gemm_wg.json --backend cuda --out "$OUT/gemm_wg.json" ;;
-    fastq) part fastq 120 env AGOQ_WG_FAST_EPI=1 "$B/agoq" run experiments/gemm_wg_fastq.json --backend cuda \
-             --out "$OUT/gemm_wg_fastq.json" ;;
+    bench) part bench 200 "$B/agoq" run "$EXP/gemm_wg.json" --backend cuda --out "$OUT/gemm_wg.json" ;;
+    genq)  part genq 120 env AGOQ_WG_FAST_EPI=0 "$B/agoq" run "$EXP/gemm_wg_genq.json" --backend cuda \
+             --out "$OUT/gemm_wg_genq.json" ;;
+    raster) part raster 120 env AGOQ_WG_GROUP_M=16 "$B/agoq" run "$EXP/gemm_wg_raster.json" --backend cuda \
+             --out "$OUT/gemm_wg_raster.json" ;;
     sass)  part sass 30 bash -c "cuobjdump --dump-sass '$B/agoq' | grep -oE 'HGMMA[.A-Za-z0-9]*|UTMALDG[.A-Za-z0-9]*|HMMA[.A-Za-z0-9]*' | sort | uniq -c" ;;
-    ncu)   part ncu 150 ncu --clock-control none -k regex:"wg_kernel|sm90" -c 6 --section SpeedOfLight --section WarpStateStats \
-             --section ComputeWorkloadAnalysis "$B/agoq" run experiments/gemm_wg_ncu.json --backend cuda --out /tmp/agoq_gemm_wg_ncu.json ;;
+    ncu)   part ncu 150 ncu --clock-control none -k regex:"wg_kernel|sm90" -c 12 --section SpeedOfLight --section WarpStateStats \
+             --section ComputeWorkloadAnalysis "$B/agoq" run "$EXP/gemm_wg_ncu.json" --backend cuda --out /tmp/agoq_gemm_wg_ncu.json ;;
     *) echo "device_gemm: unknown part $p" | tee -a "$log"; rc=1 ;;
   esac
 done

@@ -186,16 +186,16 @@ static void epilogue_quant_shapes(size_t s0, size_t s1) {
     unsetenv("AGOQ_WG_GRID_CAP");
 }
 
-TEST(cuda_wg_gemm_epilogue_quant_bit_exact) { epilogue_quant_shapes(0, 2); }
-
-/* The opt-in fast FP4 epilogue encoder (AGOQ_WG_FAST_EPI=1): taken by FP4 E2M1/128 on
- * N % 256 == 0; the other formats run the general path again. Added after the measured device
- * run: not yet run on a GPU when committed. */
-TEST(cuda_wg_gemm_epilogue_fast_fp4_bit_exact) {
-    setenv("AGOQ_WG_FAST_EPI", "1", 1);
-    epilogue_quant_shapes(2, 3);
+/* The general per-block epilogue quantizer (AGOQ_WG_FAST_EPI=0) on every format and shape. */
+TEST(cuda_wg_gemm_epilogue_quant_bit_exact) {
+    setenv("AGOQ_WG_FAST_EPI", "0", 1);
+    epilogue_quant_shapes(0, 3);
     unsetenv("AGOQ_WG_FAST_EPI");
 }
+
+/* The default: FP4 E2M1/128 on N % 256 == 0 (shapes 0 and 2) through the fast FP4 tile encoder
+ * in the epilogue warps, the other formats and N = 384 through the general one. */
+TEST(cuda_wg_gemm_epilogue_fast_fp4_bit_exact) { epilogue_quant_shapes(0, 3); }
 
 /* The stored-A prologue: bit-exact against the plain kernel on A dequantized on the host
  * (agoq_rowq_dequantize_ref, rounded to bf16), with and without the residual. */
