@@ -14,7 +14,8 @@
 #     sass   HGMMA / UTMALDG counts of the binary (is the wgmma path in it)
 #     ncu    one FC1 launch of ours and of cuBLASLt under ncu (tensor pipe, stalls)
 # EXP=DIR reads the experiment files from DIR instead of experiments/ (a carried copy).
-# Each part is guarded by a timeout and runs even when an earlier one failed; logs and results
+# Each part is guarded by a timeout and runs even when an earlier one failed (except after tests
+# that timed out: a hung kernel would hang the rest too); logs and results
 # land in $OUT (default results/h200).
 set -u -o pipefail
 B=${1:?build dir}; shift
@@ -31,18 +32,22 @@ rc=0
 part() { # name timeout command...
   local name=$1 t=$2; shift 2
   echo "== $name (limit ${t}s) at $(( $(date +%s) - start ))s" | tee -a "$log"
-  timeout "$t" "$@" >> "$log" 2>&1 || { echo "== $name FAILED ($?)" | tee -a "$log"; rc=1; }
+  timeout "$t" "$@" >> "$log" 2>&1
+  local st=$?
+  [ $st -ne 0 ] && { echo "== $name FAILED ($st)" | tee -a "$log"; rc=1; }
+  [ $st -eq 124 ] && [ "$name" = tests ] && { echo "== tests timed out (a hang?): skipping the GPU parts after them" | tee -a "$log"; hung=1; }
+  return 0
 }
 for p in "$@"; do
   case "$p" in
-    tests) part tests 120 env AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" gemm ;;
-    bench) part bench 200 "$B/agoq" run "$EXP/gemm_wg.json" --backend cuda --out "$OUT/gemm_wg.json" ;;
-    genq)  part genq 120 env AGOQ_WG_FAST_EPI=0 "$B/agoq" run "$EXP/gemm_wg_genq.json" --backend cuda \
+    tests) part tests 60 env AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" gemm ;;
+    bench) [ "${hung:-0}" = 1 ] && continue; part bench 150 "$B/agoq" run "$EXP/gemm_wg.json" --backend cuda --out "$OUT/gemm_wg.json" ;;
+    genq)  [ "${hung:-0}" = 1 ] && continue; part genq 60 env AGOQ_WG_FAST_EPI=0 "$B/agoq" run "$EXP/gemm_wg_genq.json" --backend cuda \
              --out "$OUT/gemm_wg_genq.json" ;;
-    raster) part raster 120 env AGOQ_WG_GROUP_M=16 "$B/agoq" run "$EXP/gemm_wg_raster.json" --backend cuda \
+    raster) [ "${hung:-0}" = 1 ] && continue; part raster 60 env AGOQ_WG_GROUP_M=16 "$B/agoq" run "$EXP/gemm_wg_raster.json" --backend cuda \
              --out "$OUT/gemm_wg_raster.json" ;;
     sass)  part sass 30 bash -c "cuobjdump --dump-sass '$B/agoq' | grep -oE 'HGMMA[.A-Za-z0-9]*|UTMALDG[.A-Za-z0-9]*|HMMA[.A-Za-z0-9]*' | sort | uniq -c" ;;
-    ncu)   part ncu 150 ncu --clock-control none -k regex:"wg_kernel|sm90" -c 12 --section SpeedOfLight --section WarpStateStats \
+    ncu)   [ "${hung:-0}" = 1 ] && continue; part ncu 90 ncu --clock-control none -k regex:"wg_kernel|sm90" -c 12 --section SpeedOfLight --section WarpStateStats \
              --section ComputeWorkloadAnalysis "$B/agoq" run "$EXP/gemm_wg_ncu.json" --backend cuda --out /tmp/agoq_gemm_wg_ncu.json ;;
     *) echo "device_gemm: unknown part $p" | tee -a "$log"; rc=1 ;;
   esac
