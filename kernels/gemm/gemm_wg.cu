@@ -39,10 +39,8 @@
  * then free the staging tile for the next one: the stores and the quantization overlap the
  * next tile's mainloop.
  * Stored-A prologue (agoq_wg_fwd_deqa): the stage holds A's packed codes (a TMA box of bytes, no
- * swizzle) instead of its bf16 tile; each consumer warpgroup decodes its 64 rows with the
- * standalone decoder (quant_device.cuh's agoq_dev_decode8, block scales loaded a k-tile ahead),
- * rounds to bf16 and writes them, 128-byte swizzled, into one of two bf16 tiles of its own
- * (k-tile parity), then fence.proxy.async + a warpgroup barrier hand the tile to its wgmma. */
+ * swizzle) instead of its bf16 tile, and the consumers decode them with the standalone decoder,
+ * by default straight into the registers of wgmma's A operand (gemm_wg_deq.cuh). */
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
@@ -64,6 +62,8 @@ constexpr int C_BYTES = BM * C_STRIDE * 2;
 /* Epilogue warps: warps 1-3 of warpgroup 0 (thread 0 is the producer). Named barriers: BAR_EMPTY
  * and BAR_FULL hand the staging tile between the 256 consumer threads and them, BAR_EPI orders
  * them among themselves; 2 and 3 are the prologue's per-consumer barriers. */
+/* Registers a thread (setmaxnreg): 128 x REGS_WG0 + 256 x REGS_CONSUMER <= 65536. */
+constexpr int REGS_WG0 = 104, REGS_CONSUMER = 200;
 constexpr int EPI_WARPS = 3, EPI_THREADS = 32 * EPI_WARPS, BAR_FULL = 4, BAR_EMPTY = 5, BAR_EPI = 6,
               BAR_HANDOFF = 256 + EPI_THREADS;
 constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + C_BYTES + 1024; /* + slack to align the ring to 1024 */
@@ -73,6 +73,7 @@ constexpr int CODE_BYTES = BM * BK;                 /* 8-bit codes; 4-bit use ha
 constexpr int DQ_STAGE_BYTES = CODE_BYTES + B_BYTES;
 constexpr int DQ_TILE_BYTES = 64 * BK * 2;          /* one consumer's bf16 A k-tile */
 constexpr int DQ_SMEM_BYTES = STAGES * DQ_STAGE_BYTES + 4 * DQ_TILE_BYTES + C_BYTES + 1024;
+constexpr int DQR_SMEM_BYTES = STAGES * DQ_STAGE_BYTES + C_BYTES + 1024; /* the register prologue */
 
 struct wg_params {
     int m, n, k;
@@ -186,41 +187,13 @@ __device__ __forceinline__ void tile_origin(int t, int tiles_m, int tiles_n, int
     *n0 = local / gsize * BN;
 }
 
-/* Stored-A prologue. Thread lt (0..127) of a consumer decodes groups g = lt + 128 i (i < 4) of
- * its 64 x 64 k-tile: row g / 8, columns 8 (g % 8) .. + 7; the block (>= 64 columns) is one per
- * row per k-tile. Scales (and zero points) of k-tile k0 for those rows, loaded a k-tile ahead. */
-__device__ __forceinline__ void dq_scales(const wg_params &p, int row0, int k0, size_t nbpr, int lt, float (&sc)[4],
-                                          float (&zc)[4]) {
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const int row = row0 + (lt >> 3) + 16 * i;
-        if (row >= p.m) continue;
-        const size_t blk = (size_t)row * nbpr + (size_t)(k0 / p.qa.block);
-        sc[i] = agoq_dev_load_scale(p.aq.scales, blk, p.qa.bf16_scale);
-        if (p.qa.kind == AGOQ_CODE_INT_ASYM) zc[i] = agoq_dev_load_scale(p.aq.zeros, blk, p.qa.bf16_scale);
-    }
-}
-/* Codes of this consumer's 64 rows (row pitch BK bits / 8 bytes) -> bf16 values (the
- * standalone decoder's, rounded once to bf16) in the 128-byte-swizzled K-major layout. */
-__device__ __forceinline__ void dq_tile(const wg_params &p, const agoq_smem_table *tab, const uint8_t *codes,
-                                        uint8_t *buf, int lt, const float (&sc)[4], const float (&zc)[4]) {
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const int g = lt + 128 * i, r = g >> 3, c = g & 7;
-        const uint64_t packed = agoq_dev_load_group(codes, (size_t)g, p.qa.bits);
-        float v[8];
-        fz_with_kind(p.qa.dec, [&](auto k) { agoq_dev_decode8<decltype(k)::value>(p.qa, tab, packed, sc[i], zc[i], v); });
-        uint32_t h[4];
-#pragma unroll
-        for (int e = 0; e < 4; e++) h[e] = (uint32_t)agoq_f32_to_bf16(v[2 * e]) | (uint32_t)agoq_f32_to_bf16(v[2 * e + 1]) << 16;
-        *reinterpret_cast<uint4 *>(buf + r * 128 + ((c ^ (r & 7)) << 4)) = make_uint4(h[0], h[1], h[2], h[3]);
-    }
-}
+#include "kernels/gemm/gemm_wg_deq.cuh"
 
-template <int TA, int TB, bool QOUT, bool DEQA, bool FASTQ>
+template <int TA, int TB, bool QOUT, int DQ, bool FASTQ>
 __global__ void __launch_bounds__(THREADS, 1)
     wg_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, wg_params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    constexpr bool DEQA = DQ != 0; /* A from its stored codes: 1 decoded in shared memory, 2-3 in registers */
     extern __shared__ uint8_t raw[];
     __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
     __shared__ agoq_smem_table tab; /* table encoders of the epilogue */
@@ -240,14 +213,15 @@ __global__ void __launch_bounds__(THREADS, 1)
     if (DEQA) agoq_dev_load_table(&tab, p.qa.table); /* table decoders (NULL: nothing) */
     __syncthreads();
     constexpr int SB = DEQA ? DQ_STAGE_BYTES : STAGE_BYTES, AB = DEQA ? CODE_BYTES : A_BYTES;
-    uint16_t *stage = reinterpret_cast<uint16_t *>(ring + STAGES * SB + (DEQA ? 4 * DQ_TILE_BYTES : 0));
-    /* No setmaxnreg: the launch bound gives every thread 168 registers, which the consumers fit
-     * without spills (ptxas cannot give them more), and the epilogue warps need more than the
-     * producer's usual 40. */
+    uint16_t *stage = reinterpret_cast<uint16_t *>(ring + STAGES * SB + (DQ == 1 ? 4 * DQ_TILE_BYTES : 0));
+    /* setmaxnreg: warpgroup 0 (producer + epilogue warps) gives registers to the consumers
+     * (REGS_WG0 / REGS_CONSUMER); ptxas allocates each branch within its count, so the prologue's
+     * decode fits beside the 128 accumulators without spills or serialized wgmma. */
 
     /* Persistent: CTA b runs tiles b, b + grid, ...; `it` counts k-tiles over all of them, so
      * stage it % STAGES is in its (it / STAGES)-th use and the barrier phases carry across tiles. */
     if (wg == 0) { /* producer (thread 0) and the epilogue warps (warps 1-3) */
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(REGS_WG0));
         if (tid == 0) {
             int it = 0;
             for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
@@ -287,6 +261,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             }
         }
     } else { /* consumers: rows 64 * (wg - 1) .. + 63 of each tile */
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(REGS_CONSUMER));
         const int cw = wg - 1;
         const int ct = tid - 128, lt = ct & 127; /* consumer thread, and its index in its warpgroup */
         const size_t nbpr = DEQA ? (size_t)(p.k / p.qa.block) : 0;
@@ -299,13 +274,32 @@ __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
             for (int i = 0; i < 128; i++) d[i] = 0.0f;
             acc_fence(d); /* the zeros are written before the first wgmma.fence, not inside its stage */
-            if (DEQA) dq_scales(p, m0 + cw * 64, 0, nbpr, lt, sc, zc);
-            for (int kt = 0; kt < ktiles; kt++, it++) {
+            if (DQ == 1) dq_scales(p, m0 + cw * 64, 0, nbpr, lt, sc, zc);
+            /* register prologue: one mainloop per decoder and code width, the decoders split over
+             * two kernels (DQ 2: integer and FP4, DQ 3: FP8 and table; all six in one kernel make
+             * ptxas serialize the wgmma for want of registers) */
+            if constexpr (DQ >= 2) {
+                constexpr int D0 = DQ == 2 ? AGOQ_ENC_INT_SYM : AGOQ_ENC_FP8_E4M3;
+                constexpr int D1 = DQ == 2 ? AGOQ_ENC_INT_ASYM : AGOQ_ENC_FP8_E5M2;
+                constexpr int D2 = DQ == 2 ? AGOQ_ENC_FP4 : AGOQ_ENC_TABLE;
+                const bool b4 = p.qa.bits == 4;
+                if (p.qa.dec == D0) {
+                    if (b4) dqr_mainloop<D0, 4>(p, &tab, d, ring_s, full, empty, m0, cw, lt, ktiles, it);
+                    else dqr_mainloop<D0, 8>(p, &tab, d, ring_s, full, empty, m0, cw, lt, ktiles, it);
+                } else if (p.qa.dec == D1) {
+                    if (b4) dqr_mainloop<D1, 4>(p, &tab, d, ring_s, full, empty, m0, cw, lt, ktiles, it);
+                    else dqr_mainloop<D1, 8>(p, &tab, d, ring_s, full, empty, m0, cw, lt, ktiles, it);
+                } else {
+                    if (b4) dqr_mainloop<D2, 4>(p, &tab, d, ring_s, full, empty, m0, cw, lt, ktiles, it);
+                    else dqr_mainloop<D2, 8>(p, &tab, d, ring_s, full, empty, m0, cw, lt, ktiles, it);
+                }
+            }
+            for (int kt = 0; DQ < 2 && kt < ktiles; kt++, it++) {
                 const int s = it % STAGES;
                 mbar_wait(saddr(&full[s]), (uint32_t)((it / STAGES) & 1));
                 uint32_t a = ring_s + s * SB + cw * 64 * 128;
                 const uint32_t b = ring_s + s * SB + AB;
-                if constexpr (DEQA) {
+                if constexpr (DQ == 1) {
                     /* every warp of this warpgroup is past the wgmma that read this buffer (k-tile kt - 2) */
                     asm volatile("bar.sync %0, 128;" ::"r"(2 + cw) : "memory");
                     uint8_t *buf = ring + STAGES * SB + (2 * cw + (kt & 1)) * DQ_TILE_BYTES;
@@ -366,12 +360,12 @@ void make_map(CUtensorMap *map, const void *ptr, int inner, int outer, int box_o
     if (r != CUDA_SUCCESS) agoq_die("gemm_wg: cuTensorMapEncodeTiled failed (%d) for [%d][%d]", (int)r, outer, inner);
 }
 
-template <int TA, int TB, bool QOUT, bool DEQA = false, bool FASTQ = false>
+template <int TA, int TB, bool QOUT, int DQ = 0, bool FASTQ = false>
 void launch(const CUtensorMap &ma, const CUtensorMap &mb, const wg_params &p, cudaStream_t s) {
-    constexpr int smem = DEQA ? DQ_SMEM_BYTES : SMEM_BYTES;
+    constexpr int smem = DQ == 1 ? DQ_SMEM_BYTES : DQ >= 2 ? DQR_SMEM_BYTES : SMEM_BYTES;
     static bool attr = false;
     if (!attr) {
-        cudaCheck(cudaFuncSetAttribute(wg_kernel<TA, TB, QOUT, DEQA, FASTQ>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        cudaCheck(cudaFuncSetAttribute(wg_kernel<TA, TB, QOUT, DQ, FASTQ>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        smem));
         attr = true;
     }
@@ -390,7 +384,7 @@ void launch(const CUtensorMap &ma, const CUtensorMap &mb, const wg_params &p, cu
         if (grid > nsm) grid = nsm;
         if (cap > 0 && grid > cap) grid = cap;
     }
-    wg_kernel<TA, TB, QOUT, DEQA, FASTQ><<<(unsigned)grid, THREADS, smem, s>>>(ma, mb, p);
+    wg_kernel<TA, TB, QOUT, DQ, FASTQ><<<(unsigned)grid, THREADS, smem, s>>>(ma, mb, p);
     cudaCheckLaunch();
 }
 template <bool QOUT>
@@ -476,6 +470,11 @@ extern "C" int agoq_wg_fwd_deqa(int M, int N, int K, const agoq_fq *qx, agoq_dqt
     make_map(&ma, xq.codes, K * bits / 8, M, BM, true, BK * bits / 8); /* codes [M][K bits / 8] */
     make_map(&mb, W, K, N, BN);
     wg_params p = {M, N, K, R, Y, agoq_cuda_qparams{}, agoq_dqt{}, MN_BOX_BYTES, 1024u, qx->p, xq, group_m()};
-    launch<0, 0, false, true>(ma, mb, p, (cudaStream_t)stream);
+    /* the A fragments decoded in registers; AGOQ_WG_DEQ_SMEM=1: through shared memory (gemm_wg_deq.cuh) */
+    const char *sm = getenv("AGOQ_WG_DEQ_SMEM");
+    if (sm && !strcmp(sm, "1")) launch<0, 0, false, 1>(ma, mb, p, (cudaStream_t)stream);
+    else if (p.qa.dec == AGOQ_ENC_INT_SYM || p.qa.dec == AGOQ_ENC_INT_ASYM || p.qa.dec == AGOQ_ENC_FP4)
+        launch<0, 0, false, 2>(ma, mb, p, (cudaStream_t)stream);
+    else launch<0, 0, false, 3>(ma, mb, p, (cudaStream_t)stream);
     return 0;
 }

@@ -53,7 +53,8 @@ int agoq_wg_dgrad(int M, int N, int K, const uint16_t *dY, const uint16_t *W, co
                   void *stream);
 int agoq_wg_wgrad(int M, int N, int K, const uint16_t *dY, const uint16_t *X, uint16_t *dW, void *stream);
 /* fwd with X read from its stored rowq copy (4- or 8-bit codes, block a multiple of 64 dividing
- * K): each k-tile is decoded in shared memory by the standalone decoder and rounded to bf16, so
+ * K): the consumers decode each k-tile's codes with the standalone decoder, rounded to bf16,
+ * into the registers of wgmma's A operand (AGOQ_WG_DEQ_SMEM=1: into a shared-memory tile), so
  * Y equals agoq_wg_fwd on X' = bf16(agoq_rowq_dequantize_ref(xq)) bit for bit. */
 int agoq_wg_fwd_deqa(int M, int N, int K, const agoq_fq *qx, agoq_dqt xq, const uint16_t *W, const uint16_t *R,
                      uint16_t *Y, void *stream);

@@ -197,8 +197,9 @@ TEST(cuda_wg_gemm_epilogue_quant_bit_exact) {
  * in the epilogue warps, the other formats and N = 384 through the general one. */
 TEST(cuda_wg_gemm_epilogue_fast_fp4_bit_exact) { epilogue_quant_shapes(0, 3); }
 
-/* The stored-A prologue: bit-exact against the plain kernel on A dequantized on the host
- * (agoq_rowq_dequantize_ref, rounded to bf16), with and without the residual. */
+/* The stored-A prologue, both ways (A fragments decoded in registers, the default; through a
+ * shared-memory tile, AGOQ_WG_DEQ_SMEM=1): bit-exact against the plain kernel on A dequantized
+ * on the host (agoq_rowq_dequantize_ref, rounded to bf16), with and without the residual. */
 TEST(cuda_wg_gemm_prologue_dequant_bit_exact) {
     static const qcase cases[] = {
         {AGOQ_FMT_FP4_E2M1, 128, AGOQ_SCALE_FP32, AGOQ_ROUND_NEAREST}, {AGOQ_FMT_INT4, 64, AGOQ_SCALE_BF16, AGOQ_ROUND_NEAREST},
@@ -234,13 +235,21 @@ TEST(cuda_wg_gemm_prologue_dequant_bit_exact) {
             for (int with_r = 0; with_r < 2; with_r++) {
                 const uint16_t *R = with_r ? dr : NULL;
                 CHECK(agoq_wg_fwd(m, n, k, dadq, db, R, dp, NULL, (agoq_dqt){0}, NULL) == 0);
-                CHECK(agoq_wg_fwd_deqa(m, n, k, &q, dq, db, R, dc, NULL) == 0);
                 agoq_fused_dsync();
-                uint16_t *want = down16(dp, (size_t)m * n), *got = down16(dc, (size_t)m * n);
-                CHECK_MSG(agoq_validate_bytes("C deqa vs plain on dequantized A", (const uint8_t *)want,
-                                              (const uint8_t *)got, (size_t)m * n * 2) == 0,
-                          "%s/%d M=%d N=%d K=%d residual=%d", agoq_formats[c.fmt].name, c.block, m, n, k, with_r);
-                free(want); free(got);
+                uint16_t *want = down16(dp, (size_t)m * n);
+                for (int smem = 0; smem < 2; smem++) { /* A fragments decoded in registers, then through smem */
+                    if (smem) setenv("AGOQ_WG_DEQ_SMEM", "1", 1);
+                    CHECK(agoq_wg_fwd_deqa(m, n, k, &q, dq, db, R, dc, NULL) == 0);
+                    unsetenv("AGOQ_WG_DEQ_SMEM");
+                    agoq_fused_dsync();
+                    uint16_t *got = down16(dc, (size_t)m * n);
+                    CHECK_MSG(agoq_validate_bytes("C deqa vs plain on dequantized A", (const uint8_t *)want,
+                                                  (const uint8_t *)got, (size_t)m * n * 2) == 0,
+                              "%s/%d M=%d N=%d K=%d residual=%d %s", agoq_formats[c.fmt].name, c.block, m, n, k, with_r,
+                              smem ? "smem" : "registers");
+                    free(got);
+                }
+                free(want);
             }
             agoq_fused_dfree(dadq);
             free(y); free(adq);
