@@ -3,7 +3,7 @@
 # call. Build here first:
 #   make -j2 BUILD=build-dev build-dev/agoq build-dev/agoq_test_cuda && strip build-dev/agoq build-dev/agoq_test_cuda
 # carry the build dir and .carry (libcjson for the GPU machine), then on the GPU machine:
-#   tools/device_gemm.sh BUILD_DIR [PART...]     parts (default: tests bench genq): tests bench genq raster deqsmem sass ncu
+#   tools/device_gemm.sh BUILD_DIR [PART...]     parts (default: tests bench genq): tests bench genq raster deq deqsmem sass ncu
 #     tests  the GEMM GPU tests (wgmma layouts vs float64 and cuBLASLt, fused epilogue bit-exact;
 #            the mma.sync GEMM's tests too)
 #     bench  experiments/gemm_wg.json (ours vs cuBLASLt, fused vs cuBLASLt + quantize)
@@ -11,8 +11,9 @@
 #            encoders instead of the default fast FP4 tile encoder): $OUT/gemm_wg_genq.json
 #     raster a few shapes with AGOQ_WG_GROUP_M=16 (16 row tiles per rasterization group instead
 #            of 8): $OUT/gemm_wg_raster.json
-#     deqsmem the prologue pairs with AGOQ_WG_DEQ_SMEM=1 (codes decoded through a shared-memory
-#            tile instead of the default A-operand registers): $OUT/gemm_wg_deqsmem.json
+#     deq    the prologue pairs alone (experiments/gemm_wg_deq.json): $OUT/gemm_wg_deq.json
+#     deqsmem the same with AGOQ_WG_DEQ_SMEM=1 (codes decoded through a shared-memory tile instead
+#            of the default A-operand registers): $OUT/gemm_wg_deqsmem.json
 #     sass   HGMMA / UTMALDG counts of the binary (is the wgmma path in it)
 #     ncu    one FC1 launch of ours and of cuBLASLt under ncu (tensor pipe, stalls)
 # EXP=DIR reads the experiment files from DIR instead of experiments/ (a carried copy).
@@ -48,9 +49,11 @@ for p in "$@"; do
              --out "$OUT/gemm_wg_genq.json" ;;
     raster) [ "${hung:-0}" = 1 ] && continue; part raster 60 env AGOQ_WG_GROUP_M=16 "$B/agoq" run "$EXP/gemm_wg_raster.json" --backend cuda \
              --out "$OUT/gemm_wg_raster.json" ;;
-    deqsmem) [ "${hung:-0}" = 1 ] && continue; part deqsmem 60 env AGOQ_WG_DEQ_SMEM=1 "$B/agoq" run "$EXP/gemm_wg_deqsmem.json" \
+    deq)   [ "${hung:-0}" = 1 ] && continue; part deq 60 "$B/agoq" run "$EXP/gemm_wg_deq.json" --backend cuda \
+             --out "$OUT/gemm_wg_deq.json" ;;
+    deqsmem) [ "${hung:-0}" = 1 ] && continue; part deqsmem 60 env AGOQ_WG_DEQ_SMEM=1 "$B/agoq" run "$EXP/gemm_wg_deq.json" \
              --backend cuda --out "$OUT/gemm_wg_deqsmem.json" ;;
-    sass)  part sass 30 bash -c "cuobjdump --dump-sass '$B/agoq' | grep -oE 'HGMMA[.A-Za-z0-9]*|UTMALDG[.A-Za-z0-9]*|HMMA[.A-Za-z0-9]*' | sort | uniq -c" ;;
+    sass)  part sass 120 bash -c "cuobjdump --dump-sass '$B/agoq' | grep -oE 'HGMMA[.A-Za-z0-9]*|UTMALDG[.A-Za-z0-9]*|HMMA[.A-Za-z0-9]*' | sort | uniq -c" ;;
     ncu)   [ "${hung:-0}" = 1 ] && continue; part ncu 90 ncu --clock-control none -k regex:"wg_kernel|sm90" -c 12 --section SpeedOfLight --section WarpStateStats \
              --section ComputeWorkloadAnalysis "$B/agoq" run "$EXP/gemm_wg_ncu.json" --backend cuda --out /tmp/agoq_gemm_wg_ncu.json ;;
     *) echo "device_gemm: unknown part $p" | tee -a "$log"; rc=1 ;;

@@ -197,6 +197,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     extern __shared__ uint8_t raw[];
     __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
     __shared__ agoq_smem_table tab; /* table encoders of the epilogue */
+    __shared__ float2 dq_pairs[DQ == 3 ? 256 : 1]; /* the register prologue's 4-bit table pairs */
     uint8_t *ring = raw + ((1024u - (saddr(raw) & 1023u)) & 1023u);
     const uint32_t ring_s = saddr(ring);
     const int tid = threadIdx.x, wg = tid >> 7;
@@ -212,6 +213,10 @@ __global__ void __launch_bounds__(THREADS, 1)
     if (QOUT && p.q.enc == AGOQ_ENC_TABLE) agoq_dev_load_table(&tab, p.q.table);
     if (DEQA) agoq_dev_load_table(&tab, p.qa.table); /* table decoders (NULL: nothing) */
     __syncthreads();
+    if (DQ == 3 && p.qa.dec == AGOQ_ENC_TABLE && p.qa.bits == 4) {
+        for (int i = tid; i < 256; i += THREADS) dq_pairs[i] = make_float2(tab.value[i & 15], tab.value[i >> 4]);
+        __syncthreads();
+    }
     constexpr int SB = DEQA ? DQ_STAGE_BYTES : STAGE_BYTES, AB = DEQA ? CODE_BYTES : A_BYTES;
     uint16_t *stage = reinterpret_cast<uint16_t *>(ring + STAGES * SB + (DQ == 1 ? 4 * DQ_TILE_BYTES : 0));
     /* setmaxnreg: warpgroup 0 (producer + epilogue warps) gives registers to the consumers
@@ -284,14 +289,14 @@ __global__ void __launch_bounds__(THREADS, 1)
                 constexpr int D2 = DQ == 2 ? AGOQ_ENC_FP4 : AGOQ_ENC_TABLE;
                 const bool b4 = p.qa.bits == 4;
                 if (p.qa.dec == D0) {
-                    if (b4) dqr_mainloop<D0, 4>(p, &tab, d, ring_s, full, empty, m0, cw, lt, ktiles, it);
-                    else dqr_mainloop<D0, 8>(p, &tab, d, ring_s, full, empty, m0, cw, lt, ktiles, it);
+                    if (b4) dqr_mainloop<D0, 4>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, cw, lt, ktiles, it);
+                    else dqr_mainloop<D0, 8>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, cw, lt, ktiles, it);
                 } else if (p.qa.dec == D1) {
-                    if (b4) dqr_mainloop<D1, 4>(p, &tab, d, ring_s, full, empty, m0, cw, lt, ktiles, it);
-                    else dqr_mainloop<D1, 8>(p, &tab, d, ring_s, full, empty, m0, cw, lt, ktiles, it);
+                    if (b4) dqr_mainloop<D1, 4>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, cw, lt, ktiles, it);
+                    else dqr_mainloop<D1, 8>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, cw, lt, ktiles, it);
                 } else {
-                    if (b4) dqr_mainloop<D2, 4>(p, &tab, d, ring_s, full, empty, m0, cw, lt, ktiles, it);
-                    else dqr_mainloop<D2, 8>(p, &tab, d, ring_s, full, empty, m0, cw, lt, ktiles, it);
+                    if (b4) dqr_mainloop<D2, 4>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, cw, lt, ktiles, it);
+                    else dqr_mainloop<D2, 8>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, cw, lt, ktiles, it);
                 }
             }
             for (int kt = 0; DQ < 2 && kt < ktiles; kt++, it++) {

@@ -55,7 +55,8 @@ int agoq_wg_wgrad(int M, int N, int K, const uint16_t *dY, const uint16_t *X, ui
 /* fwd with X read from its stored rowq copy (4- or 8-bit codes, block a multiple of 64 dividing
  * K): the consumers decode each k-tile's codes with the standalone decoder, rounded to bf16,
  * into the registers of wgmma's A operand (AGOQ_WG_DEQ_SMEM=1: into a shared-memory tile), so
- * Y equals agoq_wg_fwd on X' = bf16(agoq_rowq_dequantize_ref(xq)) bit for bit. */
+ * Y equals agoq_wg_fwd on X' = bf16(agoq_rowq_dequantize_ref(xq)) bit for bit (where no decoded
+ * value is NaN: the register path rounds with cvt.rn.bf16x2, whose NaN payload may differ). */
 int agoq_wg_fwd_deqa(int M, int N, int K, const agoq_fq *qx, agoq_dqt xq, const uint16_t *W, const uint16_t *R,
                      uint16_t *Y, void *stream);
 /* Host float64 reference of entry (i, j) of C (+ R) for these layouts (gemm_wg_ref.c, any build);

@@ -12,7 +12,9 @@
  * Register fragment of A (m64k16, bf16; as the accumulator's layout for 16 columns): thread lt of
  * the warpgroup owns rows r = 16 (lt / 32) + (lt % 32) / 4 and r + 8, columns 2q, 2q + 1 (q = lt % 4)
  * in registers 0 (row r) and 1 (row r + 8), columns 2q + 8, 2q + 9 in registers 2 and 3; the low
- * half of a register is the even column. Included by gemm_wg.cu only (after wg_params). */
+ * half of a register is the even column. A 4-bit table decoder (FP4 E2M1 decodes by its table, NF4)
+ * looks a register's two codes up at once: pairs[byte] = (value[byte & 15], value[byte >> 4]),
+ * built in shared memory at the kernel's start. Included by gemm_wg.cu only (after wg_params). */
 #ifndef AGOQ_GEMM_WG_DEQ_CUH
 #define AGOQ_GEMM_WG_DEQ_CUH
 
@@ -95,14 +97,30 @@ __device__ __forceinline__ void dqr_codes(uint32_t row, int kk, int q, uint32_t 
         c[3] = (hi >> (sh + 8)) & 255u;
     }
 }
-__device__ __forceinline__ uint32_t dqr_pack(float a, float b) {
-    return (uint32_t)agoq_f32_to_bf16(a) | (uint32_t)agoq_f32_to_bf16(b) << 16;
+/* Two values rounded to bf16 (one cvt.rn.bf16x2.f32: round to nearest even, as agoq_f32_to_bf16
+ * for every non-NaN value; a NaN's payload may differ, and a NaN in A gives NaN in C either way). */
+__device__ __forceinline__ uint32_t dqr_pack(float lo, float hi) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t *>(&h);
 }
 /* This thread's A fragment of k-step kk: rows r0 (codes at c0) and r0 + 8 (c1), the decoder DEC. */
 template <int DEC, int BITS>
 __device__ __forceinline__ void dqr_frag(const wg_params &p, const agoq_smem_table *tab, uint32_t c0,
                                          uint32_t c1, int kk, int q, const float (&sc)[2], const float (&zc)[2],
-                                         uint32_t (&a)[4]) {
+                                         const float2 *pairs, uint32_t (&a)[4]) {
+    if constexpr (DEC == AGOQ_ENC_TABLE && BITS == 4) { /* a byte = the two codes of a register */
+        uint32_t x0, y0, x1, y1;
+        asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(x0), "=r"(y0) : "r"(c0 + kk * 8) : "memory");
+        asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(x1), "=r"(y1) : "r"(c1 + kk * 8) : "memory");
+        const int sh = 8 * q;
+        const float2 p0 = pairs[(x0 >> sh) & 255u], p1 = pairs[(x1 >> sh) & 255u];
+        const float2 p2 = pairs[(y0 >> sh) & 255u], p3 = pairs[(y1 >> sh) & 255u];
+        a[0] = dqr_pack(p0.x * sc[0], p0.y * sc[0]); /* value[code] * s, as agoq_dev_decode */
+        a[1] = dqr_pack(p1.x * sc[1], p1.y * sc[1]);
+        a[2] = dqr_pack(p2.x * sc[0], p2.y * sc[0]);
+        a[3] = dqr_pack(p3.x * sc[1], p3.y * sc[1]);
+        return;
+    }
     uint32_t u[4], v[4];
     dqr_codes<BITS>(c0, kk, q, u);
     dqr_codes<BITS>(c1, kk, q, v);
@@ -149,7 +167,8 @@ __device__ __forceinline__ void dq_tile(const wg_params &p, const agoq_smem_tabl
  * keep one wgmma in flight; the stage of the previous k-tile is freed once its last wgmma is
  * done. `it` counts k-tiles over the CTA's tiles (the ring's phases). */
 template <int DEC, int BITS>
-__device__ __forceinline__ void dqr_mainloop(const wg_params &p, const agoq_smem_table *tab, float (&d)[128],
+__device__ __forceinline__ void dqr_mainloop(const wg_params &p, const agoq_smem_table *tab, const float2 *pairs,
+                                             float (&d)[128],
                                              uint32_t ring_s, uint64_t *full, uint64_t *empty,
                                              int m0, int cw, int lt, int ktiles, int &it) {
     constexpr int RB = BK * BITS / 8; /* code bytes of a row in a k-tile */
@@ -164,7 +183,7 @@ __device__ __forceinline__ void dqr_mainloop(const wg_params &p, const agoq_smem
         const uint32_t c0 = ring_s + s * DQ_STAGE_BYTES + r0 * RB, b = ring_s + s * DQ_STAGE_BYTES + CODE_BYTES;
 #pragma unroll
         for (int kk = 0; kk < BK / 16; kk++) {
-            dqr_frag<DEC, BITS>(p, tab, c0, c0 + 8 * RB, kk, q, sc, zc, af[kk & 1]);
+            dqr_frag<DEC, BITS>(p, tab, c0, c0 + 8 * RB, kk, q, sc, zc, pairs, af[kk & 1]);
             /* the next k-tile's scales, once this one's last fragment is decoded */
             if (kk == BK / 16 - 1 && kt + 1 < ktiles) dqr_scales<DEC>(p, m0 + r0, (kt + 1) * BK, nbpr, sc, zc);
             wg_fence();
