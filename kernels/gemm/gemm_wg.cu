@@ -62,8 +62,10 @@ constexpr int C_BYTES = BM * C_STRIDE * 2;
 /* Epilogue warps: warps 1-3 of warpgroup 0 (thread 0 is the producer). Named barriers: BAR_EMPTY
  * and BAR_FULL hand the staging tile between the 256 consumer threads and them, BAR_EPI orders
  * them among themselves; 2 and 3 are the prologue's per-consumer barriers. */
-/* Registers a thread (setmaxnreg): 128 x REGS_WG0 + 256 x REGS_CONSUMER <= 65536. */
+/* Registers a thread after setmaxnreg; together no more than the launch allocated (168 a thread:
+ * 65536 / 384 rounded down to 8, what ptxas reports for every instantiation). */
 constexpr int REGS_WG0 = 104, REGS_CONSUMER = 200;
+static_assert(128 * REGS_WG0 + 256 * REGS_CONSUMER <= 384 * 168, "setmaxnreg counts exceed the launch's registers");
 constexpr int EPI_WARPS = 3, EPI_THREADS = 32 * EPI_WARPS, BAR_FULL = 4, BAR_EMPTY = 5, BAR_EPI = 6,
               BAR_HANDOFF = 256 + EPI_THREADS;
 constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + C_BYTES + 1024; /* + slack to align the ring to 1024 */

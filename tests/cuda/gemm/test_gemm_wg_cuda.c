@@ -4,8 +4,11 @@
  *    large ones) and against cuBLASLt (kernels/blaslt) on the same inputs; half the cases on a
  *    grid capped at 3 CTAs (AGOQ_WG_GRID_CAP), so each persistent CTA runs several tiles;
  *  - the fused epilogue: C unchanged by it, and its quantized copy bit-exact against the
- *    reference quantizer applied to the kernel's own bf16 C, with and without the residual;
- *  - the stored-A prologue: bit-exact against the plain kernel on the host-dequantized A.
+ *    reference quantizer applied to the kernel's own bf16 C, with and without the residual, on
+ *    both epilogue quantizers (the general per-block one, AGOQ_WG_FAST_EPI=0, and the default
+ *    that sends FP4 E2M1/128 through the fast tile encoder);
+ *  - the stored-A prologue: bit-exact against the plain kernel on the host-dequantized A, on
+ *    both decode paths (into wgmma's A registers, the default; through shared memory).
  * Error bound (each entry): |c - ref| <= 2^-8 |ref| + K 2^-23 sum|a||b|: the first term is the
  * one rounding of the fp32 result to bf16 (8-bit significand, round to nearest: at most 2^-8
  * relative), the second a fp32 sum of K products in any order (K 2^-24 sum|a||b|), doubled for
