@@ -13,7 +13,7 @@
 #            of 8): $OUT/gemm_wg_raster.json
 #     deq    the prologue pairs alone (experiments/gemm_wg_deq.json): $OUT/gemm_wg_deq.json
 #     deqsmem the same with AGOQ_WG_DEQ_SMEM=1 (codes decoded through a shared-memory tile instead
-#            of the default A-operand registers): $OUT/gemm_wg_deqsmem.json
+#            of the default A-operand registers): $OUT/logs/gemm_wg_deqsmem.json
 #     sass   HGMMA / UTMALDG counts of the binary (is the wgmma path in it)
 #     ncu    one FC1 launch of ours and of cuBLASLt under ncu (tensor pipe, stalls)
 # EXP=DIR reads the experiment files from DIR instead of experiments/ (a carried copy).
@@ -51,8 +51,9 @@ for p in "$@"; do
              --out "$OUT/gemm_wg_raster.json" ;;
     deq)   [ "${hung:-0}" = 1 ] && continue; part deq 60 "$B/agoq" run "$EXP/gemm_wg_deq.json" --backend cuda \
              --out "$OUT/gemm_wg_deq.json" ;;
-    deqsmem) [ "${hung:-0}" = 1 ] && continue; part deqsmem 60 env AGOQ_WG_DEQ_SMEM=1 "$B/agoq" run "$EXP/gemm_wg_deq.json" \
-             --backend cuda --out "$OUT/gemm_wg_deqsmem.json" ;;
+    deqsmem) [ "${hung:-0}" = 1 ] && continue; mkdir -p "$OUT/logs" # a variant of gemm_wg_deq.json's run: kept with the logs
+             part deqsmem 60 env AGOQ_WG_DEQ_SMEM=1 "$B/agoq" run "$EXP/gemm_wg_deq.json" \
+             --backend cuda --out "$OUT/logs/gemm_wg_deqsmem.json" ;;
     sass)  part sass 120 bash -c "cuobjdump --dump-sass '$B/agoq' | grep -oE 'HGMMA[.A-Za-z0-9]*|UTMALDG[.A-Za-z0-9]*|HMMA[.A-Za-z0-9]*' | sort | uniq -c" ;;
     ncu)   [ "${hung:-0}" = 1 ] && continue; part ncu 90 ncu --clock-control none -k regex:"wg_kernel|sm90" -c 12 --section SpeedOfLight --section WarpStateStats \
              --section ComputeWorkloadAnalysis "$B/agoq" run "$EXP/gemm_wg_ncu.json" --backend cuda --out /tmp/agoq_gemm_wg_ncu.json ;;
