@@ -217,6 +217,8 @@ static void record_memory(cJSON *o, const step_exp *x, const step_point *p, cons
                             : x->runs[p->ri].pol.moments.kind == AGOQ_STORE_QUANT
                                 ? "chunked: dequantize -> fp32 AdamW -> requantize"
                                 : "fp32 moments: one AdamW kernel");
+    add_str(o, "arena", r->arena_ends == 2 ? "two ends: transients from the bottom, the rest from the top"
+                                            : "one end: first fit from the bottom");
     free(c);
     free(e);
     results_num(o, "inflight", r->model.inflight);
@@ -378,6 +380,12 @@ static int measure_point(const agoq_run_ctx *ctx, const step_exp *x, step_point 
         agoq_step_result_free(r);
         memset(r, 0, sizeof *r);
         p->k++;
+        /* the record's needed_bytes is the dry plan of the k that runs, not of the k it raised */
+        char why[512];
+        agoq_step_result_free(&p->dry);
+        if (dry_run(x, p, p->k, &p->dry, why, sizeof why))
+            return agoq_error("%s: %s: the dry plan at %ld recomputed layers failed: %s", ctx->where.file, lab, p->k, why), -1;
+        p->need = p->dry.peak_bytes;
     }
 }
 
@@ -406,8 +414,12 @@ static int run_points(const agoq_run_ctx *ctx, const step_exp *x, step_point *pt
         agoq_step_result r;
         memset(&r, 0, sizeof r);
         if (measure_point(ctx, x, p, lab, &r)) return -1;
+        const int measured_fit = x->runs[p->ri].min_fit && x->budget_gb > 0;
+        /* over the budget even with every layer recomputed: the point does not fit, by measurement
+           (its step still ran: the GPU had the memory; the record keeps what it measured) */
+        if (measured_fit && measured_need(&r) > x->budget_gb * 1e9) p->fits = 0;
         cJSON *o = record_head(res, x, p, "measured");
-        if (x->runs[p->ri].min_fit && x->budget_gb > 0) {
+        if (measured_fit) {
             add_str(o, "min_fit_by", "measured");
             results_num(o, "recomputed_layers_dry", p->k_dry);
             results_num(o, "measured_need_bytes", measured_need(&r));

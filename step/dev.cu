@@ -125,8 +125,14 @@ extern "C" void step_dev_memset(void *p, size_t bytes, void *stream) {
 extern "C" void step_dev_d2h(void *dst, const void *src, size_t bytes) {
     cudaCheck(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
 }
+/* A pageable host -> device cudaMemcpy may return once the bytes are staged, before the DMA to
+ * dst has landed, and only the legacy stream is ordered after it: the engine's kernels run on
+ * a non-blocking stream and would read dst half written (the trainer's one-step gradients
+ * against the CPU differed by 5-60% at random, weights and token ids read stale). So wait for
+ * the device before returning. */
 extern "C" void step_dev_h2d(void *dst, const void *src, size_t bytes) {
     cudaCheck(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+    cudaCheck(cudaDeviceSynchronize());
 }
 extern "C" void step_dev_sync(void) { cudaCheck(cudaDeviceSynchronize()); }
 extern "C" void step_dev_meminfo(size_t *free_bytes, size_t *total_bytes) {

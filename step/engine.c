@@ -66,8 +66,8 @@ static void engine_free_host(step_engine *e) {
     agoq_arena_release(&e->ar);
 }
 
-int step_engine_open(step_engine *e, const agoq_step_config *c, void *base, size_t capacity, agoq_attn *attn,
-                       size_t attn_ws_bytes, void *stream) {
+int step_engine_open(step_engine *e, const agoq_step_config *c, void *base, size_t capacity, int arena_ends,
+                     agoq_attn *attn, size_t attn_ws_bytes, void *stream) {
     memset(e, 0, sizeof *e);
     e->cfg = c;
     e->dry = base == NULL;
@@ -89,7 +89,7 @@ int step_engine_open(step_engine *e, const agoq_step_config *c, void *base, size
     e->slots = calloc((size_t)p->inflight * (size_t)p->L, sizeof *e->slots);
     if (!e->w || !e->master || !e->g32 || !e->m32 || !e->v32 || !e->g8 || !e->mq || !e->vq || !e->grad_fresh || !e->slots)
         return agoq_error("step: out of host memory"), -1;
-    agoq_arena_init(&e->ar, base, capacity);
+    if (agoq_arena_init(&e->ar, base, capacity, arena_ends)) return -1;
     for (int r = 0; r < AGOQ_ROLE_COUNT; r++)
         if (p->has[r] && p->st[r].kind == AGOQ_STORE_QUANT) STEP_GPU(e, agoq_fq_make(&p->st[r].q, &e->fq[r]));
     if (!(e->lt_ws = step_tmp(e, LT_WORKSPACE_BYTES, "cublasLt workspace"))) return -1;
@@ -133,13 +133,15 @@ static int fwd_mb(step_engine *e, long mb) {
         step_layer_saved *S = &slot[l];
         memset(S, 0, sizeof *S);
         uint16_t *y;
+        /* the output outlives this layer when the next one checkpoints it or keeps it bf16 */
+        const int keep = l + 1 < p->L && (l + 1 < p->recompute_layers || p->st[AGOQ_ROLE_NORM_IN].kind != AGOQ_STORE_QUANT);
         if (l < p->recompute_layers) { /* Megatron full recomputation: keep the input only */
             S->recomputed = 1;
             S->ckpt = x;
             if (agoq_arena_retag(&e->ar, x, AGOQ_MEM_SAVED, -1, l)) return -1;
             if (e->counting) e->saved_total += (double)xb;
-            if (step_layer_fwd(e, l, S, x, 0, &y)) return -1;
-        } else if (step_layer_fwd(e, l, S, x, 1, &y)) {
+            if (step_layer_fwd(e, l, S, x, 0, keep, &y)) return -1;
+        } else if (step_layer_fwd(e, l, S, x, 1, keep, &y)) {
             return -1;
         }
         x = y;
@@ -171,7 +173,7 @@ static int bwd_mb(step_engine *e, long mb) {
             uint16_t *y;
             uint16_t *ck = S->ckpt;
             S->ckpt = NULL;
-            if (step_layer_fwd(e, l, S, ck, 1, &y)) return -1;
+            if (step_layer_fwd(e, l, S, ck, 1, 0, &y)) return -1;
             step_release(e, y);
         }
         uint16_t *dx;
@@ -200,10 +202,10 @@ static int engine_step(step_engine *e, int optimizer) {
     return optimizer ? step_optimizer(e) : 0;
 }
 
-/* The dry run: exact arena need and the per-role accounting of one micro-batch. */
-static int dry_size(const agoq_step_config *c, size_t attn_ws, agoq_step_result *r, size_t *need) {
+/* One dry run with the arena placed from arena_ends ends: exact need, per-role accounting. */
+static int dry_once(const agoq_step_config *c, size_t attn_ws, int ends, agoq_step_result *r, size_t *need) {
     step_engine e;
-    int rc = step_engine_open(&e, c, NULL, (size_t)1 << 62, NULL, attn_ws, NULL);
+    int rc = step_engine_open(&e, c, NULL, (size_t)1 << 62, ends, NULL, attn_ws, NULL);
     if (!rc) {
         e.counting = 1;
         e.count_layer = e.pl.recompute_layers < e.pl.L ? (int)e.pl.recompute_layers : -1;
@@ -222,8 +224,18 @@ static int dry_size(const agoq_step_config *c, size_t attn_ws, agoq_step_result 
         r->bwd_flops = e.pl.bwd_flops;
     }
     if (!rc) *need = e.ar.high_water;
+    if (!rc && r) r->arena_ends = ends;
     step_engine_close(&e);
     return rc;
+}
+
+/* The dry run: sizes the arena with both placements (arena.h) and keeps the one that needs less
+ * (one end on a tie), in *ends; r (may be NULL) gets that run's accounting. */
+static int dry_size(const agoq_step_config *c, size_t attn_ws, agoq_step_result *r, size_t *need, int *ends) {
+    size_t n1, n2;
+    if (dry_once(c, attn_ws, 1, NULL, &n1) || dry_once(c, attn_ws, 2, NULL, &n2)) return -1;
+    *ends = n2 < n1 ? 2 : 1;
+    return dry_once(c, attn_ws, *ends, r, need);
 }
 
 #if AGOQ_HAVE_CUDA
@@ -241,11 +253,12 @@ static int cmp_double(const void *a, const void *b) {
 /* Gradients of one probe step (no optimizer) of config c, into host arrays. */
 static int probe_grads(const agoq_step_config *c, agoq_attn *attn, size_t attn_ws, void *stream, float **host) {
     size_t need;
-    if (dry_size(c, attn_ws, NULL, &need)) return -1;
+    int ends;
+    if (dry_size(c, attn_ws, NULL, &need, &ends)) return -1;
     void *base = step_dev_malloc(need);
     if (!base) return -1;
     step_engine e;
-    int rc = step_engine_open(&e, c, base, need, attn, attn_ws, stream);
+    int rc = step_engine_open(&e, c, base, need, ends, attn, attn_ws, stream);
     if (!rc) rc = engine_step(&e, 0);
     if (!rc) rc = step_grads_to_host(&e, host);
     step_dev_sync();
@@ -304,8 +317,9 @@ int agoq_step_run(const agoq_step_config *cin, agoq_step_result *r) {
     const agoq_step_config *c = &cfg;
     if (agoq_memory_stage(&c->ms, c->stage, &r->model)) return -1;
     size_t need = 0;
+    int ends = 1;
     if (c->dry) {
-        if (dry_size(c, 0, r, &need)) return -1;
+        if (dry_size(c, 0, r, &need, &ends)) return -1;
         r->arena_bytes = (double)need;
         return 0;
     }
@@ -333,7 +347,7 @@ int agoq_step_run(const agoq_step_config *cin, agoq_step_result *r) {
     int opened = 0;
     double *ms = calloc((size_t)c->reps, sizeof *ms);
     void *ev0 = step_dev_event_create(), *ev1 = step_dev_event_create();
-    if (!ms || dry_size(c, attn_ws, r, &need)) goto out;
+    if (!ms || dry_size(c, attn_ws, r, &need, &ends)) goto out;
     if (c->budget_bytes > 0 && (double)need > c->budget_bytes) {
         agoq_error("step: policy %s needs %.3f GB of device memory, over the budget of %.3f GB",
                    agoq_policy_name(c->ms.pol.id), (double)need / 1e9, c->budget_bytes / 1e9);
@@ -347,7 +361,7 @@ int agoq_step_run(const agoq_step_config *cin, agoq_step_result *r) {
     const size_t cap = c->budget_bytes > 0 ? (size_t)c->budget_bytes : need;
     r->arena_bytes = (double)cap;
     if (!(base = step_dev_malloc(cap))) goto out;
-    if (step_engine_open(&e, c, base, cap, attn, attn_ws, stream)) goto out;
+    if (step_engine_open(&e, c, base, cap, ends, attn, attn_ws, stream)) goto out;
     opened = 1;
     for (int it = 0; it < c->warmup + c->reps; it++) {
         step_dev_event_record(ev0, stream);
@@ -456,11 +470,12 @@ int agoq_step_probe(const agoq_step_config *cin, agoq_step_dump *d) {
     if (agoq_attn_create(&ad, &attn)) return agoq_step_dump_free(d), -1;
     const size_t ws = agoq_attn_workspace_bytes(attn);
     size_t need;
+    int ends;
     void *stream = step_dev_stream_create(), *base = NULL;
     step_engine e;
     int rc = -1, opened = 0;
-    if (dry_size(c, ws, NULL, &need) || !(base = step_dev_malloc(need))) goto out;
-    if (step_engine_open(&e, c, base, need, attn, ws, stream)) goto out;
+    if (dry_size(c, ws, NULL, &need, &ends) || !(base = step_dev_malloc(need))) goto out;
+    if (step_engine_open(&e, c, base, need, ends, attn, ws, stream)) goto out;
     opened = 1;
     e.dump = d;
     if (engine_step(&e, 0) || step_grads_to_host(&e, d->grads)) goto out;

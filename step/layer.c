@@ -101,7 +101,17 @@ static int load(step_engine *e, const step_saved *s, int role, size_t rows, size
     uint16_t *var = step_tmp(e, (size_t)(elems) * 2, what);                                        \
     if (!var) return -1
 
-int step_layer_fwd(step_engine *e, int l, step_layer_saved *S, uint16_t *x, int save, uint16_t **out) {
+/* A producer's bf16 output that the layer keeps as the saved tensor of role when keep: allocated
+ * SAVED from the start (the arena's long-lived end), else a temporary; keep_bf16 then only
+ * counts it. */
+#define OUT(var, elems, keep, role, what)                                                          \
+    uint16_t *var = agoq_arena_alloc(&e->ar, (size_t)(elems) * 2, (keep) ? AGOQ_MEM_SAVED : AGOQ_MEM_WORKSPACE, \
+                                     (keep) ? (role) : -1, (keep) ? l : -1, what);                  \
+    if (!var) return -1
+
+static int kept(const step_engine *e, int role, int save) { return save && e->pl.st[role].kind == AGOQ_STORE_NATIVE; }
+
+int step_layer_fwd(step_engine *e, int l, step_layer_saved *S, uint16_t *x, int save, int keep_out, uint16_t **out) {
     const step_plan *p = &e->pl;
     const agoq_step_config *c = e->cfg;
     const size_t T = (size_t)p->T, h = (size_t)p->h, F = (size_t)p->F;
@@ -115,14 +125,14 @@ int step_layer_fwd(step_engine *e, int l, step_layer_saved *S, uint16_t *x, int 
         return -1;
     }
     /* attention block */
-    TMP(y1, T * h, "y1");
+    OUT(y1, T * h, kept(e, AGOQ_ROLE_QKV_IN, save), AGOQ_ROLE_QKV_IN, "y1");
     STEP_OP(e, STEP_OP_NORM_FWD, agoq_rmsnorm_fwd_cuda(fqn, x, W[AGOQ_PARAM_NORM1], (int)T, (int)h, c->norm_eps, y1, S->x.q, NULL,
                                       e->stream));
-    TMP(qkv, T * (size_t)p->QKVN, "qkv");
+    OUT(qkv, T * (size_t)p->QKVN, kept(e, AGOQ_ROLE_ATTENTION, save), AGOQ_ROLE_ATTENTION, "qkv");
     STEP_OP(e, STEP_OP_GEMM_FWD, agoq_lt_fwd(e->lt, (int)T, (int)p->QKVN, (int)h, y1, W[AGOQ_PARAM_QKV], NULL, qkv, e->stream));
     if (store_output(e, &S->y1, y1, T, h, AGOQ_ROLE_QKV_IN, l, save)) return -1;
     STEP_OP(e, STEP_OP_ROPE, agoq_rope_cuda(qkv, (int)T, (int)p->s, (int)p->a, (int)p->kv, (int)p->d, c->rope_base, 0, e->stream));
-    TMP(o, T * (size_t)p->AD, "attn out");
+    OUT(o, T * (size_t)p->AD, kept(e, AGOQ_ROLE_ATTENTION, save), AGOQ_ROLE_ATTENTION, "attn out");
     const size_t lse_bytes = (size_t)p->b * (size_t)p->a * (size_t)p->s * 4;
     S->lse = save ? agoq_arena_alloc(&e->ar, lse_bytes, AGOQ_MEM_SAVED, AGOQ_ROLE_STAT, l, "lse")
                   : step_tmp(e, lse_bytes, "lse");
@@ -130,7 +140,7 @@ int step_layer_fwd(step_engine *e, int l, step_layer_saved *S, uint16_t *x, int 
     if (save) count_saved(e, AGOQ_ROLE_STAT, l, (double)lse_bytes);
     const uint16_t *k = qkv + p->AD, *v = qkv + p->AD + p->kv * p->d;
     STEP_OP(e, STEP_OP_ATTN_FWD, agoq_attn_fwd(e->attn, qkv, k, v, o, S->lse, e->attn_ws, e->stream));
-    TMP(x2, T * h, "x2");
+    OUT(x2, T * h, save && !qn, AGOQ_ROLE_NORM_IN, "x2");
     STEP_OP(e, STEP_OP_GEMM_FWD, agoq_lt_fwd(e->lt, (int)T, (int)h, (int)p->AD, o, W[AGOQ_PARAM_OUT], x, x2, e->stream));
     if (!save) {
         step_release(e, S->lse);
@@ -154,14 +164,14 @@ int step_layer_fwd(step_engine *e, int l, step_layer_saved *S, uint16_t *x, int 
     } else if (qn && alloc_q(e, &S->x2, AGOQ_ROLE_NORM_IN, l, T, h)) {
         return -1;
     }
-    TMP(y2, T * h, "y2");
+    OUT(y2, T * h, kept(e, AGOQ_ROLE_FFN1_IN, save), AGOQ_ROLE_FFN1_IN, "y2");
     STEP_OP(e, STEP_OP_NORM_FWD, agoq_rmsnorm_fwd_cuda(fqn, x2, W[AGOQ_PARAM_NORM2], (int)T, (int)h, c->norm_eps, y2, S->x2.q, NULL,
                                       e->stream));
-    TMP(hh, T * 2 * F, "fc1 out");
+    const int qh = save && p->st[AGOQ_ROLE_FC1_OUT].kind == AGOQ_STORE_QUANT;
+    OUT(hh, T * 2 * F, save && !qh, AGOQ_ROLE_FC1_OUT, "fc1 out");
     STEP_OP(e, STEP_OP_GEMM_FWD, agoq_lt_fwd(e->lt, (int)T, (int)(2 * F), (int)h, y2, W[AGOQ_PARAM_FC1], NULL, hh, e->stream));
     if (store_output(e, &S->y2, y2, T, h, AGOQ_ROLE_FFN1_IN, l, save)) return -1;
-    TMP(a, T * F, "swiglu out");
-    const int qh = save && p->st[AGOQ_ROLE_FC1_OUT].kind == AGOQ_STORE_QUANT;
+    OUT(a, T * F, kept(e, AGOQ_ROLE_FFN2_IN, save), AGOQ_ROLE_FFN2_IN, "swiglu out");
     memset(&S->hh, 0, sizeof S->hh);
     if (qh && alloc_q(e, &S->hh, AGOQ_ROLE_FC1_OUT, l, 2 * T, F)) return -1;
     STEP_OP(e, STEP_OP_SWIGLU_FWD, agoq_swiglu_fwd_cuda(qh ? &e->fq[AGOQ_ROLE_FC1_OUT] : NULL, hh, (int)T, (int)F, a, S->hh.q, e->stream));
@@ -170,7 +180,8 @@ int step_layer_fwd(step_engine *e, int l, step_layer_saved *S, uint16_t *x, int 
     } else {
         step_release(e, hh);
     }
-    uint16_t *y = step_tmp(e, T * h * 2, "layer out");
+    uint16_t *y = agoq_arena_alloc(&e->ar, T * h * 2, keep_out ? AGOQ_MEM_SAVED : AGOQ_MEM_WORKSPACE,
+                                   keep_out ? AGOQ_ROLE_NORM_IN : -1, keep_out ? l + 1 : -1, "layer out");
     if (!y) return -1;
     STEP_OP(e, STEP_OP_GEMM_FWD, agoq_lt_fwd(e->lt, (int)T, (int)h, (int)F, a, W[AGOQ_PARAM_FC2], x2, y, e->stream));
     if (store_output(e, &S->a, a, T, F, AGOQ_ROLE_FFN2_IN, l, save)) return -1;

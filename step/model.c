@@ -70,7 +70,8 @@ static int lm_fwd(agoq_lm *m, int save, uint16_t **xL, uint16_t **yf_out, uint16
         step_layer_saved tmp, *S = save ? &m->S[l] : &tmp;
         memset(S, 0, sizeof *S);
         uint16_t *y;
-        if (step_layer_fwd(e, l, S, x, save, &y)) return -1;
+        const int keep = save && l + 1 < p->L && p->st[AGOQ_ROLE_NORM_IN].kind != AGOQ_STORE_QUANT;
+        if (step_layer_fwd(e, l, S, x, save, keep, &y)) return -1;
         if (!save) step_release(e, x); /* a forward that saves nothing leaves its input to us */
         x = y;
     }
@@ -279,9 +280,10 @@ static int lm_alloc(agoq_lm *m) {
     return m->tok && m->tgt && m->loss_rows ? 0 : -1;
 }
 
-/* Opens the engine and the model's tensors on [base, base + cap) (base NULL: dry). */
-static int lm_open_on(agoq_lm *m, void *base, size_t cap, size_t attn_ws) {
-    if (step_engine_open(&m->e, &m->cfg, base, cap, m->attn, attn_ws, m->stream)) return -1;
+/* Opens the engine and the model's tensors on [base, base + cap) (base NULL: dry), placed from
+ * ends (1 or 2) ends. */
+static int lm_open_on(agoq_lm *m, void *base, size_t cap, int ends, size_t attn_ws) {
+    if (step_engine_open(&m->e, &m->cfg, base, cap, ends, m->attn, attn_ws, m->stream)) return -1;
     m->opened = 1;
     return lm_alloc(m);
 }
@@ -326,19 +328,23 @@ int agoq_lm_open(const agoq_lm_config *c, agoq_lm **out) {
                          1.0f / sqrtf((float)pl.d), 1};
     if (agoq_attn_create(&ad, &m->attn)) return agoq_lm_close(m), -1;
     const size_t ws = agoq_attn_workspace_bytes(m->attn);
-    /* dry: the same calls on a bookkeeping arena give the exact need */
-    int rc = lm_open_on(m, NULL, (size_t)1 << 62, ws);
-    if (!rc) {
-        uint16_t *xL, *yf, *dl;
-        rc = lm_fwd(m, 0, NULL, NULL, NULL) || lm_fwd(m, 1, &xL, &yf, &dl) || lm_bwd(m, xL, yf, dl) ||
-             agoq_lm_adamw(m, NULL, 0.0f, 0.0f, 0.9f, 0.95f, 1e-8f);
+    /* dry: the same calls on a bookkeeping arena give the exact need, for both placements
+       (arena.h); the real arena takes the one that needs less */
+    int rc = 0, ends = 1;
+    for (int k = 1; k <= 2 && !rc; k++) {
+        rc = lm_open_on(m, NULL, (size_t)1 << 62, k, ws);
+        if (!rc) {
+            uint16_t *xL, *yf, *dl;
+            rc = lm_fwd(m, 0, NULL, NULL, NULL) || lm_fwd(m, 1, &xL, &yf, &dl) || lm_bwd(m, xL, yf, dl) ||
+                 agoq_lm_adamw(m, NULL, 0.0f, 0.0f, 0.9f, 0.95f, 1e-8f);
+        }
+        if (!rc && (k == 1 || m->e.ar.high_water < m->need)) m->need = m->e.ar.high_water, ends = k;
+        step_engine_close(&m->e);
+        m->opened = 0;
     }
-    m->need = m->e.ar.high_water;
-    step_engine_close(&m->e);
-    m->opened = 0;
     if (rc) return agoq_lm_close(m), -1;
     m->stream = step_dev_stream_create();
-    if (!(m->base = step_dev_malloc(m->need)) || lm_open_on(m, m->base, m->need, ws)) return agoq_lm_close(m), -1;
+    if (!(m->base = step_dev_malloc(m->need)) || lm_open_on(m, m->base, m->need, ends, ws)) return agoq_lm_close(m), -1;
     m->adam_t = 0;
     *out = m;
     return 0;

@@ -87,6 +87,7 @@ typedef struct {
     double peak_tflops;     /* dense bf16 peak used (from the device name; 989.4 for H100/H200 SXM) */
     double recomputed_layers;
     int optimizer_fused;    /* the quantized-moment AdamW ran as one fused pass (adamw_q.h) */
+    int arena_ends;         /* the arena's placement the dry run chose: 1 or 2 ends (arena.h) */
     double fwd_flops, bwd_flops; /* one layer, one micro-batch (model FLOPs) */
     double attn_workspace_bytes;  /* cuDNN's workspace (0 in a dry run: not known without a GPU) */
     /* memory (bytes) */

@@ -90,14 +90,16 @@ typedef struct {
 #define STEP_W(e, l, k) ((size_t)(l) * AGOQ_PARAM_COUNT + (size_t)(k))
 
 /* engine.c: opens an engine on the arena [base, base + capacity) (base NULL: dry, a bookkeeping
- * arena; attn may then be NULL): plan, workspaces, weights (seeded), gradients, optimizer
- * state. The config must outlive the engine. 0 or -1. */
-int step_engine_open(step_engine *e, const agoq_step_config *c, void *base, size_t capacity, agoq_attn *attn,
-                     size_t attn_ws_bytes, void *stream);
+ * arena; attn may then be NULL) placed with arena_ends (1 or 2, arena.h): plan, workspaces,
+ * weights (seeded), gradients, optimizer state. The config must outlive the engine. 0 or -1. */
+int step_engine_open(step_engine *e, const agoq_step_config *c, void *base, size_t capacity, int arena_ends,
+                     agoq_attn *attn, size_t attn_ws_bytes, void *stream);
 void step_engine_close(step_engine *e);
 
 /* layer.c */
-int step_layer_fwd(step_engine *e, int l, step_layer_saved *S, uint16_t *x, int save, uint16_t **out);
+/* keep_out: the caller keeps the output long-lived (the next layer's saved bf16 input or its
+ * checkpoint), so it is allocated at the arena's long-lived end as that layer's NORM_IN. */
+int step_layer_fwd(step_engine *e, int l, step_layer_saved *S, uint16_t *x, int save, int keep_out, uint16_t **out);
 int step_layer_bwd(step_engine *e, int l, step_layer_saved *S, uint16_t *dout, uint16_t **dx);
 /* arena helpers (layer.c) */
 void *step_tmp(step_engine *e, size_t bytes, const char *label);

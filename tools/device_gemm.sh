@@ -3,20 +3,28 @@
 # call. Build here first:
 #   make -j2 BUILD=build-dev build-dev/agoq build-dev/agoq_test_cuda && strip build-dev/agoq build-dev/agoq_test_cuda
 # carry the build dir and .carry (libcjson for the GPU machine), then on the GPU machine:
-#   tools/device_gemm.sh BUILD_DIR [PART...]     parts (default: tests bench fastq): tests bench fastq sass ncu
+#   tools/device_gemm.sh BUILD_DIR [PART...]     parts (default: tests bench genq): tests bench genq raster deq deqsmem sass ncu
 #     tests  the GEMM GPU tests (wgmma layouts vs float64 and cuBLASLt, fused epilogue bit-exact;
 #            the mma.sync GEMM's tests too)
 #     bench  experiments/gemm_wg.json (ours vs cuBLASLt, fused vs cuBLASLt + quantize)
+#     genq   the fused-epilogue pairs again with AGOQ_WG_FAST_EPI=0 (the general per-block
+#            encoders instead of the default fast FP4 tile encoder): $OUT/gemm_wg_genq.json
+#     raster a few shapes with AGOQ_WG_GROUP_M=16 (16 row tiles per rasterization group instead
+#            of 8): $OUT/gemm_wg_raster.json
+#     deq    the prologue pairs alone (experiments/gemm_wg_deq.json): $OUT/gemm_wg_deq.json
+#     deqsmem the same with AGOQ_WG_DEQ_SMEM=1 (codes decoded through a shared-memory tile instead
+#            of the default A-operand registers): $OUT/logs/gemm_wg_deqsmem.json
 #     sass   HGMMA / UTMALDG counts of the binary (is the wgmma path in it)
 #     ncu    one FC1 launch of ours and of cuBLASLt under ncu (tensor pipe, stalls)
-#     fastq  the fused-epilogue pairs again with AGOQ_WG_FAST_EPI=1 (the fast FP4 tile encoder in
-#            the epilogue; not measured before this script was written): $OUT/gemm_wg_fastq.json
-# Each part is guarded by a timeout and runs even when an earlier one failed; logs and results
+# EXP=DIR reads the experiment files from DIR instead of experiments/ (a carried copy).
+# Each part is guarded by a timeout and runs even when an earlier one failed (except after tests
+# that timed out: a hung kernel would hang the rest too); logs and results
 # land in $OUT (default results/h200).
 set -u -o pipefail
 B=${1:?build dir}; shift
-[ $# -eq 0 ] && set -- tests bench fastq
+[ $# -eq 0 ] && set -- tests bench genq
 OUT=${OUT:-results/h200}
+EXP=${EXP:-experiments}
 [ -f tools/device_env.sh ] && source tools/device_env.sh
 mkdir -p "$OUT"
 log="$OUT/device_gemm.log"
@@ -27,17 +35,28 @@ rc=0
 part() { # name timeout command...
   local name=$1 t=$2; shift 2
   echo "== $name (limit ${t}s) at $(( $(date +%s) - start ))s" | tee -a "$log"
-  timeout "$t" "$@" >> "$log" 2>&1 || { echo "== $name FAILED ($?)" | tee -a "$log"; rc=1; }
+  timeout "$t" "$@" >> "$log" 2>&1
+  local st=$?
+  [ $st -ne 0 ] && { echo "== $name FAILED ($st)" | tee -a "$log"; rc=1; }
+  [ $st -eq 124 ] && [ "$name" = tests ] && { echo "== tests timed out (a hang?): skipping the GPU parts after them" | tee -a "$log"; hung=1; }
+  return 0
 }
 for p in "$@"; do
   case "$p" in
-    tests) part tests 120 env AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" gemm ;;
-    bench) part bench 200 "$B/agoq" run experiments/gemm_wg.json --backend cuda --out "$OUT/gemm_wg.json" ;;
-    fastq) part fastq 120 env AGOQ_WG_FAST_EPI=1 "$B/agoq" run experiments/gemm_wg_fastq.json --backend cuda \
-             --out "$OUT/gemm_wg_fastq.json" ;;
-    sass)  part sass 30 bash -c "cuobjdump --dump-sass '$B/agoq' | grep -oE 'HGMMA[.A-Za-z0-9]*|UTMALDG[.A-Za-z0-9]*|HMMA[.A-Za-z0-9]*' | sort | uniq -c" ;;
-    ncu)   part ncu 150 ncu --clock-control none -k regex:"wg_kernel|sm90" -c 6 --section SpeedOfLight --section WarpStateStats \
-             --section ComputeWorkloadAnalysis "$B/agoq" run experiments/gemm_wg_ncu.json --backend cuda --out /tmp/agoq_gemm_wg_ncu.json ;;
+    tests) part tests 60 env AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" gemm ;;
+    bench) [ "${hung:-0}" = 1 ] && continue; part bench 150 "$B/agoq" run "$EXP/gemm_wg.json" --backend cuda --out "$OUT/gemm_wg.json" ;;
+    genq)  [ "${hung:-0}" = 1 ] && continue; part genq 60 env AGOQ_WG_FAST_EPI=0 "$B/agoq" run "$EXP/gemm_wg_genq.json" --backend cuda \
+             --out "$OUT/gemm_wg_genq.json" ;;
+    raster) [ "${hung:-0}" = 1 ] && continue; part raster 60 env AGOQ_WG_GROUP_M=16 "$B/agoq" run "$EXP/gemm_wg_raster.json" --backend cuda \
+             --out "$OUT/gemm_wg_raster.json" ;;
+    deq)   [ "${hung:-0}" = 1 ] && continue; part deq 60 "$B/agoq" run "$EXP/gemm_wg_deq.json" --backend cuda \
+             --out "$OUT/gemm_wg_deq.json" ;;
+    deqsmem) [ "${hung:-0}" = 1 ] && continue; mkdir -p "$OUT/logs" # a variant of gemm_wg_deq.json's run: kept with the logs
+             part deqsmem 60 env AGOQ_WG_DEQ_SMEM=1 "$B/agoq" run "$EXP/gemm_wg_deq.json" \
+             --backend cuda --out "$OUT/logs/gemm_wg_deqsmem.json" ;;
+    sass)  part sass 120 bash -c "cuobjdump --dump-sass '$B/agoq' | grep -oE 'HGMMA[.A-Za-z0-9]*|UTMALDG[.A-Za-z0-9]*|HMMA[.A-Za-z0-9]*' | sort | uniq -c" ;;
+    ncu)   [ "${hung:-0}" = 1 ] && continue; part ncu 90 ncu --clock-control none -k regex:"wg_kernel|sm90" -c 12 --section SpeedOfLight --section WarpStateStats \
+             --section ComputeWorkloadAnalysis "$B/agoq" run "$EXP/gemm_wg_ncu.json" --backend cuda --out /tmp/agoq_gemm_wg_ncu.json ;;
     *) echo "device_gemm: unknown part $p" | tee -a "$log"; rc=1 ;;
   esac
 done

@@ -34,7 +34,7 @@ for p in "$@"; do
     seq) part seq 300 "$B/agoq" run experiments/step_seq.json --out "$OUT/step_seq.json" ;;
     sweeps) for f in experiments/step_16_*.json; do
               n=$(basename "$f" .json); part "$n" 200 "$B/agoq" run "$f" --out "$OUT/$n.json"; done ;;
-    exp:*) n=${p#exp:}; part "$n" 240 "$B/agoq" run "experiments/$n.json" --out "$OUT/$n.json" ;;
+    exp:*) n=${p#exp:}; part "$n" 330 "$B/agoq" run "experiments/$n.json" --out "$OUT/$n.json" ;;
     *) echo "device_step: unknown part $p" | tee -a "$log"; rc=1 ;;
   esac
 done

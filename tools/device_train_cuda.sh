@@ -6,7 +6,7 @@
 #   tools/device_train_cuda.sh [BUILD_DIR]          (default build)
 #   env: OUT (default results/h200; move its .log files to results/h200/logs/ before committing)
 # Order and budget (estimates, not measured when written): the cuda_train tests (guarded at
-# 90 s), experiments/train_cuda_small.json (the CPU table's configuration, guarded at 100 s),
+# 90 s), experiments/train_cuda_small.json (the CPU table's configuration, guarded at 220 s),
 # experiments/train_cuda.json (10 runs, each capped at 25 s by time_limit_s: host-bound, the
 # ranks' gradients go through the host's all-reduce every step; guarded at 380 s): under 10
 # minutes in the worst case. The experiments run even
@@ -44,7 +44,7 @@ per_step() {
     /"elapsed_s":/ { if (rec == "curve" && step > 0) { k = run " seed " seed; s[k] = step; e[k] = $2 + 0 } }
     END { for (k in s) printf "  %-24s %5d steps %7.1f s %7.2f ms/step (with evaluations)\n", k, s[k], e[k], 1000 * e[k] / s[k] }' "$1"
 }
-for x in train_cuda_small:100 train_cuda:380; do
+for x in train_cuda_small:220 train_cuda:380; do
   name=${x%%:*} limit=${x##*:}
   t0=$(date +%s)
   timeout "$limit" "$B/agoq" run "experiments/$name.json" -q --out "$OUT/$name.json" > "$OUT/$name.stdout" 2>&1 || rc=1

@@ -1,18 +1,20 @@
 /* Hopper bf16 GEMM of agoq-bench: TMA loads into a 3-stage shared-memory ring guarded by
- * mbarriers, one producer warpgroup issuing the copies, two consumer warpgroups issuing
- * wgmma.mma_async m64n256k16 (bf16 in, fp32 accumulate), and an epilogue that adds an optional
- * bf16 residual, writes bf16 C and (optionally) the block-quantized copy of that bf16 C.
+ * mbarriers, one producer thread issuing the copies, two consumer warpgroups issuing
+ * wgmma.mma_async m64n256k16 (bf16 in, fp32 accumulate), and three epilogue warps that store C
+ * (+ an optional bf16 residual) and (optionally) the block-quantized copy of that bf16 C while
+ * the consumers already run the next tile's mainloop.
  * Layouts, shapes and the exactness contract: gemm_wg.h. Tested by
  * tests/cuda/gemm/test_gemm_wg_cuda.c; benchmarked in kernels/gemm/bench_gemm_wg.cu.
  *
- * Needs sm_90a (wgmma, setmaxnreg): the Makefile builds this file with
+ * Needs sm_90a (wgmma): the Makefile builds this file with
  * -gencode=arch=compute_90a,code=sm_90a. Built for any other target the kernel body is a trap.
  *
- * Persistent CTAs (one per SM) walk the 128 x 256 output tiles (grouped rasterization); tile
- * 128 x 256 x 64 (BM x BN x BK), 384 threads:
- *   warpgroup 0   producer: one thread waits for a free stage (empty barrier), arms the stage's
- *                 full barrier with the stage's byte count and issues the TMA copies of the A
- *                 and B k-tiles; the copies complete the transaction on that barrier.
+ * Persistent CTAs (one per SM) walk the 128 x 256 output tiles (grouped rasterization, 8 row
+ * tiles a group); tile 128 x 256 x 64 (BM x BN x BK), 384 threads:
+ *   warpgroup 0   thread 0 is the producer: it waits for a free stage (empty barrier), arms the
+ *                 stage's full barrier with the stage's byte count and issues the TMA copies of
+ *                 the A and B k-tiles; the copies complete the transaction on that barrier.
+ *                 Warps 1-3 are the epilogue warps (below).
  *   warpgroups 1-2 consumers: wait for a full stage, issue 4 wgmma (k = 16 each) over their
  *                 64 rows x 256 columns, commit, keep one k-tile of wgmma in flight, and free the
  *                 stage of the previous k-tile (one arrival per warp: 8 per phase).
@@ -26,18 +28,19 @@
  * 8-row group), LBO unused; MN-major SBO = 1024 (next 8 k rows), LBO = 8192 (next 64-element
  * MN box).
  * The ring's barrier phases run on across a CTA's tiles, so the producer loads the next tile's
- * first k-tiles while the consumers run the epilogue of this one.
- * Epilogue: each fp32 accumulator + the residual (read at the fragment's position), one
- * rounding to bf16, into a staging tile in shared memory (its own region, not the ring); each
- * thread then owns 8 consecutive columns of a row: a 16-byte store of C and the quantized copy
- * of those bf16 values through the fused kernels'
- * rowq group primitives (fused_dev.cuh over quant_device.cuh: one copy of the quantizer), a
- * block of B columns = B/8 consecutive lanes.
+ * first k-tiles while the consumers hand this one over.
+ * Epilogue, one staging tile (bf16 128 x 256, its own region) handed over by named barriers:
+ * the epilogue warps copy the residual tile into it (cp.async) and arrive on BAR_EMPTY; the
+ * consumers, after their last wgmma, wait there, add each fp32 accumulator to the residual at
+ * its position, round once to bf16 in place and arrive on BAR_FULL; the epilogue warps then
+ * store C (16 bytes a lane, a warp a row) and quantize it, the fast FP4 tile encoder taking a row
+ * whole (fz_quantize) or, any other format, a thread a block (quant_blocks) on the standalone
+ * quantizer's parameters and encoders (quant_device.cuh: one copy of the quantizer), and only
+ * then free the staging tile for the next one: the stores and the quantization overlap the
+ * next tile's mainloop.
  * Stored-A prologue (agoq_wg_fwd_deqa): the stage holds A's packed codes (a TMA box of bytes, no
- * swizzle) instead of its bf16 tile; each consumer warpgroup decodes its 64 rows with the
- * standalone decoder (quant_device.cuh's agoq_dev_decode8, block scales loaded a k-tile ahead),
- * rounds to bf16 and writes them, 128-byte swizzled, into one of two bf16 tiles of its own
- * (k-tile parity), then fence.proxy.async + a warpgroup barrier hand the tile to its wgmma. */
+ * swizzle) instead of its bf16 tile, and the consumers decode them with the standalone decoder,
+ * by default straight into the registers of wgmma's A operand (gemm_wg_deq.cuh). */
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
@@ -48,13 +51,23 @@
 #include "core/common.h"
 #include "kernels/fused/fused_dev.cuh"
 #include "kernels/gemm/gemm_wg.h"
+#include "kernels/gemm/gemm_wg_ptx.cuh"
 
 namespace {
-constexpr int BM = AGOQ_WG_TILE_M, BN = AGOQ_WG_TILE_N, BK = 64, STAGES = 3, THREADS = 384, kGroupM = 8;
+constexpr int BM = AGOQ_WG_TILE_M, BN = AGOQ_WG_TILE_N, BK = 64, STAGES = 3, THREADS = 384;
 constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2, STAGE_BYTES = A_BYTES + B_BYTES;
 constexpr int MN_BOX_BYTES = 64 * BK * 2; /* one MN-major TMA box: 64 k rows x 128 B */
 constexpr int C_STRIDE = BN + 8;          /* bf16 per staged C row: 528 B, rows 4 banks apart */
 constexpr int C_BYTES = BM * C_STRIDE * 2;
+/* Epilogue warps: warps 1-3 of warpgroup 0 (thread 0 is the producer). Named barriers: BAR_EMPTY
+ * and BAR_FULL hand the staging tile between the 256 consumer threads and them, BAR_EPI orders
+ * them among themselves; 2 and 3 are the prologue's per-consumer barriers. */
+/* Registers a thread after setmaxnreg; together no more than the launch allocated (168 a thread:
+ * 65536 / 384 rounded down to 8, what ptxas reports for every instantiation). */
+constexpr int REGS_WG0 = 104, REGS_CONSUMER = 200;
+static_assert(128 * REGS_WG0 + 256 * REGS_CONSUMER <= 384 * 168, "setmaxnreg counts exceed the launch's registers");
+constexpr int EPI_WARPS = 3, EPI_THREADS = 32 * EPI_WARPS, BAR_FULL = 4, BAR_EMPTY = 5, BAR_EPI = 6,
+              BAR_HANDOFF = 256 + EPI_THREADS;
 constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + C_BYTES + 1024; /* + slack to align the ring to 1024 */
 /* Stored-A prologue: a stage holds A's codes (128 rows x 64 codes of <= 8 bits) instead of its
  * bf16 tile, and each consumer decodes its 64 rows into one of two bf16 tiles of its own. */
@@ -62,6 +75,7 @@ constexpr int CODE_BYTES = BM * BK;                 /* 8-bit codes; 4-bit use ha
 constexpr int DQ_STAGE_BYTES = CODE_BYTES + B_BYTES;
 constexpr int DQ_TILE_BYTES = 64 * BK * 2;          /* one consumer's bf16 A k-tile */
 constexpr int DQ_SMEM_BYTES = STAGES * DQ_STAGE_BYTES + 4 * DQ_TILE_BYTES + C_BYTES + 1024;
+constexpr int DQR_SMEM_BYTES = STAGES * DQ_STAGE_BYTES + C_BYTES + 1024; /* the register prologue */
 
 struct wg_params {
     int m, n, k;
@@ -72,106 +86,12 @@ struct wg_params {
     uint32_t mn_lbo, mn_sbo; /* descriptor strides of MN-major tiles (bytes), see the top comment */
     agoq_cuda_qparams qa;    /* stored-A prologue: A's format, and its planes (rowq [m][k]) */
     agoq_dqt aq;
+    int group_m; /* row tiles of a rasterization group (tile_origin) */
 };
 
-__device__ __forceinline__ uint32_t saddr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-
-/* ---- mbarrier and TMA ---- */
-__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
-}
-/* Waits until the phase with this parity has completed (parity 1 on a fresh barrier: at once).
- * A wait that outlives ~2^25 polls (seconds) traps: a broken pipeline fails loudly, not hangs. */
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-    for (uint32_t polls = 0;; polls++) {
-        uint32_t done;
-        asm volatile("{\n"
-                     ".reg .pred p;\n"
-                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                     "selp.u32 %0, 1, 0, p;\n"
-                     "}\n"
-                     : "=r"(done)
-                     : "r"(bar), "r"(parity)
-                     : "memory");
-        if (done) return;
-        if (polls > (1u << 25)) __trap();
-    }
-}
-/* 2-D tile copy global -> shared at coordinates (c0 inner, c1 outer), completing on bar. */
-__device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap *map, int c0, int c1, uint32_t bar) {
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
-                 ::"r"(dst), "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(bar)
-                 : "memory");
-}
-
-/* ---- wgmma ---- */
-/* Shared-memory matrix descriptor: start, LBO, SBO (bytes, stored >> 4), 128-byte swizzle. */
-__device__ __forceinline__ uint64_t sdesc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
-    return (uint64_t)((addr & 0x3FFFFu) >> 4) | (uint64_t)(lbo >> 4) << 16 | (uint64_t)(sbo >> 4) << 32 | 1ull << 62;
-}
-__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wg_wait() {
-    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
-}
-/* Keeps the compiler from moving accumulator reads or writes across a wgmma wait. */
-__device__ __forceinline__ void acc_fence(float (&d)[128]) {
-#pragma unroll
-    for (int i = 0; i < 128; i++) asm volatile("" : "+f"(d[i])::"memory");
-}
-/* d[64 x 256 fragment] += A(64 x 16) B(16 x 256); TA / TB: the operand is MN-major in shared memory. */
-template <int TA, int TB>
-__device__ __forceinline__ void wgmma_256(float (&d)[128], uint64_t da, uint64_t db) {
-    asm volatile("{\n"
-                 ".reg .pred p;\n"
-                 "setp.ne.b32 p, %132, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
-                 "%0, %1, %2, %3, %4, %5, %6, %7,"
-                 "%8, %9, %10, %11, %12, %13, %14, %15,"
-                 "%16, %17, %18, %19, %20, %21, %22, %23,"
-                 "%24, %25, %26, %27, %28, %29, %30, %31,"
-                 "%32, %33, %34, %35, %36, %37, %38, %39,"
-                 "%40, %41, %42, %43, %44, %45, %46, %47,"
-                 "%48, %49, %50, %51, %52, %53, %54, %55,"
-                 "%56, %57, %58, %59, %60, %61, %62, %63,"
-                 "%64, %65, %66, %67, %68, %69, %70, %71,"
-                 "%72, %73, %74, %75, %76, %77, %78, %79,"
-                 "%80, %81, %82, %83, %84, %85, %86, %87,"
-                 "%88, %89, %90, %91, %92, %93, %94, %95,"
-                 "%96, %97, %98, %99, %100, %101, %102, %103,"
-                 "%104, %105, %106, %107, %108, %109, %110, %111,"
-                 "%112, %113, %114, %115, %116, %117, %118, %119,"
-                 "%120, %121, %122, %123, %124, %125, %126, %127"
-                 "}, %128, %129, p, 1, 1, %130, %131;\n"
-                 "}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-                   "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-                   "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
-                   "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
-                   "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
-                   "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
-                   "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-                   "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-                   "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-                 : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1));
-}
-
-/* Epilogue, part 1, by consumer thread ct (0..255) for the tile at (m0, n0): accumulators (+ the
- * residual, read at the fragment's positions) rounded once to bf16 into the staging tile. */
+/* Epilogue, consumer side, by consumer thread ct (0..255) for the tile at (m0, n0): each fp32
+ * accumulator (+ the residual, which the epilogue warps have put into the staging tile at the
+ * same position) rounded once to bf16 into the staging tile, in place. */
 __device__ __forceinline__ void stage_acc(const wg_params &p, const float (&d)[128], uint16_t *stage, int ct, int m0,
                                           int n0) {
     const int lane = ct & 31, row0 = (ct >> 5) * 16 + (lane >> 2); /* wgmma fragment: warp w owns rows 16w.. */
@@ -181,116 +101,105 @@ __device__ __forceinline__ void stage_acc(const wg_params &p, const float (&d)[1
 #pragma unroll
         for (int h = 0; h < 2; h++) { /* rows row0 and row0 + 8 */
             float x0 = d[4 * j + 2 * h], x1 = d[4 * j + 2 * h + 1];
-            const int row = m0 + row0 + 8 * h;
-            if (p.r && row < p.m && n0 + col < p.n) {
-                const uint32_t rv = *reinterpret_cast<const uint32_t *>(p.r + (size_t)row * (size_t)p.n + n0 + col);
+            const int r = row0 + 8 * h;
+            uint32_t *sp = reinterpret_cast<uint32_t *>(stage + r * C_STRIDE + col);
+            if (p.r && m0 + r < p.m && n0 + col < p.n) {
+                const uint32_t rv = *sp;
                 x0 += agoq_bf16_to_f32((uint16_t)(rv & 0xFFFFu));
                 x1 += agoq_bf16_to_f32((uint16_t)(rv >> 16));
             }
-            *reinterpret_cast<uint32_t *>(stage + (row0 + 8 * h) * C_STRIDE + col) =
-                (uint32_t)agoq_f32_to_bf16(x0) | (uint32_t)agoq_f32_to_bf16(x1) << 16;
+            *sp = (uint32_t)agoq_f32_to_bf16(x0) | (uint32_t)agoq_f32_to_bf16(x1) << 16;
         }
     }
 }
-/* Epilogue, part 2, by thread t of NT: 8 columns of a staged row at a time, a 16-byte store of C
- * and the quantized copy of those values (a block = G consecutive lanes of a warp: one row).
- * FASTQ (opt-in, AGOQ_WG_FAST_EPI=1; the host takes it only for FP4 E2M1 / 128, round to
- * nearest, N % 256 == 0): a warp's 256 values are one warp vector of the flat rowq layout, so
+/* Epilogue warps, before a tile's hand-off: the residual tile into the staging tile (16-byte
+ * cp.async chunks, only those inside C), complete when this returns. */
+__device__ __forceinline__ void load_residual(const wg_params &p, uint16_t *stage, int et, int m0, int n0) {
+    for (int i = et; i < BM * BN / 8; i += EPI_THREADS) {
+        const int r = i >> 5, g = i & 31, row = m0 + r, col = n0 + 8 * g;
+        if (row < p.m && col < p.n)
+            cp_async16(saddr(stage + r * C_STRIDE + 8 * g), p.r + (size_t)row * (size_t)p.n + (size_t)col);
+    }
+    cp_async_wait_all();
+}
+/* Epilogue warps, after the hand-off: warp ew stores rows ew, ew + EPI_WARPS, ... of the staged
+ * tile, 16 bytes a lane (one 512-byte run a row). FASTQ (FP4 E2M1 / 128, round to nearest,
+ * N % 256 == 0; gemm_wg.h): a row's 256 values are one warp vector of the flat rowq layout, so
  * the standalone quantizer's fast tile encoder (fz_quantize) takes them whole. */
-template <bool QOUT, int NT, bool FASTQ = false>
-__device__ __forceinline__ void store_tile(const wg_params &p, const agoq_smem_table *tab, const uint16_t *stage, int t,
-                                           int m0, int n0) {
-    const int G = QOUT ? p.q.block >> 3 : 1;
-    const size_t nbpr = QOUT ? (size_t)(p.n / p.q.block) : 0;
-    const agoq_cuda_qtensor qt = fz_qt(p.cq, (size_t)p.m * (size_t)p.n);
-    for (int it = 0; it < BM * BN / 8 / NT; it++) { /* the same trip count for every thread */
-        const int i = t + it * NT, r = i >> 5, g = i & 31, row = m0 + r, col = n0 + 8 * g;
-        const bool ok = row < p.m && col < p.n; /* n % 8 == 0: a group is all in or all out */
-        const uint4 h = *reinterpret_cast<const uint4 *>(stage + r * C_STRIDE + 8 * g);
-        const size_t off = (size_t)row * (size_t)p.n + (size_t)col;
-        if (ok) *reinterpret_cast<uint4 *>(p.c + off) = h;
-        if constexpr (QOUT) {
-            const uint32_t w[4] = {h.x, h.y, h.z, h.w};
-            float v[8];
-#pragma unroll
-            for (int e = 0; e < 8; e++) v[e] = agoq_bf16_to_f32((uint16_t)(w[e >> 1] >> (16 * (e & 1))));
-            if constexpr (FASTQ) { /* row (the warp's) is warp-uniform; the tile index is absolute */
-                const float (&vv)[1][8] = *reinterpret_cast<const float(*)[1][8]>(&v);
-                if (row < p.m)
-                    fz_quantize<AGOQ_ENC_FP4, 4, 7, 1>(p.q, tab, vv, ((size_t)row * (size_t)p.n + (size_t)n0) / 256, qt,
-                                                       t & 31);
-                continue;
-            }
-            const int pos = g % G;
-            float s, mz, inv;
-            fz_params_seg(p.q, v, 8, G, pos, &s, &mz, &inv);
-            if (ok) {
-                const size_t bi = (size_t)row * nbpr + (size_t)(col / p.q.block);
-                agoq_dev_store_group(p.cq.codes, bi * (size_t)G + (size_t)pos, p.q.bits,
-                                     fz_encode8(p.q, tab, v, 8, inv, mz, (uint64_t)off));
-                if (pos == 0) agoq_dev_store_params(p.q, qt, bi, s, mz);
-            }
+template <bool FASTQ>
+__device__ __forceinline__ void store_rows(const wg_params &p, const agoq_smem_table *tab, const uint16_t *stage,
+                                           int ew, int lane, int m0, int n0) {
+    const int col = n0 + 8 * lane;
+    for (int r = ew; r < BM && m0 + r < p.m; r += EPI_WARPS) { /* warp-uniform */
+        const size_t row = (size_t)(m0 + r);
+        const uint4 h = *reinterpret_cast<const uint4 *>(stage + r * C_STRIDE + 8 * lane);
+        if (col < p.n) *reinterpret_cast<uint4 *>(p.c + row * (size_t)p.n + (size_t)col) = h;
+        if constexpr (FASTQ) {
+            float v[1][8];
+            agoq_bf16x8_to_f32(h, v[0]);
+            fz_quantize<AGOQ_ENC_FP4, 4, 7, 1>(p.q, tab, v, (row * (size_t)p.n + (size_t)n0) / 256,
+                                               fz_qt(p.cq, (size_t)p.m * (size_t)p.n), lane);
         }
     }
 }
-/* The consumers' own epilogue (the measured default): both parts between two barriers of the
- * 256 consumer threads. */
-template <bool QOUT, bool FASTQ>
-__device__ __forceinline__ void epilogue(const wg_params &p, const agoq_smem_table *tab, const float (&d)[128],
-                                         uint16_t *stage, int ct, int m0, int n0) {
-    asm volatile("bar.sync 1, 256;" ::: "memory"); /* the previous tile's staging is read */
-    stage_acc(p, d, stage, ct, m0, n0);
-    asm volatile("bar.sync 1, 256;" ::: "memory");
-    store_tile<QOUT, 256, FASTQ>(p, tab, stage, ct, m0, n0);
+/* Epilogue warps, general quantized copy: epilogue thread et quantizes whole blocks of the staged
+ * tile (block b: row b % BM, the (b / BM)-th block of the row; consecutive lanes take
+ * consecutive rows, so their 16-byte reads hit distinct banks), its range reduced in the thread
+ * (max / min are exact in any order), then the standalone quantizer's parameters and encoder
+ * (quant_device.cuh), group by group: the same codes and scales as the reference. */
+__device__ __forceinline__ void quant_blocks(const wg_params &p, const agoq_smem_table *tab, const uint16_t *stage,
+                                             int et, int m0, int n0) {
+    const int B = p.q.block, G = B >> 3, bpr = BN / B;
+    const size_t nbpr = (size_t)(p.n / B);
+    const agoq_cuda_qtensor qt = fz_qt(p.cq, (size_t)p.m * (size_t)p.n);
+    fz_with_kind(p.q.enc, [&](auto kind) {
+        constexpr int ENC = decltype(kind)::value;
+        for (int b = et; b < BM * bpr; b += EPI_THREADS) {
+            const int r = b % BM, col0 = n0 + (b / BM) * B;
+            if (m0 + r >= p.m || col0 >= p.n) continue; /* block | N: a block is all in or all out */
+            const uint16_t *src = stage + r * C_STRIDE + (col0 - n0);
+            float amax = 0.0f, lo = __int_as_float(0x7f800000), hi = __int_as_float(0xff800000);
+#pragma unroll 4
+            for (int g = 0; g < G; g++) {
+                float v[8];
+                agoq_bf16x8_to_f32(*reinterpret_cast<const uint4 *>(src + 8 * g), v);
+                fz_range8(v, 8, amax, lo, hi);
+            }
+            float s, mz, inv;
+            agoq_dev_block_params(p.q, amax, lo, hi, &s, &mz, &inv);
+            const size_t row = (size_t)(m0 + r), bi = row * nbpr + (size_t)(col0 / B), e0 = row * (size_t)p.n + col0;
+#pragma unroll 4
+            for (int g = 0; g < G; g++) {
+                float v[8];
+                agoq_bf16x8_to_f32(*reinterpret_cast<const uint4 *>(src + 8 * g), v);
+                agoq_dev_store_group(p.cq.codes, bi * (size_t)G + (size_t)g, p.q.bits,
+                                     agoq_dev_encode8<ENC>(p.q, tab, v, 8, inv, mz, (uint64_t)(e0 + 8 * (size_t)g)));
+            }
+            agoq_dev_store_params(p.q, qt, bi, s, mz);
+        }
+    });
 }
 
-/* Origin of tile t: grouped rasterization, consecutive tiles walk kGroupM row tiles of one
+/* Origin of tile t: grouped rasterization, consecutive tiles walk gm row tiles of one
  * column of tiles, so the tiles in flight share their A rows and B columns through L2. */
-__device__ __forceinline__ void tile_origin(int t, int tiles_m, int tiles_n, int *m0, int *n0) {
-    const int first_m = t / (kGroupM * tiles_n) * kGroupM, gsize = min(tiles_m - first_m, kGroupM);
-    const int local = t % (kGroupM * tiles_n);
+__device__ __forceinline__ void tile_origin(int t, int tiles_m, int tiles_n, int gm, int *m0, int *n0) {
+    const int first_m = t / (gm * tiles_n) * gm, gsize = min(tiles_m - first_m, gm);
+    const int local = t % (gm * tiles_n);
     *m0 = (first_m + local % gsize) * BM;
     *n0 = local / gsize * BN;
 }
 
-/* Stored-A prologue. Thread lt (0..127) of a consumer decodes groups g = lt + 128 i (i < 4) of
- * its 64 x 64 k-tile: row g / 8, columns 8 (g % 8) .. + 7; the block (>= 64 columns) is one per
- * row per k-tile. Scales (and zero points) of k-tile k0 for those rows, loaded a k-tile ahead. */
-__device__ __forceinline__ void dq_scales(const wg_params &p, int row0, int k0, size_t nbpr, int lt, float (&sc)[4],
-                                          float (&zc)[4]) {
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const int row = row0 + (lt >> 3) + 16 * i;
-        if (row >= p.m) continue;
-        const size_t blk = (size_t)row * nbpr + (size_t)(k0 / p.qa.block);
-        sc[i] = agoq_dev_load_scale(p.aq.scales, blk, p.qa.bf16_scale);
-        if (p.qa.kind == AGOQ_CODE_INT_ASYM) zc[i] = agoq_dev_load_scale(p.aq.zeros, blk, p.qa.bf16_scale);
-    }
-}
-/* Codes of this consumer's 64 rows (row pitch BK bits / 8 bytes) -> bf16 values (the
- * standalone decoder's, rounded once to bf16) in the 128-byte-swizzled K-major layout. */
-__device__ __forceinline__ void dq_tile(const wg_params &p, const agoq_smem_table *tab, const uint8_t *codes,
-                                        uint8_t *buf, int lt, const float (&sc)[4], const float (&zc)[4]) {
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const int g = lt + 128 * i, r = g >> 3, c = g & 7;
-        const uint64_t packed = agoq_dev_load_group(codes, (size_t)g, p.qa.bits);
-        float v[8];
-        fz_with_kind(p.qa.dec, [&](auto k) { agoq_dev_decode8<decltype(k)::value>(p.qa, tab, packed, sc[i], zc[i], v); });
-        uint32_t h[4];
-#pragma unroll
-        for (int e = 0; e < 4; e++) h[e] = (uint32_t)agoq_f32_to_bf16(v[2 * e]) | (uint32_t)agoq_f32_to_bf16(v[2 * e + 1]) << 16;
-        *reinterpret_cast<uint4 *>(buf + r * 128 + ((c ^ (r & 7)) << 4)) = make_uint4(h[0], h[1], h[2], h[3]);
-    }
-}
+#include "kernels/gemm/gemm_wg_deq.cuh"
 
-template <int TA, int TB, bool QOUT, bool DEQA, bool FASTQ>
+template <int TA, int TB, bool QOUT, int DQ, bool FASTQ>
 __global__ void __launch_bounds__(THREADS, 1)
     wg_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, wg_params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    constexpr bool DEQA = DQ != 0; /* A from its stored codes: 1 decoded in shared memory, 2-3 in registers */
     extern __shared__ uint8_t raw[];
     __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
     __shared__ agoq_smem_table tab; /* table encoders of the epilogue */
+    __shared__ float2 dq_pairs[DQ == 3 ? 256 : 1]; /* the register prologue's 4-bit table pairs */
     uint8_t *ring = raw + ((1024u - (saddr(raw) & 1023u)) & 1023u);
     const uint32_t ring_s = saddr(ring);
     const int tid = threadIdx.x, wg = tid >> 7;
@@ -306,17 +215,25 @@ __global__ void __launch_bounds__(THREADS, 1)
     if (QOUT && p.q.enc == AGOQ_ENC_TABLE) agoq_dev_load_table(&tab, p.q.table);
     if (DEQA) agoq_dev_load_table(&tab, p.qa.table); /* table decoders (NULL: nothing) */
     __syncthreads();
+    if (DQ == 3 && p.qa.dec == AGOQ_ENC_TABLE && p.qa.bits == 4) {
+        for (int i = tid; i < 256; i += THREADS) dq_pairs[i] = make_float2(tab.value[i & 15], tab.value[i >> 4]);
+        __syncthreads();
+    }
     constexpr int SB = DEQA ? DQ_STAGE_BYTES : STAGE_BYTES, AB = DEQA ? CODE_BYTES : A_BYTES;
+    uint16_t *stage = reinterpret_cast<uint16_t *>(ring + STAGES * SB + (DQ == 1 ? 4 * DQ_TILE_BYTES : 0));
+    /* setmaxnreg: warpgroup 0 (producer + epilogue warps) gives registers to the consumers
+     * (REGS_WG0 / REGS_CONSUMER); ptxas allocates each branch within its count, so the prologue's
+     * decode fits beside the 128 accumulators without spills or serialized wgmma. */
 
     /* Persistent: CTA b runs tiles b, b + grid, ...; `it` counts k-tiles over all of them, so
      * stage it % STAGES is in its (it / STAGES)-th use and the barrier phases carry across tiles. */
-    if (wg == 0) { /* producer */
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    if (wg == 0) { /* producer (thread 0) and the epilogue warps (warps 1-3) */
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(REGS_WG0));
         if (tid == 0) {
             int it = 0;
             for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
                 int m0, n0;
-                tile_origin(t, tiles_m, tiles_n, &m0, &n0);
+                tile_origin(t, tiles_m, tiles_n, p.group_m, &m0, &n0);
                 for (int kt = 0; kt < ktiles; kt++, it++) {
                     const int s = it % STAGES, k0 = kt * BK;
                     if (it >= STAGES) mbar_wait(saddr(&empty[s]), (uint32_t)((it / STAGES - 1) & 1));
@@ -337,29 +254,59 @@ __global__ void __launch_bounds__(THREADS, 1)
                     }
                 }
             }
+        } else if (tid >= 32) { /* epilogue warps: one hand-off of the staging tile per tile */
+            const int et = tid - 32, ew = et >> 5, lane = tid & 31;
+            for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+                int m0, n0;
+                tile_origin(t, tiles_m, tiles_n, p.group_m, &m0, &n0);
+                if (p.r) load_residual(p, stage, et, m0, n0);
+                nbar_arrive(BAR_EMPTY, BAR_HANDOFF); /* staging free (and holding R) */
+                nbar_sync(BAR_FULL, BAR_HANDOFF);    /* the consumers have staged this tile */
+                store_rows<QOUT && FASTQ>(p, &tab, stage, ew, lane, m0, n0);
+                if constexpr (QOUT && !FASTQ) quant_blocks(p, &tab, stage, et, m0, n0);
+                nbar_sync(BAR_EPI, EPI_THREADS); /* every epilogue thread is done reading the staging */
+            }
         }
     } else { /* consumers: rows 64 * (wg - 1) .. + 63 of each tile */
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(REGS_CONSUMER));
         const int cw = wg - 1;
-        uint16_t *stage = reinterpret_cast<uint16_t *>(ring + STAGES * SB + (DEQA ? 4 * DQ_TILE_BYTES : 0));
         const int ct = tid - 128, lt = ct & 127; /* consumer thread, and its index in its warpgroup */
         const size_t nbpr = DEQA ? (size_t)(p.k / p.qa.block) : 0;
         float sc[4] = {0.0f, 0.0f, 0.0f, 0.0f}, zc[4] = {0.0f, 0.0f, 0.0f, 0.0f}; /* this k-tile's scales */
         int it = 0;
         for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
             int m0, n0;
-            tile_origin(t, tiles_m, tiles_n, &m0, &n0);
+            tile_origin(t, tiles_m, tiles_n, p.group_m, &m0, &n0);
             float d[128];
 #pragma unroll
             for (int i = 0; i < 128; i++) d[i] = 0.0f;
             acc_fence(d); /* the zeros are written before the first wgmma.fence, not inside its stage */
-            if (DEQA) dq_scales(p, m0 + cw * 64, 0, nbpr, lt, sc, zc);
-            for (int kt = 0; kt < ktiles; kt++, it++) {
+            if (DQ == 1) dq_scales(p, m0 + cw * 64, 0, nbpr, lt, sc, zc);
+            /* register prologue: one mainloop per decoder and code width, the decoders split over
+             * two kernels (DQ 2: integer and FP4, DQ 3: FP8 and table; all six in one kernel make
+             * ptxas serialize the wgmma for want of registers) */
+            if constexpr (DQ >= 2) {
+                constexpr int D0 = DQ == 2 ? AGOQ_ENC_INT_SYM : AGOQ_ENC_FP8_E4M3;
+                constexpr int D1 = DQ == 2 ? AGOQ_ENC_INT_ASYM : AGOQ_ENC_FP8_E5M2;
+                constexpr int D2 = DQ == 2 ? AGOQ_ENC_FP4 : AGOQ_ENC_TABLE;
+                const bool b4 = p.qa.bits == 4;
+                if (p.qa.dec == D0) {
+                    if (b4) dqr_mainloop<D0, 4>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, cw, lt, ktiles, it);
+                    else dqr_mainloop<D0, 8>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, cw, lt, ktiles, it);
+                } else if (p.qa.dec == D1) {
+                    if (b4) dqr_mainloop<D1, 4>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, cw, lt, ktiles, it);
+                    else dqr_mainloop<D1, 8>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, cw, lt, ktiles, it);
+                } else {
+                    if (b4) dqr_mainloop<D2, 4>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, cw, lt, ktiles, it);
+                    else dqr_mainloop<D2, 8>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, cw, lt, ktiles, it);
+                }
+            }
+            for (int kt = 0; DQ < 2 && kt < ktiles; kt++, it++) {
                 const int s = it % STAGES;
                 mbar_wait(saddr(&full[s]), (uint32_t)((it / STAGES) & 1));
                 uint32_t a = ring_s + s * SB + cw * 64 * 128;
                 const uint32_t b = ring_s + s * SB + AB;
-                if constexpr (DEQA) {
+                if constexpr (DQ == 1) {
                     /* every warp of this warpgroup is past the wgmma that read this buffer (k-tile kt - 2) */
                     asm volatile("bar.sync %0, 128;" ::"r"(2 + cw) : "memory");
                     uint8_t *buf = ring + STAGES * SB + (2 * cw + (kt & 1)) * DQ_TILE_BYTES;
@@ -383,7 +330,9 @@ __global__ void __launch_bounds__(THREADS, 1)
             wg_wait<0>();
             acc_fence(d);
             if ((tid & 31) == 0) mbar_arrive(saddr(&empty[(it - 1) % STAGES])); /* the tile's last stage */
-            epilogue<QOUT, FASTQ>(p, &tab, d, stage, ct, m0, n0);
+            nbar_sync(BAR_EMPTY, BAR_HANDOFF); /* the epilogue warps are done with the previous tile */
+            stage_acc(p, d, stage, ct, m0, n0);
+            nbar_arrive(BAR_FULL, BAR_HANDOFF); /* hand the tile over; on to the next one's mainloop */
         }
     }
 #else
@@ -418,12 +367,12 @@ void make_map(CUtensorMap *map, const void *ptr, int inner, int outer, int box_o
     if (r != CUDA_SUCCESS) agoq_die("gemm_wg: cuTensorMapEncodeTiled failed (%d) for [%d][%d]", (int)r, outer, inner);
 }
 
-template <int TA, int TB, bool QOUT, bool DEQA = false, bool FASTQ = false>
+template <int TA, int TB, bool QOUT, int DQ = 0, bool FASTQ = false>
 void launch(const CUtensorMap &ma, const CUtensorMap &mb, const wg_params &p, cudaStream_t s) {
-    constexpr int smem = DEQA ? DQ_SMEM_BYTES : SMEM_BYTES;
+    constexpr int smem = DQ == 1 ? DQ_SMEM_BYTES : DQ >= 2 ? DQR_SMEM_BYTES : SMEM_BYTES;
     static bool attr = false;
     if (!attr) {
-        cudaCheck(cudaFuncSetAttribute(wg_kernel<TA, TB, QOUT, DEQA, FASTQ>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        cudaCheck(cudaFuncSetAttribute(wg_kernel<TA, TB, QOUT, DQ, FASTQ>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        smem));
         attr = true;
     }
@@ -442,7 +391,7 @@ void launch(const CUtensorMap &ma, const CUtensorMap &mb, const wg_params &p, cu
         if (grid > nsm) grid = nsm;
         if (cap > 0 && grid > cap) grid = cap;
     }
-    wg_kernel<TA, TB, QOUT, DEQA, FASTQ><<<(unsigned)grid, THREADS, smem, s>>>(ma, mb, p);
+    wg_kernel<TA, TB, QOUT, DQ, FASTQ><<<(unsigned)grid, THREADS, smem, s>>>(ma, mb, p);
     cudaCheckLaunch();
 }
 template <bool QOUT>
@@ -451,6 +400,12 @@ void launch_t(int ta, int tb, const CUtensorMap &ma, const CUtensorMap &mb, cons
     else if (!ta && tb) launch<0, 1, QOUT>(ma, mb, p, s);
     else if (ta && !tb) launch<1, 0, QOUT>(ma, mb, p, s);
     else launch<1, 1, QOUT>(ma, mb, p, s);
+}
+/* Row tiles of a rasterization group: 8, or AGOQ_WG_GROUP_M=N (1..64; a benchmark knob). */
+int group_m() {
+    const char *e = getenv("AGOQ_WG_GROUP_M");
+    const long g = e ? strtol(e, NULL, 10) : 8;
+    return g >= 1 && g <= 64 ? (int)g : 8;
 }
 bool al16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 } // namespace
@@ -482,11 +437,11 @@ extern "C" int agoq_wg_gemm(const agoq_wg_args *g, void *stream) {
     if (swap < 0) swap = getenv("AGOQ_WG_MN_SWAP") && !strcmp(getenv("AGOQ_WG_MN_SWAP"), "1");
     const uint32_t lbo = swap ? 1024u : (uint32_t)MN_BOX_BYTES, sbo = swap ? (uint32_t)MN_BOX_BYTES : 1024u;
     wg_params p = {g->m, g->n, g->k, g->r, g->c, g->q ? g->q->p : agoq_cuda_qparams{}, g->cq, lbo, sbo,
-                   agoq_cuda_qparams{}, agoq_dqt{}};
-    /* AGOQ_WG_FAST_EPI=1: the fast FP4 epilogue encoder where it applies (see store_tile); not
-     * measured yet (docs/gemm.md) */
+                   agoq_cuda_qparams{}, agoq_dqt{}, group_m()};
+    /* The fast FP4 epilogue encoder where it applies (store_rows); AGOQ_WG_FAST_EPI=0 sends
+     * every format through the general per-block path (the tests cover both) */
     const char *fe = getenv("AGOQ_WG_FAST_EPI");
-    const bool fast = g->q && fe && !strcmp(fe, "1") && !g->a_mn && !g->b_mn && g->q->c.fmt == AGOQ_FMT_FP4_E2M1 &&
+    const bool fast = g->q && !(fe && !strcmp(fe, "0")) && !g->a_mn && !g->b_mn && g->q->c.fmt == AGOQ_FMT_FP4_E2M1 &&
                       g->q->p.block == 128 && g->q->p.enc == AGOQ_ENC_FP4 && !g->q->p.stochastic && g->n % 256 == 0;
     if (fast) launch<0, 0, true, false, true>(ma, mb, p, (cudaStream_t)stream);
     else if (g->q) launch_t<true>(g->a_mn, g->b_mn, ma, mb, p, (cudaStream_t)stream);
@@ -521,7 +476,12 @@ extern "C" int agoq_wg_fwd_deqa(int M, int N, int K, const agoq_fq *qx, agoq_dqt
     CUtensorMap ma, mb;
     make_map(&ma, xq.codes, K * bits / 8, M, BM, true, BK * bits / 8); /* codes [M][K bits / 8] */
     make_map(&mb, W, K, N, BN);
-    wg_params p = {M, N, K, R, Y, agoq_cuda_qparams{}, agoq_dqt{}, MN_BOX_BYTES, 1024u, qx->p, xq};
-    launch<0, 0, false, true>(ma, mb, p, (cudaStream_t)stream);
+    wg_params p = {M, N, K, R, Y, agoq_cuda_qparams{}, agoq_dqt{}, MN_BOX_BYTES, 1024u, qx->p, xq, group_m()};
+    /* the A fragments decoded in registers; AGOQ_WG_DEQ_SMEM=1: through shared memory (gemm_wg_deq.cuh) */
+    const char *sm = getenv("AGOQ_WG_DEQ_SMEM");
+    if (sm && !strcmp(sm, "1")) launch<0, 0, false, 1>(ma, mb, p, (cudaStream_t)stream);
+    else if (p.qa.dec == AGOQ_ENC_INT_SYM || p.qa.dec == AGOQ_ENC_INT_ASYM || p.qa.dec == AGOQ_ENC_FP4)
+        launch<0, 0, false, 2>(ma, mb, p, (cudaStream_t)stream);
+    else launch<0, 0, false, 3>(ma, mb, p, (cudaStream_t)stream);
     return 0;
 }

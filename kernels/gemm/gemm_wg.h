@@ -14,8 +14,12 @@
  *   wgrad  dW[N, K] = dY[M, N]^T X[M, K]        A M-major, B N-major (bf16 out only)
  * Shapes: M, N, K positive multiples of 8 (TMA row pitch), operands 16-byte aligned; any tail of
  * the 128 x 256 x 64 tile is handled (TMA zero-fills, the epilogue masks). Fused epilogue:
- * 8 <= block, block divides 256 and N. Entry points return 0, or -1 after one line naming the
- * unsupported argument. CUDA builds only; the device must be sm_90 (Hopper). */
+ * 8 <= block, block divides 256 and N; FP4 E2M1 / 128, round to nearest, N % 256 == 0 (fwd
+ * layout) quantizes with the standalone fast FP4 tile encoder, anything else (or
+ * AGOQ_WG_FAST_EPI=0) a block per thread on the general encoders; both bit-exact. Benchmark knob:
+ * AGOQ_WG_GROUP_M=N row tiles per rasterization group (default 8). Entry points return 0, or -1
+ * after one line naming the unsupported argument. CUDA builds only; the device must be sm_90
+ * (Hopper). */
 #ifndef AGOQ_GEMM_WG_H
 #define AGOQ_GEMM_WG_H
 #include <stdint.h>
@@ -49,8 +53,10 @@ int agoq_wg_dgrad(int M, int N, int K, const uint16_t *dY, const uint16_t *W, co
                   void *stream);
 int agoq_wg_wgrad(int M, int N, int K, const uint16_t *dY, const uint16_t *X, uint16_t *dW, void *stream);
 /* fwd with X read from its stored rowq copy (4- or 8-bit codes, block a multiple of 64 dividing
- * K): each k-tile is decoded in shared memory by the standalone decoder and rounded to bf16, so
- * Y equals agoq_wg_fwd on X' = bf16(agoq_rowq_dequantize_ref(xq)) bit for bit. */
+ * K): the consumers decode each k-tile's codes with the standalone decoder, rounded to bf16,
+ * into the registers of wgmma's A operand (AGOQ_WG_DEQ_SMEM=1: into a shared-memory tile), so
+ * Y equals agoq_wg_fwd on X' = bf16(agoq_rowq_dequantize_ref(xq)) bit for bit (where no decoded
+ * value is NaN: the register path rounds with cvt.rn.bf16x2, whose NaN payload may differ). */
 int agoq_wg_fwd_deqa(int M, int N, int K, const agoq_fq *qx, agoq_dqt xq, const uint16_t *W, const uint16_t *R,
                      uint16_t *Y, void *stream);
 /* Host float64 reference of entry (i, j) of C (+ R) for these layouts (gemm_wg_ref.c, any build);

@@ -11,12 +11,10 @@
  * engine's own store-all test against fp32 measured 6.1e-3 with the same derivation). The loss
  * comes from bf16 logits: its error is at most about u times the logits' spread, far below
  * u * loss; bound: relative 2^-8.
- * MEASURED on the H200 (commit 64491e2, results/h200/logs/test_train_engine.log): loss 5.553498
- * vs 5.552221 (within its bound) but the whole gradient at 6.5e-2 relative L2, per tensor 5e-2
- * (wte, lnf, attention weights) to 0.21 (w2): this test FAILS. A CPU emulation of the engine's
- * roundings (bf16 weights, every op output and stored tensor in bf16, fp32 accumulation, flash
- * attention's bf16 P and dS) gives 4.8e-3 whole and at most 6.5e-3 per tensor, so bf16 rounding
- * does not explain it: a model difference, open (docs/train.md). The bound stays as derived.
+ * MEASURED on the H200 (commit 002ab9a, results/h200/logs/test_train_engine_s3.log): 4.7-4.8e-3
+ * at every shape below, losses within 3e-4. Before that commit the engine's host-to-device
+ * copies did not wait for their DMA (the engine's stream is non-blocking) and this test failed
+ * at random (0.07-0.6): the shapes below stay as its diagnostic.
  * Quantized policies: the engine's gradient error against its own bf16 store-all must be of the
  * CPU's magnitude for the same policy against fp32 storage (FP4 / FP8 rounding dominates both):
  * within [0.3x, 2x] of it plus 0.03 (the bf16 term above; 0.3x because the engine's flash
@@ -125,7 +123,7 @@ TEST(cuda_train_engine_step_matches_cpu_fp32) {
      * multiple of 128) beside the main shape (head_dim 32, d_ff 352, last: the quantized checks
      * below use its gradients), all printed per tensor before any check, so one GPU run says
      * which dimension it follows; each shape is checked against the same bound. */
-    static const step_shape shapes[] = {{2, 352}, {4, 384}, {4, 352}};
+    static const step_shape shapes[] = {{1, 384}, {2, 352}, {4, 384}, {4, 352}};
     const size_t ns = sizeof shapes / sizeof shapes[0];
     size_t nmax = 0;
     for (size_t k = 0; k < ns; k++) {
@@ -137,7 +135,7 @@ TEST(cuda_train_engine_step_matches_cpu_fp32) {
         nmax = nk > nmax ? nk : nmax;
     }
     float *ref = malloc(nmax * 4), *cpu_q = malloc(nmax * 4), *eng_bf = malloc(nmax * 4), *eng_q = malloc(nmax * 4);
-    double err[3], l_ref = 0, l_eng = 0;
+    double err[4], l_ref = 0, l_eng = 0;
     for (size_t k = 0; k < ns; k++) err[k] = bf16_vs_fp32(shapes[k], tok, tgt, ref, eng_bf, &l_ref, &l_eng);
     for (size_t k = 0; k + 1 < ns; k++)
         CHECK_MSG(err[k] <= 0.03, "head_dim %d, d_ff %d: gradient rel L2 %.3e over 0.03", 128 / shapes[k].n_head,

@@ -247,7 +247,7 @@ TEST(step_cli_bad_input_one_line_no_results) {
                    "unknown key 'config.runs[0].recompute'"));
     /* a budget no run fits: the smallest need is named (agoq, 4.26 GB here) */
     CHECK(bad_step("budget", "{\"dry\": true, \"layers\": 2, \"seq\": 1024, \"budget_gb\": 3, \"runs\": [\"bf16\", \"agoq\"]}",
-                   1, "the smallest need at this point is 4.264 GB (run 'agoq', llama2-7b, tp 1, seq 1024): no run fits"));
+                   1, "the smallest need at this point is 4.255 GB (run 'agoq', llama2-7b, tp 1, seq 1024): no run fits"));
     char file[512], out[512], args[2048], msg[4096];
     snprintf(file, sizeof file, "%s/step_malformed.json", agoq_test_tmpdir());
     snprintf(out, sizeof out, "%s/step_malformed.out.json", agoq_test_tmpdir());

@@ -4,8 +4,11 @@
  *    large ones) and against cuBLASLt (kernels/blaslt) on the same inputs; half the cases on a
  *    grid capped at 3 CTAs (AGOQ_WG_GRID_CAP), so each persistent CTA runs several tiles;
  *  - the fused epilogue: C unchanged by it, and its quantized copy bit-exact against the
- *    reference quantizer applied to the kernel's own bf16 C, with and without the residual;
- *  - the stored-A prologue: bit-exact against the plain kernel on the host-dequantized A.
+ *    reference quantizer applied to the kernel's own bf16 C, with and without the residual, on
+ *    both epilogue quantizers (the general per-block one, AGOQ_WG_FAST_EPI=0, and the default
+ *    that sends FP4 E2M1/128 through the fast tile encoder);
+ *  - the stored-A prologue: bit-exact against the plain kernel on the host-dequantized A, on
+ *    both decode paths (into wgmma's A registers, the default; through shared memory).
  * Error bound (each entry): |c - ref| <= 2^-8 |ref| + K 2^-23 sum|a||b|: the first term is the
  * one rounding of the fp32 result to bf16 (8-bit significand, round to nearest: at most 2^-8
  * relative), the second a fp32 sum of K products in any order (K 2^-24 sum|a||b|), doubled for
@@ -186,19 +189,20 @@ static void epilogue_quant_shapes(size_t s0, size_t s1) {
     unsetenv("AGOQ_WG_GRID_CAP");
 }
 
-TEST(cuda_wg_gemm_epilogue_quant_bit_exact) { epilogue_quant_shapes(0, 2); }
-
-/* The opt-in fast FP4 epilogue encoder (AGOQ_WG_FAST_EPI=1): taken by FP4 E2M1/128 on
- * N % 256 == 0; the other formats run the general path again. Added after the measured device
- * run: not yet run on a GPU when committed. */
-TEST(cuda_wg_gemm_epilogue_fast_fp4_bit_exact) {
-    setenv("AGOQ_WG_FAST_EPI", "1", 1);
-    epilogue_quant_shapes(2, 3);
+/* The general per-block epilogue quantizer (AGOQ_WG_FAST_EPI=0) on every format and shape. */
+TEST(cuda_wg_gemm_epilogue_quant_bit_exact) {
+    setenv("AGOQ_WG_FAST_EPI", "0", 1);
+    epilogue_quant_shapes(0, 3);
     unsetenv("AGOQ_WG_FAST_EPI");
 }
 
-/* The stored-A prologue: bit-exact against the plain kernel on A dequantized on the host
- * (agoq_rowq_dequantize_ref, rounded to bf16), with and without the residual. */
+/* The default: FP4 E2M1/128 on N % 256 == 0 (shapes 0 and 2) through the fast FP4 tile encoder
+ * in the epilogue warps, the other formats and N = 384 through the general one. */
+TEST(cuda_wg_gemm_epilogue_fast_fp4_bit_exact) { epilogue_quant_shapes(0, 3); }
+
+/* The stored-A prologue, both ways (A fragments decoded in registers, the default; through a
+ * shared-memory tile, AGOQ_WG_DEQ_SMEM=1): bit-exact against the plain kernel on A dequantized
+ * on the host (agoq_rowq_dequantize_ref, rounded to bf16), with and without the residual. */
 TEST(cuda_wg_gemm_prologue_dequant_bit_exact) {
     static const qcase cases[] = {
         {AGOQ_FMT_FP4_E2M1, 128, AGOQ_SCALE_FP32, AGOQ_ROUND_NEAREST}, {AGOQ_FMT_INT4, 64, AGOQ_SCALE_BF16, AGOQ_ROUND_NEAREST},
@@ -234,13 +238,21 @@ TEST(cuda_wg_gemm_prologue_dequant_bit_exact) {
             for (int with_r = 0; with_r < 2; with_r++) {
                 const uint16_t *R = with_r ? dr : NULL;
                 CHECK(agoq_wg_fwd(m, n, k, dadq, db, R, dp, NULL, (agoq_dqt){0}, NULL) == 0);
-                CHECK(agoq_wg_fwd_deqa(m, n, k, &q, dq, db, R, dc, NULL) == 0);
                 agoq_fused_dsync();
-                uint16_t *want = down16(dp, (size_t)m * n), *got = down16(dc, (size_t)m * n);
-                CHECK_MSG(agoq_validate_bytes("C deqa vs plain on dequantized A", (const uint8_t *)want,
-                                              (const uint8_t *)got, (size_t)m * n * 2) == 0,
-                          "%s/%d M=%d N=%d K=%d residual=%d", agoq_formats[c.fmt].name, c.block, m, n, k, with_r);
-                free(want); free(got);
+                uint16_t *want = down16(dp, (size_t)m * n);
+                for (int smem = 0; smem < 2; smem++) { /* A fragments decoded in registers, then through smem */
+                    if (smem) setenv("AGOQ_WG_DEQ_SMEM", "1", 1);
+                    CHECK(agoq_wg_fwd_deqa(m, n, k, &q, dq, db, R, dc, NULL) == 0);
+                    unsetenv("AGOQ_WG_DEQ_SMEM");
+                    agoq_fused_dsync();
+                    uint16_t *got = down16(dc, (size_t)m * n);
+                    CHECK_MSG(agoq_validate_bytes("C deqa vs plain on dequantized A", (const uint8_t *)want,
+                                                  (const uint8_t *)got, (size_t)m * n * 2) == 0,
+                              "%s/%d M=%d N=%d K=%d residual=%d %s", agoq_formats[c.fmt].name, c.block, m, n, k, with_r,
+                              smem ? "smem" : "registers");
+                    free(got);
+                }
+                free(want);
             }
             agoq_fused_dfree(dadq);
             free(y); free(adq);

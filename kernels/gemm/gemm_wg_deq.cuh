@@ -1,0 +1,166 @@
+/* Stored-A prologue of the Hopper GEMM (gemm_wg.cu, agoq_wg_fwd_deqa): A's packed codes (4 or 8
+ * bits, rowq layout, block a multiple of 64) arrive in the stage by TMA (a box of bytes, row pitch
+ * BK bits / 8), and the consumers decode them with the standalone decoder (quant_device.cuh's
+ * agoq_dev_decode, scale and zero point of the row's block), rounding each value once to bf16.
+ * Two ways, chosen on the host:
+ *   registers (default)  each consumer thread decodes its own wgmma A fragment straight into
+ *       registers (wgmma with A in registers: 4 x 2 bf16 a k-step), one k-step ahead of the
+ *       tensor core, double-buffered; no shared-memory copy, no barrier.
+ *   shared memory (AGOQ_WG_DEQ_SMEM=1, the first version)  each consumer warpgroup decodes its
+ *       64 rows into a 128-byte-swizzled bf16 tile (two per warpgroup), fence.proxy.async and a
+ *       warpgroup barrier hand it to the descriptor wgmma.
+ * Register fragment of A (m64k16, bf16; as the accumulator's layout for 16 columns): thread lt of
+ * the warpgroup owns rows r = 16 (lt / 32) + (lt % 32) / 4 and r + 8, columns 2q, 2q + 1 (q = lt % 4)
+ * in registers 0 (row r) and 1 (row r + 8), columns 2q + 8, 2q + 9 in registers 2 and 3; the low
+ * half of a register is the even column. A 4-bit table decoder (FP4 E2M1 decodes by its table, NF4)
+ * looks a register's two codes up at once: pairs[byte] = (value[byte & 15], value[byte >> 4]),
+ * built in shared memory at the kernel's start. Included by gemm_wg.cu only (after wg_params). */
+#ifndef AGOQ_GEMM_WG_DEQ_CUH
+#define AGOQ_GEMM_WG_DEQ_CUH
+
+/* d[64 x 256] += A(64 x 16, registers) B(16 x 256); TB: B is N-major in shared memory. */
+template <int TB>
+__device__ __forceinline__ void wgmma_256_ra(float (&d)[128], const uint32_t (&a)[4], uint64_t db) {
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %134, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {" AGOQ_WG_ACC_REGS
+                 "}, {%128, %129, %130, %131}, %132, p, 1, 1, %133;\n"
+                 "}\n"
+                 : AGOQ_WG_ACC_OPERANDS(d)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(TB), "r"(1));
+}
+
+/* Scale (and, DEC = INT_ASYM, zero point) of rows row0 and row0 + 8 at column k0 (the block: one
+ * per row per k-tile, block >= 64); rows past M keep what they had (their codes are TMA zero fill). */
+template <int DEC>
+__device__ __forceinline__ void dqr_scales(const wg_params &p, int row0, int k0, size_t nbpr, float (&sc)[2],
+                                           float (&zc)[2]) {
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int row = row0 + 8 * h;
+        if (row >= p.m) continue;
+        const size_t blk = (size_t)row * nbpr + (size_t)(k0 / p.qa.block);
+        sc[h] = agoq_dev_load_scale(p.aq.scales, blk, p.qa.bf16_scale);
+        if constexpr (DEC == AGOQ_ENC_INT_ASYM) zc[h] = agoq_dev_load_scale(p.aq.zeros, blk, p.qa.bf16_scale);
+    }
+}
+/* Codes of columns 2q, 2q + 1, 2q + 8, 2q + 9 of k-step kk from one row (BITS = 4 or 8). */
+template <int BITS>
+__device__ __forceinline__ void dqr_codes(uint32_t row, int kk, int q, uint32_t (&c)[4]) {
+    if constexpr (BITS == 4) { /* 16 codes = 8 bytes: columns 0-7 in the low word */
+        uint32_t x, y;
+        asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(x), "=r"(y) : "r"(row + kk * 8) : "memory");
+        c[0] = (x >> (8 * q)) & 15u;
+        c[1] = (x >> (8 * q + 4)) & 15u;
+        c[2] = (y >> (8 * q)) & 15u;
+        c[3] = (y >> (8 * q + 4)) & 15u;
+    } else { /* 16 bytes: column j is byte j; this thread's are in words q / 2 and 2 + q / 2 */
+        uint32_t lo, hi;
+        asm volatile("ld.shared.u32 %0, [%1];" : "=r"(lo) : "r"(row + kk * 16 + 4 * (q >> 1)) : "memory");
+        asm volatile("ld.shared.u32 %0, [%1];" : "=r"(hi) : "r"(row + kk * 16 + 8 + 4 * (q >> 1)) : "memory");
+        const int sh = 16 * (q & 1);
+        c[0] = (lo >> sh) & 255u;
+        c[1] = (lo >> (sh + 8)) & 255u;
+        c[2] = (hi >> sh) & 255u;
+        c[3] = (hi >> (sh + 8)) & 255u;
+    }
+}
+/* Two values rounded to bf16 (one cvt.rn.bf16x2.f32: round to nearest even, as agoq_f32_to_bf16
+ * for every non-NaN value; a NaN's payload may differ, and a NaN in A gives NaN in C either way). */
+__device__ __forceinline__ uint32_t dqr_pack(float lo, float hi) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t *>(&h);
+}
+/* This thread's A fragment of k-step kk: rows r0 (codes at c0) and r0 + 8 (c1), the decoder DEC. */
+template <int DEC, int BITS>
+__device__ __forceinline__ void dqr_frag(const wg_params &p, const agoq_smem_table *tab, uint32_t c0,
+                                         uint32_t c1, int kk, int q, const float (&sc)[2], const float (&zc)[2],
+                                         const float2 *pairs, uint32_t (&a)[4]) {
+    if constexpr (DEC == AGOQ_ENC_TABLE && BITS == 4) { /* a byte = the two codes of a register */
+        uint32_t x0, y0, x1, y1;
+        asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(x0), "=r"(y0) : "r"(c0 + kk * 8) : "memory");
+        asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(x1), "=r"(y1) : "r"(c1 + kk * 8) : "memory");
+        const int sh = 8 * q;
+        const float2 p0 = pairs[(x0 >> sh) & 255u], p1 = pairs[(x1 >> sh) & 255u];
+        const float2 p2 = pairs[(y0 >> sh) & 255u], p3 = pairs[(y1 >> sh) & 255u];
+        a[0] = dqr_pack(p0.x * sc[0], p0.y * sc[0]); /* value[code] * s, as agoq_dev_decode */
+        a[1] = dqr_pack(p1.x * sc[1], p1.y * sc[1]);
+        a[2] = dqr_pack(p2.x * sc[0], p2.y * sc[0]);
+        a[3] = dqr_pack(p3.x * sc[1], p3.y * sc[1]);
+        return;
+    }
+    uint32_t u[4], v[4];
+    dqr_codes<BITS>(c0, kk, q, u);
+    dqr_codes<BITS>(c1, kk, q, v);
+    const agoq_cuda_qparams &qa = p.qa;
+    a[0] = dqr_pack(agoq_dev_decode<DEC>(qa, tab, u[0], sc[0], zc[0]), agoq_dev_decode<DEC>(qa, tab, u[1], sc[0], zc[0]));
+    a[1] = dqr_pack(agoq_dev_decode<DEC>(qa, tab, v[0], sc[1], zc[1]), agoq_dev_decode<DEC>(qa, tab, v[1], sc[1], zc[1]));
+    a[2] = dqr_pack(agoq_dev_decode<DEC>(qa, tab, u[2], sc[0], zc[0]), agoq_dev_decode<DEC>(qa, tab, u[3], sc[0], zc[0]));
+    a[3] = dqr_pack(agoq_dev_decode<DEC>(qa, tab, v[2], sc[1], zc[1]), agoq_dev_decode<DEC>(qa, tab, v[3], sc[1], zc[1]));
+}
+
+/* Shared-memory prologue (AGOQ_WG_DEQ_SMEM=1). Thread lt (0..127) of a consumer decodes groups g = lt + 128 i (i < 4) of
+ * its 64 x 64 k-tile: row g / 8, columns 8 (g % 8) .. + 7; the block (>= 64 columns) is one per
+ * row per k-tile. Scales (and zero points) of k-tile k0 for those rows, loaded a k-tile ahead. */
+__device__ __forceinline__ void dq_scales(const wg_params &p, int row0, int k0, size_t nbpr, int lt, float (&sc)[4],
+                                          float (&zc)[4]) {
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const int row = row0 + (lt >> 3) + 16 * i;
+        if (row >= p.m) continue;
+        const size_t blk = (size_t)row * nbpr + (size_t)(k0 / p.qa.block);
+        sc[i] = agoq_dev_load_scale(p.aq.scales, blk, p.qa.bf16_scale);
+        if (p.qa.kind == AGOQ_CODE_INT_ASYM) zc[i] = agoq_dev_load_scale(p.aq.zeros, blk, p.qa.bf16_scale);
+    }
+}
+/* Codes of this consumer's 64 rows (row pitch BK bits / 8 bytes) -> bf16 values (the
+ * standalone decoder's, rounded once to bf16) in the 128-byte-swizzled K-major layout. */
+__device__ __forceinline__ void dq_tile(const wg_params &p, const agoq_smem_table *tab, const uint8_t *codes,
+                                        uint8_t *buf, int lt, const float (&sc)[4], const float (&zc)[4]) {
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const int g = lt + 128 * i, r = g >> 3, c = g & 7;
+        const uint64_t packed = agoq_dev_load_group(codes, (size_t)g, p.qa.bits);
+        float v[8];
+        fz_with_kind(p.qa.dec, [&](auto k) { agoq_dev_decode8<decltype(k)::value>(p.qa, tab, packed, sc[i], zc[i], v); });
+        uint32_t h[4];
+#pragma unroll
+        for (int e = 0; e < 4; e++) h[e] = (uint32_t)agoq_f32_to_bf16(v[2 * e]) | (uint32_t)agoq_f32_to_bf16(v[2 * e + 1]) << 16;
+        *reinterpret_cast<uint4 *>(buf + r * 128 + ((c ^ (r & 7)) << 4)) = make_uint4(h[0], h[1], h[2], h[3]);
+    }
+}
+
+/* The register prologue's mainloop over one tile, consumer warpgroup cw, thread lt of it: per
+ * k-step decode this thread's A fragment (while the previous k-step's wgmma runs), fence, issue,
+ * keep one wgmma in flight; the stage of the previous k-tile is freed once its last wgmma is
+ * done. `it` counts k-tiles over the CTA's tiles (the ring's phases). */
+template <int DEC, int BITS>
+__device__ __forceinline__ void dqr_mainloop(const wg_params &p, const agoq_smem_table *tab, const float2 *pairs,
+                                             float (&d)[128],
+                                             uint32_t ring_s, uint64_t *full, uint64_t *empty,
+                                             int m0, int cw, int lt, int ktiles, int &it) {
+    constexpr int RB = BK * BITS / 8; /* code bytes of a row in a k-tile */
+    const int q = lt & 3, r0 = cw * 64 + (lt >> 5) * 16 + ((lt & 31) >> 2);
+    const size_t nbpr = (size_t)(p.k / p.qa.block);
+    float sc[2] = {0.0f, 0.0f}, zc[2] = {0.0f, 0.0f};
+    dqr_scales<DEC>(p, m0 + r0, 0, nbpr, sc, zc);
+    uint32_t af[2][4];
+    for (int kt = 0; kt < ktiles; kt++, it++) {
+        const int s = it % STAGES;
+        mbar_wait(saddr(&full[s]), (uint32_t)((it / STAGES) & 1));
+        const uint32_t c0 = ring_s + s * DQ_STAGE_BYTES + r0 * RB, b = ring_s + s * DQ_STAGE_BYTES + CODE_BYTES;
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; kk++) {
+            dqr_frag<DEC, BITS>(p, tab, c0, c0 + 8 * RB, kk, q, sc, zc, pairs, af[kk & 1]);
+            /* the next k-tile's scales, once this one's last fragment is decoded */
+            if (kk == BK / 16 - 1 && kt + 1 < ktiles) dqr_scales<DEC>(p, m0 + r0, (kt + 1) * BK, nbpr, sc, zc);
+            wg_fence();
+            wgmma_256_ra<0>(d, af[kk & 1], sdesc(b + kk * 32, 16, 1024));
+            wg_commit();
+            wg_wait<1>(); /* the previous k-step's wgmma is done: its fragment registers are free */
+            if (kk == 0 && kt > 0 && (lt & 31) == 0) mbar_arrive(saddr(&empty[(it - 1) % STAGES]));
+        }
+    }
+}
+#endif

@@ -1,0 +1,123 @@
+/* PTX helpers of the Hopper GEMM (gemm_wg.cu): mbarriers, TMA tile loads, 16-byte cp.async,
+ * named barriers and the wgmma m64n256k16 bf16 instruction with its shared-memory descriptor.
+ * Only gemm_wg.cu includes it; the wgmma / setmaxnreg parts need sm_90a. */
+#ifndef AGOQ_GEMM_WG_PTX_CUH
+#define AGOQ_GEMM_WG_PTX_CUH
+#include <cuda.h>
+#include <stdint.h>
+
+__device__ __forceinline__ uint32_t saddr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+/* ---- mbarrier and TMA ---- */
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+/* Waits until the phase with this parity has completed (parity 1 on a fresh barrier: at once).
+ * A wait that outlives ~2^25 polls (seconds) traps: a broken pipeline fails loudly, not hangs. */
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+    for (uint32_t polls = 0;; polls++) {
+        uint32_t done;
+        asm volatile("{\n"
+                     ".reg .pred p;\n"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n"
+                     "}\n"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+        if (done) return;
+        if (polls > (1u << 25)) __trap();
+    }
+}
+/* 2-D tile copy global -> shared at coordinates (c0 inner, c1 outer), completing on bar. */
+__device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap *map, int c0, int c1, uint32_t bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 ::"r"(dst), "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(bar)
+                 : "memory");
+}
+
+/* ---- wgmma ---- */
+/* Shared-memory matrix descriptor: start, LBO, SBO (bytes, stored >> 4), 128-byte swizzle. */
+__device__ __forceinline__ uint64_t sdesc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+    return (uint64_t)((addr & 0x3FFFFu) >> 4) | (uint64_t)(lbo >> 4) << 16 | (uint64_t)(sbo >> 4) << 32 | 1ull << 62;
+}
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wg_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+/* Keeps the compiler from moving accumulator reads or writes across a wgmma wait. */
+__device__ __forceinline__ void acc_fence(float (&d)[128]) {
+#pragma unroll
+    for (int i = 0; i < 128; i++) asm volatile("" : "+f"(d[i])::"memory");
+}
+/* The 128 fp32 accumulator registers of an m64n256 wgmma: their operand numbers %0..%127 in the
+ * instruction string and the matching read-write operand list (the array d of each caller). */
+#define AGOQ_WG_ACC_REGS \
+    "%0, %1, %2, %3, %4, %5, %6, %7," \
+    "%8, %9, %10, %11, %12, %13, %14, %15," \
+    "%16, %17, %18, %19, %20, %21, %22, %23," \
+    "%24, %25, %26, %27, %28, %29, %30, %31," \
+    "%32, %33, %34, %35, %36, %37, %38, %39," \
+    "%40, %41, %42, %43, %44, %45, %46, %47," \
+    "%48, %49, %50, %51, %52, %53, %54, %55," \
+    "%56, %57, %58, %59, %60, %61, %62, %63," \
+    "%64, %65, %66, %67, %68, %69, %70, %71," \
+    "%72, %73, %74, %75, %76, %77, %78, %79," \
+    "%80, %81, %82, %83, %84, %85, %86, %87," \
+    "%88, %89, %90, %91, %92, %93, %94, %95," \
+    "%96, %97, %98, %99, %100, %101, %102, %103," \
+    "%104, %105, %106, %107, %108, %109, %110, %111," \
+    "%112, %113, %114, %115, %116, %117, %118, %119," \
+    "%120, %121, %122, %123, %124, %125, %126, %127"
+#define AGOQ_WG_ACC_OPERANDS(d) \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
+    "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
+    "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
+    "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
+    "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), \
+    "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
+    "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
+    "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), \
+    "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), \
+    "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), \
+    "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), \
+    "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
+    "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+
+/* d[64 x 256 fragment] += A(64 x 16) B(16 x 256); TA / TB: the operand is MN-major in shared memory. */
+template <int TA, int TB>
+__device__ __forceinline__ void wgmma_256(float (&d)[128], uint64_t da, uint64_t db) {
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %132, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {" AGOQ_WG_ACC_REGS
+                 "}, %128, %129, p, 1, 1, %130, %131;\n"
+                 "}\n"
+                 : AGOQ_WG_ACC_OPERANDS(d)
+                 : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1));
+}
+
+/* ---- 16-byte asynchronous copies (the residual tile) and named barriers ---- */
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void *src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+/* Named barrier `id` of `count` threads (a multiple of 32): sync waits, arrive does not. */
+__device__ __forceinline__ void nbar_sync(int id, int count) {
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+__device__ __forceinline__ void nbar_arrive(int id, int count) {
+    asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+#endif
