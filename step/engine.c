@@ -232,10 +232,17 @@ static int dry_once(const agoq_step_config *c, size_t attn_ws, int ends, agoq_st
 /* The dry run: sizes the arena with both placements (arena.h) and keeps the one that needs less
  * (one end on a tie), in *ends; r (may be NULL) gets that run's accounting. */
 static int dry_size(const agoq_step_config *c, size_t attn_ws, agoq_step_result *r, size_t *need, int *ends) {
-    size_t n1, n2;
-    if (dry_once(c, attn_ws, 1, NULL, &n1) || dry_once(c, attn_ws, 2, NULL, &n2)) return -1;
-    *ends = n2 < n1 ? 2 : 1;
-    return dry_once(c, attn_ws, *ends, r, need);
+    agoq_step_result t[2];
+    size_t n[2];
+    for (int k = 0; k < 2; k++) {
+        if (r) t[k] = *r;
+        if (dry_once(c, attn_ws, k + 1, r ? &t[k] : NULL, &n[k])) return -1;
+    }
+    const int i = n[1] < n[0];
+    *ends = i + 1;
+    *need = n[i];
+    if (r) *r = t[i];
+    return 0;
 }
 
 #if AGOQ_HAVE_CUDA

@@ -101,12 +101,15 @@ static int load(step_engine *e, const step_saved *s, int role, size_t rows, size
     uint16_t *var = step_tmp(e, (size_t)(elems) * 2, what);                                        \
     if (!var) return -1
 
-/* A producer's bf16 output that the layer keeps as the saved tensor of role when keep: allocated
- * SAVED from the start (the arena's long-lived end), else a temporary; keep_bf16 then only
- * counts it. */
+/* A producer's bf16 output [elems] that is kept as the saved tensor of (role, layer) when keep:
+ * allocated SAVED from the start (the arena's long-lived end), else a temporary; keep_bf16 then
+ * only counts it. */
+static uint16_t *out_buf(step_engine *e, size_t elems, int keep, int role, int layer, const char *what) {
+    return agoq_arena_alloc(&e->ar, elems * 2, keep ? AGOQ_MEM_SAVED : AGOQ_MEM_WORKSPACE, keep ? role : -1,
+                            keep ? layer : -1, what);
+}
 #define OUT(var, elems, keep, role, what)                                                          \
-    uint16_t *var = agoq_arena_alloc(&e->ar, (size_t)(elems) * 2, (keep) ? AGOQ_MEM_SAVED : AGOQ_MEM_WORKSPACE, \
-                                     (keep) ? (role) : -1, (keep) ? l : -1, what);                  \
+    uint16_t *var = out_buf(e, (size_t)(elems), keep, role, l, what);                              \
     if (!var) return -1
 
 static int kept(const step_engine *e, int role, int save) { return save && e->pl.st[role].kind == AGOQ_STORE_NATIVE; }
@@ -180,8 +183,7 @@ int step_layer_fwd(step_engine *e, int l, step_layer_saved *S, uint16_t *x, int 
     } else {
         step_release(e, hh);
     }
-    uint16_t *y = agoq_arena_alloc(&e->ar, T * h * 2, keep_out ? AGOQ_MEM_SAVED : AGOQ_MEM_WORKSPACE,
-                                   keep_out ? AGOQ_ROLE_NORM_IN : -1, keep_out ? l + 1 : -1, "layer out");
+    uint16_t *y = out_buf(e, T * h, keep_out, AGOQ_ROLE_NORM_IN, l + 1, "layer out");
     if (!y) return -1;
     STEP_OP(e, STEP_OP_GEMM_FWD, agoq_lt_fwd(e->lt, (int)T, (int)h, (int)F, a, W[AGOQ_PARAM_FC2], x2, y, e->stream));
     if (store_output(e, &S->a, a, T, F, AGOQ_ROLE_FFN2_IN, l, save)) return -1;
