@@ -6,7 +6,11 @@ Reads results/h200/kernels.json and kernels_fused.json (records with vs_torch, w
 prints markdown: per case and format, vs_torch (peer median / ours; > 1: ours faster) and our
 copy_ratio at each size the peer timed.
 
+With --copy FILE, prints instead the README's copy-ratio table of kernels.json: each case x
+format at 4 GiB with 64 MiB in parentheses (the block size each format's records use).
+
 usage: python3 tools/kernels_vs_torch.py [results/h200/kernels.json results/h200/kernels_fused.json]
+       python3 tools/kernels_vs_torch.py --copy [results/h200/kernels.json]
 """
 import json
 import sys
@@ -31,7 +35,29 @@ def table(path):
     print()
 
 
+def copy_table(path):
+    recs = json.load(open(path))["records"]
+    fmts = ["fp4_e2m1", "int4", "int4_asym", "int8", "int8_asym", "fp8_e4m3", "fp8_e5m2", "nf4", "dyn8"]
+    rows = [("quantize_f32", "quantize, fp32 in"), ("quantize_bf16", "quantize, bf16 in"),
+            ("dequantize_f32", "dequantize, fp32 out"), ("dequantize_bf16", "dequantize, bf16 out"),
+            ("grad_accumulate_f32", "grad accumulate, fp32 grad"), ("grad_accumulate_bf16", "grad accumulate, bf16 grad"),
+            ("grad_reduce", "reduce core, 8 chunks")]
+    by = {(r["case"], r.get("format"), r["bytes"]): r["copy_ratio"] for r in recs if r.get("copy_ratio") is not None}
+    print("| at 4 GiB (64 MiB) | " + " | ".join(fmts) + " |")
+    print("|---|" + "---|" * len(fmts))
+    for case, label in rows:
+        cells = []
+        for f in fmts:
+            big, small = by.get((case, f, 4 << 30)), by.get((case, f, 64 << 20))
+            cells.append(f"{big:.2f} ({small:.2f})" if big is not None and small is not None else "")
+        print(f"| {label} | " + " | ".join(cells) + " |")
+    print()
+
+
 def main():
+    if sys.argv[1:2] == ["--copy"]:
+        copy_table(sys.argv[2] if len(sys.argv) > 2 else "results/h200/kernels.json")
+        return
     for p in sys.argv[1:] or ["results/h200/kernels.json", "results/h200/kernels_fused.json"]:
         table(p)
 
