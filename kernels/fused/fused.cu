@@ -172,7 +172,7 @@ template <int OP, bool QUANT>
 static void fwd_gen(const agoq_cuda_qparams &p, const uint16_t *x, int rows, int cols, uint16_t *y,
                     agoq_cuda_qtensor q, size_t ob0, size_t warps, int vec, cudaStream_t s) {
     constexpr auto kernel = ew_fwd_gen_kernel<OP, QUANT>;
-    kernel<<<fz_grid<kernel>(warps), FZ_THREADS, 0, s>>>(p, x, rows, cols, y, q, ob0, vec);
+    kernel<<<fz_grid<kernel>(warps, false), FZ_THREADS, 0, s>>>(p, x, rows, cols, y, q, ob0, vec);
     cudaCheckLaunch();
 }
 void fz_ew_fwd_general(int op, const agoq_fq *q, const uint16_t *x, int rows, int cols, uint16_t *y, agoq_dqt xq,
@@ -201,7 +201,7 @@ static void bwd_gen(const agoq_cuda_qparams &p, agoq_cuda_qtensor q, const uint1
                     int cols, uint16_t *dx, uint16_t *y, int vec, cudaStream_t s) {
     constexpr auto kernel = ew_bwd_gen_kernel<OP, DEQ>;
     const size_t warps = ((size_t)rows * (size_t)((cols + 7) / 8) + 31) / 32;
-    kernel<<<fz_grid<kernel>(warps), FZ_THREADS, 0, s>>>(p, q, x, dy, rows, cols, dx, y, vec);
+    kernel<<<fz_grid<kernel>(warps, false), FZ_THREADS, 0, s>>>(p, q, x, dy, rows, cols, dx, y, vec);
     cudaCheckLaunch();
 }
 void fz_ew_bwd_general(int op, const agoq_fq *q, agoq_dqt xq, const uint16_t *x, const uint16_t *dy, int rows,

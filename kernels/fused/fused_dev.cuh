@@ -222,20 +222,22 @@ static void fz_dispatch_dequant(const agoq_cuda_qparams &p, F f) {
 /* The same for the GELU / SwiGLU forwards (tiles of 4 vectors; issue 15): 4 CTAs (<= 64
  * registers), 3 for table encoders (at 64 their LUT lookups spill 32-48 bytes) */
 #define FZ_FWD_CTAS(ENC) ((ENC) == AGOQ_ENC_TABLE ? 3 : 4)
-/* Launch of a grid-stride vector kernel over `units` warps of work on stream s. */
-#define FZ_LAUNCH(kernel, units, ...)                                                               \
+/* Launch of a grid-stride vector kernel over `units` warps of work on stream s; lut: the kernel
+ * stages the encode LUT (a table encoder's forward). */
+#define FZ_LAUNCH(kernel, units, lut, ...)                                                          \
     do {                                                                                           \
-        kernel<<<fz_grid<kernel>(units), FZ_THREADS, 0, s>>>(__VA_ARGS__);                         \
+        kernel<<<fz_grid<kernel>(units, lut), FZ_THREADS, 0, s>>>(__VA_ARGS__);                    \
         cudaCheckLaunch();                                                                         \
     } while (0)
 
-/* Grid of a grid-stride kernel: what the kernel keeps resident (quant_launch.cuh), capped by
- * AGOQ_FUSED_GRID_CAP. fz_no_fast: AGOQ_FUSED_NO_FAST is set. (fused.cu) */
+/* Grid of a grid-stride kernel: quant_launch.cuh's agoq_grid_units (one unit per warp, or what
+ * stays resident for kernels that stage the LUT), capped by AGOQ_FUSED_GRID_CAP. fz_no_fast:
+ * AGOQ_FUSED_NO_FAST is set. (fused.cu) */
 unsigned fz_grid_cap(unsigned grid);
 bool fz_no_fast(void);
 template <auto Kernel>
-static unsigned fz_grid(size_t warps) {
-    return fz_grid_cap(agoq_grid_resident<Kernel>(warps));
+static unsigned fz_grid(size_t warps, bool lut) {
+    return fz_grid_cap(agoq_grid_units<Kernel>(warps, lut));
 }
 int fz_check_shape(const char *what, int rows, int cols);
 

@@ -114,7 +114,7 @@ extern "C" int agoq_gelu_fwd_cuda(const agoq_fq *q, const uint16_t *x, int rows,
         if (!vec) fz_ew_fwd_general(FZ_OP_GELU, NULL, x, rows, cols, y, xq, 0, s);
         else {
             constexpr auto k = gelu_fwd_kernel<0, 0, 0, false>;
-            FZ_LAUNCH(k, (n + tile - 1) / tile, agoq_cuda_qparams{}, x, y, qt, n, (n + tile - 1) / tile);
+            FZ_LAUNCH(k, (n + tile - 1) / tile, false, agoq_cuda_qparams{}, x, y, qt, n, (n + tile - 1) / tile);
         }
         return 0;
     }
@@ -123,7 +123,7 @@ extern "C" int agoq_gelu_fwd_cuda(const agoq_fq *q, const uint16_t *x, int rows,
         const size_t ntiles = n / tile;
         fz_dispatch_quant(q->p, [&](auto enc, auto bits, auto lb) {
             constexpr auto k = gelu_fwd_kernel<decltype(enc)::value, decltype(bits)::value, decltype(lb)::value, true>;
-            FZ_LAUNCH(k, ntiles, q->p, x, y, qt, n, ntiles);
+            FZ_LAUNCH(k, ntiles, decltype(enc)::value == AGOQ_ENC_TABLE, q->p, x, y, qt, n, ntiles);
         });
         done = ntiles * tile / (size_t)q->p.block;
     }
@@ -140,12 +140,12 @@ extern "C" int agoq_gelu_bwd_cuda(const agoq_fq *q, agoq_dqt xq, const uint16_t 
     const agoq_cuda_qtensor qt = fz_qt(xq, n);
     if (!q && vec) {
         constexpr auto k = gelu_bwd_kernel<0, 0, false>;
-        FZ_LAUNCH(k, nunits, agoq_cuda_qparams{}, qt, x, dy, dx, y, n, nunits, 0);
+        FZ_LAUNCH(k, nunits, false, agoq_cuda_qparams{}, qt, x, dy, dx, y, n, nunits, 0);
     } else if (q && vec && cols % q->p.block == 0 && fz_fast_dequant(q->p, xq)) {
         const int lb = __builtin_ctz((unsigned)q->p.block);
         fz_dispatch_dequant(q->p, [&](auto dec, auto bits) {
             constexpr auto k = gelu_bwd_kernel<decltype(dec)::value, decltype(bits)::value, true>;
-            FZ_LAUNCH(k, nunits, q->p, qt, x, dy, dx, y, n, nunits, lb);
+            FZ_LAUNCH(k, nunits, false, q->p, qt, x, dy, dx, y, n, nunits, lb);
         });
     } else {
         fz_ew_bwd_general(FZ_OP_GELU, q, xq, x, dy, rows, cols, dx, y, s);

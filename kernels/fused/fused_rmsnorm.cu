@@ -463,29 +463,29 @@ extern "C" int agoq_rmsnorm_fwd_cuda(const agoq_fq *q, const uint16_t *x, const 
     const bool by_warp = fast && cols % (RMS_WARP_U * FZ_WVEC) == 0 && cols <= RMS_WARP_NV * FZ_WVEC;
     if (by_warp && !q) {
         constexpr auto k = rms_fwd_warp_kernel<false, 0, 0, 0>;
-        k<<<fz_grid<k>((size_t)rows), AGOQ_ROW_THREADS, 0, s>>>(agoq_cuda_qparams{}, x, w, rows, cols, eps, y, qt, rstd);
+        k<<<fz_grid<k>((size_t)rows, false), AGOQ_ROW_THREADS, 0, s>>>(agoq_cuda_qparams{}, x, w, rows, cols, eps, y, qt, rstd);
     } else if (by_warp && fz_fast_quant(q->p, xq)) {
         fz_dispatch_quant(q->p, [&](auto enc, auto bits, auto lb) {
             constexpr auto k =
                 rms_fwd_warp_kernel<true, decltype(enc)::value, decltype(bits)::value, decltype(lb)::value>;
-            k<<<fz_grid<k>((size_t)rows), AGOQ_ROW_THREADS, 0, s>>>(q->p, x, w, rows, cols, eps, y, qt, rstd);
+            k<<<fz_grid<k>((size_t)rows, decltype(enc)::value == AGOQ_ENC_TABLE), AGOQ_ROW_THREADS, 0, s>>>(q->p, x, w, rows, cols, eps, y, qt, rstd);
         });
     } else if (fast && !q) {
         constexpr auto k = rms_fwd_kernel<false, 0, 0, 0>;
-        k<<<fz_grid<k>(warps), AGOQ_ROW_THREADS, 0, s>>>(agoq_cuda_qparams{}, x, w, rows, cols, eps, y, qt, rstd);
+        k<<<fz_grid<k>(warps, false), AGOQ_ROW_THREADS, 0, s>>>(agoq_cuda_qparams{}, x, w, rows, cols, eps, y, qt, rstd);
     } else if (fast && cols % FZ_WVEC == 0 && fz_fast_quant(q->p, xq)) {
         fz_dispatch_quant(q->p, [&](auto enc, auto bits, auto lb) {
             constexpr auto k = rms_fwd_kernel<true, decltype(enc)::value, decltype(bits)::value, decltype(lb)::value>;
-            k<<<fz_grid<k>(warps), AGOQ_ROW_THREADS, 0, s>>>(q->p, x, w, rows, cols, eps, y, qt, rstd);
+            k<<<fz_grid<k>(warps, false), AGOQ_ROW_THREADS, 0, s>>>(q->p, x, w, rows, cols, eps, y, qt, rstd);
         });
     } else {
         const int vec = cols % 8 == 0 && fz_al16(x) && fz_al16(w) && fz_al16(y);
         if (q) {
             constexpr auto k = rms_fwd_gen_kernel<true>;
-            k<<<fz_grid<k>(warps), AGOQ_ROW_THREADS, 0, s>>>(q->p, x, w, rows, cols, eps, y, qt, rstd, vec);
+            k<<<fz_grid<k>(warps, false), AGOQ_ROW_THREADS, 0, s>>>(q->p, x, w, rows, cols, eps, y, qt, rstd, vec);
         } else {
             constexpr auto k = rms_fwd_gen_kernel<false>;
-            k<<<fz_grid<k>(warps), AGOQ_ROW_THREADS, 0, s>>>(agoq_cuda_qparams{}, x, w, rows, cols, eps, y, qt, rstd, vec);
+            k<<<fz_grid<k>(warps, false), AGOQ_ROW_THREADS, 0, s>>>(agoq_cuda_qparams{}, x, w, rows, cols, eps, y, qt, rstd, vec);
         }
     }
     cudaCheckLaunch();
@@ -508,13 +508,13 @@ extern "C" int agoq_rmsnorm_bwd_cuda(const agoq_fq *q, agoq_dqt xq, const uint16
                       fz_al16(dx) && fz_al16(y) && fz_al16(dw_partial) && !fz_no_fast();
     if (fast && !q) {
         constexpr auto k = rms_bwd_kernel<false, 0, 0>;
-        k<<<fz_grid<k>(warps), AGOQ_ROW_THREADS, 0, s>>>(agoq_cuda_qparams{}, qt, x, dy, w, rows, cols, eps,
+        k<<<fz_grid<k>(warps, false), AGOQ_ROW_THREADS, 0, s>>>(agoq_cuda_qparams{}, qt, x, dy, w, rows, cols, eps,
                                                         rows_per_group, dx, y, dw_partial, 0);
     } else if (fast && cols % q->p.block == 0 && fz_fast_dequant(q->p, xq)) {
         const int lb = __builtin_ctz((unsigned)q->p.block);
         fz_dispatch_dequant(q->p, [&](auto dec, auto bits) {
             constexpr auto k = rms_bwd_kernel<true, decltype(dec)::value, decltype(bits)::value>;
-            k<<<fz_grid<k>(warps), AGOQ_ROW_THREADS, 0, s>>>(q->p, qt, x, dy, w, rows, cols, eps, rows_per_group, dx, y,
+            k<<<fz_grid<k>(warps, false), AGOQ_ROW_THREADS, 0, s>>>(q->p, qt, x, dy, w, rows, cols, eps, rows_per_group, dx, y,
                                                             dw_partial, lb);
         });
     } else {

@@ -159,11 +159,11 @@ extern "C" int agoq_swiglu_fwd_cuda(const agoq_fq *q, const uint16_t *h, int row
     const agoq_cuda_qtensor qt = fz_qt(hq, 2 * (size_t)rows * (size_t)f);
     if (!q && vec) {
         constexpr auto k = swiglu_fwd_kernel<0, 0, 0, false>;
-        FZ_LAUNCH(k, nunits, agoq_cuda_qparams{}, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits);
+        FZ_LAUNCH(k, nunits, false, agoq_cuda_qparams{}, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits);
     } else if (q && vec && f % FZ_WVEC == 0 && fz_fast_quant(q->p, hq)) {
         fz_dispatch_quant(q->p, [&](auto enc, auto bits, auto lb) {
             constexpr auto k = swiglu_fwd_kernel<decltype(enc)::value, decltype(bits)::value, decltype(lb)::value, true>;
-            FZ_LAUNCH(k, nunits, q->p, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits);
+            FZ_LAUNCH(k, nunits, decltype(enc)::value == AGOQ_ENC_TABLE, q->p, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits);
         });
     } else {
         fz_ew_fwd_general(FZ_OP_SWIGLU, q, h, rows, f, out, hq, 0, s);
@@ -182,12 +182,12 @@ extern "C" int agoq_swiglu_bwd_cuda(const agoq_fq *q, agoq_dqt hq, const uint16_
     const agoq_cuda_qtensor qt = fz_qt(hq, 2 * (size_t)rows * (size_t)f);
     if (!q && vec) {
         constexpr auto k = swiglu_bwd_kernel<0, 0, false>;
-        FZ_LAUNCH(k, nunits, agoq_cuda_qparams{}, qt, h, dout, dh, out, f, (uint32_t)vpr, (uint32_t)upr, nunits, 0);
+        FZ_LAUNCH(k, nunits, false, agoq_cuda_qparams{}, qt, h, dout, dh, out, f, (uint32_t)vpr, (uint32_t)upr, nunits, 0);
     } else if (q && vec && f % q->p.block == 0 && fz_fast_dequant(q->p, hq)) {
         const int lb = __builtin_ctz((unsigned)q->p.block);
         fz_dispatch_dequant(q->p, [&](auto dec, auto bits) {
             constexpr auto k = swiglu_bwd_kernel<decltype(dec)::value, decltype(bits)::value, true>;
-            FZ_LAUNCH(k, nunits, q->p, qt, h, dout, dh, out, f, (uint32_t)vpr, (uint32_t)upr, nunits, lb);
+            FZ_LAUNCH(k, nunits, false, q->p, qt, h, dout, dh, out, f, (uint32_t)vpr, (uint32_t)upr, nunits, lb);
         });
     } else {
         fz_ew_bwd_general(FZ_OP_SWIGLU, q, hq, h, dout, rows, f, dh, out, s);

@@ -49,6 +49,15 @@ int agoq_cuda_sm_count(void) {
     return g_sm_count[dev];
 }
 
+int agoq_grid_resident_only(void) {
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("AGOQ_GRID");
+        v = e && strcmp(e, "resident") == 0;
+    }
+    return v;
+}
+
 /* The device table of f (built on first use) and its LUT grid. */
 static const agoq_dev_table *device_table(agoq_format f, agoq_cuda_qparams *p) {
     const int dev = current_device();
@@ -251,8 +260,8 @@ static size_t dequantize_tiles(const agoq_cuda_qparams &p, const agoq_cuda_qtens
     const int log2b = __builtin_ctz((unsigned)p.block);
     auto launch = [&](auto dec, auto bits) {
         constexpr auto kernel = dequant_tile_kernel<decltype(dec)::value, decltype(bits)::value, T>;
-        kernel<<<agoq_grid_resident<kernel>(ntiles), AGOQ_QUANT_THREADS, 0, (cudaStream_t)stream>>>(p, *q, y, log2b,
-                                                                                                     ntiles);
+        kernel<<<agoq_grid_units<kernel>(ntiles, false), AGOQ_QUANT_THREADS, 0, (cudaStream_t)stream>>>(p, *q, y, log2b,
+                                                                                                       ntiles);
     };
     /* fp4 decodes by byte permutes here (its group kernel reads the shared-memory table) */
     if constexpr (DEC == AGOQ_ENC_TABLE)

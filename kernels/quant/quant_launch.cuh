@@ -64,6 +64,24 @@ static unsigned agoq_grid_resident(size_t warps) {
     return (unsigned)(want < 1 ? 1 : (want < cap ? want : cap));
 }
 
+/* 1 when AGOQ_GRID=resident: every agoq_grid_units launch takes agoq_grid_resident's grid (the
+ * launch before issue 15's grid measurement; tests use it to run the grid-stride loops). */
+int agoq_grid_resident_only(void);
+
+/* CTAs for `warps` warps of work of a tile / unit kernel: one unit per warp, every warp done
+ * after its unit (the SMs refill as CTAs retire). Kernels that stage the 22 KB encode LUT
+ * (AGOQ_STAGE_TABLE_LUT: table encoders in the quantizers and fused forwards) take the resident
+ * grid instead and loop, staging it once per resident CTA. Measured on the H200 (64 MiB-4 GiB,
+ * results/h200/logs/grid_ab_s4.log): one unit per warp ran the dequantizers 2-12% of copy
+ * faster, the non-table quantizers 1-7%, the fused kernels up to 10% (RMSNorm forward + FP4
+ * 0.75 -> 0.85 of copy at 4 GiB), and the NF4 / dyn8 quantizers 1-12% slower. */
+template <auto Kernel>
+static unsigned agoq_grid_units(size_t warps, bool stages_lut) {
+    if (stages_lut || agoq_grid_resident_only()) return agoq_grid_resident<Kernel>(warps);
+    const size_t want = (warps * 32 + AGOQ_QUANT_THREADS - 1) / AGOQ_QUANT_THREADS;
+    return (unsigned)(want < 1 ? 1 : want);
+}
+
 /* The tile kernel (quant_tile.cuh) over the whole tiles of q, when the config has a fast path
  * (round to nearest, block 32/64/128/256, 4- or 8-bit codes, the codes plane aligned to one
  * vector's codes). Returns the elements it quantized (0: none, all go to the other kernels).
@@ -89,7 +107,8 @@ static size_t agoq_launch_quant_tiles(const agoq_cuda_qparams &p, const TileSrc 
             return;
         } else {
             constexpr auto kernel = agoq_quant_tile_kernel<ENC, BITS, LOG2B, TileSrc>;
-            kernel<<<agoq_grid_resident<kernel>(ntiles), AGOQ_QUANT_THREADS, 0, (cudaStream_t)stream>>>(p, src, q, ntiles);
+            kernel<<<agoq_grid_units<kernel>(ntiles, ENC == AGOQ_ENC_TABLE), AGOQ_QUANT_THREADS, 0, (cudaStream_t)stream>>>(
+                p, src, q, ntiles);
         }
     };
     auto with_bits = [&](auto bits) {
