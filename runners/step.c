@@ -217,6 +217,10 @@ static void record_memory(cJSON *o, const step_exp *x, const step_point *p, cons
                             : x->runs[p->ri].pol.moments.kind == AGOQ_STORE_QUANT
                                 ? "chunked: dequantize -> fp32 AdamW -> requantize"
                                 : "fp32 moments: one AdamW kernel");
+    /* issue 17: the project's Hopper GEMM (kernels/gemm/gemm_wg.h) is not wired in: it measured
+     * slower than cuBLASLt with or without its fused epilogue (README "GEMM fusion") */
+    add_str(o, "gemm", "cublaslt (bf16, fp32 accumulate)");
+    add_str(o, "attention", "cudnn fused sdpa (backend graph API)");
     add_str(o, "arena", r->arena_ends == 2 ? "two ends: transients from the bottom, the rest from the top"
                                             : "one end: first fit from the bottom");
     free(c);
