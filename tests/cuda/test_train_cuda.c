@@ -29,7 +29,8 @@
  * steps carry that into the weights; 12 steps that move the loss by ~3 nats move it ~1-3% apart).
  * The engine's agoq8 and fp8lm all-reduces run on the collectives' cuda-local backend (GPU 0),
  * the CPU model's on the cpu one (the allreduce_backend each trainer reports).
- * And `agoq train --backend cuda` writes meta.gpu. */
+ * And `agoq train --backend cuda` writes meta.gpu, and final records whose allreduce_backend is
+ * cuda-local for the quantized all-reduces. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,4 +223,6 @@ TEST(cuda_train_cli_writes_gpu_meta) {
     json[len] = '\0';
     CHECK(strstr(json, "\"backend\":\t\"cuda\"") || strstr(json, "\"backend\": \"cuda\""));
     CHECK(strstr(json, "\"gpu\":") && strstr(json, "\"compute_capability\":"));
+    /* agoq8 and fp8lm reduced on GPU 0, fp32 exactly on the host */
+    CHECK(strstr(json, "\"allreduce_backend\":\t\"cuda-local\"") && strstr(json, "\"allreduce_backend\":\t\"host\""));
 }
