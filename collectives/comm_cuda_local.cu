@@ -78,8 +78,8 @@ static void rank_ptrs(agoq_comm *c, void *const *send, void *const *recv, rank_i
 
 /* send and recv must not alias (no algorithm passes the same buffer: driver.h) */
 static void l_reduce_scatter(agoq_comm *c, void *const *send, void *const *recv, size_t count, agoq_dtype dt) {
-    rank_in in;
-    rank_out out;
+    rank_in in = {}; /* entries past N: NULL */
+    rank_out out = {};
     rank_ptrs(c, send, recv, &in, &out);
     agoq_cuda_on(c, 0);
     k_ring_reduce_scatter<<<agoq_cuda_grid(count * (size_t)c->nranks), 256, 0, stream(c)>>>(dt, in, out, c->nranks,
@@ -88,8 +88,8 @@ static void l_reduce_scatter(agoq_comm *c, void *const *send, void *const *recv,
 }
 
 static void l_allreduce(agoq_comm *c, void *const *send, void *const *recv, size_t count, agoq_dtype dt) {
-    rank_in in;
-    rank_out out;
+    rank_in in = {}; /* entries past N: NULL */
+    rank_out out = {};
     rank_ptrs(c, send, recv, &in, &out);
     agoq_cuda_on(c, 0);
     const size_t chunk = (count + (size_t)c->nranks - 1) / (size_t)c->nranks;
