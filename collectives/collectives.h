@@ -82,15 +82,32 @@ typedef struct {
 /* Runs the collective over nranks simulated ranks, in place: rank_bufs[r] holds rank r's n
  * input elements; on return, all-reduce leaves the (approximate) sum in every buffer,
  * reduce-scatter leaves it in each rank's own shard range (the rest of the buffer is then
- * unspecified). info may be NULL. Deterministic; 0 or -1 (error printed). */
+ * unspecified). info may be NULL. Deterministic; 0 or -1 (error printed). On the cpu backend. */
 int agoq_sim_collective(const agoq_coll_config *cfg, float *const *rank_bufs, int nranks, size_t n,
                         agoq_coll_info *info);
 
 /* For data-parallel training: all-reduce (sum) of rank_bufs[0..nranks-1] in place with algorithm
  * `algo` ("fp32", "bf16", "agoq", "qgz", "ring_q", "fp8lm"); q NULL = the algorithm's default
- * wire format; bf16_sum selects the bf16 local sum. 0 or -1. */
+ * wire format; bf16_sum selects the bf16 local sum. 0 or -1. On the cpu backend. */
 int agoq_sim_allreduce(const char *algo, const agoq_qconfig *q, int bf16_sum, float *const *rank_bufs,
                        int nranks, size_t n);
+
+/* The same on a chosen backend, kept open across calls (driver.h's communicator):
+ *   "cpu"         host buffers, the C reference kernels
+ *   "cuda-local"  every rank's buffers on GPU 0, the CUDA kernels, one stream (CUDA builds with
+ *                 a visible GPU): the cpu backend's bits, at GPU speed
+ * agoq_sim_comm_open returns NULL after one line when the backend is unknown or cannot run here. */
+#define AGOQ_SIM_BACKENDS "cpu, cuda-local"
+typedef struct agoq_comm agoq_comm;
+agoq_comm *agoq_sim_comm_open(const char *backend, int nranks);
+void agoq_sim_comm_close(agoq_comm *c);
+/* agoq_sim_collective on c's ranks with inputs and outputs apart (host memory, uploaded, run,
+ * downloaded): in[r] is rank r's n elements; out[r] receives what rank_bufs[r] would (out may
+ * be in; out[r] NULL: rank r's result is not brought back). */
+int agoq_sim_collective_on(agoq_comm *c, const agoq_coll_config *cfg, const float *const *in, float *const *out,
+                           size_t n, agoq_coll_info *info);
+int agoq_sim_allreduce_on(agoq_comm *c, const char *algo, const agoq_qconfig *q, int bf16_sum,
+                          const float *const *in, float *const *out, size_t n);
 
 /* Micro-batch gradient accumulation in 8 bits, as the paper does before the collective:
  * acc = Q(0); for m: acc = Q(dequant(acc) + micro[m]); out = dequant(acc). 0 or -1. */

@@ -1,8 +1,9 @@
 /* The cpu communicator: N ranks simulated in one process, a host buffer per rank, the C
  * reference kernels for every compute call. Communication is memcpy between rank buffers in the
- * pattern the GPUs use; the native reductions follow NCCL's ring: the partial sum of chunk j
- * starts at rank j+1, visits j+2, ..., ends at rank j, and is rounded to the wire dtype after
- * every add (as NCCL does for bf16 and fp8: load, add in fp32, store in the dtype).
+ * pattern the GPUs use (agoq_local_*, which cuda-local runs with device copies); the native
+ * reductions follow NCCL's ring: the partial sum of chunk j starts at rank j+1, visits j+2, ...,
+ * ends at rank j, and is rounded to the wire dtype after every add (as NCCL does for bf16 and
+ * fp8: load, add in fp32, store in the dtype; wire.h's agoq_ring_sum, shared with cuda-local).
  * NCCL may choose a tree or NVLS algorithm instead of the ring; the ring is the model here.
  * Fault injection (tests of the watchdog without a GPU): AGOQ_TEST_COMM_FAULT=hang:R makes rank
  * R never complete, =error:R makes it report an asynchronous error; sync then goes through
@@ -12,6 +13,7 @@
 
 #include "collectives/driver.h"
 #include "collectives/watchdog.h"
+#include "collectives/wire.h"
 #include "core/common.h"
 #include "kernels/grad8/grad8.h"
 #include "kernels/quant/quant_math.h"
@@ -51,51 +53,28 @@ static int group_member(int r, agoq_comm_group g, int k) {
     return r - group_index(r, g) * g.stride + k * g.stride;
 }
 
-static void cpu_alltoall(agoq_comm *c, void *const *send, void *const *recv, size_t bytes, agoq_comm_group g) {
+void agoq_local_alltoall(agoq_comm *c, void *const *send, void *const *recv, size_t bytes, agoq_comm_group g) {
     for (int r = 0; r < c->nranks; r++)
         for (int k = 0; k < g.size; k++) {
             int peer = group_member(r, g, k);
-            memcpy((char *)recv[r] + (size_t)k * bytes, (const char *)send[peer] + (size_t)group_index(r, g) * bytes,
-                   bytes);
+            c->ops->copy(c, r, (char *)recv[r] + (size_t)k * bytes,
+                         (const char *)send[peer] + (size_t)group_index(r, g) * bytes, bytes);
         }
 }
 
-static void cpu_allgather(agoq_comm *c, void *const *send, void *const *recv, size_t bytes) {
+void agoq_local_allgather(agoq_comm *c, void *const *send, void *const *recv, size_t bytes) {
     for (int r = 0; r < c->nranks; r++)
-        for (int k = 0; k < c->nranks; k++) memcpy((char *)recv[r] + (size_t)k * bytes, send[k], bytes);
+        for (int k = 0; k < c->nranks; k++) c->ops->copy(c, r, (char *)recv[r] + (size_t)k * bytes, send[k], bytes);
 }
 
-static void cpu_shift(agoq_comm *c, void *const *send, void *const *recv, size_t bytes) {
-    for (int r = 0; r < c->nranks; r++) memcpy(recv[r], send[(r + c->nranks - 1) % c->nranks], bytes);
-}
-
-/* Wire dtype element access (fp8: OCP, RNE, saturating, as quant_math.h defines). */
-static float load_dt(agoq_dtype dt, const void *p, size_t i) {
-    switch (dt) {
-    case AGOQ_DT_F32: return ((const float *)p)[i];
-    case AGOQ_DT_BF16: return agoq_bf16_to_f32(((const uint16_t *)p)[i]);
-    default: return agoq_fp8_decode(((const uint8_t *)p)[i], dt == AGOQ_DT_FP8_E5M2);
-    }
-}
-static void store_dt(agoq_dtype dt, void *p, size_t i, float v) {
-    switch (dt) {
-    case AGOQ_DT_F32: ((float *)p)[i] = v; break;
-    case AGOQ_DT_BF16: ((uint16_t *)p)[i] = agoq_f32_to_bf16(v); break;
-    default: ((uint8_t *)p)[i] = (uint8_t)agoq_fp8_encode_rne(v, dt == AGOQ_DT_FP8_E5M2);
-    }
+void agoq_local_shift(agoq_comm *c, void *const *send, void *const *recv, size_t bytes) {
+    for (int r = 0; r < c->nranks; r++) c->ops->copy(c, r, recv[r], send[(r + c->nranks - 1) % c->nranks], bytes);
 }
 
 /* Ring sum of elements [lo, hi) of chunk j into dst (dtype dt, indices relative to lo). */
 static void ring_chunk(agoq_comm *c, void *const *send, agoq_dtype dt, int j, size_t lo, size_t hi, void *dst) {
-    const int N = c->nranks;
-    for (size_t i = lo; i < hi; i++) {
-        float acc = load_dt(dt, send[(j + 1) % N], i);
-        for (int k = 2; k <= N; k++) {
-            store_dt(dt, dst, i - lo, acc + load_dt(dt, send[(j + k) % N], i));
-            acc = load_dt(dt, dst, i - lo); /* rounded to the wire dtype, as the next hop reads it */
-        }
-        store_dt(dt, dst, i - lo, acc);
-    }
+    for (size_t i = lo; i < hi; i++)
+        agoq_dt_store(dt, dst, i - lo, agoq_ring_sum(dt, (const void *const *)send, c->nranks, j, i));
 }
 
 static void cpu_reduce_scatter(agoq_comm *c, void *const *send, void *const *recv, size_t count, agoq_dtype dt) {
@@ -124,24 +103,13 @@ static float cpu_global_absmax(agoq_comm *c, void *const *x, size_t count) {
     return m;
 }
 
-/* A qtensor view of a packed chunk: codes, scales, zeros back to back. */
-static agoq_qtensor packed_view(const agoq_qconfig *q, const void *packed, size_t count) {
-    agoq_qtensor t;
-    agoq_packed_layout l = agoq_packed(q, count);
-    t.codes = (uint8_t *)packed;
-    t.scales = t.codes + l.scales_off;
-    t.zeros = agoq_has_zeros(q) ? t.codes + l.zeros_off : NULL;
-    t.n = count;
-    return t;
-}
-
 static void cpu_quantize(agoq_comm *c, int lr, const agoq_qconfig *q, const float *x, size_t count, void *packed) {
-    agoq_qtensor t = packed_view(q, packed, count);
+    agoq_qtensor t = agoq_packed_view(q, packed, count);
     agoq_quantize_ref(q, x, count, &t);
 }
 
 static void cpu_dequantize(agoq_comm *c, int lr, const agoq_qconfig *q, const void *packed, size_t count, float *y) {
-    agoq_qtensor t = packed_view(q, packed, count);
+    agoq_qtensor t = agoq_packed_view(q, packed, count);
     agoq_dequantize_ref(q, &t, y);
 }
 
@@ -151,10 +119,10 @@ static void cpu_reduce(agoq_comm *c, int lr, const agoq_qconfig *q, const void *
     const agoq_qtensor **ptrs = malloc((size_t)nin * sizeof *ptrs);
     if (!views || !ptrs) abort();
     for (int k = 0; k < nin; k++) {
-        views[k] = packed_view(q, (const char *)in + (size_t)k * stride, count);
+        views[k] = agoq_packed_view(q, (const char *)in + (size_t)k * stride, count);
         ptrs[k] = &views[k];
     }
-    agoq_qtensor o = packed_view(q, out, count);
+    agoq_qtensor o = agoq_packed_view(q, out, count);
     agoq_grad_reduce_ref(q, ptrs, nin, count, p, &o, NULL);
     free(views);
     free(ptrs);
@@ -165,17 +133,17 @@ static void cpu_add(agoq_comm *c, int lr, float *acc, const float *x, size_t cou
 }
 
 static void cpu_encode(agoq_comm *c, int lr, agoq_dtype dt, const float *x, size_t count, float mul, void *out) {
-    for (size_t i = 0; i < count; i++) store_dt(dt, out, i, x[i] * mul);
+    for (size_t i = 0; i < count; i++) agoq_dt_store(dt, out, i, x[i] * mul);
 }
 
 static void cpu_decode(agoq_comm *c, int lr, agoq_dtype dt, const void *in, size_t count, float mul, float *y) {
-    for (size_t i = 0; i < count; i++) y[i] = load_dt(dt, in, i) * mul;
+    for (size_t i = 0; i < count; i++) y[i] = agoq_dt_load(dt, in, i) * mul;
 }
 
 static const agoq_comm_ops cpu_ops = {
     .alloc = cpu_alloc, .release = cpu_release, .upload = cpu_copy, .download = cpu_copy, .copy = cpu_copy,
-    .zero = cpu_zero, .sync = cpu_sync, .alltoall = cpu_alltoall, .allgather = cpu_allgather,
-    .reduce_scatter = cpu_reduce_scatter, .allreduce = cpu_allreduce, .shift = cpu_shift,
+    .zero = cpu_zero, .sync = cpu_sync, .alltoall = agoq_local_alltoall, .allgather = agoq_local_allgather,
+    .reduce_scatter = cpu_reduce_scatter, .allreduce = cpu_allreduce, .shift = agoq_local_shift,
     .global_absmax = cpu_global_absmax, .quantize = cpu_quantize, .dequantize = cpu_dequantize,
     .reduce = cpu_reduce, .add = cpu_add, .encode = cpu_encode, .decode = cpu_decode,
 };

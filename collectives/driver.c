@@ -205,12 +205,36 @@ int agoq_coll_execute(agoq_coll_run *run) {
     return rc;
 }
 
-int agoq_sim_collective(const agoq_coll_config *cfg, float *const *rank_bufs, int nranks, size_t n,
-                        agoq_coll_info *info) {
+agoq_comm *agoq_sim_comm_open(const char *backend, int nranks) {
+    if (backend && strcmp(backend, "cpu") == 0) return agoq_comm_cpu_create(nranks);
+    if (backend && strcmp(backend, "cuda-local") == 0) {
+#if AGOQ_HAVE_CUDA
+        return agoq_comm_cuda_local_create(nranks);
+#else
+        agoq_error("collectives: backend cuda-local needs a CUDA build (this one has CUDA=0)");
+        return NULL;
+#endif
+    }
+    agoq_error("collectives: unknown simulated-rank backend '%s' (valid: %s)", backend ? backend : "(null)",
+               AGOQ_SIM_BACKENDS);
+    return NULL;
+}
+
+void agoq_sim_comm_close(agoq_comm *c) {
+#if AGOQ_HAVE_CUDA
+    if (c && strcmp(c->backend, "cuda-local") == 0) {
+        agoq_comm_cuda_local_destroy(c);
+        return;
+    }
+#endif
+    agoq_comm_cpu_destroy(c);
+}
+
+int agoq_sim_collective_on(agoq_comm *c, const agoq_coll_config *cfg, const float *const *in_host,
+                           float *const *out_host, size_t n, agoq_coll_info *info) {
     AGOQ_REQUIRE(n > 0, "collectives: element count is 0");
+    const int nranks = c->nranks;
     if (agoq_coll_config_check(cfg, nranks)) return -1;
-    agoq_comm *c = agoq_comm_cpu_create(nranks);
-    if (!c) return -1;
     const size_t shard = agoq_coll_shard_count(cfg, nranks, n), total = shard * (size_t)nranks;
     const size_t out_count = cfg->op == AGOQ_COLL_ALLREDUCE ? total : shard;
     float **in = calloc((size_t)nranks, sizeof *in), **out = calloc((size_t)nranks, sizeof *out);
@@ -218,17 +242,18 @@ int agoq_sim_collective(const agoq_coll_config *cfg, float *const *rank_bufs, in
     for (int r = 0; r < nranks; r++) {
         in[r] = c->ops->alloc(c, r, total * sizeof(float)); /* zeroed: the padding */
         out[r] = c->ops->alloc(c, r, out_count * sizeof(float));
-        c->ops->upload(c, r, in[r], rank_bufs[r], n * sizeof(float));
+        c->ops->upload(c, r, in[r], in_host[r], n * sizeof(float));
     }
     agoq_coll_run run = {.comm = c, .cfg = cfg, .shard = shard, .in = in, .out = out};
     int rc = agoq_coll_execute(&run);
     agoq_coll_run_release(&run);
     for (int r = 0; r < nranks && rc == 0; r++) {
+        if (!out_host[r]) continue;
         if (cfg->op == AGOQ_COLL_ALLREDUCE) {
-            c->ops->download(c, r, rank_bufs[r], out[r], n * sizeof(float));
+            c->ops->download(c, r, out_host[r], out[r], n * sizeof(float));
         } else {
             size_t lo = (size_t)r * shard, hi = lo + shard < n ? lo + shard : n;
-            if (lo < n) c->ops->download(c, r, rank_bufs[r] + lo, out[r], (hi - lo) * sizeof(float));
+            if (lo < n) c->ops->download(c, r, out_host[r] + lo, out[r], (hi - lo) * sizeof(float));
         }
     }
     for (int r = 0; r < nranks; r++) {
@@ -237,20 +262,43 @@ int agoq_sim_collective(const agoq_coll_config *cfg, float *const *rank_bufs, in
     }
     free(in);
     free(out);
-    agoq_comm_cpu_destroy(c);
     if (info && rc == 0) *info = agoq_coll_describe(cfg, nranks, shard);
     return rc;
 }
 
-int agoq_sim_allreduce(const char *algo, const agoq_qconfig *q, int bf16_sum, float *const *rank_bufs,
-                       int nranks, size_t n) {
+int agoq_sim_collective(const agoq_coll_config *cfg, float *const *rank_bufs, int nranks, size_t n,
+                        agoq_coll_info *info) {
+    if (agoq_coll_config_check(cfg, nranks)) return -1; /* before the comm: its own rank message */
+    agoq_comm *c = agoq_comm_cpu_create(nranks);
+    if (!c) return -1;
+    int rc = agoq_sim_collective_on(c, cfg, (const float *const *)rank_bufs, rank_bufs, n, info);
+    agoq_comm_cpu_destroy(c);
+    return rc;
+}
+
+/* The all-reduce configuration of agoq_sim_allreduce's arguments; 0 or -1. */
+static int allreduce_config(const char *algo, const agoq_qconfig *q, int bf16_sum, agoq_coll_config *cfg) {
     int a = agoq_coll_algo_by_name(algo);
     AGOQ_REQUIRE(a >= 0, "collectives: unknown algorithm '%s' (valid: %s)", algo ? algo : "(null)",
                  agoq_coll_algo_names());
-    agoq_coll_config cfg = agoq_coll_config_default((agoq_coll_algo)a, AGOQ_COLL_ALLREDUCE);
-    if (q) cfg.q = *q;
-    cfg.sum = bf16_sum ? AGOQ_SUM_BF16 : AGOQ_SUM_FP32;
+    *cfg = agoq_coll_config_default((agoq_coll_algo)a, AGOQ_COLL_ALLREDUCE);
+    if (q) cfg->q = *q;
+    cfg->sum = bf16_sum ? AGOQ_SUM_BF16 : AGOQ_SUM_FP32;
+    return 0;
+}
+
+int agoq_sim_allreduce(const char *algo, const agoq_qconfig *q, int bf16_sum, float *const *rank_bufs,
+                       int nranks, size_t n) {
+    agoq_coll_config cfg;
+    if (allreduce_config(algo, q, bf16_sum, &cfg)) return -1;
     return agoq_sim_collective(&cfg, rank_bufs, nranks, n, NULL);
+}
+
+int agoq_sim_allreduce_on(agoq_comm *c, const char *algo, const agoq_qconfig *q, int bf16_sum,
+                          const float *const *in, float *const *out, size_t n) {
+    agoq_coll_config cfg;
+    if (allreduce_config(algo, q, bf16_sum, &cfg)) return -1;
+    return agoq_sim_collective_on(c, &cfg, in, out, n, NULL);
 }
 
 int agoq_accumulate_quantized(const agoq_qconfig *q, const float *const *micro, int nmicro, size_t n,

@@ -2,7 +2,8 @@
  * the signature every algorithm file (algo_*.c) follows.
  *
  * A communicator drives `nlocal` ranks from this process: all of them on the cpu backend (N
- * simulated ranks), every visible GPU with ncclCommInitAll, or one GPU per process under mpirun.
+ * simulated ranks), all of them on GPU 0 with cuda-local (N simulated ranks, the GPU kernels),
+ * every visible GPU with ncclCommInitAll, or one GPU per process under mpirun.
  * Buffers are per local rank ("device" memory: host memory on cpu, cudaMalloc on GPUs), passed as
  * arrays indexed by local rank. Communication calls are collective over all local ranks at once;
  * compute calls act on one local rank. Algorithms are written once against this table, step by
@@ -32,6 +33,17 @@ static inline agoq_packed_layout agoq_packed(const agoq_qconfig *q, size_t count
     return l;
 }
 
+/* A packed chunk's planes as a view (the device's agoq_cuda_qtensor has the same fields). */
+static inline agoq_qtensor agoq_packed_view(const agoq_qconfig *q, const void *packed, size_t count) {
+    agoq_qtensor t;
+    agoq_packed_layout l = agoq_packed(q, count);
+    t.codes = (uint8_t *)packed;
+    t.scales = t.codes + l.scales_off;
+    t.zeros = agoq_has_zeros(q) ? t.codes + l.zeros_off : NULL;
+    t.n = count;
+    return t;
+}
+
 /* Element types NCCL reduces natively (the baselines and fp8lm). */
 typedef enum { AGOQ_DT_F32, AGOQ_DT_BF16, AGOQ_DT_FP8_E4M3, AGOQ_DT_FP8_E5M2 } agoq_dtype;
 size_t agoq_dtype_bytes(agoq_dtype dt);
@@ -41,8 +53,7 @@ size_t agoq_dtype_bytes(agoq_dtype dt);
  * node; {nnodes, rpn} the ranks with r's local index on every node. */
 typedef struct { int size, stride; } agoq_comm_group;
 
-typedef struct agoq_comm agoq_comm;
-typedef struct {
+typedef struct { /* agoq_comm: collectives.h */
     /* memory of local rank lr (zeroed on allocation) */
     void *(*alloc)(agoq_comm *c, int lr, size_t bytes);
     void (*release)(agoq_comm *c, int lr, void *p);
@@ -81,7 +92,7 @@ typedef struct {
 
 struct agoq_comm {
     const agoq_comm_ops *ops;
-    const char *backend; /* "cpu" | "nccl" | "nccl-mpi" */
+    const char *backend; /* "cpu" | "cuda-local" | "nccl" | "nccl-mpi" */
     int nranks;          /* global rank count N */
     int nlocal;          /* ranks this process drives */
     int rank0;           /* global rank of local rank 0 (local ranks are consecutive) */
@@ -90,7 +101,20 @@ struct agoq_comm {
 
 agoq_comm *agoq_comm_cpu_create(int nranks);
 void agoq_comm_cpu_destroy(agoq_comm *c);
+/* The data movement of communicators whose ranks all live in this process (cpu, cuda-local):
+ * the all-to-all, all-gather and ring-shift patterns as c->ops->copy calls, rank by rank
+ * (comm_cpu.c). */
+void agoq_local_alltoall(agoq_comm *c, void *const *send, void *const *recv, size_t bytes, agoq_comm_group g);
+void agoq_local_allgather(agoq_comm *c, void *const *send, void *const *recv, size_t bytes);
+void agoq_local_shift(agoq_comm *c, void *const *send, void *const *recv, size_t bytes);
 #if AGOQ_HAVE_CUDA
+/* cuda-local: nranks simulated ranks whose buffers all live on GPU 0, one non-blocking stream
+ * shared by every rank (calls execute in the order they are made), the cpu backend's movement
+ * and ring model with device copies and kernels, the nccl backend's compute kernels: the cpu
+ * backend's bits, at GPU speed (comm_cuda_local.cu). NULL after one line when no GPU is
+ * visible or nranks is outside [1, 64]. */
+agoq_comm *agoq_comm_cuda_local_create(int nranks);
+void agoq_comm_cuda_local_destroy(agoq_comm *c);
 /* NCCL over every visible GPU of this process (ncclCommInitAll), or under an MPI build and
  * mpirun, one GPU per process with the unique id broadcast over MPI. ngpus 0 = all visible;
  * asking for more than are visible is an error (NULL, message printed). */

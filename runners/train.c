@@ -240,7 +240,7 @@ static void class_probe(train_trainer *t, const train_plan *p, int ri, uint64_t 
 /* Trains run ri for one seed; writes its curve and returns the final held-out loss. */
 static int train_one(const agoq_run_ctx *ctx, const train_plan *p, int ri, uint64_t seed, const train_corpus *corpus,
                      agoq_results *res, long *done, long total, double t0, double *final_heldout, double *final_train,
-                     size_t *act_bytes, long *steps_done) {
+                     size_t *act_bytes, long *steps_done, const char **allreduce_backend) {
     train_run_cfg rc = p->base;
     train_act_policy fp32;
     rc.seed = seed;
@@ -250,6 +250,7 @@ static int train_one(const agoq_run_ctx *ctx, const train_plan *p, int ri, uint6
     train_trainer t;
     if (train_trainer_init(&t, &rc, corpus)) return -1;
     *act_bytes = t.act_bytes_per_layer;
+    *allreduce_backend = t.allreduce_backend; /* a static string */
     const double tok_per_step = (double)rc.ranks * rc.model.batch * rc.model.seq_len, run_t0 = agoq_now_s();
     double loss_sum = 0.0, gnorm = 0.0, heldout = train_trainer_eval(&t), last_train = NAN;
     long nsum = 0;
@@ -325,11 +326,12 @@ int agoq_exp_train(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *res)
     double final_h[MAX_SEEDS][MAX_RUNS], final_t[MAX_SEEDS][MAX_RUNS], t0 = agoq_now_s();
     size_t bytes[MAX_RUNS];
     long steps_done[MAX_SEEDS][MAX_RUNS];
+    const char *ar_backend[MAX_RUNS];
     long done = 0, total = (long)(p.nseeds * p.nruns) * p.base.steps;
     for (size_t si = 0; si < p.nseeds && rc == 0; si++)
         for (size_t ri = 0; ri < p.nruns && rc == 0; ri++)
             rc = train_one(ctx, &p, (int)ri, p.seeds[si], &corpus, res, &done, total, t0, &final_h[si][ri],
-                           &final_t[si][ri], &bytes[ri], &steps_done[si][ri]);
+                           &final_t[si][ri], &bytes[ri], &steps_done[si][ri], &ar_backend[ri]);
     train_corpus_free(&corpus);
     if (rc) return -1;
     printf("# final held-out loss after %ld steps (gap = run - %s, same seed)\n", p.base.steps,
@@ -352,6 +354,7 @@ int agoq_exp_train(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *res)
             results_num(r, "heldout_gap_vs_baseline", gap);
             if (p.baseline >= 0) cJSON_AddStringToObject(r, "baseline", p.run_name[p.baseline]);
             cJSON_AddNumberToObject(r, "act_bytes_per_layer", (double)bytes[ri]);
+            cJSON_AddStringToObject(r, "allreduce_backend", ar_backend[ri]);
             cJSON_AddNumberToObject(r, "threads", tr_threads());
             printf("  %-14s %4llu %10.4f %10.4f %+10.4f %14zu%s\n", p.run_name[ri], (unsigned long long)p.seeds[si],
                    final_t[si][ri], final_h[si][ri], gap, bytes[ri],

@@ -115,6 +115,31 @@ int agoq_test_expect_error(const char *args, const char *want, const char *out_p
 
 const char *agoq_test_tmpdir(void) { return g_tmpdir; }
 
+int agoq_test_capture_stderr(int (*fn)(void *), void *arg, char *msg, size_t len) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/captured_stderr.txt", g_tmpdir);
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *cap = fopen(path, "w");
+    if (!cap || saved < 0) {
+        if (cap) fclose(cap);
+        if (saved >= 0) close(saved);
+        msg[0] = '\0';
+        return -2;
+    }
+    dup2(fileno(cap), 2);
+    int rc = fn(arg);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    fclose(cap);
+    FILE *in = fopen(path, "r");
+    size_t got = in ? fread(msg, 1, len - 1, in) : 0;
+    msg[got] = '\0';
+    if (in) fclose(in);
+    return rc;
+}
+
 int agoq_test_file_exists(const char *path) {
     struct stat st;
     return stat(path, &st) == 0;

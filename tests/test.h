@@ -25,6 +25,9 @@ int agoq_test_run_cli_stderr(const char *args, char *err, size_t len);
  * line on stderr, "agoq: ..." containing want, and leaves neither out_path (if non-NULL), nor
  * its .tsv sibling, nor any temporary "out_path.tmp.*". Returns 1, or 0 after saying why. */
 int agoq_test_expect_error(const char *args, const char *want, const char *out_path);
+/* Runs fn(arg) in this process with its stderr captured into msg (NUL-terminated, truncated to
+ * len); returns fn's result, or -2 when stderr could not be redirected. */
+int agoq_test_capture_stderr(int (*fn)(void *), void *arg, char *msg, size_t len);
 /* Fresh temporary directory for a test's files (removed at exit). */
 const char *agoq_test_tmpdir(void);
 int agoq_test_file_exists(const char *path);

@@ -29,27 +29,25 @@ static agoq_rank_state fake_poll(void *ctx, int lr, const char **why) {
 }
 static void fake_abort(void *ctx) { ((fake_comm *)ctx)->aborts++; }
 
+typedef struct {
+    fake_comm *f;
+    double timeout_s, elapsed;
+} wait_call;
+
+static int wait_fake(void *arg) {
+    wait_call *w = arg;
+    agoq_comm_waiter waiter = {fake_poll, fake_abort, w->f};
+    double t0 = agoq_now_s();
+    int rc = agoq_comm_wait(&waiter, "fake", 4, 8, w->timeout_s, "allreduce");
+    w->elapsed = agoq_now_s() - t0;
+    return rc;
+}
+
 /* Runs agoq_comm_wait with stderr captured into msg. */
 static int wait_captured(fake_comm *f, double timeout_s, char *msg, size_t len, double *elapsed) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/watchdog_stderr.txt", agoq_test_tmpdir());
-    fflush(stderr);
-    int saved = dup(2);
-    FILE *cap = fopen(path, "w");
-    if (!cap || saved < 0) return -2;
-    dup2(fileno(cap), 2);
-    agoq_comm_waiter w = {fake_poll, fake_abort, f};
-    double t0 = agoq_now_s();
-    int rc = agoq_comm_wait(&w, "fake", 4, 8, timeout_s, "allreduce");
-    *elapsed = agoq_now_s() - t0;
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    fclose(cap);
-    FILE *in = fopen(path, "r");
-    size_t got = in ? fread(msg, 1, len - 1, in) : 0;
-    msg[got] = '\0';
-    if (in) fclose(in);
+    wait_call w = {f, timeout_s, 0.0};
+    int rc = agoq_test_capture_stderr(wait_fake, &w, msg, len);
+    *elapsed = w.elapsed;
     return rc;
 }
 

@@ -211,11 +211,11 @@ TEST(train_grad_reduce_fp32_and_fp8lm_by_hand) {
     const float *g[2] = {g0, g1};
     float mean[2];
     train_reducer r;
-    CHECK(train_reducer_init(&r, GRAD_FP32, NULL, 2, 2) == 0);
+    CHECK(train_reducer_init(&r, GRAD_FP32, NULL, 2, 2, "cpu") == 0);
     train_reduce_mean(&r, g, 2, mean);
     CHECK(mean[0] == 0.75f && mean[1] == (0.001f + 0.003f) * 0.5f);
     train_reducer_free(&r);
-    CHECK(train_reducer_init(&r, GRAD_FP8LM, NULL, 2, 2) == 0);
+    CHECK(train_reducer_init(&r, GRAD_FP8LM, NULL, 2, 2, "cpu") == 0);
     train_reduce_mean(&r, g, 2, mean);
     CHECK_NEAR(mean[0], 320.0 / 448.0, 1e-6);
     CHECK_NEAR(mean[1], 0.875 / 448.0, 1e-9);
@@ -235,7 +235,7 @@ TEST(train_grad_reduce_agoq8_within_int8_steps) {
     agoq_qconfig q = agoq_qconfig_default(AGOQ_FMT_INT8);
     q.block = B;
     train_reducer r;
-    CHECK(train_reducer_init(&r, GRAD_AGOQ8, &q, R, N) == 0);
+    CHECK(train_reducer_init(&r, GRAD_AGOQ8, &q, R, N, "cpu") == 0);
     train_reduce_mean(&r, (const float *const *)g, N, mean);
     size_t bad = 0;
     for (int b0 = 0; b0 < N; b0 += B) {

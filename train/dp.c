@@ -34,19 +34,22 @@ int train_reducer_check(train_grad_mode mode, const agoq_qconfig *q, int ranks, 
     return agoq_coll_config_check(&cc, ranks);
 }
 
-int train_reducer_init(train_reducer *r, train_grad_mode mode, const agoq_qconfig *q, int ranks, size_t max_n) {
+int train_reducer_init(train_reducer *r, train_grad_mode mode, const agoq_qconfig *q, int ranks, size_t max_n,
+                       const char *backend) {
     memset(r, 0, sizeof *r);
     if (train_reducer_check(mode, q, ranks, &r->q)) return -1;
     r->mode = mode;
     r->ranks = ranks;
     r->cap = max_n;
     if (mode == GRAD_FP32) return 0;
-    r->bufs = malloc((size_t)ranks * max_n * sizeof(float));
+    if (!(r->comm = agoq_sim_comm_open(backend, ranks))) return -1;
+    r->bufs = malloc(max_n * sizeof(float));
     return r->bufs ? 0 : -1;
 }
 
 void train_reducer_free(train_reducer *r) {
     free(r->bufs);
+    if (r->comm) agoq_sim_comm_close(r->comm);
     memset(r, 0, sizeof *r);
 }
 
@@ -55,15 +58,11 @@ void train_reduce_mean(train_reducer *r, const float *const *g, size_t n, float 
     switch (r->mode) {
     case GRAD_FP32: train_mean_fp32(g, r->ranks, n, mean); break;
     case GRAD_AGOQ8:
-    case GRAD_FP8LM: { /* the collectives module's simulated-rank all-reduce, in place on copies */
-        float *bufs[TRAIN_MAX_RANKS];
-        for (int k = 0; k < r->ranks; k++) {
-            bufs[k] = r->bufs + (size_t)k * r->cap;
-            memcpy(bufs[k], g[k], n * sizeof(float));
-        }
-        if (agoq_sim_allreduce(r->mode == GRAD_AGOQ8 ? "agoq" : "fp8lm", &r->q, 0, bufs, r->ranks, n) != 0)
+    case GRAD_FP8LM: { /* the collectives module's simulated-rank all-reduce; rank 0's result back */
+        float *out[TRAIN_MAX_RANKS] = {r->bufs};
+        if (agoq_sim_allreduce_on(r->comm, r->mode == GRAD_AGOQ8 ? "agoq" : "fp8lm", &r->q, 0, g, out, n) != 0)
             abort(); /* the configuration was checked at init: only running out of memory gets here */
-        for (size_t i = 0; i < n; i++) mean[i] = bufs[0][i] * inv_r;
+        for (size_t i = 0; i < n; i++) mean[i] = r->bufs[i] * inv_r;
         break;
     }
     default: break;

@@ -9,11 +9,16 @@
  *          tensor, s = R * max_r |g_r| / 448, so the fp8 sum cannot overflow; ranks send fp8 e4m3
  *          codes of g_r / s and the simulated ring rounds the partial sum to fp8 at every hop
  *          (NCCL reducing an fp8 buffer); mean = sum / R
- * Per tensor: call once for each parameter tensor (scales never span two tensors). */
+ * Per tensor: call once for each parameter tensor (scales never span two tensors).
+ * Where the quantized all-reduces run: the collectives backend named at init ("cpu": the C
+ * references on the host; "cuda-local": the same algorithm on GPU 0, bit-identical, what the
+ * trainer uses when its model is the step engine); the ranks' gradients are host arrays either
+ * way (uploaded, reduced, rank 0's result downloaded). fp32 is the exact mean on the host. */
 #ifndef AGOQ_TRAIN_DP_H
 #define AGOQ_TRAIN_DP_H
 #include <stddef.h>
 
+#include "collectives/collectives.h"
 #include "kernels/quant/formats.h"
 
 #ifdef __cplusplus
@@ -32,14 +37,18 @@ typedef struct {
     agoq_qconfig q;      /* wire format: agoq8's, or fp8 e4m3 for fp8lm */
     int ranks;
     size_t cap;          /* largest tensor */
-    float *bufs;         /* quantized modes: (ranks, cap) copies the in-place all-reduce works on */
+    float *bufs;         /* quantized modes: (cap) rank 0's all-reduce result */
+    agoq_comm *comm;     /* quantized modes: the simulated ranks' communicator */
 } train_reducer;
 
 /* Checks (mode, q, ranks) as the collectives module will run them and returns the wire format
  * in *wire (agoq8: q; fp8lm: fp8 e4m3; fp32: unused). 0 or -1 with a message. Shared by both
  * backends' reducers (the cuda one is ops.h's reduce_init). */
 int train_reducer_check(train_grad_mode mode, const agoq_qconfig *q, int ranks, agoq_qconfig *wire);
-int train_reducer_init(train_reducer *r, train_grad_mode mode, const agoq_qconfig *q, int ranks, size_t max_n);
+/* backend: the collectives backend of the quantized modes (AGOQ_SIM_BACKENDS: "cpu" or
+ * "cuda-local"); a backend that cannot run here fails with its one line. */
+int train_reducer_init(train_reducer *r, train_grad_mode mode, const agoq_qconfig *q, int ranks, size_t max_n,
+                       const char *backend);
 void train_reducer_free(train_reducer *r);
 /* mean (n) = the mean of g[0 .. ranks-1] (n elements each) as `mode` delivers it. */
 void train_reduce_mean(train_reducer *r, const float *const *g, size_t n, float *mean);

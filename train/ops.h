@@ -5,7 +5,9 @@
  *         dp.c's train_reduce_mean, optim.h's AdamW (OpenMP inside layers.c)
  * The GPU path is not a second table: it is the step engine's model (train/engine.h), bf16 with
  * real activation storage; train_dev_open(cuda) refuses with one line. The trainer runs the
- * all-reduce and clipping on this table's host memory for both models.
+ * all-reduce and clipping on this table's host memory for both models (the quantized
+ * all-reduces themselves on the collectives backend reduce_init names: cuda-local, on GPU 0,
+ * for the engine's model).
  * "Backend memory" is host memory; upload/download are the ways in and out.
  * Shapes as in layers.h: BT = batch * seq rows, C model width, NH heads, F the SwiGLU width,
  * row-major fp32. No output may alias an input unless the entry says so. */
@@ -63,8 +65,10 @@ typedef struct {
     void (*act_store)(train_dev *d, const agoq_store *st, const float *src, size_t rows, size_t cols, float *dst);
 
     /* ---- data parallel (dp.h) ---- */
-    /* Sets the all-reduce of reduce_mean: mode, agoq8 format, rank count, largest tensor. 0 or -1. */
-    int (*reduce_init)(train_dev *d, train_grad_mode mode, const agoq_qconfig *q, int ranks, size_t max_n);
+    /* Sets the all-reduce of reduce_mean: mode, agoq8 format, rank count, largest tensor, and the
+     * collectives backend of the quantized modes (dp.h's train_reducer_init). 0 or -1. */
+    int (*reduce_init)(train_dev *d, train_grad_mode mode, const agoq_qconfig *q, int ranks, size_t max_n,
+                       const char *coll_backend);
     /* mean (n) = the mean of g[0 .. ranks-1] as the mode delivers it (g: host array of backend pointers) */
     void (*reduce_mean)(train_dev *d, const float *const *g, size_t n, float *mean);
     /* the exact mean: fp32 sum in rank order, times 1/R (dp.h's fp32 mode) */

@@ -92,9 +92,10 @@ static void c_act_store(train_dev *d, const agoq_store *s, const float *src, siz
     train_act_store(s, src, rows, cols, dst);
 }
 
-static int c_reduce_init(train_dev *d, train_grad_mode mode, const agoq_qconfig *q, int ranks, size_t max_n) {
+static int c_reduce_init(train_dev *d, train_grad_mode mode, const agoq_qconfig *q, int ranks, size_t max_n,
+                         const char *coll_backend) {
     train_reducer_free(&st(d)->red);
-    return train_reducer_init(&st(d)->red, mode, q, ranks, max_n);
+    return train_reducer_init(&st(d)->red, mode, q, ranks, max_n, coll_backend);
 }
 static void c_reduce_mean(train_dev *d, const float *const *g, size_t n, float *mean) {
     train_reduce_mean(&st(d)->red, g, n, mean);

@@ -52,6 +52,7 @@ int train_trainer_init(train_trainer *t, const train_run_cfg *c, const train_cor
         return -1;
     }
     tensor_table(t);
+    t->allreduce_backend = c->grad == GRAD_FP32 ? "host" : t->lm ? "cuda-local" : "cpu";
     train_dev *d = t->host;
     size_t maxn = 0;
     for (size_t i = 0; i < t->ntensor; i++) maxn = t->tsize[i] > maxn ? t->tsize[i] : maxn;
@@ -61,7 +62,7 @@ int train_trainer_init(train_trainer *t, const train_run_cfg *c, const train_cor
     t->tokens = malloc((size_t)bt * sizeof(int));
     t->targets = malloc((size_t)bt * sizeof(int));
     if (!t->rank_grads || !t->mean_grad || !t->exact_mean || !t->tokens || !t->targets ||
-        d->ops->reduce_init(d, c->grad, &c->grad_q, c->ranks, maxn) ||
+        d->ops->reduce_init(d, c->grad, &c->grad_q, c->ranks, maxn, t->allreduce_backend) ||
         (!t->lm && train_adam_init(&t->adam, t->model.dev, t->np, c->beta1, c->beta2, 1e-8f))) {
         agoq_error("train: cannot set up the run (%zu parameters, %d ranks)", t->np, c->ranks);
         train_trainer_free(t);

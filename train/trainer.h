@@ -2,10 +2,12 @@
  * combined by the chosen all-reduce (dp.h), global-norm clipping, AdamW. cfg.model.backend picks
  * the model: cpu, the fp32 reference of train/model.h (AdamW: optim.h); cuda, the same model on
  * the step engine in bf16 with real activation storage (train/engine.h; AdamW: the engine's,
- * kernels/optim/adamw.h). Either way the ranks' gradients, the all-reduce (collectives/ through
- * dp.h, simulated ranks), the exact mean and the clipping are host code, one loop over the
- * model's parameter tensors (the CPU's P_* tensors, or the engine's per-layer tensors: an
- * all-reduce never spans two of them).
+ * kernels/optim/adamw.h). Either way the ranks' gradients are host arrays and the exact mean and
+ * the clipping host code, one loop over the model's parameter tensors (the CPU's P_* tensors, or
+ * the engine's per-layer tensors: an all-reduce never spans two of them). The quantized
+ * all-reduces (collectives/ through dp.h, simulated ranks) run on the collectives' cpu backend
+ * for the CPU model and on cuda-local (GPU 0, the same bits) for the engine's
+ * (allreduce_backend says which).
  * Determinism: the corpus, the initial weights (seed) and the data order (seed) are the same
  * for every policy, so runs differ only by their activation and gradient policies. */
 #ifndef AGOQ_TRAIN_TRAINER_H
@@ -43,6 +45,7 @@ typedef struct {
     train_model model;       /* cpu: the model (owns its backend, model.dev); cuda: unused */
     agoq_lm *lm;             /* cuda: the step engine's model */
     train_dev *host;         /* the host ops (cpu backend) the all-reduce and clipping run on */
+    const char *allreduce_backend; /* "host" (fp32: the exact mean), "cpu" or "cuda-local" */
     size_t ntensor, np;      /* parameter tensors, parameters */
     size_t tsize[TRAIN_MAX_TENSORS], toff[TRAIN_MAX_TENSORS]; /* per tensor: elements, offset */
     int tnorm[TRAIN_MAX_TENSORS]; /* norm weights (no weight decay) */

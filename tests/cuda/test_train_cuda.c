@@ -27,7 +27,10 @@
  * than 1 nat (as tests/test_train.c asks of the CPU) and end within 0.1 nat of the CPU
  * trainer's (bf16 vs fp32: the per-step gradient differs by ~1e-2 relative, AdamW's normalized
  * steps carry that into the weights; 12 steps that move the loss by ~3 nats move it ~1-3% apart).
- * And `agoq train --backend cuda` writes meta.gpu. */
+ * The engine's agoq8 and fp8lm all-reduces run on the collectives' cuda-local backend (GPU 0),
+ * the CPU model's on the cpu one (the allreduce_backend each trainer reports).
+ * And `agoq train --backend cuda` writes meta.gpu, and final records whose allreduce_backend is
+ * cuda-local for the quantized all-reduces. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,6 +180,7 @@ TEST(cuda_train_engine_steps_reduce_loss_and_track_cpu) {
     int ok = 1;
     for (int i = 0; i < 4; i++) {
         double h0[2], h1[2], rerr[2];
+        const char *ar[2];
         for (int k = 0; k < 2; k++) {
             train_run_cfg rc = run_cfg(acts[i], grads[i], k ? AGOQ_BACKEND_CUDA : AGOQ_BACKEND_CPU);
             train_trainer t;
@@ -185,12 +189,17 @@ TEST(cuda_train_engine_steps_reduce_loss_and_track_cpu) {
             for (long s = 0; s < rc.steps; s++) train_trainer_step(&t, NULL);
             h1[k] = train_trainer_eval(&t);
             rerr[k] = agoq_norm_l2(&t.reduce_err);
+            ar[k] = t.allreduce_backend;
             train_trainer_free(&t);
         }
-        printf("    %-8s + %-5s held-out cpu %.5f -> %.5f, engine %.5f -> %.5f; all-reduce rel L2 cpu %.4f engine %.4f\n",
-               acts[i], train_grad_mode_names[grads[i]], h0[0], h1[0], h0[1], h1[1], rerr[0], rerr[1]);
+        printf("    %-8s + %-5s held-out cpu %.5f -> %.5f, engine %.5f -> %.5f; all-reduce rel L2 cpu %.4f (%s) "
+               "engine %.4f (%s)\n",
+               acts[i], train_grad_mode_names[grads[i]], h0[0], h1[0], h0[1], h1[1], rerr[0], ar[0], rerr[1], ar[1]);
         ok &= h1[1] < h0[1] - 1.0 && fabs(h1[1] - h1[0]) <= 0.1 && fabs(h0[1] - h0[0]) <= h0[0] / 256.0;
         ok &= grads[i] == GRAD_FP32 ? rerr[1] == 0.0 : (rerr[1] > 1e-4 && rerr[1] < 0.2);
+        /* the engine's quantized all-reduces run on the GPU backend, the CPU model's on the host */
+        ok &= strcmp(ar[1], grads[i] == GRAD_FP32 ? "host" : "cuda-local") == 0 &&
+              strcmp(ar[0], grads[i] == GRAD_FP32 ? "host" : "cpu") == 0;
     }
     train_corpus_free(&corpus);
     CHECK(ok);
@@ -214,4 +223,6 @@ TEST(cuda_train_cli_writes_gpu_meta) {
     json[len] = '\0';
     CHECK(strstr(json, "\"backend\":\t\"cuda\"") || strstr(json, "\"backend\": \"cuda\""));
     CHECK(strstr(json, "\"gpu\":") && strstr(json, "\"compute_capability\":"));
+    /* agoq8 and fp8lm reduced on GPU 0, fp32 exactly on the host */
+    CHECK(strstr(json, "\"allreduce_backend\":\t\"cuda-local\"") && strstr(json, "\"allreduce_backend\":\t\"host\""));
 }

@@ -35,7 +35,7 @@ TEST(train_grad_reduce_agoq8_is_the_grad8_reference) {
         agoq_dequantize_ref(&q, &out, want);
         for (size_t i = 0; i < n; i++) want[i] *= 1.0f / R;
         train_reducer r;
-        CHECK(train_reducer_init(&r, GRAD_AGOQ8, &q, R, n) == 0);
+        CHECK(train_reducer_init(&r, GRAD_AGOQ8, &q, R, n, "cpu") == 0);
         train_reduce_mean(&r, (const float *const *)g, n, mean);
         CHECK_MSG(agoq_validate_floats("agoq8 mean", want, mean, n) == 0, "n = %zu", n);
         train_reducer_free(&r);
