@@ -9,8 +9,13 @@ copy_ratio at each size the peer timed.
 With --copy FILE, prints instead the README's copy-ratio table of kernels.json: each case x
 format at 4 GiB with 64 MiB in parentheses (the block size each format's records use).
 
+With --fused FILE, the README's fused-kernel table of kernels_fused.json: median us at 1 GiB of
+the plain bf16 op, the unfused pair and the fused kernel, fused vs unfused at 64 MiB / 1 GiB / 4
+GiB, fused and bf16 vs copy at 4 GiB.
+
 usage: python3 tools/kernels_vs_torch.py [results/h200/kernels.json results/h200/kernels_fused.json]
        python3 tools/kernels_vs_torch.py --copy [results/h200/kernels.json]
+       python3 tools/kernels_vs_torch.py --fused [results/h200/kernels_fused.json]
 """
 import json
 import sys
@@ -54,7 +59,24 @@ def copy_table(path):
     print()
 
 
+def fused_table(path):
+    by = {(r["case"], r["bytes"]): r for r in json.load(open(path))["records"]}
+    G = 1 << 30
+    print("| op | bf16 (no quantization) | unfused pair | fused | fused vs unfused (64 MiB / 1 GiB / 4 GiB) "
+          "| fused vs copy (4 GiB) | bf16 vs copy (4 GiB) |")
+    print("|---|---|---|---|---|---|---|")
+    for op in ["rmsnorm_fwd", "rmsnorm_bwd", "swiglu_fwd", "swiglu_bwd", "gelu_fwd", "gelu_bwd"]:
+        us = lambda kind, b=G: by[(f"{op}_{kind}", b)]["median_ms"] * 1e3
+        speed = " / ".join(f"{us('unfused', b) / us('fused', b):.2f}" for b in (64 << 20, G, 4 * G))
+        print(f"| {op} | {us('bf16'):.0f} us | {us('unfused'):.0f} us | {us('fused'):.0f} us | {speed}x "
+              f"| {by[(op + '_fused', 4 * G)]['copy_ratio']:.2f} | {by[(op + '_bf16', 4 * G)]['copy_ratio']:.2f} |")
+    print()
+
+
 def main():
+    if sys.argv[1:2] == ["--fused"]:
+        fused_table(sys.argv[2] if len(sys.argv) > 2 else "results/h200/kernels_fused.json")
+        return
     if sys.argv[1:2] == ["--copy"]:
         copy_table(sys.argv[2] if len(sys.argv) > 2 else "results/h200/kernels.json")
         return
