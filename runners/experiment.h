@@ -43,6 +43,11 @@ int agoq_exp_kernels(const agoq_run_ctx *ctx, const cJSON *config, agoq_results 
 int agoq_exp_memory(const agoq_run_ctx *ctx, const cJSON *config, agoq_results *res);
 int agoq_exp_bitalloc(const agoq_run_ctx *ctx, const cJSON *config, agoq_results *res);
 int agoq_exp_train(const agoq_run_ctx *ctx, const cJSON *config, agoq_results *res);
+/* The train runner's fair gap when runs stop at different steps (time_limit_s): over the "curve"
+ * records, the last step <= max_step at which both `run` and `base` (same seed) were evaluated;
+ * *gap = held-out(run) - held-out(base) there. Returns the step, or -1 (gap NAN) if none. */
+long agoq_train_gap_at_common_step(const cJSON *records, const char *run, const char *base, uint64_t seed,
+                                   long max_step, double *gap);
 int agoq_exp_step(const agoq_run_ctx *ctx, const cJSON *config, agoq_results *res);
 
 #ifdef __cplusplus

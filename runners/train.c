@@ -29,7 +29,9 @@
  *                           per-layer sensitivity, Table 13), one record per role
  *   time_limit_s [0 = none]  per run: the first step that starts past it is the last (evaluated
  *                           and recorded, final record marked truncated with its steps_done) so
- *                           a bounded batch still returns data */
+ *                           a bounded batch still returns data; the final record's
+ *                           heldout_gap_vs_baseline is then taken at heldout_gap_step, the last
+ *                           evaluation both the run and the baseline reached */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -285,6 +287,40 @@ static int train_one(const agoq_run_ctx *ctx, const train_plan *p, int ri, uint6
     return 0;
 }
 
+/* The held-out loss of the "curve" record r if it is (run, seed) at a step <= max_step: its step
+ * in *step; else 0. */
+static int curve_point(const cJSON *r, const char *run, uint64_t seed, long max_step, long *step, double *heldout) {
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(r, "record"), *n = cJSON_GetObjectItemCaseSensitive(r, "run");
+    const cJSON *sd = cJSON_GetObjectItemCaseSensitive(r, "seed"), *st = cJSON_GetObjectItemCaseSensitive(r, "step");
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(r, "heldout_loss");
+    if (!cJSON_IsString(k) || strcmp(k->valuestring, "curve") != 0 || !cJSON_IsString(n) ||
+        strcmp(n->valuestring, run) != 0 || !cJSON_IsNumber(sd) || (uint64_t)sd->valuedouble != seed ||
+        !cJSON_IsNumber(st) || (long)st->valuedouble > max_step || !cJSON_IsNumber(h))
+        return 0;
+    *step = (long)st->valuedouble;
+    *heldout = h->valuedouble;
+    return 1;
+}
+
+long agoq_train_gap_at_common_step(const cJSON *records, const char *run, const char *base, uint64_t seed,
+                                   long max_step, double *gap) {
+    long best = -1, s, sb;
+    double h, hb;
+    *gap = NAN;
+    const cJSON *r, *b;
+    cJSON_ArrayForEach(r, records) {
+        if (!curve_point(r, run, seed, max_step, &s, &h) || s <= best) continue;
+        cJSON_ArrayForEach(b, records) {
+            if (curve_point(b, base, seed, max_step, &sb, &hb) && sb == s) {
+                best = s;
+                *gap = h - hb;
+                break;
+            }
+        }
+    }
+    return best;
+}
+
 /* "4 threads" (cpu: OpenMP inside layers.c) or "backend cuda" for the header line. */
 static const char *backend_label(agoq_backend b, char *buf, size_t len) {
     if (b == AGOQ_BACKEND_CUDA) snprintf(buf, len, "backend cuda");
@@ -334,12 +370,20 @@ int agoq_exp_train(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *res)
                            &final_t[si][ri], &bytes[ri], &steps_done[si][ri], &ar_backend[ri]);
     train_corpus_free(&corpus);
     if (rc) return -1;
-    printf("# final held-out loss after %ld steps (gap = run - %s, same seed)\n", p.base.steps,
-           p.baseline >= 0 ? p.run_name[p.baseline] : "no baseline");
+    printf("# final held-out loss after %ld steps (gap = run - %s, same seed; at the last step both reached "
+           "when a run was cut)\n",
+           p.base.steps, p.baseline >= 0 ? p.run_name[p.baseline] : "no baseline");
     printf("# %-14s %4s %10s %10s %10s %14s\n", "run", "seed", "train", "heldout", "gap", "act_bytes/layer");
     for (size_t si = 0; si < p.nseeds; si++)
         for (size_t ri = 0; ri < p.nruns; ri++) {
-            double gap = p.baseline >= 0 ? final_h[si][ri] - final_h[si][p.baseline] : NAN;
+            double gap = NAN;
+            long gap_step = -1;
+            if (p.baseline >= 0) {
+                const long both = steps_done[si][ri] < steps_done[si][p.baseline] ? steps_done[si][ri]
+                                                                                   : steps_done[si][p.baseline];
+                gap_step = agoq_train_gap_at_common_step(res->records, p.run_name[ri], p.run_name[p.baseline],
+                                                         p.seeds[si], both, &gap);
+            }
             cJSON *r = results_add_record(res);
             cJSON_AddStringToObject(r, "record", "final");
             cJSON_AddStringToObject(r, "run", p.run_name[ri]);
@@ -352,13 +396,16 @@ int agoq_exp_train(const agoq_run_ctx *ctx, const cJSON *cfg, agoq_results *res)
             results_num(r, "train_loss", final_t[si][ri]);
             results_num(r, "heldout_loss", final_h[si][ri]);
             results_num(r, "heldout_gap_vs_baseline", gap);
+            results_num(r, "heldout_gap_step", gap_step >= 0 ? (double)gap_step : NAN);
             if (p.baseline >= 0) cJSON_AddStringToObject(r, "baseline", p.run_name[p.baseline]);
             cJSON_AddNumberToObject(r, "act_bytes_per_layer", (double)bytes[ri]);
             cJSON_AddStringToObject(r, "allreduce_backend", ar_backend[ri]);
             cJSON_AddNumberToObject(r, "threads", tr_threads());
-            printf("  %-14s %4llu %10.4f %10.4f %+10.4f %14zu%s\n", p.run_name[ri], (unsigned long long)p.seeds[si],
+            char at[48] = "";
+            if (gap_step >= 0 && gap_step != steps_done[si][ri]) snprintf(at, sizeof at, " (gap at step %ld)", gap_step);
+            printf("  %-14s %4llu %10.4f %10.4f %+10.4f %14zu%s%s\n", p.run_name[ri], (unsigned long long)p.seeds[si],
                    final_t[si][ri], final_h[si][ri], gap, bytes[ri],
-                   steps_done[si][ri] < p.base.steps ? "  (truncated by time_limit_s)" : "");
+                   steps_done[si][ri] < p.base.steps ? "  (truncated by time_limit_s)" : "", at);
         }
     return 0;
 }

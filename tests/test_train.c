@@ -12,6 +12,7 @@
 #include "kernels/grad8/grad8.h"
 #include "kernels/quant/quant_math.h"
 #include "kernels/quant/quant_ref.h"
+#include "runners/experiment.h"
 #include "tests/test.h"
 #include "train/corpus.h"
 #include "train/dp.h"
@@ -345,6 +346,35 @@ TEST(train_cli_tiny_run_writes_curves) {
     CHECK(t1 && t2 && strcmp(t1, t2) == 0 && strstr(msg2, ", 2 threads"));
     CHECK(agoq_test_run_cli("train --steps 0", msg, sizeof msg) == 2);
     CHECK(agoq_test_run_cli("train --help", msg, sizeof msg) == 0 && strstr(msg, "usage: agoq train"));
+}
+
+/* Runs cut by time_limit_s at different steps: the final gap is taken at the last step both the
+ * run and the baseline were evaluated (not at their different last steps); synthetic curves. */
+static void add_curve(cJSON *recs, const char *run, double seed, double step, double heldout) {
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "record", "curve");
+    cJSON_AddStringToObject(r, "run", run);
+    cJSON_AddNumberToObject(r, "seed", seed);
+    cJSON_AddNumberToObject(r, "step", step);
+    cJSON_AddNumberToObject(r, "heldout_loss", heldout);
+    cJSON_AddItemToArray(recs, r);
+}
+
+TEST(train_gap_of_truncated_runs_is_taken_at_a_common_step) {
+    cJSON *recs = cJSON_CreateArray();
+    for (int s = 0; s <= 600; s += 50) add_curve(recs, "base", 1, s, 2.0 - s * 1e-3);    /* base: 0..600 */
+    add_curve(recs, "base", 1, 613, 1.3);                                                /* its cut point */
+    for (int s = 0; s <= 400; s += 50) add_curve(recs, "fast", 1, s, 2.0 - s * 1e-3 + 0.01);
+    add_curve(recs, "fast", 1, 437, 1.5);                                                /* cut earlier */
+    add_curve(recs, "fast", 2, 450, 9.0);                                                /* other seed */
+    double gap;
+    CHECK(agoq_train_gap_at_common_step(recs, "fast", "base", 1, 437, &gap) == 400);
+    CHECK(fabs(gap - 0.01) < 1e-12);
+    CHECK(agoq_train_gap_at_common_step(recs, "base", "base", 1, 613, &gap) == 613 && gap == 0.0);
+    CHECK(agoq_train_gap_at_common_step(recs, "fast", "base", 1, 30, &gap) == 0 && fabs(gap - 0.01) < 1e-12);
+    CHECK(agoq_train_gap_at_common_step(recs, "fast", "base", 2, 450, &gap) == -1 && isnan(gap));
+    CHECK(agoq_train_gap_at_common_step(recs, "none", "base", 1, 1000, &gap) == -1 && isnan(gap));
+    cJSON_Delete(recs);
 }
 
 /* class_probe: one record per saved-tensor class, each a real (nonzero, below 1) error. */
