@@ -18,8 +18,8 @@
 # device command; PEER_COMPILE_S bounds it.
 # Each part is guarded by a timeout and runs even when an earlier one failed (one device call:
 # the data still comes back); logs and results land in $OUT (default results/h200).
-# Environment: PEER_COMPILE_S, PEER_TIME_S (defaults 240, 120) bound the peer's compilation
-# (static shapes: 36 functions x 4 sizes, ~1.6 s each) and timing phases, PEER_MODES (default
+# Environment: PEER_COMPILE_S, PEER_TIME_S (defaults 300, 150) bound the peer's compilation
+# (static shapes: 45 functions x 4 sizes, ~1.6 s each; 36 before the grad8 peers) and timing phases, PEER_MODES (default
 # static; static,dynamic times both and the runner keeps the faster) its torch.compile modes; T_TESTS,
 # T_KERNELS, T_NCU (defaults 150, 120, 60 s per ncu run) the other parts.
 set -u -o pipefail
@@ -44,9 +44,9 @@ if has peer "$@"; then
   done_flag="$OUT/.tests_done"; rm -f "$done_flag"
   has tests "$@" || touch "$done_flag"
   # compiles while the tests run, times after them (the GPU is then free)
-  timeout $(( ${PEER_COMPILE_S:-240} + ${T_TESTS:-150} + ${PEER_TIME_S:-120} + 30 )) \
+  timeout $(( ${PEER_COMPILE_S:-300} + ${T_TESTS:-150} + ${PEER_TIME_S:-150} + 30 )) \
     AGOQ_COMMIT="$(cat "$B/commit.stamp" 2>/dev/null)" python3 validation/torch_kernels.py --out "$peer" --wait-for "$done_flag" \
-    --compile-budget-s "${PEER_COMPILE_S:-240}" --budget-s "${PEER_TIME_S:-120}" --modes "${PEER_MODES:-static}" > "$OUT/torch_kernels.log" 2>&1 &
+    --compile-budget-s "${PEER_COMPILE_S:-300}" --budget-s "${PEER_TIME_S:-150}" --modes "${PEER_MODES:-static}" > "$OUT/torch_kernels.log" 2>&1 &
   peer_pid=$!
 fi
 for p in "$@"; do

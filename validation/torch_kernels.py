@@ -12,6 +12,9 @@ What a researcher who does not use this harness would write:
               bitsandbytes map of formats.c, bucketize); 4-bit codes packed two per byte (even
               element in the low nibble), fp32 scales (and zero points).
   dequantize  the reverse, to fp32 or bf16.
+  grad8       the 8-bit gradient kernels, for the 8-bit formats: accumulate (dequantize the
+              stored gradient, add a new fp32 / bf16 one in fp32, requantize) and the reduce
+              core (the fp32 sum of 8 dequantized chunks, requantized).
   fused       RMSNorm (eps 1e-5), SwiGLU (h = [gate | up]) and GELU (tanh) over rows of `cols`:
               forward plain bf16, and forward + the FP4 E2M1/128 copy of the input in one
               compiled function; backward from bf16 x, and backward from the FP4 copy
@@ -35,7 +38,7 @@ before the start event hides the Python/guard overhead of the call, so the time 
 (as for our kernels, launched from C).
 
 usage: python3 validation/torch_kernels.py --out PEER.json [--min-bytes 64M --max-bytes 4G
-       --factor 4] [--fused-factor 4] [--iters 10 --warmup 3] [--only quant,fused]
+       --factor 4] [--fused-factor 4] [--iters 10 --warmup 3] [--only quant,fused,grad8]
        [--formats fp4_e2m1,...] [--wait-for FILE] [--compile-budget-s S] [--budget-s S]
   --wait-for: compile everything, then wait until FILE exists before timing (so compilation
   overlaps another job's GPU tests in the same device call). --compile-budget-s: compile no
@@ -194,6 +197,23 @@ def gelu_bwd_from(xf, dy):
     return (dy.float() * grad).to(torch.bfloat16), (0.5 * xf * (1 + t)).to(torch.bfloat16)
 
 
+# ---- 8-bit gradient ops (kernels/grad8): the stored copy is (codes, scales, zeros) ----
+GRAD_CHUNKS = 8  # inputs of the reduce core, experiments/kernels.json's nchunks
+
+
+def grad8_fns(q, dq):
+    def accumulate(codes, s, z, g):  # dequantize, add the new gradient in fp32, requantize
+        return q(dq(codes, s, z, torch.float32) + g.float())
+
+    def reduce(*chunks):  # fp32 sum of the dequantized chunks in order, requantized
+        total = dq(*chunks[0], torch.float32)
+        for c in chunks[1:]:
+            total = total + dq(*c, torch.float32)
+        return q(total)
+
+    return accumulate, reduce
+
+
 def build_cases(dev, only, formats):
     """(case, format, block, make_inputs(n, cols), fn) for every peer; fn takes make_inputs' tuple."""
     tables = {f: Table(v, dev) for f, v in (("fp4_e2m1", FP4), ("nf4", NF4), ("dyn8", dyn8_values()))}
@@ -240,6 +260,21 @@ def build_cases(dev, only, formats):
                  lambda n, c, quant=quant: mk_bwd(n, c, quant=quant),
                  lambda first, dy: gelu_bwd_from(deq(first, dy.shape), dy)),
             ]
+    if "grad8" in only:  # the 8-bit gradient kernels (kernels/grad8), 8-bit formats only
+        for fmt in [f for f in formats if FORMATS[f][1] == 8]:
+            q, dq = make_quant(fmt, tables)
+            acc, red = grad8_fns(q, dq)
+            block = FORMATS[fmt][2]
+            for dt, tag in ((torch.float32, "f32"), (torch.bfloat16, "bf16")):
+                def mk_acc(n, cols, dt=dt, q=q):  # the stored 8-bit gradient and a new fp32 / bf16 one
+                    return q(torch.randn(n, device=dev)) + (torch.randn(n, device=dev, dtype=dt),)
+
+                cases.append(("grad_accumulate_" + tag, fmt, block, mk_acc, acc))
+
+            def mk_red(n, cols, q=q):  # the received chunks of the quantized reduce-scatter
+                return tuple(q(torch.randn(n, device=dev)) for _ in range(GRAD_CHUNKS))
+
+            cases.append(("grad_reduce", fmt, block, mk_red, red))
     if "quant" in only:
         for fmt in formats:
             q, dq = make_quant(fmt, tables)
@@ -303,7 +338,7 @@ def main():
     ap.add_argument("--cols", type=int, default=4096)
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--only", default="quant,fused")
+    ap.add_argument("--only", default="quant,fused,grad8")
     ap.add_argument("--formats", default="fp4_e2m1,int4,nf4,int8,fp8_e4m3,dyn8", help="quant peers (any of FORMATS)")
     ap.add_argument("--modes", default="static", help="static,dynamic: torch.compile dynamic=False / True")
     ap.add_argument("--wait-for", default=None)
