@@ -65,16 +65,17 @@ static unsigned agoq_grid_resident(size_t warps) {
 }
 
 /* 1 when AGOQ_GRID=resident: every agoq_grid_units launch takes agoq_grid_resident's grid (the
- * launch before issue 15's grid measurement; tests use it to run the grid-stride loops). */
+ * launch before issue 15's grid measurement, kept for A/B runs). */
 int agoq_grid_resident_only(void);
 
 /* CTAs for `warps` warps of work of a tile / unit kernel: one unit per warp, every warp done
  * after its unit (the SMs refill as CTAs retire). Kernels that stage the 22 KB encode LUT
  * (AGOQ_STAGE_TABLE_LUT: table encoders in the quantizers and fused forwards) take the resident
  * grid instead and loop, staging it once per resident CTA. Measured on the H200 (64 MiB-4 GiB,
- * results/h200/logs/grid_ab_s4.log): one unit per warp ran the dequantizers 2-12% of copy
- * faster, the non-table quantizers 1-7%, the fused kernels up to 10% (RMSNorm forward + FP4
- * 0.75 -> 0.85 of copy at 4 GiB), and the NF4 / dyn8 quantizers 1-12% slower. */
+ * results/h200/logs/grid_ab_s4.log): the fused kernels up to 10% of copy faster in one call
+ * (RMSNorm forward + FP4 0.75 -> 0.85 at 4 GiB); against the previous call's resident run the
+ * non-table quantizers 1-7% and the dequantizers 2-12% faster (the latter within their
+ * run-to-run spread), the NF4 / dyn8 quantizers 1-12% slower. */
 template <auto Kernel>
 static unsigned agoq_grid_units(size_t warps, bool stages_lut) {
     if (stages_lut || agoq_grid_resident_only()) return agoq_grid_resident<Kernel>(warps);
