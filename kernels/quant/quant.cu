@@ -212,8 +212,8 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS) dequant_kernel(agoq_cuda_q
  * contiguous 512-byte run (streaming stores: the output is not read back soon), and so is every
  * code load; the block scales come through agoq_tile_scales (one load per lane and tile).
  * Blocks: powers of two >= 32; codes: 2, 4 or 8 bits. */
-template <int DEC, int BITS, typename T>
-__global__ void __launch_bounds__(AGOQ_QUANT_THREADS) dequant_tile_kernel(agoq_cuda_qparams p, agoq_cuda_qtensor q,
+template <int DEC, int BITS, typename T, int MINB = 1>
+__global__ void __launch_bounds__(AGOQ_QUANT_THREADS, MINB) dequant_tile_kernel(agoq_cuda_qparams p, agoq_cuda_qtensor q,
                                                                            T *__restrict__ y, int log2b, size_t ntiles) {
     constexpr int E = 16 / (int)sizeof(T), U = AGOQ_TILE_U, TILE = 32 * U * E;
     constexpr bool kAsym = DEC == AGOQ_ENC_INT_ASYM;
@@ -259,9 +259,20 @@ static size_t dequantize_tiles(const agoq_cuda_qparams &p, const agoq_cuda_qtens
         return 0;
     const int log2b = __builtin_ctz((unsigned)p.block);
     auto launch = [&](auto dec, auto bits) {
-        constexpr auto kernel = dequant_tile_kernel<decltype(dec)::value, decltype(bits)::value, T>;
-        kernel<<<agoq_grid_units<kernel>(ntiles, false), AGOQ_QUANT_THREADS, 0, (cudaStream_t)stream>>>(p, *q, y, log2b,
-                                                                                                       ntiles);
+        constexpr int D = decltype(dec)::value, B = decltype(bits)::value;
+        /* AGOQ_DEQ_MINB=5|6: a register bound for 5 or 6 CTAs per SM (an A/B to measure: ncu at
+         * e4714550afda found the dequantizers latency-bound at 30-38% occupancy, 58/69 registers) */
+        static int mb = -1;
+        if (mb < 0) mb = getenv("AGOQ_DEQ_MINB") ? atoi(getenv("AGOQ_DEQ_MINB")) : 0;
+#define DEQ_GO(K)                                                                                                  \
+    do {                                                                                                           \
+        constexpr auto kk = K;                                                                                     \
+        kk<<<agoq_grid_units<kk>(ntiles, false), AGOQ_QUANT_THREADS, 0, (cudaStream_t)stream>>>(p, *q, y, log2b, ntiles); \
+    } while (0)
+        if (mb == 5) DEQ_GO((dequant_tile_kernel<D, B, T, 5>));
+        else if (mb == 6) DEQ_GO((dequant_tile_kernel<D, B, T, 6>));
+        else DEQ_GO((dequant_tile_kernel<D, B, T, 1>));
+#undef DEQ_GO
     };
     /* fp4 decodes by byte permutes here (its group kernel reads the shared-memory table) */
     if constexpr (DEC == AGOQ_ENC_TABLE)
