@@ -203,6 +203,30 @@ TEST(train_agoq_gradients_within_fp4_bound_of_bf16) {
     for (int i = 0; i < 4; i++) train_model_free(&m[i]);
 }
 
+/* The exact mean above the threading threshold (OpenMP in dp.c): every element summed in rank
+ * order by one thread, so the result equals a plain serial loop bit for bit. */
+TEST(train_mean_fp32_threaded_is_the_serial_mean) {
+    enum { R = 3, N = 200003 };
+    float *buf = malloc((size_t)(R + 2) * N * sizeof(float));
+    CHECK(buf != NULL);
+    const float *g[R];
+    for (int k = 0; k < R; k++) {
+        agoq_fill(AGOQ_DIST_HEAVY, buf + (size_t)k * N, N, 40 + (uint64_t)k);
+        g[k] = buf + (size_t)k * N;
+    }
+    float *mean = buf + (size_t)R * N, *want = buf + (size_t)(R + 1) * N;
+    train_mean_fp32(g, R, N, mean);
+    size_t bad = 0;
+    for (size_t i = 0; i < N; i++) {
+        float acc = g[0][i];
+        for (int k = 1; k < R; k++) acc += g[k][i];
+        want[i] = acc * (1.0f / (float)R);
+        bad += memcmp(&want[i], &mean[i], sizeof(float)) != 0;
+    }
+    CHECK_MSG(bad == 0, "%zu of %d elements differ", bad, N);
+    free(buf);
+}
+
 /* fp32: the exact mean. fp8lm on a hand-computed case (R = 2, shared scale s = 2 * 1 / 448):
  * g/s = {224, 0.224} and {112, 0.672} encode to e4m3 {224, 0.21875} and {112, 0.6875}; the
  * sums 336 and 0.90625 are exact ties and round to the even codes 320 and 0.875; mean =

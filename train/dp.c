@@ -62,6 +62,7 @@ void train_reduce_mean(train_reducer *r, const float *const *g, size_t n, float 
         float *out[TRAIN_MAX_RANKS] = {r->bufs};
         if (agoq_sim_allreduce_on(r->comm, r->mode == GRAD_AGOQ8 ? "agoq" : "fp8lm", &r->q, 0, g, out, n) != 0)
             abort(); /* the configuration was checked at init: only running out of memory gets here */
+#pragma omp parallel for schedule(static) if (n >= (size_t)1 << 16)
         for (size_t i = 0; i < n; i++) mean[i] = r->bufs[i] * inv_r;
         break;
     }
@@ -69,8 +70,11 @@ void train_reduce_mean(train_reducer *r, const float *const *g, size_t n, float 
     }
 }
 
+/* Elements are independent and each keeps the rank order of its sum, so the threads (OpenMP,
+ * as in layers.c) change no bit of the mean. */
 void train_mean_fp32(const float *const *g, int ranks, size_t n, float *mean) {
     const float inv_r = 1.0f / (float)ranks;
+#pragma omp parallel for schedule(static) if (n >= (size_t)1 << 16)
     for (size_t i = 0; i < n; i++) {
         float acc = g[0][i];
         for (int k = 1; k < ranks; k++) acc += g[k][i];
