@@ -3,6 +3,7 @@
  * (bf16 round to nearest even of the fp32 sum). */
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include <string.h>
 
 #include "core/check.h"
 #include "step/dev.h"
@@ -118,6 +119,20 @@ extern "C" void *step_dev_malloc(size_t bytes) {
 }
 extern "C" void step_dev_free(void *p) {
     if (p) cudaCheck(cudaFree(p));
+}
+extern "C" void *step_dev_host_alloc(size_t bytes) {
+    void *p = NULL;
+    const cudaError_t e = cudaMallocHost(&p, bytes ? bytes : 1);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); /* not sticky: clear it */
+        agoq_error("step: cannot pin %zu bytes of host memory: %s", bytes, cudaGetErrorString(e));
+        return NULL;
+    }
+    memset(p, 0, bytes);
+    return p;
+}
+extern "C" void step_dev_host_free(void *p) {
+    if (p) cudaCheck(cudaFreeHost(p));
 }
 extern "C" void step_dev_memset(void *p, size_t bytes, void *stream) {
     cudaCheck(cudaMemsetAsync(p, 0, bytes, (cudaStream_t)stream));

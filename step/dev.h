@@ -24,6 +24,10 @@ int step_dev_randn_f32(float *x, size_t n, uint64_t seed, float std, void *strea
 int step_dev_randn_bf16(uint16_t *x, size_t n, uint64_t seed, float std, void *stream);
 
 void *step_dev_malloc(size_t bytes); /* NULL and one line when it fails (not an exit) */
+/* Page-locked host memory (cudaMallocHost), zeroed: copies to and from it are straight DMA.
+ * NULL and one line when it fails. */
+void *step_dev_host_alloc(size_t bytes);
+void step_dev_host_free(void *p);
 void step_dev_free(void *p);
 void step_dev_memset(void *p, size_t bytes, void *stream);
 void step_dev_d2h(void *dst, const void *src, size_t bytes);

@@ -289,6 +289,24 @@ static int lm_open_on(agoq_lm *m, void *base, size_t cap, int ends, size_t attn_
 }
 #endif
 
+void *agoq_lm_host_alloc(size_t bytes) {
+#if AGOQ_HAVE_CUDA
+    return step_dev_host_alloc(bytes);
+#else
+    void *p = calloc(1, bytes ? bytes : 1);
+    if (!p) agoq_error("lm: out of host memory for %zu bytes", bytes);
+    return p;
+#endif
+}
+
+void agoq_lm_host_free(void *p) {
+#if AGOQ_HAVE_CUDA
+    step_dev_host_free(p);
+#else
+    free(p);
+#endif
+}
+
 void agoq_lm_close(agoq_lm *m) {
     if (!m) return;
     if (m->opened) step_engine_close(&m->e);

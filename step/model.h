@@ -44,6 +44,12 @@ double agoq_lm_arena_bytes(const agoq_lm *m);
  * (= the memory model's prediction, tests/step/test_step_plan.c). */
 double agoq_lm_saved_bytes_per_layer(const agoq_lm *m);
 
+/* Host memory for the arrays the calls below read and write (gradients g[i]): page-locked on a
+ * GPU, so the copies to and from the device are direct DMA; zeroed; NULL after one line when it
+ * fails. Free with agoq_lm_host_free. */
+void *agoq_lm_host_alloc(size_t bytes);
+void agoq_lm_host_free(void *p);
+
 /* fp32 master weights from host arrays w[i] (the tensor order above); bf16 working copies are
  * cast from them; Adam's moments and step count restart at zero. */
 int agoq_lm_set_weights(agoq_lm *m, float *const *w);

@@ -39,6 +39,15 @@ static int open_model(train_trainer *t, const train_run_cfg *c) {
     return 0;
 }
 
+/* The trainer's host arrays: the host table's memory, page-locked when the model is the engine. */
+static void *host_alloc(train_trainer *t, size_t bytes) {
+    return t->lm ? agoq_lm_host_alloc(bytes) : t->host->ops->alloc(t->host, bytes);
+}
+static void host_free(train_trainer *t, void *p) {
+    if (t->lm) agoq_lm_host_free(p);
+    else t->host->ops->release(t->host, p);
+}
+
 int train_trainer_init(train_trainer *t, const train_run_cfg *c, const train_corpus *corpus) {
     memset(t, 0, sizeof *t);
     t->cfg = *c;
@@ -56,9 +65,10 @@ int train_trainer_init(train_trainer *t, const train_run_cfg *c, const train_cor
     train_dev *d = t->host;
     size_t maxn = 0;
     for (size_t i = 0; i < t->ntensor; i++) maxn = t->tsize[i] > maxn ? t->tsize[i] : maxn;
-    t->rank_grads = d->ops->alloc(d, (size_t)c->ranks * t->np * sizeof(float));
-    t->mean_grad = d->ops->alloc(d, t->np * sizeof(float));
-    t->exact_mean = d->ops->alloc(d, t->np * sizeof(float));
+    /* the engine's gradients come down and go up every step: page-locked host memory for them */
+    t->rank_grads = host_alloc(t, (size_t)c->ranks * t->np * sizeof(float));
+    t->mean_grad = host_alloc(t, t->np * sizeof(float));
+    t->exact_mean = host_alloc(t, t->np * sizeof(float));
     t->tokens = malloc((size_t)bt * sizeof(int));
     t->targets = malloc((size_t)bt * sizeof(int));
     if (!t->rank_grads || !t->mean_grad || !t->exact_mean || !t->tokens || !t->targets ||
@@ -76,9 +86,9 @@ int train_trainer_init(train_trainer *t, const train_run_cfg *c, const train_cor
 void train_trainer_free(train_trainer *t) {
     train_dev *d = t->host;
     if (d) {
-        d->ops->release(d, t->rank_grads);
-        d->ops->release(d, t->mean_grad);
-        d->ops->release(d, t->exact_mean);
+        host_free(t, t->rank_grads);
+        host_free(t, t->mean_grad);
+        host_free(t, t->exact_mean);
         train_dev_close(d);
     }
     if (t->model.dev) train_adam_free(&t->adam); /* before the model closes its backend */
