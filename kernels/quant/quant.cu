@@ -49,14 +49,17 @@ int agoq_cuda_sm_count(void) {
     return g_sm_count[dev];
 }
 
+static int g_grid_resident = -1; /* -1: from AGOQ_GRID at the first launch */
+
 int agoq_grid_resident_only(void) {
-    static int v = -1;
-    if (v < 0) {
+    if (g_grid_resident < 0) {
         const char *e = getenv("AGOQ_GRID");
-        v = e && strcmp(e, "resident") == 0;
+        g_grid_resident = e && strcmp(e, "resident") == 0;
     }
-    return v;
+    return g_grid_resident;
 }
+
+void agoq_cuda_grid_force(int mode) { g_grid_resident = mode < 0 ? -1 : mode != 0; }
 
 /* The device table of f (built on first use) and its LUT grid. */
 static const agoq_dev_table *device_table(agoq_format f, agoq_cuda_qparams *p) {
@@ -260,10 +263,15 @@ static size_t dequantize_tiles(const agoq_cuda_qparams &p, const agoq_cuda_qtens
     const int log2b = __builtin_ctz((unsigned)p.block);
     auto launch = [&](auto dec, auto bits) {
         constexpr int D = decltype(dec)::value, B = decltype(bits)::value;
-        /* AGOQ_DEQ_MINB=5|6: a register bound for 5 or 6 CTAs per SM (an A/B to measure: ncu at
-         * e4714550afda found the dequantizers latency-bound at 30-38% occupancy, 58/69 registers) */
-        static int mb = -1;
-        if (mb < 0) mb = getenv("AGOQ_DEQ_MINB") ? atoi(getenv("AGOQ_DEQ_MINB")) : 0;
+        /* The register bound: 5 CTAs per SM for the 4-bit table / FP4 decoders, none for the rest.
+         * Measured on the H200 at d872aa6 (results/h200/logs/deq_minb_s5.log, two runs each,
+         * 256 MiB-4 GiB): NF4 0.86-0.89 -> 0.89-0.92 of copy from fp32 and 0.82-0.88 -> 0.84-0.91
+         * to bf16, FP4 to bf16 at 4 GiB 0.87 -> 0.89, the rest unchanged; int8 to bf16 slower
+         * (0.93-0.95 -> 0.82-0.86) and a bound of 6 slower everywhere. AGOQ_DEQ_MINB=1|5|6
+         * overrides it for every decoder (1: no bound) for A/B runs. */
+        static int env_mb = -1;
+        if (env_mb < 0) env_mb = getenv("AGOQ_DEQ_MINB") ? atoi(getenv("AGOQ_DEQ_MINB")) : 0;
+        const int mb = env_mb > 0 ? env_mb : (B == 4 && (D == AGOQ_ENC_TABLE || D == AGOQ_ENC_FP4) ? 5 : 1);
 #define DEQ_GO(K)                                                                                                  \
     do {                                                                                                           \
         constexpr auto kk = K;                                                                                     \

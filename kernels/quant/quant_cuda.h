@@ -87,6 +87,11 @@ int agoq_cuda_dequantize_f32(const agoq_qconfig *c, const agoq_cuda_qtensor *q, 
 int agoq_cuda_dequantize_bf16(const agoq_qconfig *c, const agoq_cuda_qtensor *q, uint16_t *y, void *stream);
 
 /* Small runtime helpers for C callers (tests, benchmarks): failures exit via cudaCheck. */
+/* The grid of the tile and fused kernels (kernels/quant/quant_launch.cuh, agoq_grid_units): 1 =
+ * resident grids whose warps loop over the tiles (as AGOQ_GRID=resident), 0 = one tile per warp
+ * (the default), -1 = from AGOQ_GRID again. For tests and A/B runs; not thread-safe. */
+void agoq_cuda_grid_force(int mode);
+
 void *agoq_cuda_malloc(size_t bytes);                     /* NULL only for bytes == 0 */
 void agoq_cuda_free(void *p);
 void agoq_cuda_h2d(void *dst, const void *src, size_t bytes); /* synchronous */

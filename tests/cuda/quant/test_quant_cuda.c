@@ -137,6 +137,25 @@ TEST(cuda_quant_large_sizes_turn_the_grid_stride_loops) {
     CHECK_MSG(bad == 0, "%zu mismatches", bad);
 }
 
+TEST(cuda_quant_resident_grid_loops_over_tiles) {
+    /* The tile kernels' grid-stride loops (each warp over several tiles), which the default launch
+     * (one tile per warp) never turns: resident grids forced, sizes above what 132 SMs keep
+     * resident (8 CTAs x 8 warps x 2048 bf16 elements = 17.3M), with a tail. */
+    const size_t n = ((size_t)3 << 23) + 7 * 128 + 5;
+    const agoq_qconfig cs[] = {make_cfg(AGOQ_FMT_INT8, 128, 0, 0), make_cfg(AGOQ_FMT_FP4_E2M1, 128, 0, 0),
+                               make_cfg(AGOQ_FMT_INT4_ASYM, 64, 1, 0), make_cfg(AGOQ_FMT_FP8_E4M3, 128, 0, 0),
+                               make_cfg(AGOQ_FMT_NF4, 64, 0, 0)};
+    agoq_cuda_grid_force(1);
+    size_t bad = 0;
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+        float *x = tq_torture(n, cs[k].block, 77 + k);
+        bad += check_config(&cs[k], x, n, 0, 0, 0);
+        free(x);
+    }
+    agoq_cuda_grid_force(-1);
+    CHECK_MSG(bad == 0, "%zu mismatches", bad);
+}
+
 /* The device encoders (hardware fp8 conversion, integer fp4 and int codes) on every 997th
  * float bit pattern and every table midpoint +-1 ulp: blocks of 32 led by qmax, so s = 1 and
  * the codes are the encoders' outputs on the raw values; |y| > qmax is left out (it would
