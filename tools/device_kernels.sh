@@ -6,7 +6,8 @@
 #   make -j2 BUILD=build-dev build-dev/agoq build-dev/agoq_test_cuda && strip build-dev/agoq build-dev/agoq_test_cuda
 # carry build-dev and .carry (libcjson for the GPU machine), then on the GPU machine:
 #   tools/device_kernels.sh BUILD_DIR PART...   parts: all | tests peer kernels fused quick ncu
-#     tests    agoq_test_cuda cuda_quant cuda_fused cuda_rowq cuda_grad adamw_q _quant_ _dequant_ (while the peer compiles, when both are asked)
+#     tests    agoq_test_cuda cuda_quant cuda_fused cuda_rowq cuda_grad adamw_q _quant_ _dequant_ (while the peer compiles, when both are asked);
+#              TESTS=all: every GPU test (make test-cuda's run)
 #     peer     python3 validation/torch_kernels.py -> $OUT/torch_kernels.json (64 MiB .. 4 GiB x4)
 #     kernels  experiments/kernels.json, fused: experiments/kernels_fused.json (with the peer)
 #     quick    experiments/kernels_quick.json (1 MiB .. 256 MiB)
@@ -51,7 +52,9 @@ if has peer "$@"; then
 fi
 for p in "$@"; do
   case "$p" in
-    tests) part tests "${T_TESTS:-150}" "$B/agoq_test_cuda" cuda_quant cuda_fused cuda_rowq cuda_grad adamw_q _quant_ _dequant_
+    tests) if [ "${TESTS:-}" = all ]; then part tests "${T_TESTS:-150}" env AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda"
+           else part tests "${T_TESTS:-150}" "$B/agoq_test_cuda" cuda_quant cuda_fused cuda_rowq cuda_grad adamw_q _quant_ _dequant_; fi
+           tail -n 1 "$log"
            [ -n "$peer_pid" ] && touch "$done_flag" ;;
     peer) if [ -n "$peer_pid" ]; then
             echo "== peer (waiting) at $(( $(date +%s) - start ))s" | tee -a "$log"
