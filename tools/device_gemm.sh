@@ -3,7 +3,8 @@
 # call. Build here first:
 #   make -j2 BUILD=build-dev build-dev/agoq build-dev/agoq_test_cuda && strip build-dev/agoq build-dev/agoq_test_cuda
 # carry the build dir and .carry (libcjson for the GPU machine), then on the GPU machine:
-#   tools/device_gemm.sh BUILD_DIR [PART...]     parts (default: tests bench genq): tests bench genq raster deq deqsmem sass ncu
+#   tools/device_gemm.sh BUILD_DIR [PART...]     parts (default: tests bench genq): tests bench genq raster deq deqsmem
+#            stages4 stages sass ncu
 #     tests  the GEMM GPU tests (wgmma layouts vs float64 and cuBLASLt, fused epilogue bit-exact;
 #            the mma.sync GEMM's tests too)
 #     bench  experiments/gemm_wg.json (ours vs cuBLASLt, fused vs cuBLASLt + quantize)
@@ -14,6 +15,9 @@
 #     deq    the prologue pairs alone (experiments/gemm_wg_deq.json): $OUT/gemm_wg_deq.json
 #     deqsmem the same with AGOQ_WG_DEQ_SMEM=1 (codes decoded through a shared-memory tile instead
 #            of the default A-operand registers): $OUT/logs/gemm_wg_deqsmem.json
+#     stages4 the GEMM GPU tests again with AGOQ_WG_STAGES=4 (every wgmma test on the 4-stage ring)
+#     stages experiments/gemm_wg_stages.json twice, the default 3 stages then AGOQ_WG_STAGES=4:
+#            $OUT/gemm_wg_st3.json, $OUT/gemm_wg_st4.json
 #     sass   HGMMA / UTMALDG counts of the binary (is the wgmma path in it)
 #     ncu    one FC1 launch of ours and of cuBLASLt under ncu (tensor pipe, stalls)
 # EXP=DIR reads the experiment files from DIR instead of experiments/ (a carried copy).
@@ -54,6 +58,11 @@ for p in "$@"; do
     deqsmem) [ "${hung:-0}" = 1 ] && continue; mkdir -p "$OUT/logs" # a variant of gemm_wg_deq.json's run: kept with the logs
              part deqsmem 60 env AGOQ_WG_DEQ_SMEM=1 "$B/agoq" run "$EXP/gemm_wg_deq.json" \
              --backend cuda --out "$OUT/logs/gemm_wg_deqsmem.json" ;;
+    stages4) [ "${hung:-0}" = 1 ] && continue; part tests 60 env AGOQ_WG_STAGES=4 AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" wg_gemm ;;
+    stages) [ "${hung:-0}" = 1 ] && continue
+             part stages3 60 "$B/agoq" run "$EXP/gemm_wg_stages.json" --backend cuda --out "$OUT/gemm_wg_st3.json"
+             part stages4 60 env AGOQ_WG_STAGES=4 "$B/agoq" run "$EXP/gemm_wg_stages.json" --backend cuda \
+             --out "$OUT/gemm_wg_st4.json" ;;
     sass)  part sass 120 bash -c "cuobjdump --dump-sass '$B/agoq' | grep -oE 'HGMMA[.A-Za-z0-9]*|UTMALDG[.A-Za-z0-9]*|HMMA[.A-Za-z0-9]*' | sort | uniq -c" ;;
     ncu)   [ "${hung:-0}" = 1 ] && continue; part ncu 90 ncu --clock-control none -k regex:"wg_kernel|sm90" -c 12 --section SpeedOfLight --section WarpStateStats \
              --section ComputeWorkloadAnalysis "$B/agoq" run "$EXP/gemm_wg_ncu.json" --backend cuda --out /tmp/agoq_gemm_wg_ncu.json ;;

@@ -9,6 +9,10 @@
  *    that sends FP4 E2M1/128 through the fast tile encoder);
  *  - the stored-A prologue: bit-exact against the plain kernel on the host-dequantized A, on
  *    both decode paths (into wgmma's A registers, the default; through shared memory).
+ *  - the 4-stage ring (AGOQ_WG_STAGES=4: C staged a consumer warpgroup's half at a time):
+ *    C and the fused copy bit-exact against the default 3 stages (same wgmma, same k order), every
+ *    layout, with and without residual, several tiles per CTA; an invalid setting falls back to 3.
+ * Every test above also runs whatever AGOQ_WG_STAGES the environment sets (the 4-stage A/B).
  * Error bound (each entry): |c - ref| <= 2^-8 |ref| + K 2^-23 sum|a||b|: the first term is the
  * one rounding of the fp32 result to bf16 (8-bit significand, round to nearest: at most 2^-8
  * relative), the second a fp32 sum of K products in any order (K 2^-24 sum|a||b|), doubled for
@@ -262,6 +266,87 @@ TEST(cuda_wg_gemm_prologue_dequant_bit_exact) {
         free(a); free(b); free(r);
     }
     unsetenv("AGOQ_WG_GRID_CAP");
+}
+
+/* One run of g at AGOQ_WG_STAGES=st (NULL: unset): C and (q) the codes and scales, downloaded. */
+static void run_stages(const char *st, const agoq_wg_args *g, const agoq_qconfig *c, uint16_t **cout,
+                       agoq_qtensor *qout) {
+    if (st) setenv("AGOQ_WG_STAGES", st, 1);
+    else unsetenv("AGOQ_WG_STAGES");
+    CHECK(agoq_wg_gemm(g, NULL) == 0);
+    agoq_fused_dsync();
+    *cout = down16(g->c, (size_t)g->m * g->n);
+    if (c) {
+        CHECK(agoq_qtensor_alloc(qout, c, agoq_rowq_alloc_n(c, g->m, g->n)) == 0);
+        agoq_dqt_download(c, g->m, g->n, g->cq, qout);
+    }
+}
+
+/* AGOQ_WG_STAGES=4 against 3: bit-exact C (every layout, residual) and fused copy (the fast FP4
+ * tile encoder and the general one; NF4's table encoder stays on 3 stages), half the cases on a
+ * grid of 2 CTAs (several tiles, the ring's phases and the two half hand-offs across tiles);
+ * "7" is refused in one line and runs as 3. */
+TEST(cuda_wg_gemm_stages4_bit_exact) {
+    const char *env = getenv("AGOQ_WG_STAGES");
+    char *saved = env ? strdup(env) : NULL;
+    static const wcase cases[] = {
+        {OP_FWD, 200, 328, 136}, {OP_FWD, 512, 1536, 512}, {OP_FWD, 384, 1024, 2048}, {OP_DGRAD, 200, 136, 328},
+        {OP_DGRAD, 512, 512, 1024}, {OP_WGRAD, 136, 200, 328}, {OP_WGRAD, 1024, 512, 384},
+    };
+    static const agoq_format fmts[] = {AGOQ_FMT_FP4_E2M1, AGOQ_FMT_INT4, AGOQ_FMT_NF4};
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        if (ci & 1) setenv("AGOQ_WG_GRID_CAP", "2", 1);
+        else unsetenv("AGOQ_WG_GRID_CAP");
+        agoq_wg_args g = {0};
+        as_gemm(cases[ci], &g.m, &g.n, &g.k, &g.a_mn, &g.b_mn);
+        uint16_t *a = rand_bf16((size_t)g.m * g.k, 41 + ci), *b = rand_bf16((size_t)g.n * g.k, 43 + ci);
+        uint16_t *r = rand_bf16((size_t)g.m * g.n, 47 + ci);
+        g.a = up16(a, (size_t)g.m * g.k);
+        g.b = up16(b, (size_t)g.n * g.k);
+        uint16_t *dr = up16(r, (size_t)g.m * g.n);
+        g.c = agoq_fused_dmalloc((size_t)g.m * g.n * 2);
+        /* v: 0 plain, 1 residual, 2.. fused copy in fmts[v - 2] (+ residual; fwd layout only) */
+        const int nv = cases[ci].op == OP_WGRAD ? 1 : cases[ci].op == OP_DGRAD ? 2 : 5;
+        for (int v = 0; v < nv; v++) {
+            g.r = v ? dr : NULL;
+            agoq_qconfig c = agoq_qconfig_default(v >= 2 ? fmts[v - 2] : AGOQ_FMT_FP4_E2M1);
+            c.block = v == 3 ? 32 : 64 * (1 + (v == 2));
+            agoq_fq q;
+            g.q = NULL;
+            g.cq = (agoq_dqt){0};
+            if (v >= 2) {
+                if (g.n % c.block) continue;
+                CHECK(agoq_fq_make(&c, &q) == 0 && agoq_dqt_alloc(&c, g.m, g.n, &g.cq) == 0);
+                g.q = &q;
+            }
+            uint16_t *c3, *c4, *cx;
+            agoq_qtensor q3, q4, qx;
+            run_stages(NULL, &g, g.q ? &c : NULL, &c3, &q3);
+            run_stages("4", &g, g.q ? &c : NULL, &c4, &q4);
+            run_stages("7", &g, g.q ? &c : NULL, &cx, &qx);
+            const size_t cb = (size_t)g.m * g.n * 2;
+            CHECK_MSG(agoq_validate_bytes("C 4 vs 3 stages", (const uint8_t *)c3, (const uint8_t *)c4, cb) == 0,
+                      "%s M=%d N=%d K=%d variant %d", kOpName[cases[ci].op], cases[ci].M, cases[ci].N, cases[ci].K, v);
+            CHECK(agoq_validate_bytes("C invalid vs 3 stages", (const uint8_t *)c3, (const uint8_t *)cx, cb) == 0);
+            if (g.q) {
+                const size_t nq = agoq_rowq_alloc_n(&c, g.m, g.n);
+                CHECK_MSG(agoq_validate_bytes("codes 4 vs 3 stages", q3.codes, q4.codes, agoq_codes_bytes(&c, nq)) == 0 &&
+                              agoq_validate_bytes("scales 4 vs 3 stages", q3.scales, q4.scales, agoq_scales_bytes(&c, nq)) == 0,
+                          "%s/%d M=%d N=%d", agoq_formats[c.fmt].name, c.block, g.m, g.n);
+                agoq_qtensor_free(&q3); agoq_qtensor_free(&q4); agoq_qtensor_free(&qx);
+                agoq_dqt_free(&g.cq); agoq_fq_free(&q);
+            }
+            free(c3); free(c4); free(cx);
+        }
+        printf("    stages 4 vs 3: %s M=%d N=%d K=%d, %d variant(s) bit-exact\n", kOpName[cases[ci].op], cases[ci].M,
+               cases[ci].N, cases[ci].K, nv);
+        agoq_fused_dfree((void *)g.a); agoq_fused_dfree((void *)g.b); agoq_fused_dfree(dr); agoq_fused_dfree(g.c);
+        free(a); free(b); free(r);
+    }
+    unsetenv("AGOQ_WG_GRID_CAP");
+    if (saved) setenv("AGOQ_WG_STAGES", saved, 1);
+    else unsetenv("AGOQ_WG_STAGES");
+    free(saved);
 }
 
 TEST(cuda_wg_gemm_rejects_unsupported_shapes) {
