@@ -17,7 +17,7 @@
 #            of the default A-operand registers): $OUT/logs/gemm_wg_deqsmem.json
 #     stages4 the GEMM GPU tests again with AGOQ_WG_STAGES=4 (every wgmma test on the 4-stage ring)
 #     stages experiments/gemm_wg_stages.json twice, the default 3 stages then AGOQ_WG_STAGES=4:
-#            $OUT/gemm_wg_st3.json, $OUT/gemm_wg_st4.json
+#            $OUT/gemm_wg_stages.json and (a variant: kept with the logs) $OUT/logs/gemm_wg_stages4.json
 #     sass   HGMMA / UTMALDG counts of the binary (is the wgmma path in it)
 #     ncu    one FC1 launch of ours and of cuBLASLt under ncu (tensor pipe, stalls)
 # EXP=DIR reads the experiment files from DIR instead of experiments/ (a carried copy).
@@ -59,10 +59,10 @@ for p in "$@"; do
              part deqsmem 60 env AGOQ_WG_DEQ_SMEM=1 "$B/agoq" run "$EXP/gemm_wg_deq.json" \
              --backend cuda --out "$OUT/logs/gemm_wg_deqsmem.json" ;;
     stages4) [ "${hung:-0}" = 1 ] && continue; part tests 60 env AGOQ_WG_STAGES=4 AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" wg_gemm ;;
-    stages) [ "${hung:-0}" = 1 ] && continue
-             part stages3 60 "$B/agoq" run "$EXP/gemm_wg_stages.json" --backend cuda --out "$OUT/gemm_wg_st3.json"
+    stages) [ "${hung:-0}" = 1 ] && continue; mkdir -p "$OUT/logs"
+             part stages3 60 "$B/agoq" run "$EXP/gemm_wg_stages.json" --backend cuda --out "$OUT/gemm_wg_stages.json"
              part stages4 60 env AGOQ_WG_STAGES=4 "$B/agoq" run "$EXP/gemm_wg_stages.json" --backend cuda \
-             --out "$OUT/gemm_wg_st4.json" ;;
+             --out "$OUT/logs/gemm_wg_stages4.json" ;;
     sass)  part sass 120 bash -c "cuobjdump --dump-sass '$B/agoq' | grep -oE 'HGMMA[.A-Za-z0-9]*|UTMALDG[.A-Za-z0-9]*|HMMA[.A-Za-z0-9]*' | sort | uniq -c" ;;
     ncu)   [ "${hung:-0}" = 1 ] && continue; part ncu 90 ncu --clock-control none -k regex:"wg_kernel|sm90" -c 12 --section SpeedOfLight --section WarpStateStats \
              --section ComputeWorkloadAnalysis "$B/agoq" run "$EXP/gemm_wg_ncu.json" --backend cuda --out /tmp/agoq_gemm_wg_ncu.json ;;
