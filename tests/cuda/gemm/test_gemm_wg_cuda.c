@@ -215,6 +215,9 @@ TEST(cuda_wg_gemm_prologue_dequant_bit_exact) {
         {AGOQ_FMT_NF4, 64, AGOQ_SCALE_FP32, AGOQ_ROUND_NEAREST},       {AGOQ_FMT_FP8_E4M3, 256, AGOQ_SCALE_FP32, AGOQ_ROUND_NEAREST},
     };
     static const int shapes[][3] = {{200, 384, 256}, {256, 512, 1024}};
+    /* the plain reference on the prologue's own tile width (AGOQ_WG_TILE_N leaves deqa at 256) */
+    char *tile_n = getenv("AGOQ_WG_TILE_N") ? strdup(getenv("AGOQ_WG_TILE_N")) : NULL;
+    unsetenv("AGOQ_WG_TILE_N");
     for (size_t si = 0; si < 2; si++) {
         const int m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
         if (si) setenv("AGOQ_WG_GRID_CAP", "2", 1);
@@ -267,6 +270,8 @@ TEST(cuda_wg_gemm_prologue_dequant_bit_exact) {
         free(a); free(b); free(r);
     }
     unsetenv("AGOQ_WG_GRID_CAP");
+    if (tile_n) setenv("AGOQ_WG_TILE_N", tile_n, 1);
+    free(tile_n);
 }
 
 /* A bf16 bit pattern as an integer that orders like the value (+0 and -0 both 0). */
