@@ -3,7 +3,8 @@
 # call. Build here first:
 #   make -j2 BUILD=build-dev build-dev/agoq build-dev/agoq_test_cuda && strip build-dev/agoq build-dev/agoq_test_cuda
 # carry the build dir and .carry (libcjson for the GPU machine), then on the GPU machine:
-#   tools/device_gemm.sh BUILD_DIR [PART...]     parts (default: tests bench genq): tests bench genq raster deq deqsmem sass ncu
+#   tools/device_gemm.sh BUILD_DIR [PART...]     parts (default: tests bench genq): tests bench genq raster deq deqsmem
+#            knobtests knobs sass ncu
 #     tests  the GEMM GPU tests (wgmma layouts vs float64 and cuBLASLt, fused epilogue bit-exact;
 #            the mma.sync GEMM's tests too)
 #     bench  experiments/gemm_wg.json (ours vs cuBLASLt, fused vs cuBLASLt + quantize)
@@ -14,6 +15,10 @@
 #     deq    the prologue pairs alone (experiments/gemm_wg_deq.json): $OUT/gemm_wg_deq.json
 #     deqsmem the same with AGOQ_WG_DEQ_SMEM=1 (codes decoded through a shared-memory tile instead
 #            of the default A-operand registers): $OUT/logs/gemm_wg_deqsmem.json
+#     knobtests the GEMM GPU tests again with AGOQ_WG_STAGES=4, then with AGOQ_WG_TILE_N=128
+#     knobs  experiments/gemm_wg_knobs.json four times: the default kernel ($OUT/gemm_wg_knobs.json),
+#            then (variants, kept with the logs) AGOQ_WG_STAGES=4, AGOQ_WG_TILE_N=128 and
+#            AGOQ_WG_TILE_N=auto: $OUT/logs/gemm_wg_knobs_{st4,tn128,tnauto}.json
 #     sass   HGMMA / UTMALDG counts of the binary (is the wgmma path in it)
 #     ncu    one FC1 launch of ours and of cuBLASLt under ncu (tensor pipe, stalls)
 # EXP=DIR reads the experiment files from DIR instead of experiments/ (a carried copy).
@@ -54,6 +59,17 @@ for p in "$@"; do
     deqsmem) [ "${hung:-0}" = 1 ] && continue; mkdir -p "$OUT/logs" # a variant of gemm_wg_deq.json's run: kept with the logs
              part deqsmem 60 env AGOQ_WG_DEQ_SMEM=1 "$B/agoq" run "$EXP/gemm_wg_deq.json" \
              --backend cuda --out "$OUT/logs/gemm_wg_deqsmem.json" ;;
+    knobtests) [ "${hung:-0}" = 1 ] && continue
+             for kv in AGOQ_WG_STAGES=4 AGOQ_WG_TILE_N=128; do
+               part tests 60 env $kv AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" wg_gemm
+               [ "${hung:-0}" = 1 ] && break
+             done ;;
+    knobs) [ "${hung:-0}" = 1 ] && continue; mkdir -p "$OUT/logs"
+             part knobs 45 "$B/agoq" run "$EXP/gemm_wg_knobs.json" --backend cuda --out "$OUT/gemm_wg_knobs.json"
+             for kv in st4:AGOQ_WG_STAGES=4 tn128:AGOQ_WG_TILE_N=128 tnauto:AGOQ_WG_TILE_N=auto; do
+               part "knobs_${kv%%:*}" 45 env "${kv#*:}" "$B/agoq" run "$EXP/gemm_wg_knobs.json" --backend cuda \
+                 --out "$OUT/logs/gemm_wg_knobs_${kv%%:*}.json"
+             done ;;
     sass)  part sass 120 bash -c "cuobjdump --dump-sass '$B/agoq' | grep -oE 'HGMMA[.A-Za-z0-9]*|UTMALDG[.A-Za-z0-9]*|HMMA[.A-Za-z0-9]*' | sort | uniq -c" ;;
     ncu)   [ "${hung:-0}" = 1 ] && continue; part ncu 90 ncu --clock-control none -k regex:"wg_kernel|sm90" -c 12 --section SpeedOfLight --section WarpStateStats \
              --section ComputeWorkloadAnalysis "$B/agoq" run "$EXP/gemm_wg_ncu.json" --backend cuda --out /tmp/agoq_gemm_wg_ncu.json ;;

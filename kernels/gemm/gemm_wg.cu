@@ -40,10 +40,15 @@
  * next tile's mainloop.
  * Stored-A prologue (agoq_wg_fwd_deqa): the stage holds A's packed codes (a TMA box of bytes, no
  * swizzle) instead of its bf16 tile, and the consumers decode them with the standalone decoder,
- * by default straight into the registers of wgmma's A operand (gemm_wg_deq.cuh). */
+ * by default straight into the registers of wgmma's A operand (gemm_wg_deq.cuh).
+ * Variants of the bf16 kernels behind benchmark knobs (off by default; host code below):
+ * AGOQ_WG_STAGES=4, a fourth stage, room made by staging C a consumer warpgroup's 64 rows at a
+ * time (a hand-off per warpgroup: BAR_*1); AGOQ_WG_TILE_N=128|auto, 128 x 128 tiles (wgmma
+ * m64n128k16; template argument TN) against partly empty last waves. */
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,8 +59,10 @@
 #include "kernels/gemm/gemm_wg_ptx.cuh"
 
 namespace {
-constexpr int BM = AGOQ_WG_TILE_M, BN = AGOQ_WG_TILE_N, BK = 64, STAGES = 3, THREADS = 384;
-constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2, STAGE_BYTES = A_BYTES + B_BYTES;
+/* STAGES: the default ring; the kernel's ST template argument may be 4 (AGOQ_WG_STAGES=4, host
+ * below), which stages C a consumer warpgroup's half at a time (HALF_ROWS) to make room. */
+constexpr int BM = AGOQ_WG_TILE_M, BN = AGOQ_WG_TILE_N, BK = 64, STAGES = 3, THREADS = 384, HALF_ROWS = BM / 2;
+constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2;
 constexpr int MN_BOX_BYTES = 64 * BK * 2; /* one MN-major TMA box: 64 k rows x 128 B */
 constexpr int C_STRIDE = BN + 8;          /* bf16 per staged C row: 528 B, rows 4 banks apart */
 constexpr int C_BYTES = BM * C_STRIDE * 2;
@@ -68,7 +75,20 @@ constexpr int REGS_WG0 = 104, REGS_CONSUMER = 200;
 static_assert(128 * REGS_WG0 + 256 * REGS_CONSUMER <= 384 * 168, "setmaxnreg counts exceed the launch's registers");
 constexpr int EPI_WARPS = 3, EPI_THREADS = 32 * EPI_WARPS, BAR_FULL = 4, BAR_EMPTY = 5, BAR_EPI = 6,
               BAR_HANDOFF = 256 + EPI_THREADS;
-constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + C_BYTES + 1024; /* + slack to align the ring to 1024 */
+/* The 4-stage ring's half hand-off: consumer warpgroup cw stages its 64 rows through barriers
+ * BAR_FULL / BAR_EMPTY (cw 0) or BAR_FULL1 / BAR_EMPTY1 (cw 1), 128 consumer threads each. */
+constexpr int BAR_FULL1 = 7, BAR_EMPTY1 = 8, BAR_HALF = 128 + EPI_THREADS;
+/* Dynamic shared memory of the bf16 kernels: the ring, the staging tile (+ slack to align the
+ * ring to 1024). ST = 4 (196 KB of ring) leaves room for half a staging tile only, and no static
+ * table (the host keeps table encoders on 3 stages): 231,424 B + ~100 B static <= 227 KB. */
+/* TN: the tile's width, BN or (AGOQ_WG_TILE_N=128, host below) 128; a stage, a staged row (bf16). */
+template <int TN>
+__host__ __device__ constexpr int stage_bytes() { return A_BYTES + TN * BK * 2; }
+template <int TN>
+__host__ __device__ constexpr int c_stride() { return TN + 8; } /* rows 4 banks apart for either width */
+template <int ST, int TN = BN>
+constexpr int smem_bytes() { return ST * stage_bytes<TN>() + (ST == 4 ? HALF_ROWS : BM) * c_stride<TN>() * 2 + 1024; }
+static_assert(smem_bytes<4>() + 128 <= 232448, "4-stage ring + half staging tile exceed 227 KB");
 /* Stored-A prologue: a stage holds A's codes (128 rows x 64 codes of <= 8 bits) instead of its
  * bf16 tile, and each consumer decodes its 64 rows into one of two bf16 tiles of its own. */
 constexpr int CODE_BYTES = BM * BK;                 /* 8-bit codes; 4-bit use half */
@@ -91,18 +111,21 @@ struct wg_params {
 
 /* Epilogue, consumer side, by consumer thread ct (0..255) for the tile at (m0, n0): each fp32
  * accumulator (+ the residual, which the epilogue warps have put into the staging tile at the
- * same position) rounded once to bf16 into the staging tile, in place. */
-__device__ __forceinline__ void stage_acc(const wg_params &p, const float (&d)[128], uint16_t *stage, int ct, int m0,
-                                          int n0) {
+ * same position) rounded once to bf16 into the staging tile, in place. Half staging (4 stages):
+ * ct is the thread of its warpgroup (0..127) and m0 that warpgroup's first row, stage its half. */
+template <int TN>
+__device__ __forceinline__ void stage_acc(const wg_params &p, const float (&d)[TN / 2], uint16_t *stage, int ct,
+                                          int m0, int n0) {
+    constexpr int CS = c_stride<TN>(); /* bf16 per staged row */
     const int lane = ct & 31, row0 = (ct >> 5) * 16 + (lane >> 2); /* wgmma fragment: warp w owns rows 16w.. */
 #pragma unroll
-    for (int j = 0; j < 32; j++) {
+    for (int j = 0; j < TN / 8; j++) {
         const int col = j * 8 + (lane & 3) * 2;
 #pragma unroll
         for (int h = 0; h < 2; h++) { /* rows row0 and row0 + 8 */
             float x0 = d[4 * j + 2 * h], x1 = d[4 * j + 2 * h + 1];
             const int r = row0 + 8 * h;
-            uint32_t *sp = reinterpret_cast<uint32_t *>(stage + r * C_STRIDE + col);
+            uint32_t *sp = reinterpret_cast<uint32_t *>(stage + r * CS + col);
             if (p.r && m0 + r < p.m && n0 + col < p.n) {
                 const uint32_t rv = *sp;
                 x0 += agoq_bf16_to_f32((uint16_t)(rv & 0xFFFFu));
@@ -112,28 +135,34 @@ __device__ __forceinline__ void stage_acc(const wg_params &p, const float (&d)[1
         }
     }
 }
-/* Epilogue warps, before a tile's hand-off: the residual tile into the staging tile (16-byte
- * cp.async chunks, only those inside C), complete when this returns. */
-__device__ __forceinline__ void load_residual(const wg_params &p, uint16_t *stage, int et, int m0, int n0) {
-    for (int i = et; i < BM * BN / 8; i += EPI_THREADS) {
-        const int r = i >> 5, g = i & 31, row = m0 + r, col = n0 + 8 * g;
+/* Epilogue warps, before a hand-off: the residual's rows m0 .. m0 + rows - 1 (the staged rows:
+ * the tile, or half of it) into the staging tile (16-byte cp.async chunks, only those inside C),
+ * complete when this returns. */
+template <int TN>
+__device__ __forceinline__ void load_residual(const wg_params &p, uint16_t *stage, int et, int m0, int n0, int rows) {
+    constexpr int CS = c_stride<TN>(); /* bf16 per staged row */
+    for (int i = et; i < rows * TN / 8; i += EPI_THREADS) {
+        const int r = i / (TN / 8), g = i % (TN / 8), row = m0 + r, col = n0 + 8 * g;
         if (row < p.m && col < p.n)
-            cp_async16(saddr(stage + r * C_STRIDE + 8 * g), p.r + (size_t)row * (size_t)p.n + (size_t)col);
+            cp_async16(saddr(stage + r * CS + 8 * g), p.r + (size_t)row * (size_t)p.n + (size_t)col);
     }
     cp_async_wait_all();
 }
-/* Epilogue warps, after the hand-off: warp ew stores rows ew, ew + EPI_WARPS, ... of the staged
- * tile, 16 bytes a lane (one 512-byte run a row). FASTQ (FP4 E2M1 / 128, round to nearest,
- * N % 256 == 0; gemm_wg.h): a row's 256 values are one warp vector of the flat rowq layout, so
+/* Epilogue warps, after the hand-off: warp ew stores rows ew, ew + EPI_WARPS, ... < rows of the
+ * staged tile (its first row is row m0 of C), 16 bytes a lane (one 512-byte run a row). FASTQ
+ * (FP4 E2M1 / 128, round to nearest, N % 256 == 0; gemm_wg.h): a row's 256 values are one warp vector of the flat rowq layout, so
  * the standalone quantizer's fast tile encoder (fz_quantize) takes them whole. */
-template <bool FASTQ>
+template <bool FASTQ, int TN>
 __device__ __forceinline__ void store_rows(const wg_params &p, const agoq_smem_table *tab, const uint16_t *stage,
-                                           int ew, int lane, int m0, int n0) {
+                                           int ew, int lane, int m0, int n0, int rows) {
+    static_assert(!FASTQ || TN == 256, "the fast FP4 encoder takes a row of 256");
+    constexpr int CS = c_stride<TN>(); /* bf16 per staged row */
     const int col = n0 + 8 * lane;
-    for (int r = ew; r < BM && m0 + r < p.m; r += EPI_WARPS) { /* warp-uniform */
+    const bool mine = 8 * lane < TN; /* TN = 128: lanes 16-31 have no columns */
+    for (int r = ew; r < rows && m0 + r < p.m; r += EPI_WARPS) { /* warp-uniform */
         const size_t row = (size_t)(m0 + r);
-        const uint4 h = *reinterpret_cast<const uint4 *>(stage + r * C_STRIDE + 8 * lane);
-        if (col < p.n) *reinterpret_cast<uint4 *>(p.c + row * (size_t)p.n + (size_t)col) = h;
+        const uint4 h = mine ? *reinterpret_cast<const uint4 *>(stage + r * CS + 8 * lane) : make_uint4(0, 0, 0, 0);
+        if (mine && col < p.n) *reinterpret_cast<uint4 *>(p.c + row * (size_t)p.n + (size_t)col) = h;
         if constexpr (FASTQ) {
             float v[1][8];
             agoq_bf16x8_to_f32(h, v[0]);
@@ -143,21 +172,23 @@ __device__ __forceinline__ void store_rows(const wg_params &p, const agoq_smem_t
     }
 }
 /* Epilogue warps, general quantized copy: epilogue thread et quantizes whole blocks of the staged
- * tile (block b: row b % BM, the (b / BM)-th block of the row; consecutive lanes take
+ * rows (block b: row b % rows, the (b / rows)-th block of the row; consecutive lanes take
  * consecutive rows, so their 16-byte reads hit distinct banks), its range reduced in the thread
  * (max / min are exact in any order), then the standalone quantizer's parameters and encoder
  * (quant_device.cuh), group by group: the same codes and scales as the reference. */
+template <int TN>
 __device__ __forceinline__ void quant_blocks(const wg_params &p, const agoq_smem_table *tab, const uint16_t *stage,
-                                             int et, int m0, int n0) {
-    const int B = p.q.block, G = B >> 3, bpr = BN / B;
+                                             int et, int m0, int n0, int rows) {
+    constexpr int CS = c_stride<TN>(); /* bf16 per staged row */
+    const int B = p.q.block, G = B >> 3, bpr = TN / B;
     const size_t nbpr = (size_t)(p.n / B);
     const agoq_cuda_qtensor qt = fz_qt(p.cq, (size_t)p.m * (size_t)p.n);
     fz_with_kind(p.q.enc, [&](auto kind) {
         constexpr int ENC = decltype(kind)::value;
-        for (int b = et; b < BM * bpr; b += EPI_THREADS) {
-            const int r = b % BM, col0 = n0 + (b / BM) * B;
+        for (int b = et; b < rows * bpr; b += EPI_THREADS) {
+            const int r = b % rows, col0 = n0 + (b / rows) * B;
             if (m0 + r >= p.m || col0 >= p.n) continue; /* block | N: a block is all in or all out */
-            const uint16_t *src = stage + r * C_STRIDE + (col0 - n0);
+            const uint16_t *src = stage + r * CS + (col0 - n0);
             float amax = 0.0f, lo = __int_as_float(0x7f800000), hi = __int_as_float(0xff800000);
 #pragma unroll 4
             for (int g = 0; g < G; g++) {
@@ -182,64 +213,73 @@ __device__ __forceinline__ void quant_blocks(const wg_params &p, const agoq_smem
 
 /* Origin of tile t: grouped rasterization, consecutive tiles walk gm row tiles of one
  * column of tiles, so the tiles in flight share their A rows and B columns through L2. */
+template <int TN>
 __device__ __forceinline__ void tile_origin(int t, int tiles_m, int tiles_n, int gm, int *m0, int *n0) {
     const int first_m = t / (gm * tiles_n) * gm, gsize = min(tiles_m - first_m, gm);
     const int local = t % (gm * tiles_n);
     *m0 = (first_m + local % gsize) * BM;
-    *n0 = local / gsize * BN;
+    *n0 = local / gsize * TN;
 }
 
 #include "kernels/gemm/gemm_wg_deq.cuh"
 
-template <int TA, int TB, bool QOUT, int DQ, bool FASTQ>
+/* ST: stages of the ring, 3 or 4 (4: bf16 A only, no table encoder, C staged in halves).
+ * TN: the tile's width, BN or 128 (bf16 A, general epilogue quantizer, 3 stages). */
+template <int TA, int TB, bool QOUT, int DQ, bool FASTQ, int ST = STAGES, int TN = BN>
 __global__ void __launch_bounds__(THREADS, 1)
     wg_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, wg_params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     constexpr bool DEQA = DQ != 0; /* A from its stored codes: 1 decoded in shared memory, 2-3 in registers */
+    static_assert(ST == STAGES || (ST == 4 && !DEQA), "4 stages: the bf16 kernels only");
+    static_assert(TN == BN || (TN == 128 && !DEQA && !FASTQ && ST == STAGES), "128-wide tiles: bf16 A, 3 stages");
+    constexpr bool HALF = ST == 4;               /* C staged a consumer warpgroup's 64 rows at a time */
+    constexpr int NH = HALF ? 2 : 1, RS = BM / NH; /* hand-offs a tile, rows staged in each */
     extern __shared__ uint8_t raw[];
-    __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];
-    __shared__ agoq_smem_table tab; /* table encoders of the epilogue */
+    __shared__ __align__(8) uint64_t full[ST], empty[ST];
+    /* table encoders of the epilogue (none with 4 stages: no room; the host keeps them on 3) */
+    __shared__ __align__(16) uint8_t tab_raw[HALF ? 16 : sizeof(agoq_smem_table)];
+    agoq_smem_table &tab = *reinterpret_cast<agoq_smem_table *>(tab_raw);
     __shared__ float2 dq_pairs[DQ == 3 ? 256 : 1]; /* the register prologue's 4-bit table pairs */
     uint8_t *ring = raw + ((1024u - (saddr(raw) & 1023u)) & 1023u);
     const uint32_t ring_s = saddr(ring);
     const int tid = threadIdx.x, wg = tid >> 7;
-    const int tiles_m = (p.m + BM - 1) / BM, tiles_n = (p.n + BN - 1) / BN, ntiles = tiles_m * tiles_n;
+    const int tiles_m = (p.m + BM - 1) / BM, tiles_n = (p.n + TN - 1) / TN, ntiles = tiles_m * tiles_n;
     const int ktiles = (p.k + BK - 1) / BK;
     if (tid == 0) {
-        for (int s = 0; s < STAGES; s++) {
+        for (int s = 0; s < ST; s++) {
             mbar_init(saddr(&full[s]), 1);
             mbar_init(saddr(&empty[s]), 8); /* one arrival per consumer warp */
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
-    if (QOUT && p.q.enc == AGOQ_ENC_TABLE) agoq_dev_load_table(&tab, p.q.table);
+    if (QOUT && !HALF && p.q.enc == AGOQ_ENC_TABLE) agoq_dev_load_table(&tab, p.q.table);
     if (DEQA) agoq_dev_load_table(&tab, p.qa.table); /* table decoders (NULL: nothing) */
     __syncthreads();
     if (DQ == 3 && p.qa.dec == AGOQ_ENC_TABLE && p.qa.bits == 4) {
         for (int i = tid; i < 256; i += THREADS) dq_pairs[i] = make_float2(tab.value[i & 15], tab.value[i >> 4]);
         __syncthreads();
     }
-    constexpr int SB = DEQA ? DQ_STAGE_BYTES : STAGE_BYTES, AB = DEQA ? CODE_BYTES : A_BYTES;
-    uint16_t *stage = reinterpret_cast<uint16_t *>(ring + STAGES * SB + (DQ == 1 ? 4 * DQ_TILE_BYTES : 0));
+    constexpr int SB = DEQA ? DQ_STAGE_BYTES : stage_bytes<TN>(), AB = DEQA ? CODE_BYTES : A_BYTES;
+    uint16_t *stage = reinterpret_cast<uint16_t *>(ring + ST * SB + (DQ == 1 ? 4 * DQ_TILE_BYTES : 0));
     /* setmaxnreg: warpgroup 0 (producer + epilogue warps) gives registers to the consumers
      * (REGS_WG0 / REGS_CONSUMER); ptxas allocates each branch within its count, so the prologue's
      * decode fits beside the 128 accumulators without spills or serialized wgmma. */
 
     /* Persistent: CTA b runs tiles b, b + grid, ...; `it` counts k-tiles over all of them, so
-     * stage it % STAGES is in its (it / STAGES)-th use and the barrier phases carry across tiles. */
+     * stage it % ST is in its (it / ST)-th use and the barrier phases carry across tiles. */
     if (wg == 0) { /* producer (thread 0) and the epilogue warps (warps 1-3) */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(REGS_WG0));
         if (tid == 0) {
             int it = 0;
             for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
                 int m0, n0;
-                tile_origin(t, tiles_m, tiles_n, p.group_m, &m0, &n0);
+                tile_origin<TN>(t, tiles_m, tiles_n, p.group_m, &m0, &n0);
                 for (int kt = 0; kt < ktiles; kt++, it++) {
-                    const int s = it % STAGES, k0 = kt * BK;
-                    if (it >= STAGES) mbar_wait(saddr(&empty[s]), (uint32_t)((it / STAGES - 1) & 1));
+                    const int s = it % ST, k0 = kt * BK;
+                    if (it >= ST) mbar_wait(saddr(&empty[s]), (uint32_t)((it / ST - 1) & 1));
                     const uint32_t bar = saddr(&full[s]), a = ring_s + s * SB, b = a + AB;
                     /* out-of-bounds box elements are zeros and count */
-                    mbar_expect_tx(bar, DEQA ? (uint32_t)(BM * BK * p.qa.bits / 8 + B_BYTES) : (uint32_t)STAGE_BYTES);
+                    mbar_expect_tx(bar, DEQA ? (uint32_t)(BM * BK * p.qa.bits / 8 + B_BYTES) : (uint32_t)SB);
                     if (DEQA) {
                         tma_load(a, &map_a, k0 * p.qa.bits / 8, m0, bar); /* codes: [m][k bits / 8] bytes */
                     } else if (TA) {
@@ -248,23 +288,28 @@ __global__ void __launch_bounds__(THREADS, 1)
                         tma_load(a, &map_a, k0, m0, bar);
                     }
                     if (TB) {
-                        for (int j = 0; j < BN / 64; j++) tma_load(b + j * MN_BOX_BYTES, &map_b, n0 + 64 * j, k0, bar);
+                        for (int j = 0; j < TN / 64; j++) tma_load(b + j * MN_BOX_BYTES, &map_b, n0 + 64 * j, k0, bar);
                     } else {
                         tma_load(b, &map_b, k0, n0, bar);
                     }
                 }
             }
-        } else if (tid >= 32) { /* epilogue warps: one hand-off of the staging tile per tile */
+        } else if (tid >= 32) { /* epilogue warps: NH hand-offs of the staging tile per tile */
             const int et = tid - 32, ew = et >> 5, lane = tid & 31;
             for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
                 int m0, n0;
-                tile_origin(t, tiles_m, tiles_n, p.group_m, &m0, &n0);
-                if (p.r) load_residual(p, stage, et, m0, n0);
-                nbar_arrive(BAR_EMPTY, BAR_HANDOFF); /* staging free (and holding R) */
-                nbar_sync(BAR_FULL, BAR_HANDOFF);    /* the consumers have staged this tile */
-                store_rows<QOUT && FASTQ>(p, &tab, stage, ew, lane, m0, n0);
-                if constexpr (QOUT && !FASTQ) quant_blocks(p, &tab, stage, et, m0, n0);
-                nbar_sync(BAR_EPI, EPI_THREADS); /* every epilogue thread is done reading the staging */
+                tile_origin<TN>(t, tiles_m, tiles_n, p.group_m, &m0, &n0);
+#pragma unroll 1
+                for (int h = 0; h < NH; h++) { /* half h: consumer warpgroup h's rows (HALF) */
+                    const int mh = m0 + h * RS;
+                    const int bf = h ? BAR_FULL1 : BAR_FULL, be = h ? BAR_EMPTY1 : BAR_EMPTY;
+                    if (p.r) load_residual<TN>(p, stage, et, mh, n0, RS);
+                    nbar_arrive(be, HALF ? BAR_HALF : BAR_HANDOFF); /* staging free (and holding R) */
+                    nbar_sync(bf, HALF ? BAR_HALF : BAR_HANDOFF);   /* the consumers have staged these rows */
+                    store_rows<QOUT && FASTQ, TN>(p, &tab, stage, ew, lane, mh, n0, RS);
+                    if constexpr (QOUT && !FASTQ) quant_blocks<TN>(p, &tab, stage, et, mh, n0, RS);
+                    nbar_sync(BAR_EPI, EPI_THREADS); /* every epilogue thread is done reading the staging */
+                }
             }
         }
     } else { /* consumers: rows 64 * (wg - 1) .. + 63 of each tile */
@@ -276,10 +321,10 @@ __global__ void __launch_bounds__(THREADS, 1)
         int it = 0;
         for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
             int m0, n0;
-            tile_origin(t, tiles_m, tiles_n, p.group_m, &m0, &n0);
-            float d[128];
+            tile_origin<TN>(t, tiles_m, tiles_n, p.group_m, &m0, &n0);
+            float d[TN / 2];
 #pragma unroll
-            for (int i = 0; i < 128; i++) d[i] = 0.0f;
+            for (int i = 0; i < TN / 2; i++) d[i] = 0.0f;
             acc_fence(d); /* the zeros are written before the first wgmma.fence, not inside its stage */
             if (DQ == 1) dq_scales(p, m0 + cw * 64, 0, nbpr, lt, sc, zc);
             /* register prologue: one mainloop per decoder and code width, the decoders split over
@@ -302,14 +347,14 @@ __global__ void __launch_bounds__(THREADS, 1)
                 }
             }
             for (int kt = 0; DQ < 2 && kt < ktiles; kt++, it++) {
-                const int s = it % STAGES;
-                mbar_wait(saddr(&full[s]), (uint32_t)((it / STAGES) & 1));
+                const int s = it % ST;
+                mbar_wait(saddr(&full[s]), (uint32_t)((it / ST) & 1));
                 uint32_t a = ring_s + s * SB + cw * 64 * 128;
                 const uint32_t b = ring_s + s * SB + AB;
                 if constexpr (DQ == 1) {
                     /* every warp of this warpgroup is past the wgmma that read this buffer (k-tile kt - 2) */
                     asm volatile("bar.sync %0, 128;" ::"r"(2 + cw) : "memory");
-                    uint8_t *buf = ring + STAGES * SB + (2 * cw + (kt & 1)) * DQ_TILE_BYTES;
+                    uint8_t *buf = ring + ST * SB + (2 * cw + (kt & 1)) * DQ_TILE_BYTES;
                     dq_tile(p, &tab, ring + s * SB + cw * 64 * (BK * p.qa.bits / 8), buf, lt, sc, zc);
                     if (kt + 1 < ktiles) dq_scales(p, m0 + cw * 64, (kt + 1) * BK, nbpr, lt, sc, zc);
                     asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); /* visible to wgmma */
@@ -321,18 +366,26 @@ __global__ void __launch_bounds__(THREADS, 1)
                 for (int kk = 0; kk < BK / 16; kk++) {
                     const uint64_t da = TA ? sdesc(a + kk * 2048, p.mn_lbo, p.mn_sbo) : sdesc(a + kk * 32, 16, 1024);
                     const uint64_t db = TB ? sdesc(b + kk * 2048, p.mn_lbo, p.mn_sbo) : sdesc(b + kk * 32, 16, 1024);
-                    wgmma_256<TA, TB>(d, da, db);
+                    if constexpr (TN == 256) wgmma_256<TA, TB>(d, da, db);
+                    else wgmma_128<TA, TB>(d, da, db);
                 }
                 wg_commit();
                 wg_wait<1>(); /* the previous k-tile's wgmma are done: free its stage */
-                if (kt > 0 && (tid & 31) == 0) mbar_arrive(saddr(&empty[(it - 1) % STAGES]));
+                if (kt > 0 && (tid & 31) == 0) mbar_arrive(saddr(&empty[(it - 1) % ST]));
             }
             wg_wait<0>();
             acc_fence(d);
-            if ((tid & 31) == 0) mbar_arrive(saddr(&empty[(it - 1) % STAGES])); /* the tile's last stage */
-            nbar_sync(BAR_EMPTY, BAR_HANDOFF); /* the epilogue warps are done with the previous tile */
-            stage_acc(p, d, stage, ct, m0, n0);
-            nbar_arrive(BAR_FULL, BAR_HANDOFF); /* hand the tile over; on to the next one's mainloop */
+            if ((tid & 31) == 0) mbar_arrive(saddr(&empty[(it - 1) % ST])); /* the tile's last stage */
+            if constexpr (HALF) { /* this warpgroup's 64 rows in their own hand-off; warpgroup 1's
+                                   * waits for the epilogue warps to finish warpgroup 0's */
+                nbar_sync(cw ? BAR_EMPTY1 : BAR_EMPTY, BAR_HALF);
+                stage_acc<TN>(p, d, stage, lt, m0 + cw * HALF_ROWS, n0);
+                nbar_arrive(cw ? BAR_FULL1 : BAR_FULL, BAR_HALF);
+            } else {
+                nbar_sync(BAR_EMPTY, BAR_HANDOFF); /* the epilogue warps are done with the previous tile */
+                stage_acc<TN>(p, d, stage, ct, m0, n0);
+                nbar_arrive(BAR_FULL, BAR_HANDOFF); /* hand the tile over; on to the next one's mainloop */
+            }
         }
     }
 #else
@@ -367,39 +420,78 @@ void make_map(CUtensorMap *map, const void *ptr, int inner, int outer, int box_o
     if (r != CUDA_SUCCESS) agoq_die("gemm_wg: cuTensorMapEncodeTiled failed (%d) for [%d][%d]", (int)r, outer, inner);
 }
 
-template <int TA, int TB, bool QOUT, int DQ = 0, bool FASTQ = false>
-void launch(const CUtensorMap &ma, const CUtensorMap &mb, const wg_params &p, cudaStream_t s) {
-    constexpr int smem = DQ == 1 ? DQ_SMEM_BYTES : DQ >= 2 ? DQR_SMEM_BYTES : SMEM_BYTES;
-    static bool attr = false;
-    if (!attr) {
-        cudaCheck(cudaFuncSetAttribute(wg_kernel<TA, TB, QOUT, DQ, FASTQ>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       smem));
-        attr = true;
-    }
-    /* persistent: one CTA per SM at most; AGOQ_WG_GRID_CAP=N caps the grid (the tests use it to
-     * run several tiles per CTA on small shapes) */
+int num_sms() {
     static int nsm = 0;
     if (!nsm) {
         int dev = 0;
         cudaCheck(cudaGetDevice(&dev));
         cudaCheck(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
     }
+    return nsm;
+}
+long num_tiles(int m, int n, int tn) { return (long)((m + BM - 1) / BM) * ((n + tn - 1) / tn); }
+
+template <int TA, int TB, bool QOUT, int DQ = 0, bool FASTQ = false, int ST = STAGES, int TN = BN>
+void launch(const CUtensorMap &ma, const CUtensorMap &mb, const wg_params &p, cudaStream_t s) {
+    constexpr int smem = DQ == 1 ? DQ_SMEM_BYTES : DQ >= 2 ? DQR_SMEM_BYTES : smem_bytes<ST, TN>();
+    static bool attr = false;
+    if (!attr) {
+        cudaCheck(cudaFuncSetAttribute(wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        attr = true;
+    }
+    /* persistent: one CTA per SM at most; AGOQ_WG_GRID_CAP=N caps the grid (the tests use it to
+     * run several tiles per CTA on small shapes) */
     const char *cap_s = getenv("AGOQ_WG_GRID_CAP");
     const long cap = cap_s ? strtol(cap_s, NULL, 10) : 0;
-    long grid = (long)((p.m + BM - 1) / BM) * ((p.n + BN - 1) / BN);
+    long grid = num_tiles(p.m, p.n, TN);
     if (!getenv("AGOQ_WG_ONE_TILE")) { /* AGOQ_WG_ONE_TILE=1: one tile per CTA (a diagnostic) */
-        if (grid > nsm) grid = nsm;
+        if (grid > num_sms()) grid = num_sms();
         if (cap > 0 && grid > cap) grid = cap;
     }
-    wg_kernel<TA, TB, QOUT, DQ, FASTQ><<<(unsigned)grid, THREADS, smem, s>>>(ma, mb, p);
+    wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN><<<(unsigned)grid, THREADS, smem, s>>>(ma, mb, p);
     cudaCheckLaunch();
 }
-template <bool QOUT>
+template <bool QOUT, int ST, int TN = BN>
 void launch_t(int ta, int tb, const CUtensorMap &ma, const CUtensorMap &mb, const wg_params &p, cudaStream_t s) {
-    if (!ta && !tb) launch<0, 0, QOUT>(ma, mb, p, s);
-    else if (!ta && tb) launch<0, 1, QOUT>(ma, mb, p, s);
-    else if (ta && !tb) launch<1, 0, QOUT>(ma, mb, p, s);
-    else launch<1, 1, QOUT>(ma, mb, p, s);
+    if (!ta && !tb) launch<0, 0, QOUT, 0, false, ST, TN>(ma, mb, p, s);
+    else if (!ta && tb) launch<0, 1, QOUT, 0, false, ST, TN>(ma, mb, p, s);
+    else if (ta && !tb) launch<1, 0, QOUT, 0, false, ST, TN>(ma, mb, p, s);
+    else launch<1, 1, QOUT, 0, false, ST, TN>(ma, mb, p, s);
+}
+/* Width of the bf16 kernels' tile: BN (256); AGOQ_WG_TILE_N=128 a 128-wide tile (3 stages, the
+ * general epilogue quantizer; a benchmark knob, the tests cover both); AGOQ_WG_TILE_N=auto 128
+ * where it fills the last wave of persistent CTAs better by > 10% of a wave and the fast FP4
+ * epilogue does not apply. 128 needs the fused copy's block to divide 128 (else BN); anything
+ * else than 128, 256, auto: BN, after one line on stderr. */
+int tile_n(const agoq_wg_args *g, bool fast) {
+    const char *e = getenv("AGOQ_WG_TILE_N");
+    if (!e || !strcmp(e, "256")) return BN;
+    const bool force = !strcmp(e, "128");
+    if (!force && strcmp(e, "auto")) {
+        static bool said = false;
+        if (!said) fprintf(stderr, "gemm_wg: AGOQ_WG_TILE_N=%s unsupported (128, 256 or auto); using %d\n", e, BN);
+        said = true;
+        return BN;
+    }
+    if (g->q && 128 % g->q->p.block) return BN;
+    if (force) return 128;
+    if (fast) return BN;
+    const long nsm = num_sms(), t2 = num_tiles(g->m, g->n, BN), t1 = num_tiles(g->m, g->n, 128);
+    const double fill2 = (double)t2 / (double)(((t2 + nsm - 1) / nsm) * nsm), /* busy share of the waves */
+        fill1 = (double)t1 / (double)(((t1 + nsm - 1) / nsm) * nsm);
+    return fill1 > fill2 + 0.1 ? 128 : BN;
+}
+/* Stages of the bf16 kernels' ring: 3, or AGOQ_WG_STAGES=4 (C staged in halves; a benchmark
+ * knob, the tests cover both); anything else: 3, after one line on stderr. */
+int stages() {
+    const char *e = getenv("AGOQ_WG_STAGES");
+    if (!e || !strcmp(e, "3")) return 3;
+    if (!strcmp(e, "4")) return 4;
+    static bool said = false;
+    if (!said) fprintf(stderr, "gemm_wg: AGOQ_WG_STAGES=%s unsupported (3 or 4); using 3\n", e);
+    said = true;
+    return 3;
 }
 /* Row tiles of a rasterization group: 8, or AGOQ_WG_GROUP_M=N (1..64; a benchmark knob). */
 int group_m() {
@@ -426,11 +518,18 @@ extern "C" int agoq_wg_gemm(const agoq_wg_args *g, void *stream) {
     AGOQ_REQUIRE(al16(g->a) && al16(g->b) && al16(g->c) && (!g->r || al16(g->r)),
                  "gemm_wg: operands must be 16-byte aligned");
     AGOQ_REQUIRE(!g->q || g->cq.codes, "gemm_wg: quantized copy requested without its planes");
+    /* The fast FP4 epilogue encoder where it applies (store_rows); AGOQ_WG_FAST_EPI=0 sends
+     * every format through the general per-block path (the tests cover both) */
+    const char *fe = getenv("AGOQ_WG_FAST_EPI");
+    bool fast = g->q && !(fe && !strcmp(fe, "0")) && !g->a_mn && !g->b_mn && g->q->c.fmt == AGOQ_FMT_FP4_E2M1 &&
+                g->q->p.block == 128 && g->q->p.enc == AGOQ_ENC_FP4 && !g->q->p.stochastic && g->n % 256 == 0;
+    const int tn = tile_n(g, fast);
+    if (tn != BN) fast = false; /* the fast encoder takes rows of 256 */
     CUtensorMap ma, mb;
     if (g->a_mn) make_map(&ma, g->a, g->m, g->k, 64); /* A stored [K][M] */
     else make_map(&ma, g->a, g->k, g->m, BM);         /* A stored [M][K] */
     if (g->b_mn) make_map(&mb, g->b, g->n, g->k, 64); /* B stored [K][N] */
-    else make_map(&mb, g->b, g->k, g->n, BN);         /* B stored [N][K] */
+    else make_map(&mb, g->b, g->k, g->n, tn);         /* B stored [N][K] */
     /* AGOQ_WG_MN_SWAP=1 swaps the MN-major LBO and SBO: a diagnostic for the one reading of the
      * descriptor that the device test did not confirm (see the top comment); not for use. */
     static int swap = -1;
@@ -438,14 +537,17 @@ extern "C" int agoq_wg_gemm(const agoq_wg_args *g, void *stream) {
     const uint32_t lbo = swap ? 1024u : (uint32_t)MN_BOX_BYTES, sbo = swap ? (uint32_t)MN_BOX_BYTES : 1024u;
     wg_params p = {g->m, g->n, g->k, g->r, g->c, g->q ? g->q->p : agoq_cuda_qparams{}, g->cq, lbo, sbo,
                    agoq_cuda_qparams{}, agoq_dqt{}, group_m()};
-    /* The fast FP4 epilogue encoder where it applies (store_rows); AGOQ_WG_FAST_EPI=0 sends
-     * every format through the general per-block path (the tests cover both) */
-    const char *fe = getenv("AGOQ_WG_FAST_EPI");
-    const bool fast = g->q && !(fe && !strcmp(fe, "0")) && !g->a_mn && !g->b_mn && g->q->c.fmt == AGOQ_FMT_FP4_E2M1 &&
-                      g->q->p.block == 128 && g->q->p.enc == AGOQ_ENC_FP4 && !g->q->p.stochastic && g->n % 256 == 0;
-    if (fast) launch<0, 0, true, false, true>(ma, mb, p, (cudaStream_t)stream);
-    else if (g->q) launch_t<true>(g->a_mn, g->b_mn, ma, mb, p, (cudaStream_t)stream);
-    else launch_t<false>(g->a_mn, g->b_mn, ma, mb, p, (cudaStream_t)stream);
+    /* 4 stages (AGOQ_WG_STAGES=4) except for table encoders (no shared memory left for the table) */
+    const bool st4 = stages() == 4 && !(g->q && g->q->p.enc == AGOQ_ENC_TABLE);
+    const cudaStream_t s = (cudaStream_t)stream;
+    if (tn == 128 && g->q) launch_t<true, STAGES, 128>(g->a_mn, g->b_mn, ma, mb, p, s);
+    else if (tn == 128) launch_t<false, STAGES, 128>(g->a_mn, g->b_mn, ma, mb, p, s);
+    else if (fast && st4) launch<0, 0, true, 0, true, 4>(ma, mb, p, s);
+    else if (fast) launch<0, 0, true, 0, true>(ma, mb, p, s);
+    else if (g->q && st4) launch_t<true, 4>(g->a_mn, g->b_mn, ma, mb, p, s);
+    else if (g->q) launch_t<true, STAGES>(g->a_mn, g->b_mn, ma, mb, p, s);
+    else if (st4) launch_t<false, 4>(g->a_mn, g->b_mn, ma, mb, p, s);
+    else launch_t<false, STAGES>(g->a_mn, g->b_mn, ma, mb, p, s);
     return 0;
 }
 

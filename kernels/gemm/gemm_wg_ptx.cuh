@@ -1,5 +1,6 @@
 /* PTX helpers of the Hopper GEMM (gemm_wg.cu): mbarriers, TMA tile loads, 16-byte cp.async,
- * named barriers and the wgmma m64n256k16 bf16 instruction with its shared-memory descriptor.
+ * named barriers and the wgmma m64n256k16 / m64n128k16 bf16 instructions with their
+ * shared-memory descriptor.
  * Only gemm_wg.cu includes it; the wgmma / setmaxnreg parts need sm_90a. */
 #ifndef AGOQ_GEMM_WG_PTX_CUH
 #define AGOQ_GEMM_WG_PTX_CUH
@@ -54,13 +55,15 @@ __device__ __forceinline__ void wg_wait() {
     asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
 }
 /* Keeps the compiler from moving accumulator reads or writes across a wgmma wait. */
-__device__ __forceinline__ void acc_fence(float (&d)[128]) {
+template <int N>
+__device__ __forceinline__ void acc_fence(float (&d)[N]) {
 #pragma unroll
-    for (int i = 0; i < 128; i++) asm volatile("" : "+f"(d[i])::"memory");
+    for (int i = 0; i < N; i++) asm volatile("" : "+f"(d[i])::"memory");
 }
-/* The 128 fp32 accumulator registers of an m64n256 wgmma: their operand numbers %0..%127 in the
- * instruction string and the matching read-write operand list (the array d of each caller). */
-#define AGOQ_WG_ACC_REGS \
+/* The fp32 accumulator registers of an m64n128 (64) and an m64n256 (128) wgmma: their operand
+ * numbers %0.. in the instruction string and the matching read-write operand list (the array d
+ * of each caller). */
+#define AGOQ_WG_ACC64_REGS \
     "%0, %1, %2, %3, %4, %5, %6, %7," \
     "%8, %9, %10, %11, %12, %13, %14, %15," \
     "%16, %17, %18, %19, %20, %21, %22, %23," \
@@ -68,7 +71,8 @@ __device__ __forceinline__ void acc_fence(float (&d)[128]) {
     "%32, %33, %34, %35, %36, %37, %38, %39," \
     "%40, %41, %42, %43, %44, %45, %46, %47," \
     "%48, %49, %50, %51, %52, %53, %54, %55," \
-    "%56, %57, %58, %59, %60, %61, %62, %63," \
+    "%56, %57, %58, %59, %60, %61, %62, %63"
+#define AGOQ_WG_ACC_REGS AGOQ_WG_ACC64_REGS "," \
     "%64, %65, %66, %67, %68, %69, %70, %71," \
     "%72, %73, %74, %75, %76, %77, %78, %79," \
     "%80, %81, %82, %83, %84, %85, %86, %87," \
@@ -77,7 +81,7 @@ __device__ __forceinline__ void acc_fence(float (&d)[128]) {
     "%104, %105, %106, %107, %108, %109, %110, %111," \
     "%112, %113, %114, %115, %116, %117, %118, %119," \
     "%120, %121, %122, %123, %124, %125, %126, %127"
-#define AGOQ_WG_ACC_OPERANDS(d) \
+#define AGOQ_WG_ACC64_OPERANDS(d) \
     "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
     "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
     "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
@@ -85,7 +89,8 @@ __device__ __forceinline__ void acc_fence(float (&d)[128]) {
     "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
     "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
     "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
-    "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), \
+    "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+#define AGOQ_WG_ACC_OPERANDS(d) AGOQ_WG_ACC64_OPERANDS(d), \
     "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
     "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
     "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), \
@@ -105,6 +110,19 @@ __device__ __forceinline__ void wgmma_256(float (&d)[128], uint64_t da, uint64_t
                  "}, %128, %129, p, 1, 1, %130, %131;\n"
                  "}\n"
                  : AGOQ_WG_ACC_OPERANDS(d)
+                 : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1));
+}
+
+/* d[64 x 128 fragment] += A(64 x 16) B(16 x 128): the 128-wide tile (AGOQ_WG_TILE_N=128). */
+template <int TA, int TB>
+__device__ __forceinline__ void wgmma_128(float (&d)[64], uint64_t da, uint64_t db) {
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %68, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" AGOQ_WG_ACC64_REGS
+                 "}, %64, %65, p, 1, 1, %66, %67;\n"
+                 "}\n"
+                 : AGOQ_WG_ACC64_OPERANDS(d)
                  : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1));
 }
 

@@ -9,6 +9,10 @@
  *    that sends FP4 E2M1/128 through the fast tile encoder);
  *  - the stored-A prologue: bit-exact against the plain kernel on the host-dequantized A, on
  *    both decode paths (into wgmma's A registers, the default; through shared memory).
+ *  - the knob variants against the default: AGOQ_WG_STAGES=4 (C staged a consumer warpgroup's
+ *    half at a time) bit-exact, AGOQ_WG_TILE_N=128 / auto (128-wide tiles) within one ulp, the
+ *    fused copy bit-exact against the reference on each variant's C; invalid settings fall back.
+ * Every test above also runs whatever AGOQ_WG_STAGES / AGOQ_WG_TILE_N the environment sets.
  * Error bound (each entry): |c - ref| <= 2^-8 |ref| + K 2^-23 sum|a||b|: the first term is the
  * one rounding of the fp32 result to bf16 (8-bit significand, round to nearest: at most 2^-8
  * relative), the second a fp32 sum of K products in any order (K 2^-24 sum|a||b|), doubled for
@@ -19,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/common.h"
 #include "core/rng.h"
 #include "kernels/blaslt/blaslt.h"
 #include "kernels/fused/fused.h"
@@ -210,6 +215,9 @@ TEST(cuda_wg_gemm_prologue_dequant_bit_exact) {
         {AGOQ_FMT_NF4, 64, AGOQ_SCALE_FP32, AGOQ_ROUND_NEAREST},       {AGOQ_FMT_FP8_E4M3, 256, AGOQ_SCALE_FP32, AGOQ_ROUND_NEAREST},
     };
     static const int shapes[][3] = {{200, 384, 256}, {256, 512, 1024}};
+    /* the plain reference on the prologue's own tile width (AGOQ_WG_TILE_N leaves deqa at 256) */
+    char *tile_n = getenv("AGOQ_WG_TILE_N") ? strdup(getenv("AGOQ_WG_TILE_N")) : NULL;
+    unsetenv("AGOQ_WG_TILE_N");
     for (size_t si = 0; si < 2; si++) {
         const int m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
         if (si) setenv("AGOQ_WG_GRID_CAP", "2", 1);
@@ -262,6 +270,113 @@ TEST(cuda_wg_gemm_prologue_dequant_bit_exact) {
         free(a); free(b); free(r);
     }
     unsetenv("AGOQ_WG_GRID_CAP");
+    if (tile_n) setenv("AGOQ_WG_TILE_N", tile_n, 1);
+    free(tile_n);
+}
+
+/* A bf16 bit pattern as an integer that orders like the value (+0 and -0 both 0). */
+static int ord16(uint16_t x) { return x & 0x8000 ? -(int)(x & 0x7fff) : (int)x; }
+
+/* One run of g with knob = val (NULL: unset): C downloaded; with a fused copy (c), its codes and
+ * scales checked bit-exact against the reference quantizer on that C. */
+static void run_knob(const char *knob, const char *val, const agoq_wg_args *g, const agoq_qconfig *c, uint16_t **out) {
+    if (val) setenv(knob, val, 1);
+    else unsetenv(knob);
+    const int rc = agoq_wg_gemm(g, NULL);
+    agoq_fused_dsync();
+    unsetenv(knob);
+    *out = down16(g->c, (size_t)g->m * g->n);
+    int bad = 0;
+    if (c) {
+        const size_t nq = agoq_rowq_alloc_n(c, g->m, g->n);
+        agoq_qtensor want, got;
+        if (agoq_qtensor_alloc(&want, c, nq) || agoq_qtensor_alloc(&got, c, nq)) agoq_die("test: out of memory");
+        agoq_rowq_quantize_ref(c, *out, g->m, g->n, &want);
+        agoq_dqt_download(c, g->m, g->n, g->cq, &got);
+        bad = agoq_validate_bytes("codes", want.codes, got.codes, agoq_codes_bytes(c, nq)) != 0 ||
+              agoq_validate_bytes("scales", want.scales, got.scales, agoq_scales_bytes(c, nq)) != 0;
+        agoq_qtensor_free(&want); agoq_qtensor_free(&got);
+    }
+    CHECK(rc == 0);
+    CHECK_MSG(!bad, "%s=%s %s/%d M=%d N=%d", knob, val ? val : "-", agoq_formats[c->fmt].name, c->block, g->m, g->n);
+}
+
+/* The kernel variants behind knobs against the default, every layout, with and without the
+ * residual and the fused copy (FP4/128: the fast tile encoder by default; INT4/32; NF4/64, whose
+ * table encoder stays on 3 stages), half the cases on a grid of 2 CTAs (several tiles a CTA):
+ * AGOQ_WG_STAGES=4 bit-exact (the same wgmma in the same k order); AGOQ_WG_TILE_N=128 / auto
+ * (m64n128 wgmma) within one bf16 ulp of it, entry by entry (the sums run in the same order; a
+ * difference is reported); invalid settings ("7", "x") refused in one line, run as the default. */
+TEST(cuda_wg_gemm_knob_variants_match_default) {
+    static const struct { const char *knob, *val; int exact; } vars[] = {
+        {"AGOQ_WG_STAGES", "4", 1}, {"AGOQ_WG_STAGES", "7", 1}, {"AGOQ_WG_TILE_N", "128", 0},
+        {"AGOQ_WG_TILE_N", "auto", 0}, {"AGOQ_WG_TILE_N", "x", 1},
+    };
+    static const wcase cases[] = {
+        {OP_FWD, 200, 328, 136}, {OP_FWD, 512, 1536, 512}, {OP_FWD, 384, 1024, 2048}, {OP_DGRAD, 200, 136, 328},
+        {OP_DGRAD, 512, 512, 1024}, {OP_WGRAD, 136, 200, 328}, {OP_WGRAD, 1024, 512, 384},
+    };
+    static const agoq_format fmts[] = {AGOQ_FMT_FP4_E2M1, AGOQ_FMT_INT4, AGOQ_FMT_NF4};
+    char *saved[2] = {getenv("AGOQ_WG_STAGES"), getenv("AGOQ_WG_TILE_N")};
+    for (int i = 0; i < 2; i++) saved[i] = saved[i] ? strdup(saved[i]) : NULL;
+    unsetenv("AGOQ_WG_STAGES");
+    unsetenv("AGOQ_WG_TILE_N");
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        if (ci & 1) setenv("AGOQ_WG_GRID_CAP", "2", 1);
+        else unsetenv("AGOQ_WG_GRID_CAP");
+        agoq_wg_args g = {0};
+        as_gemm(cases[ci], &g.m, &g.n, &g.k, &g.a_mn, &g.b_mn);
+        uint16_t *a = rand_bf16((size_t)g.m * g.k, 41 + ci), *b = rand_bf16((size_t)g.n * g.k, 43 + ci);
+        uint16_t *r = rand_bf16((size_t)g.m * g.n, 47 + ci);
+        g.a = up16(a, (size_t)g.m * g.k);
+        g.b = up16(b, (size_t)g.n * g.k);
+        uint16_t *dr = up16(r, (size_t)g.m * g.n);
+        g.c = agoq_fused_dmalloc((size_t)g.m * g.n * 2);
+        /* v: 0 plain, 1 residual, 2.. fused copy in fmts[v - 2] (+ residual; fwd layout only) */
+        const int nv = cases[ci].op == OP_WGRAD ? 1 : cases[ci].op == OP_DGRAD ? 2 : 5;
+        size_t ulp1 = 0;
+        for (int v = 0; v < nv; v++) {
+            g.r = v ? dr : NULL;
+            agoq_qconfig c = agoq_qconfig_default(v >= 2 ? fmts[v - 2] : AGOQ_FMT_FP4_E2M1);
+            c.block = v == 3 ? 32 : 64 * (1 + (v == 2));
+            c.seed = 5;
+            agoq_fq q;
+            g.q = NULL;
+            g.cq = (agoq_dqt){0};
+            if (v >= 2) {
+                if (g.n % c.block) continue;
+                CHECK(agoq_fq_make(&c, &q) == 0 && agoq_dqt_alloc(&c, g.m, g.n, &g.cq) == 0);
+                g.q = &q;
+            }
+            uint16_t *c0, *cv;
+            run_knob("AGOQ_WG_STAGES", NULL, &g, g.q ? &c : NULL, &c0);
+            for (size_t k = 0; k < sizeof vars / sizeof vars[0]; k++) {
+                run_knob(vars[k].knob, vars[k].val, &g, g.q ? &c : NULL, &cv);
+                size_t diff = 0, far = 0;
+                for (size_t e = 0; e < (size_t)g.m * g.n; e++) { /* bf16 as ordered integers: ulps apart */
+                    const int d = ord16(cv[e]) - ord16(c0[e]);
+                    diff += cv[e] != c0[e];
+                    far += d > 1 || d < -1;
+                }
+                if (!vars[k].exact) ulp1 += diff;
+                CHECK_MSG(vars[k].exact ? diff == 0 : far == 0, "%s=%s %s M=%d N=%d K=%d variant %d: %zu entries differ, %zu by more than one ulp",
+                          vars[k].knob, vars[k].val, kOpName[cases[ci].op], cases[ci].M, cases[ci].N, cases[ci].K, v, diff, far);
+                free(cv);
+            }
+            free(c0);
+            if (g.q) { agoq_dqt_free(&g.cq); agoq_fq_free(&q); }
+        }
+        printf("    knobs vs default: %s M=%d N=%d K=%d, %d variant(s); 128-wide tile: %zu entries one ulp apart\n",
+               kOpName[cases[ci].op], cases[ci].M, cases[ci].N, cases[ci].K, nv, ulp1);
+        agoq_fused_dfree((void *)g.a); agoq_fused_dfree((void *)g.b); agoq_fused_dfree(dr); agoq_fused_dfree(g.c);
+        free(a); free(b); free(r);
+    }
+    unsetenv("AGOQ_WG_GRID_CAP");
+    const char *names[2] = {"AGOQ_WG_STAGES", "AGOQ_WG_TILE_N"};
+    for (int i = 0; i < 2; i++) {
+        if (saved[i]) setenv(names[i], saved[i], 1);
+        free(saved[i]);
+    }
 }
 
 TEST(cuda_wg_gemm_rejects_unsupported_shapes) {
