@@ -366,9 +366,6 @@ __device__ __forceinline__ uint64_t agoq_tile_load_codes(const uint8_t *codes, s
  *                                  int lane, float (&v)[kU][kVec]) const;
  * In-place sources (the accumulation) read a block's planes before the tile writes them: every
  * value read is consumed by the range reduction, whose shuffles every lane passes first. */
-/* CTAs per SM the kernel is register-bounded for: Src::kMinCtas (0: unbounded), at least 3
- * (80 registers) for table encoders (NF4, dyn8: the LUT lookups are independent, and unbounded
- * ptxas keeps all of a tile's in flight at 112-128 registers, 2 CTAs). */
 /* Issue 15 (q5): the value table of a table decoder (dyn8: 256 codes) replicated 16 times in
  * shared memory, entry c of lane l at [c * 16 + l % 16]: the lanes of a half warp read 16
  * different banks whatever their codes (one table has 2-4-way bank conflicts on random codes:
@@ -393,6 +390,9 @@ __device__ __forceinline__ void agoq_tile_decode_vrep8(uint64_t packed, float s,
     }
 }
 
+/* CTAs per SM the kernel is register-bounded for: Src::kMinCtas (0: unbounded), at least 3
+ * (80 registers) for table encoders (NF4, dyn8: the LUT lookups are independent, and unbounded
+ * ptxas keeps all of a tile's in flight at 112-128 registers, 2 CTAs). */
 #define AGOQ_TILE_MIN_CTAS(ENC, Src) ((ENC) == AGOQ_ENC_TABLE && (Src::kMinCtas) < 3 ? 3 : (Src::kMinCtas))
 template <int ENC, int BITS, int LOG2B, class Src>
 __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS(ENC, Src))
