@@ -7,6 +7,7 @@
  * element: accumulate reads bits/8 + sizeof(g) and writes bits/8; reduce reads N*bits/8 and
  * writes bits/8 (+4 with sum_out), plus the scales. */
 #include <cuda_runtime.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/check.h"
@@ -64,23 +65,27 @@ struct src_reduce {
 };
 
 /* ---- tile sources (quant_tile.cuh) of the two kernels, 8-bit codes, blocks >= 32 ----
- * accumulate: E = 4 (fp32 gradient) or 8 (bf16) elements per vector; reduce: 8. */
-template <int DEC, typename TG>
+ * accumulate: E = 4 (fp32 gradient) or 8 (bf16) elements per vector; reduce: 8.
+ * Issue 15 (q5, AGOQ_Q5_OLD=1 restores the previous ones): table codes (dyn8) decode through
+ * the replicated value table (VREP, quant_tile.cuh agoq_tile_vrep), and the bf16 accumulation
+ * of table codes takes tiles of U = 4 vectors (8 spilled at the 80-register bound, like the
+ * bf16 quantizer); the same values in the same order: bit-exact either way. */
+template <int DEC, typename TG, int U = AGOQ_TILE_U, bool VREP = false>
 struct tile_accumulate {
-    static constexpr int kVec = 16 / (int)sizeof(TG), kBits = 8, kU = AGOQ_TILE_U, kMinCtas = 0;
-    static constexpr bool kTable = DEC == AGOQ_ENC_TABLE;
+    static constexpr int kVec = 16 / (int)sizeof(TG), kBits = 8, kU = U, kMinCtas = 0;
+    static constexpr bool kTable = DEC == AGOQ_ENC_TABLE, kVrep = VREP && kTable, kQ5 = kVrep;
     const uint8_t *codes, *scales, *zeros;
     const TG *g;
     size_t nblocks;
     int log2b;
     __device__ __forceinline__ void load_tile(const agoq_cuda_qparams &p, const agoq_smem_table *t, size_t e_tile,
-                                              int lane, float (&v)[AGOQ_TILE_U][kVec]) const {
-        agoq_tile_scales<kVec, DEC == AGOQ_ENC_INT_ASYM> sc;
+                                              int lane, float (&v)[U][kVec]) const {
+        agoq_tile_scales<kVec, DEC == AGOQ_ENC_INT_ASYM, U> sc;
         sc.load(p, scales, zeros, e_tile, log2b, nblocks, lane);
-        uint64_t c[AGOQ_TILE_U];
-        float x[AGOQ_TILE_U][kVec];
+        uint64_t c[U];
+        float x[U][kVec];
 #pragma unroll
-        for (int j = 0; j < AGOQ_TILE_U; j++) {
+        for (int j = 0; j < U; j++) {
             const size_t e0 = e_tile + (size_t)(j * 32 * kVec + lane * kVec);
             c[j] = agoq_tile_load_codes<8, kVec>(codes, e0);
             if constexpr (kVec == 4) {
@@ -91,10 +96,11 @@ struct tile_accumulate {
             }
         }
 #pragma unroll
-        for (int j = 0; j < AGOQ_TILE_U; j++) {
+        for (int j = 0; j < U; j++) {
             float s, m;
             sc.get(j, lane, s, m);
-            agoq_tile_decode<DEC, 8, kVec>(p, t, c[j], s, m, v[j]);
+            if constexpr (kVrep && kVec == 8) agoq_tile_decode_vrep8(c[j], s, lane, v[j]);
+            else agoq_tile_decode<DEC, 8, kVec>(p, t, c[j], s, m, v[j]);
 #pragma unroll
             for (int e = 0; e < kVec; e++) v[j][e] = v[j][e] + x[j][e];
         }
@@ -109,10 +115,13 @@ struct tile_accumulate {
  * after every add (a kernel each, so the inner loop carries no select). */
 #define RED_U 2
 #define RED_RB 8
-template <int DEC, bool BF16_SUM>
+/* q5: RB (chunks loaded per batch) 4 for asymmetric codes, whose scales and zero points of 8
+ * chunks spilled at the 80-register bound (124-byte spill stores per thread: int8_asym 0.44 of
+ * copy); AGOQ_Q5_RB4=1 also gives the table decoders 4 (an A/B: dyn8 spills 16 bytes at 8). */
+template <int DEC, bool BF16_SUM, bool VREP = false, int RB = RED_RB>
 struct tile_reduce {
     static constexpr int kVec = 8, kBits = 8, kU = RED_U, kMinCtas = 3;
-    static constexpr bool kTable = DEC == AGOQ_ENC_TABLE;
+    static constexpr bool kTable = DEC == AGOQ_ENC_TABLE, kVrep = VREP && kTable, kQ5 = kVrep;
     using scales_t = agoq_tile_scales<8, DEC == AGOQ_ENC_INT_ASYM, RED_U>;
     chunk_view in[AGOQ_CUDA_MAX_CHUNKS];
     int nin, log2b;
@@ -130,20 +139,21 @@ struct tile_reduce {
         for (int j = 0; j < RED_U; j++)
 #pragma unroll
             for (int e = 0; e < 8; e++) v[j][e] = 0.0f;
-        for (int r0 = 0; r0 < nin; r0 += RED_RB) { /* warp-uniform */
-            scales_t sc[RED_RB];
-            uint64_t c[RED_RB][RED_U];
+        for (int r0 = 0; r0 < nin; r0 += RB) { /* warp-uniform */
+            scales_t sc[RB];
+            uint64_t c[RB][RED_U];
 #pragma unroll
-            for (int i = 0; i < RED_RB; i++)
+            for (int i = 0; i < RB; i++)
                 if (r0 + i < nin) load_chunk(p, r0 + i, e_tile, lane, sc[i], c[i]);
 #pragma unroll
-            for (int i = 0; i < RED_RB; i++) { /* chunks in order: the sum's order is r = 0..nin-1 */
+            for (int i = 0; i < RB; i++) { /* chunks in order: the sum's order is r = 0..nin-1 */
                 if (r0 + i >= nin) break;
 #pragma unroll
                 for (int j = 0; j < RED_U; j++) {
                     float s, m, d[8];
                     sc[i].get(j, lane, s, m);
-                    agoq_tile_decode<DEC, 8, 8>(p, t, c[i][j], s, m, d);
+                    if constexpr (kVrep) agoq_tile_decode_vrep8(c[i][j], s, lane, d);
+                    else agoq_tile_decode<DEC, 8, 8>(p, t, c[i][j], s, m, d);
 #pragma unroll
                     for (int e = 0; e < 8; e++) {
                         const float x = v[j][e] + d[e];
@@ -189,8 +199,16 @@ int agoq_cuda_grad_accumulate(const agoq_qconfig *c, agoq_cuda_qtensor *acc, con
         } else {
             src_accumulate<D, uint16_t> src = {acc->codes, acc->scales, acc->zeros, g_bf16,
                                                ((uintptr_t)g_bf16 & 15u) == 0};
+            const bool ok = tile_grad_ok(p) && aligned16(g_bf16);
             tile_accumulate<D, uint16_t> tile = {acc->codes, acc->scales, acc->zeros, g_bf16, nblocks, log2b};
-            if constexpr (E == D) agoq_launch_quant<E>(p, src, out, stream, tile_grad_ok(p) && aligned16(g_bf16) ? &tile : nullptr);
+            if constexpr (E == D && D == AGOQ_ENC_TABLE) {
+                if (!agoq_q5_old() && p.tab_ident) {
+                    tile_accumulate<D, uint16_t, 4, true> tile4 = {acc->codes, acc->scales, acc->zeros, g_bf16, nblocks, log2b};
+                    agoq_launch_quant<E>(p, src, out, stream, ok ? &tile4 : nullptr);
+                    return;
+                }
+            }
+            if constexpr (E == D) agoq_launch_quant<E>(p, src, out, stream, ok ? &tile : nullptr);
             else agoq_launch_quant<E>(p, src, out, stream);
         }
     });
@@ -221,8 +239,8 @@ int agoq_cuda_grad_reduce(const agoq_qconfig *c, const agoq_cuda_qtensor *in, in
         src.vec_sum = ((uintptr_t)sum_out & 15u) == 0;
         bool aligned = sum_out == NULL || aligned16(sum_out);
         for (int r = 0; r < nin; r++) aligned &= ((uintptr_t)in[r].codes & 7u) == 0; /* 8 codes per load */
-        auto with_tile = [&](auto bf16) {
-            tile_reduce<D, decltype(bf16)::value != 0> tile;
+        auto with_tile = [&](auto bf16, auto vrep, auto rb) {
+            tile_reduce<D, decltype(bf16)::value != 0, decltype(vrep)::value != 0, decltype(rb)::value> tile;
             memset(&tile, 0, sizeof tile);
             memcpy(tile.in, src.in, sizeof tile.in);
             tile.nin = nin;
@@ -232,8 +250,20 @@ int agoq_cuda_grad_reduce(const agoq_qconfig *c, const agoq_cuda_qtensor *in, in
             agoq_launch_quant<E>(p, src, *out, stream, aligned && tile_grad_ok(p) ? &tile : nullptr);
         };
         if constexpr (E == D) {
-            if (src.bf16_sum) with_tile(agoq_enc_t<1>());
-            else with_tile(agoq_enc_t<0>());
+            auto go = [&](auto bf16) { /* q5 variants: table (replicated values) and asymmetric decoders */
+                if constexpr (D == AGOQ_ENC_TABLE) {
+                    if (!agoq_q5_old() && p.tab_ident) {
+                        static const int rb4 = getenv("AGOQ_Q5_RB4") && strcmp(getenv("AGOQ_Q5_RB4"), "1") == 0;
+                        if (rb4) return with_tile(bf16, agoq_enc_t<1>(), agoq_enc_t<4>());
+                        return with_tile(bf16, agoq_enc_t<1>(), agoq_enc_t<RED_RB>());
+                    }
+                } else if constexpr (D == AGOQ_ENC_INT_ASYM) {
+                    if (!agoq_q5_old()) return with_tile(bf16, agoq_enc_t<0>(), agoq_enc_t<4>());
+                }
+                with_tile(bf16, agoq_enc_t<0>(), agoq_enc_t<RED_RB>());
+            };
+            if (src.bf16_sum) go(agoq_enc_t<1>());
+            else go(agoq_enc_t<0>());
         } else {
             agoq_launch_quant<E>(p, src, *out, stream); /* stochastic-only pairs: no tile path */
         }

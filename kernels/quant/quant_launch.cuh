@@ -68,6 +68,11 @@ static unsigned agoq_grid_resident(size_t warps) {
  * launch before issue 15's grid measurement, kept for A/B runs). */
 int agoq_grid_resident_only(void);
 
+/* 1 when AGOQ_Q5_OLD=1: the quantizer and 8-bit gradient launches take their kernels from
+ * before issue 15's q5 changes (bf16 tiles of 8 vectors for table / asymmetric codes, the
+ * LUT read through tab.lut, the table decoders' unreplicated value table), for A/B runs. */
+int agoq_q5_old(void);
+
 /* CTAs for `warps` warps of work of a tile / unit kernel: one unit per warp, every warp done
  * after its unit (the SMs refill as CTAs retire). Kernels that stage the 22 KB encode LUT
  * (AGOQ_STAGE_TABLE_LUT: table encoders in the quantizers and fused forwards) take the resident

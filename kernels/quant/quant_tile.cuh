@@ -26,6 +26,8 @@
 #include "kernels/quant/quant_fast.h"
 #include "kernels/quant/quant_tile_geom.h"
 
+#include <type_traits>
+
 #define AGOQ_TILE_U 8 /* 16-byte vectors per lane per tile: 128 bytes of loads in flight per lane */
 
 /* Tile geometry of block size B = 2^LOG2B over U vectors of E elements (the fused kernels of
@@ -82,15 +84,49 @@ __device__ __forceinline__ void agoq_tile_reduce(float (&p)[K], int lane) {
     }
 }
 
+/* ---- issue 15 (q5): the round-to-nearest LUT of tab_lut.h staged in the tile kernel's own
+ * shared array (agoq_tile_lut_smem), read with 32-bit shared addresses (agoq_smem_table::lut
+ * is a generic pointer: 64-bit address arithmetic and generic loads per element), for tables
+ * whose code is the sorted position (NF4, dyn8: no code lookup). REP > 1 (4-bit tables, LUTs
+ * of <= AGOQ_TAB_LUT_MAX / (2 REP) buckets a side: NF4's 20) stores each entry REP times,
+ * entry i of lane l at [i * REP + l % REP]: a half warp's 8-byte loads then hit 16 different
+ * bank pairs whatever the values (one copy of NF4's 40 entries: 2-4-way conflicts). Entries
+ * are copies and the index is agoq_tab_lut_index: agoq_dev_table_code_rn's codes bit for bit.
+ * Sources with kQ5 = true select it; the launchers check ident and the size. ---- */
+__device__ __forceinline__ uint2 *agoq_tile_lut_smem() {
+    __shared__ uint2 lut[AGOQ_TAB_LUT_MAX];
+    return lut;
+}
+template <class S, class = void>
+struct agoq_src_q5 : std::false_type {};
+template <class S>
+struct agoq_src_q5<S, std::void_t<decltype(S::kQ5)>> : std::integral_constant<bool, S::kQ5> {};
+/* Copies per LUT entry of a table with BITS-bit codes. */
+template <int BITS>
+struct agoq_tile_lut_rep : std::integral_constant<int, BITS == 4 ? 16 : 1> {};
+/* All threads of the CTA; then __syncthreads(). */
+template <int REP>
+__device__ __forceinline__ void agoq_tile_stage_lut(const agoq_cuda_qparams &p) {
+    uint2 *lut = agoq_tile_lut_smem();
+    const uint2 *g = (const uint2 *)p.table->lut.e;
+    for (int i = (int)threadIdx.x, ne = 2 * p.tab_nb * REP; i < ne; i += (int)blockDim.x) lut[i] = g[i / REP];
+}
+template <int REP>
+__device__ __forceinline__ uint32_t agoq_tile_table_pos(const agoq_cuda_qparams &p, int lane, float y) {
+    const int i = agoq_tab_lut_index(p.tab_shift, p.tab_base, p.tab_nb, p.tab_lo, p.tab_hi, y);
+    const uint2 e = agoq_tile_lut_smem()[REP > 1 ? i * REP + (lane & (REP - 1)) : i];
+    return agoq_tab_lut_pos(e.x, e.y, y);
+}
+
 /* ---- branch-free encoders of finite scaled values (the block's range is finite) ----
  * int symmetric: |y| <= qmax / (1 - 2^-9) < qmax + 1/2 (the scale's bf16 rounding is the
  * largest error), so agoq_int_sym_encode_magic applies. fp8: the hardware pair conversion
  * (satfinite, round half to even), then agoq_fp8_clear_neg_zero. fp4: agoq_fp4_encode_finite
  * (all three in quant_fast.h, proved on the host by tests/quant/test_quant_math.c). Tables
  * (NF4, dyn8): the LUT of tab_lut.h without the NaN test. Others: the general encoder. N codes of BITS are packed LSB first. */
-template <int ENC, int BITS, int N>
+template <int ENC, int BITS, int N, bool Q5 = false>
 __device__ __forceinline__ uint64_t agoq_tile_encode_finite(const agoq_cuda_qparams &p, const agoq_smem_table *t,
-                                                            const float (&v)[N], float inv, float m) {
+                                                            const float (&v)[N], float inv, float m, int lane = 0) {
     uint64_t packed = 0;
     if constexpr (ENC == AGOQ_ENC_INT_SYM) {
 #pragma unroll
@@ -106,6 +142,10 @@ __device__ __forceinline__ uint64_t agoq_tile_encode_finite(const agoq_cuda_qpar
             packed |= (uint64_t)__nv_cvt_float2_to_fp8x2(y, __NV_SATFINITE, kind) << (8 * j);
         }
         packed = agoq_fp8_clear_neg_zero(packed);
+    } else if constexpr (ENC == AGOQ_ENC_TABLE && Q5) {
+#pragma unroll
+        for (int j = 0; j < N; j++)
+            packed |= (uint64_t)agoq_tile_table_pos<agoq_tile_lut_rep<BITS>::value>(p, lane, v[j] * inv) << (j * BITS);
     } else if constexpr (ENC == AGOQ_ENC_TABLE) { /* x * inv of finite x and inv is never NaN */
 #pragma unroll
         for (int j = 0; j < N; j++) packed |= (uint64_t)agoq_dev_table_code_rn(p, t, v[j] * inv) << (j * BITS);
@@ -215,7 +255,7 @@ __device__ __forceinline__ void agoq_tile_range(const float (*v)[E], float &a, f
 /* One tile: ranges, reduction, parameters, scales, codes. Returns false (and writes nothing)
  * when the fast path meets a non-finite range; the caller then runs it with CAREFUL. U (the
  * vectors of v, deduced) sets the tile: TILE = 32*U*E elements starting at tile * TILE. */
-template <int ENC, int BITS, int LOG2B, int E, bool CAREFUL, int U>
+template <int ENC, int BITS, int LOG2B, int E, bool CAREFUL, int U, bool Q5 = false>
 __device__ __forceinline__ bool agoq_tile_quantize(const agoq_cuda_qparams &p, const agoq_smem_table *t,
                                                    const float (&v)[U][E], size_t tile,
                                                    agoq_cuda_qtensor out, int lane) {
@@ -262,7 +302,7 @@ __device__ __forceinline__ bool agoq_tile_quantize(const agoq_cuda_qparams &p, c
         for (int jj = 0; jj < G::VB; jj++) {
             const int j = k * G::VB + jj;
             const uint64_t packed = CAREFUL ? agoq_tile_encode_any<ENC, BITS, E>(p, t, v[j], inv_k, m_k)
-                                            : agoq_tile_encode_finite<ENC, BITS, E>(p, t, v[j], inv_k, m_k);
+                                            : agoq_tile_encode_finite<ENC, BITS, E, Q5>(p, t, v[j], inv_k, m_k, lane);
             agoq_tile_store_codes<BITS, E>(out.codes, e_tile + (size_t)j * 32 * E + (size_t)lane * E, packed);
         }
     }
@@ -326,6 +366,30 @@ __device__ __forceinline__ uint64_t agoq_tile_load_codes(const uint8_t *codes, s
  *                                  int lane, float (&v)[kU][kVec]) const;
  * In-place sources (the accumulation) read a block's planes before the tile writes them: every
  * value read is consumed by the range reduction, whose shuffles every lane passes first. */
+/* Issue 15 (q5): the value table of a table decoder (dyn8: 256 codes) replicated 16 times in
+ * shared memory, entry c of lane l at [c * 16 + l % 16]: the lanes of a half warp read 16
+ * different banks whatever their codes (one table has 2-4-way bank conflicts on random codes:
+ * the reduce core decodes 8 chunks per element). Values are copies: decoding is unchanged bit
+ * for bit. Sources with kVrep = true use it; the tile kernel stages it (16 KB). */
+#define AGOQ_VREP 16
+__device__ __forceinline__ float *agoq_tile_vrep() {
+    __shared__ float vrep[256 * AGOQ_VREP];
+    return vrep;
+}
+template <class S, class = void>
+struct agoq_src_vrep : std::false_type {};
+template <class S>
+struct agoq_src_vrep<S, std::void_t<decltype(S::kVrep)>> : std::integral_constant<bool, S::kVrep> {};
+/* 8 codes of 8 bits -> values through the replicated table, * s (agoq_dev_decode's value[c] * s). */
+__device__ __forceinline__ void agoq_tile_decode_vrep8(uint64_t packed, float s, int lane, float (&v)[8]) {
+    const float *t = agoq_tile_vrep() + (lane & (AGOQ_VREP - 1));
+#pragma unroll
+    for (int e = 0; e < 8; e++) {
+        const uint32_t c = __byte_perm((uint32_t)(packed >> (e / 4 * 32)), 0u, (uint32_t)(e % 4) | 0x4440u);
+        v[e] = t[c * AGOQ_VREP] * s;
+    }
+}
+
 /* CTAs per SM the kernel is register-bounded for: Src::kMinCtas (0: unbounded), at least 3
  * (80 registers) for table encoders (NF4, dyn8: the LUT lookups are independent, and unbounded
  * ptxas keeps all of a tile's in flight at 112-128 registers, 2 CTAs). */
@@ -336,7 +400,17 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS(ENC, Sr
     constexpr int E = Src::kVec;
     using G = agoq_tile_geom<LOG2B, E, Src::kU>;
     __shared__ agoq_smem_table tab;
-    if constexpr (ENC == AGOQ_ENC_TABLE) {
+    if constexpr (agoq_src_vrep<Src>::value) { /* Src::kTable: synchronised below */
+        float *vrep = agoq_tile_vrep();
+        for (int i = (int)threadIdx.x; i < 256 * AGOQ_VREP; i += (int)blockDim.x)
+            vrep[i] = p.table->value[i / AGOQ_VREP];
+    }
+    constexpr bool kQ5 = ENC == AGOQ_ENC_TABLE && agoq_src_q5<Src>::value;
+    if constexpr (kQ5) { /* the careful path reads the device table's LUT (tab.lut) */
+        agoq_dev_load_table(&tab, p.table);
+        agoq_tile_stage_lut<agoq_tile_lut_rep<BITS>::value>(p);
+        __syncthreads();
+    } else if constexpr (ENC == AGOQ_ENC_TABLE) {
         AGOQ_STAGE_TABLE_LUT(tab, p.table);
         __syncthreads();
     } else if constexpr (Src::kTable) {
@@ -349,7 +423,7 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS(ENC, Sr
     for (size_t tile = warp; tile < ntiles; tile += nwarps) {
         float v[G::U][E];
         src.load_tile(p, &tab, tile * (size_t)G::TILE, lane, v);
-        if (!agoq_tile_quantize<ENC, BITS, LOG2B, E, false>(p, &tab, v, tile, out, lane))
+        if (!agoq_tile_quantize<ENC, BITS, LOG2B, E, false, G::U, kQ5>(p, &tab, v, tile, out, lane))
             agoq_tile_quantize<ENC, BITS, LOG2B, E, true>(p, &tab, v, tile, out, lane);
     }
 }
@@ -388,15 +462,23 @@ __device__ __forceinline__ uint4 agoq_f32x8_to_bf16(const float (&v)[8]) {
     }
     return make_uint4(u[0], u[1], u[2], u[3]);
 }
-struct agoq_tile_src_bf16 {
-    static constexpr int kVec = 8, kBits = 0, kU = AGOQ_TILE_U, kMinCtas = 0;
-    static constexpr bool kTable = false;
+/* U: vectors per lane and tile. AGOQ_TILE_U (8) for the encoders that keep up with it; issue 15
+ * (q5): 4 for the table (NF4, dyn8), asymmetric and fp4 encoders, whose 8 x 8 unpacked values
+ * plus the range and LUT state spilled at the 80-register bound (NF4 / dyn8: 52-byte spill
+ * stores per thread), took 128 registers (int*_asym: 2 CTAs per SM) or 73 (fp4: 3 CTAs, issue
+ * bound); 4 vectors hold the 32 fp32 values of the fp32 source's tile (64 bytes of loads in
+ * flight per lane). Tiles only partition the tensor: the codes are the same for every U. */
+template <int U>
+struct agoq_tile_src_bf16_u {
+    static constexpr int kVec = 8, kBits = 0, kU = U, kMinCtas = U < AGOQ_TILE_U ? 3 : 0;
+    static constexpr bool kTable = false, kQ5 = U < AGOQ_TILE_U; /* q5's shared LUT (table codes) */
     const uint16_t *x;
     __device__ __forceinline__ void load_tile(const agoq_cuda_qparams &, const agoq_smem_table *, size_t e_tile,
-                                              int lane, float (&v)[AGOQ_TILE_U][8]) const {
+                                              int lane, float (&v)[U][8]) const {
 #pragma unroll
-        for (int j = 0; j < AGOQ_TILE_U; j++)
+        for (int j = 0; j < U; j++)
             agoq_bf16x8_to_f32(__ldcs((const uint4 *)(x + e_tile + (size_t)(j * 256 + lane * 8))), v[j]);
     }
 };
+using agoq_tile_src_bf16 = agoq_tile_src_bf16_u<AGOQ_TILE_U>;
 #endif
