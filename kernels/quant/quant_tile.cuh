@@ -88,11 +88,17 @@ __device__ __forceinline__ void agoq_tile_reduce(float (&p)[K], int lane) {
  * (satfinite, round half to even), then agoq_fp8_clear_neg_zero. fp4: agoq_fp4_encode_finite
  * (all three in quant_fast.h, proved on the host by tests/quant/test_quant_math.c). Tables
  * (NF4, dyn8): the LUT of tab_lut.h without the NaN test. Others: the general encoder. N codes of BITS are packed LSB first. */
-template <int ENC, int BITS, int N>
+/* PACK8 (fp4, N = 8): agoq_fp4_pack8_finite, the same codes in fewer instructions. */
+template <int ENC, int BITS, int N, bool PACK8 = false>
 __device__ __forceinline__ uint64_t agoq_tile_encode_finite(const agoq_cuda_qparams &p, const agoq_smem_table *t,
                                                             const float (&v)[N], float inv, float m) {
     uint64_t packed = 0;
-    if constexpr (ENC == AGOQ_ENC_INT_SYM) {
+    if constexpr (ENC == AGOQ_ENC_FP4 && PACK8 && N == 8) {
+        float y[8];
+#pragma unroll
+        for (int j = 0; j < 8; j++) y[j] = v[j] * inv;
+        packed = agoq_fp4_pack8_finite(y);
+    } else if constexpr (ENC == AGOQ_ENC_INT_SYM) {
 #pragma unroll
         for (int j = 0; j < N; j++) packed |= (uint64_t)agoq_int_sym_encode_magic(v[j] * inv, BITS) << (j * BITS);
     } else if constexpr (ENC == AGOQ_ENC_FP4) {
@@ -214,11 +220,14 @@ __device__ __forceinline__ void agoq_tile_range(const float (*v)[E], float &a, f
 
 /* One tile: ranges, reduction, parameters, scales, codes. Returns false (and writes nothing)
  * when the fast path meets a non-finite range; the caller then runs it with CAREFUL. U (the
- * vectors of v, deduced) sets the tile: TILE = 32*U*E elements starting at tile * TILE. */
-template <int ENC, int BITS, int LOG2B, int E, bool CAREFUL, int U>
+ * vectors of v, deduced) sets the tile: TILE = 32*U*E elements starting at tile * TILE.
+ * split (a multiple of the block; blocks of <= 32 E: one vector): vectors U/2.. are stored split
+ * elements further (the fused SwiGLU forward quantizes a gate run and its up run, F apart, as
+ * one tile); 0 = contiguous. PACK8: agoq_tile_encode_finite's fp4 pack8 encoder. */
+template <int ENC, int BITS, int LOG2B, int E, bool CAREFUL, int U, bool PACK8 = false>
 __device__ __forceinline__ bool agoq_tile_quantize(const agoq_cuda_qparams &p, const agoq_smem_table *t,
                                                    const float (&v)[U][E], size_t tile,
-                                                   agoq_cuda_qtensor out, int lane) {
+                                                   agoq_cuda_qtensor out, int lane, size_t split = 0) {
     using G = agoq_tile_geom<LOG2B, E, U>;
     constexpr bool kAsym = ENC == AGOQ_ENC_INT_ASYM;
     float a[G::K], lo[G::K], hi[G::K];
@@ -250,7 +259,8 @@ __device__ __forceinline__ bool agoq_tile_quantize(const agoq_cuda_qparams &p, c
 #pragma unroll
     for (int i = 0; i < G::H; i++) {
         const int k = pos / kSpread * G::H + i;
-        if (pos % kSpread == 0) agoq_dev_store_params(p, out, blk0 + (size_t)k * G::BPV, s[i], m[i]);
+        const size_t hk = k * G::VB >= U / 2 ? split >> LOG2B : 0;
+        if (pos % kSpread == 0) agoq_dev_store_params(p, out, blk0 + (size_t)k * G::BPV + hk, s[i], m[i]);
     }
     const size_t e_tile = tile * (size_t)G::TILE;
 #pragma unroll
@@ -262,8 +272,9 @@ __device__ __forceinline__ bool agoq_tile_quantize(const agoq_cuda_qparams &p, c
         for (int jj = 0; jj < G::VB; jj++) {
             const int j = k * G::VB + jj;
             const uint64_t packed = CAREFUL ? agoq_tile_encode_any<ENC, BITS, E>(p, t, v[j], inv_k, m_k)
-                                            : agoq_tile_encode_finite<ENC, BITS, E>(p, t, v[j], inv_k, m_k);
-            agoq_tile_store_codes<BITS, E>(out.codes, e_tile + (size_t)j * 32 * E + (size_t)lane * E, packed);
+                                            : agoq_tile_encode_finite<ENC, BITS, E, PACK8>(p, t, v[j], inv_k, m_k);
+            const size_t hj = j >= U / 2 ? split : 0;
+            agoq_tile_store_codes<BITS, E>(out.codes, e_tile + (size_t)j * 32 * E + (size_t)lane * E + hj, packed);
         }
     }
     return true;
