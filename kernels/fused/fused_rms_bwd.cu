@@ -189,10 +189,12 @@ static void rms_bwd_staged_launch(const agoq_cuda_qparams &p, const agoq_cuda_qt
                                   uint16_t *dx, uint16_t *y, float *dw_partial, int log2b, cudaStream_t s) {
     constexpr auto k = rms_bwd_staged_kernel<DEQ, DEC, BITS, NG>;
     constexpr size_t smem = RMS_STAGES * sizeof(rms_stage<NG>); /* 48 KB (NG = 2), 96 KB */
-    static bool attr = false; /* per instantiation, once */
-    if (!attr) {
+    static unsigned done = 0; /* per instantiation: devices (bit d) whose attribute is set; racing sets are benign */
+    int dev = 0;
+    cudaCheck(cudaGetDevice(&dev));
+    if (dev >= 32 || !((__atomic_load_n(&done, __ATOMIC_RELAXED) >> dev) & 1u)) {
         cudaCheck(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        attr = true;
+        if (dev < 32) __atomic_fetch_or(&done, 1u << dev, __ATOMIC_RELAXED);
     }
     const unsigned ngrp = (unsigned)((rows + rpg - 1) / rpg);
     k<<<fz_grid_cap(ngrp), AGOQ_ROW_THREADS, smem, s>>>(p, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, log2b);
