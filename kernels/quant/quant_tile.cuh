@@ -221,9 +221,11 @@ __device__ __forceinline__ void agoq_tile_range(const float (*v)[E], float &a, f
 /* One tile: ranges, reduction, parameters, scales, codes. Returns false (and writes nothing)
  * when the fast path meets a non-finite range; the caller then runs it with CAREFUL. U (the
  * vectors of v, deduced) sets the tile: TILE = 32*U*E elements starting at tile * TILE.
- * split (a multiple of the block; blocks of <= 32 E: one vector): vectors U/2.. are stored split
- * elements further (the fused SwiGLU forward quantizes a gate run and its up run, F apart, as
- * one tile); 0 = contiguous. PACK8: agoq_tile_encode_finite's fp4 pack8 encoder. */
+ * split (tile 0 only; a multiple of the block, blocks of <= 32 E: one vector per block): the
+ * tile is two runs of U/2 vectors, the first at element 0, the second at element split (the
+ * fused SwiGLU forward quantizes a gate run and its up run, F apart, as one tile): vector
+ * U/2 + i is stored at split + 32 E i, block K/2 + b at (split >> LOG2B) + b BPV + seg; 0 = one
+ * contiguous run. PACK8: agoq_tile_encode_finite's fp4 pack8 encoder. */
 template <int ENC, int BITS, int LOG2B, int E, bool CAREFUL, int U, bool PACK8 = false>
 __device__ __forceinline__ bool agoq_tile_quantize(const agoq_cuda_qparams &p, const agoq_smem_table *t,
                                                    const float (&v)[U][E], size_t tile,
@@ -259,7 +261,8 @@ __device__ __forceinline__ bool agoq_tile_quantize(const agoq_cuda_qparams &p, c
 #pragma unroll
     for (int i = 0; i < G::H; i++) {
         const int k = pos / kSpread * G::H + i;
-        const size_t hk = k * G::VB >= U / 2 ? split >> LOG2B : 0;
+        /* second run: + its block offset - the K/2 blocks of the first (modular size_t arithmetic) */
+        const size_t hk = split && k * G::VB >= U / 2 ? (split >> LOG2B) - (size_t)(G::K / 2 * G::BPV) : 0;
         if (pos % kSpread == 0) agoq_dev_store_params(p, out, blk0 + (size_t)k * G::BPV + hk, s[i], m[i]);
     }
     const size_t e_tile = tile * (size_t)G::TILE;
@@ -273,7 +276,7 @@ __device__ __forceinline__ bool agoq_tile_quantize(const agoq_cuda_qparams &p, c
             const int j = k * G::VB + jj;
             const uint64_t packed = CAREFUL ? agoq_tile_encode_any<ENC, BITS, E>(p, t, v[j], inv_k, m_k)
                                             : agoq_tile_encode_finite<ENC, BITS, E, PACK8>(p, t, v[j], inv_k, m_k);
-            const size_t hj = j >= U / 2 ? split : 0;
+            const size_t hj = split && j >= U / 2 ? split - (size_t)(U / 2 * 32 * E) : 0;
             agoq_tile_store_codes<BITS, E>(out.codes, e_tile + (size_t)j * 32 * E + (size_t)lane * E + hj, packed);
         }
     }
