@@ -253,6 +253,10 @@ bool fz_no_fast(void) {
     const char *e = getenv("AGOQ_FUSED_NO_FAST");
     return e && *e && *e != '0';
 }
+bool fz_f5_old(void) {
+    const char *e = getenv("AGOQ_F5_OLD");
+    return e && *e && *e != '0';
+}
 int fz_check_shape(const char *what, int rows, int cols) {
     AGOQ_REQUIRE(rows >= 1 && cols >= 1, "%s: rows %d and cols %d must be >= 1", what, rows, cols);
     return 0;

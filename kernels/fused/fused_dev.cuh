@@ -42,12 +42,13 @@ __device__ __forceinline__ void fz_store(uint16_t *p, uint4 w) { __stcs((uint4 *
 /* ---- fast path: whole warp vectors of the flat layout ---- */
 /* Quantizes U warp vectors (tile `tile` of 256*U elements): the fast encoders, or the careful
  * ones when a block's range is not finite. All 32 lanes call it. */
-template <int ENC, int BITS, int LOG2B, int U>
+/* split, PACK8: agoq_tile_quantize's split tile and fp4 encoder (the SwiGLU forward's). */
+template <int ENC, int BITS, int LOG2B, int U, bool PACK8 = false>
 __device__ __forceinline__ void fz_quantize(const agoq_cuda_qparams &p, const agoq_smem_table *t,
                                             const float (&v)[U][8], size_t tile, const agoq_cuda_qtensor &q,
-                                            int lane) {
-    if (!agoq_tile_quantize<ENC, BITS, LOG2B, 8, false>(p, t, v, tile, q, lane))
-        agoq_tile_quantize<ENC, BITS, LOG2B, 8, true>(p, t, v, tile, q, lane);
+                                            int lane, size_t split = 0) {
+    if (!agoq_tile_quantize<ENC, BITS, LOG2B, 8, false, U, PACK8>(p, t, v, tile, q, lane, split))
+        agoq_tile_quantize<ENC, BITS, LOG2B, 8, true, U, PACK8>(p, t, v, tile, q, lane, split);
 }
 
 /* The planes of q from element e0 on (a multiple of 256, so of the block): agoq_tile_quantize
@@ -103,6 +104,34 @@ struct fz_bwd_in {
         else agoq_bf16x8_to_f32(raw, v);
     }
 };
+
+/* RMSNorm rows (fused_rmsnorm.cu, fused_rms_bwd.cu): the sum of the CTA's per-thread partials in
+ * the order of agoq_tree_sum_ref; every thread gets it.
+ * red: 2 * AGOQ_ROW_THREADS / 32 floats of shared memory. NV: values reduced at once (1 or 2). */
+template <int NV>
+__device__ __forceinline__ void row_tree_sum(float (&v)[NV], float *red) {
+    constexpr int NW = AGOQ_ROW_THREADS / 32;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int i = 0; i < NV; i++) {
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) v[i] = v[i] + __shfl_down_sync(0xffffffffu, v[i], off);
+        if (lane == 0) red[i * NW + warp] = v[i];
+    }
+    __syncthreads();
+    if (warp == 0)
+#pragma unroll
+        for (int i = 0; i < NV; i++) {
+            float w = lane < NW ? red[i * NW + lane] : 0.0f;
+#pragma unroll
+            for (int off = NW / 2; off > 0; off >>= 1) w = w + __shfl_down_sync(0xffffffffu, w, off);
+            if (lane == 0) red[i * NW] = w;
+        }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < NV; i++) v[i] = red[i * NW];
+    __syncthreads(); /* red is reused by the next row */
+}
 
 /* ---- general path: 8-element groups of the rowq layout, runtime kinds ---- */
 template <class F>
@@ -235,11 +264,19 @@ static void fz_dispatch_dequant(const agoq_cuda_qparams &p, F f) {
  * AGOQ_FUSED_NO_FAST is set. (fused.cu) */
 unsigned fz_grid_cap(unsigned grid);
 bool fz_no_fast(void);
+/* AGOQ_F5_OLD=1 (read at every launch): the kernels issue 15's second round replaced (RMSNorm
+ * backward rms_bwd_kernel, SwiGLU forward), for A/B timing in one process. (fused.cu) */
+bool fz_f5_old(void);
 template <auto Kernel>
 static unsigned fz_grid(size_t warps, bool lut) {
     return fz_grid_cap(agoq_grid_units<Kernel>(warps, lut));
 }
 int fz_check_shape(const char *what, int rows, int cols);
+/* The staged RMSNorm backward (fused_rms_bwd.cu) when the shape, alignment and config allow it
+ * and AGOQ_F5_OLD / AGOQ_FUSED_NO_FAST are unset; false: nothing launched. */
+bool fz_rms_bwd_staged(const agoq_fq *q, agoq_dqt xq, const uint16_t *x, const uint16_t *dy, const uint16_t *w,
+                       int rows, int cols, float eps, int rpg, uint16_t *dx, uint16_t *y, float *dw_partial,
+                       cudaStream_t s);
 
 /* General-path launchers (fused.cu): rowq layout, any shape, format and rounding. op is
  * FZ_OP_*; q NULL = nothing quantized. Forward starts at output block ob0 (blocks before it

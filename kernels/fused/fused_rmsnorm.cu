@@ -16,7 +16,8 @@
  * quantizes pairs of contiguous warp vectors w, w + 8, ... as tiles of 2 (agoq_tile_quantize<U
  * = 2>: a thread's own groups are 2048 columns apart, too far for one tile; pairs halve the
  * per-block parameter work of single vectors); the backward decodes a lane's 8 codes with its
- * block's scale when rows are whole power-of-two blocks of 4/8-bit codes.
+ * block's scale when rows are whole power-of-two blocks of 4/8-bit codes (the staged backward of
+ * fused_rms_bwd.cu replaces it unless AGOQ_F5_OLD=1).
  * Rows of 1024 k <= 4096 columns take the warp-per-row forward below instead (issue 15).
  * General kernels (any shape and config): the same sums, x re-read in the second pass; blocks
  * of <= 256 elements (powers of two) quantized by lane segments, others by a warp per block. */
@@ -30,33 +31,6 @@
 #define RMS_MAX_COLS (RMS_NG * AGOQ_ROW_THREADS * 8)
 #define RMS_FWD_CTAS 3 /* CTAs per SM the fast kernels are register-bounded for (<= 85 registers) */
 #define RMS_BWD_CTAS 2 /* (<= 128: 85 spill) */
-
-/* Sum of the CTA's per-thread partials in the order of agoq_tree_sum_ref; every thread gets it.
- * red: 2 * AGOQ_ROW_THREADS / 32 floats of shared memory. NV: values reduced at once (1 or 2). */
-template <int NV>
-__device__ __forceinline__ void row_tree_sum(float (&v)[NV], float *red) {
-    constexpr int NW = AGOQ_ROW_THREADS / 32;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-#pragma unroll
-    for (int i = 0; i < NV; i++) {
-#pragma unroll
-        for (int off = 16; off > 0; off >>= 1) v[i] = v[i] + __shfl_down_sync(0xffffffffu, v[i], off);
-        if (lane == 0) red[i * NW + warp] = v[i];
-    }
-    __syncthreads();
-    if (warp == 0)
-#pragma unroll
-        for (int i = 0; i < NV; i++) {
-            float w = lane < NW ? red[i * NW + lane] : 0.0f;
-#pragma unroll
-            for (int off = NW / 2; off > 0; off >>= 1) w = w + __shfl_down_sync(0xffffffffu, w, off);
-            if (lane == 0) red[i * NW] = w;
-        }
-    __syncthreads();
-#pragma unroll
-    for (int i = 0; i < NV; i++) v[i] = red[i * NW];
-    __syncthreads(); /* red is reused by the next row */
-}
 
 /* ---- fast forward ---- */
 template <bool QUANT, int ENC, int BITS, int LOG2B>
@@ -210,7 +184,8 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_WARP_CTAS)
     }
 }
 
-/* ---- fast backward: CTA per row group (grid-stride); the next row of the group is loaded
+/* ---- fast backward (AGOQ_F5_OLD=1; by default the staged kernel of fused_rms_bwd.cu takes
+ * these shapes): CTA per row group (grid-stride); the next row of the group is loaded
  * while this one is reduced; dweight partials in shared memory, [j][half][thread] float4s
  * (conflict-free: thread t only touches its own columns, so no barrier either) ---- */
 template <bool DEQ, int DEC, int BITS>
@@ -506,7 +481,9 @@ extern "C" int agoq_rmsnorm_bwd_cuda(const agoq_fq *q, agoq_dqt xq, const uint16
     const size_t warps = (size_t)ngrp * (AGOQ_ROW_THREADS / 32);
     const bool fast = cols % 8 == 0 && cols <= RMS_MAX_COLS && (q || fz_al16(x)) && fz_al16(dy) && fz_al16(w) &&
                       fz_al16(dx) && fz_al16(y) && fz_al16(dw_partial) && !fz_no_fast();
-    if (fast && !q) {
+    if (fz_rms_bwd_staged(q, xq, x, dy, w, rows, cols, eps, rows_per_group, dx, y, dw_partial, s)) {
+        /* the staged kernel (fused_rms_bwd.cu); the one below with AGOQ_F5_OLD=1 */
+    } else if (fast && !q) {
         constexpr auto k = rms_bwd_kernel<false, 0, 0>;
         k<<<fz_grid<k>(warps, false), AGOQ_ROW_THREADS, 0, s>>>(agoq_cuda_qparams{}, qt, x, dy, w, rows, cols, eps,
                                                         rows_per_group, dx, y, dw_partial, 0);

@@ -11,7 +11,12 @@
  * planes offset to the run: gate and up of an output run are F apart), a row's last partial
  * unit vector by vector. Backward, rows of whole power-of-two blocks with 4/8-bit codes: the
  * stored copy decoded per lane. Without quantization the same kernels are the plain bf16 ops
- * (any F % 8 == 0). The per-element cost and the compute bound are in bench_fused.cu's header. */
+ * (any F % 8 == 0). The per-element cost and the compute bound are in bench_fused.cu's header.
+ * Forward F5 (the default; AGOQ_F5_OLD=1 takes the two tiles above; issue 15, the quantized
+ * forward was issue-bound at 0.71 of copy): a whole unit is unpacked once into fp32, quantized
+ * as ONE split tile of 4 vectors (gate run, then its up run F further: agoq_tile_quantize's split;
+ * one block-parameter pass, one finite vote instead of two), fp4 through the pack8 encoder
+ * (quant_fast.h); the SwiGLU outputs are computed (and stored) first from the same fp32 values. */
 #include <cuda_runtime.h>
 
 #include "core/check.h"
@@ -44,7 +49,7 @@ __device__ __forceinline__ swi_unit swi_at(size_t u, uint32_t upr, uint32_t vpr)
  * warp vectors): a whole unit's 2 gate (up) vectors are one tile of 2 (U = 2, planes offset to
  * its first element: the gate and up of an output run are F apart); a row's last partial unit
  * is quantized vector by vector (U = 1). ---- */
-template <int ENC, int BITS, int LOG2B, bool QUANT>
+template <int ENC, int BITS, int LOG2B, bool QUANT, bool F5 = false>
 __global__ void __launch_bounds__(FZ_THREADS, FZ_FWD_CTAS(ENC))
     swiglu_fwd_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ h, uint16_t *__restrict__ out,
                       agoq_cuda_qtensor q, int f, uint32_t vpr, uint32_t upr, size_t nunits) {
@@ -67,6 +72,27 @@ __global__ void __launch_bounds__(FZ_THREADS, FZ_FWD_CTAS(ENC))
             const bool ok = i < at.nv && c[i] < f;
             g[i] = ok ? fz_load(h + hrow + (size_t)c[i]) : make_uint4(0, 0, 0, 0);
             up[i] = ok ? fz_load(h + hrow + (size_t)f + (size_t)c[i]) : make_uint4(0, 0, 0, 0);
+        }
+        if constexpr (QUANT && F5) { /* warp-uniform: at is the warp's */
+            if (at.nv == SWI_FWD_V) { /* the whole unit: unpacked once, one split tile, SwiGLU from it */
+                float v[2 * SWI_FWD_V][8]; /* gate vectors, then up vectors */
+#pragma unroll
+                for (int i = 0; i < SWI_FWD_V; i++) {
+                    agoq_bf16x8_to_f32(g[i], v[i]);
+                    agoq_bf16x8_to_f32(up[i], v[SWI_FWD_V + i]);
+                }
+#pragma unroll
+                for (int i = 0; i < SWI_FWD_V; i++) { /* first, so that only v is live in the quantizer */
+                    float o[8];
+#pragma unroll
+                    for (int e = 0; e < 8; e++) o[e] = agoq_fast_silu(v[i][e]) * v[SWI_FWD_V + i][e];
+                    fz_store(out + orow + (size_t)c[i], agoq_f32x8_to_bf16(o));
+                }
+                const size_t e0 = hrow + (size_t)at.cv0 * FZ_WVEC;
+                fz_quantize<ENC, BITS, LOG2B, 2 * SWI_FWD_V, true>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, e0), lane,
+                                                                   (size_t)f);
+                continue;
+            }
         }
         if constexpr (QUANT) { /* warp-uniform branches: at is the warp's */
             const size_t e0 = hrow + (size_t)at.cv0 * FZ_WVEC;
@@ -161,9 +187,16 @@ extern "C" int agoq_swiglu_fwd_cuda(const agoq_fq *q, const uint16_t *h, int row
         constexpr auto k = swiglu_fwd_kernel<0, 0, 0, false>;
         FZ_LAUNCH(k, nunits, false, agoq_cuda_qparams{}, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits);
     } else if (q && vec && f % FZ_WVEC == 0 && fz_fast_quant(q->p, hq)) {
+        const bool f5 = !fz_f5_old();
         fz_dispatch_quant(q->p, [&](auto enc, auto bits, auto lb) {
-            constexpr auto k = swiglu_fwd_kernel<decltype(enc)::value, decltype(bits)::value, decltype(lb)::value, true>;
-            FZ_LAUNCH(k, nunits, decltype(enc)::value == AGOQ_ENC_TABLE, q->p, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits);
+            constexpr int ENC = decltype(enc)::value, BITS = decltype(bits)::value, LB = decltype(lb)::value;
+            if (f5) {
+                constexpr auto k = swiglu_fwd_kernel<ENC, BITS, LB, true, true>;
+                FZ_LAUNCH(k, nunits, ENC == AGOQ_ENC_TABLE, q->p, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits);
+            } else {
+                constexpr auto k = swiglu_fwd_kernel<ENC, BITS, LB, true, false>;
+                FZ_LAUNCH(k, nunits, ENC == AGOQ_ENC_TABLE, q->p, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits);
+            }
         });
     } else {
         fz_ew_fwd_general(FZ_OP_SWIGLU, q, h, rows, f, out, hq, 0, s);

@@ -124,11 +124,18 @@ __device__ __forceinline__ uint32_t agoq_tile_table_pos(const agoq_cuda_qparams 
  * (satfinite, round half to even), then agoq_fp8_clear_neg_zero. fp4: agoq_fp4_encode_finite
  * (all three in quant_fast.h, proved on the host by tests/quant/test_quant_math.c). Tables
  * (NF4, dyn8): the LUT of tab_lut.h without the NaN test. Others: the general encoder. N codes of BITS are packed LSB first. */
-template <int ENC, int BITS, int N, bool Q5 = false>
+/* PACK8 (fp4, N = 8): agoq_fp4_pack8_finite, the same codes in fewer instructions. Q5 (tables):
+ * the CTA's own replicated LUT (agoq_tile_table_pos). */
+template <int ENC, int BITS, int N, bool PACK8 = false, bool Q5 = false>
 __device__ __forceinline__ uint64_t agoq_tile_encode_finite(const agoq_cuda_qparams &p, const agoq_smem_table *t,
                                                             const float (&v)[N], float inv, float m, int lane = 0) {
     uint64_t packed = 0;
-    if constexpr (ENC == AGOQ_ENC_INT_SYM) {
+    if constexpr (ENC == AGOQ_ENC_FP4 && PACK8 && N == 8) {
+        float y[8];
+#pragma unroll
+        for (int j = 0; j < 8; j++) y[j] = v[j] * inv;
+        packed = agoq_fp4_pack8_finite(y);
+    } else if constexpr (ENC == AGOQ_ENC_INT_SYM) {
 #pragma unroll
         for (int j = 0; j < N; j++) packed |= (uint64_t)agoq_int_sym_encode_magic(v[j] * inv, BITS) << (j * BITS);
     } else if constexpr (ENC == AGOQ_ENC_FP4) {
@@ -254,11 +261,16 @@ __device__ __forceinline__ void agoq_tile_range(const float (*v)[E], float &a, f
 
 /* One tile: ranges, reduction, parameters, scales, codes. Returns false (and writes nothing)
  * when the fast path meets a non-finite range; the caller then runs it with CAREFUL. U (the
- * vectors of v, deduced) sets the tile: TILE = 32*U*E elements starting at tile * TILE. */
-template <int ENC, int BITS, int LOG2B, int E, bool CAREFUL, int U, bool Q5 = false>
+ * vectors of v, deduced) sets the tile: TILE = 32*U*E elements starting at tile * TILE.
+ * split (tile 0 only; a multiple of the block, blocks of <= 32 E: one vector per block): the
+ * tile is two runs of U/2 vectors, the first at element 0, the second at element split (the
+ * fused SwiGLU forward quantizes a gate run and its up run, F apart, as one tile): vector
+ * U/2 + i is stored at split + 32 E i, block K/2 + b at (split >> LOG2B) + b BPV + seg; 0 = one
+ * contiguous run. PACK8, Q5: agoq_tile_encode_finite's fp4 pack8 / replicated-LUT encoders. */
+template <int ENC, int BITS, int LOG2B, int E, bool CAREFUL, int U, bool PACK8 = false, bool Q5 = false>
 __device__ __forceinline__ bool agoq_tile_quantize(const agoq_cuda_qparams &p, const agoq_smem_table *t,
                                                    const float (&v)[U][E], size_t tile,
-                                                   agoq_cuda_qtensor out, int lane) {
+                                                   agoq_cuda_qtensor out, int lane, size_t split = 0) {
     using G = agoq_tile_geom<LOG2B, E, U>;
     constexpr bool kAsym = ENC == AGOQ_ENC_INT_ASYM;
     float a[G::K], lo[G::K], hi[G::K];
@@ -290,7 +302,9 @@ __device__ __forceinline__ bool agoq_tile_quantize(const agoq_cuda_qparams &p, c
 #pragma unroll
     for (int i = 0; i < G::H; i++) {
         const int k = pos / kSpread * G::H + i;
-        if (pos % kSpread == 0) agoq_dev_store_params(p, out, blk0 + (size_t)k * G::BPV, s[i], m[i]);
+        /* second run: + its block offset - the K/2 blocks of the first (modular size_t arithmetic) */
+        const size_t hk = split && k * G::VB >= U / 2 ? (split >> LOG2B) - (size_t)(G::K / 2 * G::BPV) : 0;
+        if (pos % kSpread == 0) agoq_dev_store_params(p, out, blk0 + (size_t)k * G::BPV + hk, s[i], m[i]);
     }
     const size_t e_tile = tile * (size_t)G::TILE;
 #pragma unroll
@@ -302,8 +316,9 @@ __device__ __forceinline__ bool agoq_tile_quantize(const agoq_cuda_qparams &p, c
         for (int jj = 0; jj < G::VB; jj++) {
             const int j = k * G::VB + jj;
             const uint64_t packed = CAREFUL ? agoq_tile_encode_any<ENC, BITS, E>(p, t, v[j], inv_k, m_k)
-                                            : agoq_tile_encode_finite<ENC, BITS, E, Q5>(p, t, v[j], inv_k, m_k, lane);
-            agoq_tile_store_codes<BITS, E>(out.codes, e_tile + (size_t)j * 32 * E + (size_t)lane * E, packed);
+                                            : agoq_tile_encode_finite<ENC, BITS, E, PACK8, Q5>(p, t, v[j], inv_k, m_k, lane);
+            const size_t hj = split && j >= U / 2 ? split - (size_t)(U / 2 * 32 * E) : 0;
+            agoq_tile_store_codes<BITS, E>(out.codes, e_tile + (size_t)j * 32 * E + (size_t)lane * E + hj, packed);
         }
     }
     return true;
@@ -423,7 +438,7 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS(ENC, Sr
     for (size_t tile = warp; tile < ntiles; tile += nwarps) {
         float v[G::U][E];
         src.load_tile(p, &tab, tile * (size_t)G::TILE, lane, v);
-        if (!agoq_tile_quantize<ENC, BITS, LOG2B, E, false, G::U, kQ5>(p, &tab, v, tile, out, lane))
+        if (!agoq_tile_quantize<ENC, BITS, LOG2B, E, false, G::U, false, kQ5>(p, &tab, v, tile, out, lane))
             agoq_tile_quantize<ENC, BITS, LOG2B, E, true>(p, &tab, v, tile, out, lane);
     }
 }

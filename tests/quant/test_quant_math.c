@@ -33,7 +33,20 @@ static uint32_t table_encode(agoq_format f, float y) {
  * next for its fast-path variant (the tile kernels'; compared on its contract |y| < 7 only). */
 #define FP4_INT AGOQ_FMT_COUNT
 #define FP4_FINITE (AGOQ_FMT_COUNT + 1)
+#define FP4_PACK8 (AGOQ_FMT_COUNT + 2)
+/* y's code through agoq_fp4_pack8_finite: y in lane j = bits % 8 of 8, the others alternately
+ * -y and 0.5 (each nibble checked against its own value), 0xff when a nibble is wrong */
+static uint32_t pack8_code(float y) {
+    const int j = (int)(agoq_f32_bits(y) % 8u);
+    float v[8];
+    for (int i = 0; i < 8; i++) v[i] = i == j ? y : (i % 2 ? -y : 0.5f);
+    const uint32_t packed = agoq_fp4_pack8_finite(v);
+    for (int i = 0; i < 8; i++)
+        if (((packed >> (4 * i)) & 15u) != agoq_fp4_encode_finite(v[i])) return 0xffu;
+    return (packed >> (4 * j)) & 15u;
+}
 static uint32_t fast_encode(int f, float y) {
+    if (f == FP4_PACK8) return pack8_code(y);
     if (f == FP4_INT) return agoq_fp4_encode_int(y);
     if (f == FP4_FINITE) return agoq_fp4_encode_finite(y);
     if (f == AGOQ_FMT_FP4_E2M1) return agoq_fp4_encode_rne(y);
@@ -43,16 +56,16 @@ static agoq_format table_of(int f) { return f >= FP4_INT ? AGOQ_FMT_FP4_E2M1 : (
 
 /* Compares both encoders on y; counts and reports the first mismatches. */
 static size_t compare_one(int f, float y, size_t *bad) {
-    if (f == FP4_FINITE && !(fabsf(y) < 7.0f)) return 1; /* outside its contract (finite, |y| < 7) */
+    if ((f == FP4_FINITE || f == FP4_PACK8) && !(fabsf(y) < 7.0f)) return 1; /* outside its contract (finite, |y| < 7) */
     uint32_t want = table_encode(table_of(f), y), got = fast_encode(f, y);
     if (want != got && (*bad)++ < 5)
         fprintf(stderr, "    %s%s: y = %a (0x%08x): table code 0x%02x, fast code 0x%02x\n", agoq_formats[table_of(f)].name,
-                f == FP4_INT ? " (integer encoder)" : f == FP4_FINITE ? " (finite encoder)" : "", y,
+                f == FP4_INT ? " (integer encoder)" : f == FP4_FINITE ? " (finite encoder)" : f == FP4_PACK8 ? " (pack8)" : "", y,
                 agoq_f32_bits(y), want, got);
     return 1;
 }
 
-static const int kFast[] = {AGOQ_FMT_FP4_E2M1, AGOQ_FMT_FP8_E4M3, AGOQ_FMT_FP8_E5M2, FP4_INT, FP4_FINITE};
+static const int kFast[] = {AGOQ_FMT_FP4_E2M1, AGOQ_FMT_FP8_E4M3, AGOQ_FMT_FP8_E5M2, FP4_INT, FP4_FINITE, FP4_PACK8};
 
 TEST(fast_fp4_fp8_encoders_equal_table_search_on_bit_sweep) {
     for (size_t k = 0; k < sizeof kFast / sizeof kFast[0]; k++) {

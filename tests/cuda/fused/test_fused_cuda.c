@@ -6,7 +6,8 @@
  * widths, zero rows, NaN/Inf and denormal inputs; every config of the fast vector kernels
  * (fused_dev.cuh) on a shape with several tiles plus a tail and NaN/Inf in a few tiles (fast and
  * careful quantizer paths in one launch); the grid-stride loops (one CTA) and the general
- * kernels on fast shapes (AGOQ_FUSED_GRID_CAP / AGOQ_FUSED_NO_FAST). Both sides produce NaN in
+ * kernels on fast shapes (AGOQ_FUSED_GRID_CAP / AGOQ_FUSED_NO_FAST), the replaced kernels
+ * (AGOQ_F5_OLD). Both sides produce NaN in
  * the same places but not the same NaN payload (x86 keeps the operand's, CUDA returns the
  * canonical one), so NaNs compare equal to NaNs. Run by `make test-cuda`. */
 #include <math.h>
@@ -286,6 +287,9 @@ TEST(cuda_fused_grid_stride_and_general_paths) {
     bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 11, 2048, 0); /* warp-per-row RMSNorm: 8 warps, 11 rows */
     bad += run_env("AGOQ_FUSED_NO_FAST", "1", 4, 4096, 1);
     bad += run_env("AGOQ_FUSED_NO_FAST", "1", 3, 8192, 0);
+    /* the kernels issue 15's second round replaced (RMSNorm backward, SwiGLU forward), kept for A/B */
+    bad += run_env("AGOQ_F5_OLD", "1", 5, 4352, 1);
+    bad += run_env("AGOQ_F5_OLD", "1", 7, 1536, 0);
     CHECK(bad == 0);
 }
 

@@ -1,0 +1,227 @@
+/* CUDA fused RMSNorm backward, staged through shared memory (issue 15; the register-prefetch
+ * kernel rms_bwd_kernel of fused_rmsnorm.cu stays selectable with AGOQ_F5_OLD=1). Bit-exact
+ * with rmsnorm_ref.c like every RMSNorm kernel (tests/cuda/fused/test_fused_cuda.c).
+ *
+ * Why: rms_bwd_kernel kept the next row's inputs (codes + scale, dy) in registers, 111 / 96
+ * registers per thread, 2 CTAs (16 warps) per SM, so about one row per CTA was in flight:
+ * ~20 KB of loads per SM, where the H200 needs ~35 KB per SM in flight to stream at full
+ * bandwidth (ncu: 0.70 of copy, DRAM 60%, 23% occupancy). Here each thread copies its own
+ * 16-byte groups of the next RMS_STAGES - 1 rows (dy, and x or its codes + scale words) with
+ * cp.async into a ring of shared-memory stages: nothing of the in-flight rows lives in
+ * registers, each thread waits only for its own copies (cp.async.wait_group; no extra
+ * barrier), the row's two passes read the stage (w through L1), and the dweight partials stay in registers
+ * (8 NG floats: the thread owning a column sums it over the group's rows, in row order).
+ *
+ * Same work split and order as rms_bwd_kernel (the specification, fused_math.h): a CTA of
+ * AGOQ_ROW_THREADS threads per row group (grid-stride), rows of a group in order, thread t owns
+ * the 8-column groups t + T j (j < NG), row_tree_sum for the two row sums. NG = 2 for rows of
+ * <= 4096 columns, 4 for <= 8192. Shapes: cols % 8 == 0, 16-byte aligned tensors; with a
+ * stored copy, rows of whole power-of-two blocks of 4/8-bit codes (fz_fast_dequant) and scale
+ * (zero) planes aligned to 4 bytes (a bf16 scale is taken from its aligned 4-byte word, which
+ * for the last block of an odd count reaches 2 bytes past the plane, inside its allocation). */
+#include <cuda_runtime.h>
+
+#include "core/check.h"
+#include "core/common.h"
+#include "kernels/fused/fused_dev.cuh"
+
+#define RMS_STAGES 3 /* shared-memory stages: RMS_STAGES - 1 rows in flight per CTA */
+/* CTAs per SM the kernel is register-bounded for: 4 (<= 64 registers) at NG = 2, where 4 CTAs
+ * fit the shared memory (4 x 48 KB); 2 at NG = 4 (2 x 96 KB) */
+#define RMS_STAGED_CTAS(NG) ((NG) == 2 ? 4 : 2)
+
+/* One stage (one row): per owned group j and thread t, dy's 16 bytes and x's 16 bytes (bf16),
+ * or in their place the group's codes (4 / 8 bytes in an 8-byte slot), its scale word and
+ * zero-point word (32 NG T bytes either way: 16 KB for NG = 2). */
+template <int NG>
+struct rms_stage {
+    static constexpr int T = AGOQ_ROW_THREADS;
+    uint4 dy[NG][T];
+    union {
+        uint4 x[NG][T];
+        struct {
+            uint2 c[NG][T];
+            uint32_t s[NG][T], z[NG][T];
+        } q;
+    };
+};
+
+__device__ __forceinline__ uint32_t fz_smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+template <int N>
+__device__ __forceinline__ void fz_cp_async(void *dst, const void *src) {
+    static_assert(N == 4 || N == 8 || N == 16, "cp.async: 4, 8 or 16 bytes");
+    if constexpr (N == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(fz_smem_addr(dst)), "l"(src) : "memory");
+    else asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(fz_smem_addr(dst)), "l"(src), "n"(N) : "memory");
+}
+/* "memory": the stage's shared-memory reads stay between the wait and the next copy into it */
+__device__ __forceinline__ void fz_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void fz_cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+
+/* The aligned 4-byte word of a scale plane holding block blk's scale, and the scale from it. */
+__device__ __forceinline__ const uint32_t *fz_scale_word(const uint8_t *plane, size_t blk, int bf16) {
+    return bf16 ? (const uint32_t *)(plane + ((blk * 2) & ~(size_t)3)) : (const uint32_t *)(plane + blk * 4);
+}
+__device__ __forceinline__ float fz_scale_of(uint32_t word, size_t blk, int bf16) {
+    return bf16 ? __uint_as_float((blk & 1 ? word >> 16 : word & 0xffffu) << 16) : __uint_as_float(word);
+}
+
+template <bool DEQ, int DEC, int BITS, int NG>
+__global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_STAGED_CTAS(NG))
+    rms_bwd_staged_kernel(agoq_cuda_qparams p, agoq_cuda_qtensor q, const uint16_t *__restrict__ x,
+                          const uint16_t *__restrict__ dy, const uint16_t *__restrict__ w, int rows, int cols,
+                          float eps, int rpg, uint16_t *__restrict__ dx, uint16_t *__restrict__ y,
+                          float *__restrict__ dw_partial, int log2b) {
+    constexpr bool ZEROS = DEQ && DEC == AGOQ_ENC_INT_ASYM;
+    using stage_t = rms_stage<NG>;
+    extern __shared__ uint4 fz_dyn_smem[];
+    stage_t *st = (stage_t *)fz_dyn_smem;
+    __shared__ float red[2 * AGOQ_ROW_THREADS / 32];
+    __shared__ agoq_smem_table tab;
+    if constexpr (DEQ && DEC == AGOQ_ENC_TABLE) {
+        agoq_dev_load_table(&tab, p.table);
+        __syncthreads();
+    }
+    const int tid = (int)threadIdx.x, ngroups = cols >> 3, ngrp = (rows + rpg - 1) / rpg;
+    /* this thread's copies of row r into stage k (one commit group, empty past the group's end) */
+    auto issue = [&](int k, int r, int r1) {
+        if (r < r1) {
+            const size_t o = (size_t)r * (size_t)cols;
+#pragma unroll
+            for (int j = 0; j < NG; j++) {
+                const int g = tid + j * AGOQ_ROW_THREADS;
+                if (g >= ngroups) continue;
+                const size_t e = o + (size_t)(8 * g);
+                fz_cp_async<16>(&st[k].dy[j][tid], dy + e);
+                if constexpr (DEQ) {
+                    fz_cp_async<BITS>(&st[k].q.c[j][tid], q.codes + e * BITS / 8); /* 8 codes: BITS bytes */
+                    const size_t blk = e >> log2b;
+                    fz_cp_async<4>(&st[k].q.s[j][tid], fz_scale_word(q.scales, blk, p.bf16_scale));
+                    if constexpr (ZEROS) fz_cp_async<4>(&st[k].q.z[j][tid], fz_scale_word(q.zeros, blk, p.bf16_scale));
+                } else {
+                    fz_cp_async<16>(&st[k].x[j][tid], x + e);
+                }
+            }
+        }
+        fz_cp_commit();
+    };
+    /* group j's 8 input values of the row in stage k */
+    auto input = [&](int k, int j, size_t e, float(&v)[8]) {
+        if constexpr (DEQ) {
+            const size_t blk = e >> log2b;
+            const uint2 c = st[k].q.c[j][tid];
+            fz_codes cd;
+            cd.c = BITS == 4 ? (uint64_t)c.x : ((uint64_t)c.x | (uint64_t)c.y << 32);
+            cd.s = fz_scale_of(st[k].q.s[j][tid], blk, p.bf16_scale);
+            cd.m = ZEROS ? fz_scale_of(st[k].q.z[j][tid], blk, p.bf16_scale) : 0.0f;
+            fz_decode<DEC, BITS>(p, &tab, cd, v);
+        } else {
+            agoq_bf16x8_to_f32(st[k].x[j][tid], v);
+        }
+    };
+    for (int grp = blockIdx.x; grp < ngrp; grp += gridDim.x) { /* CTA-uniform */
+        const int r0 = grp * rpg, r1 = min(rows, r0 + rpg);
+        float dw[NG][8];
+#pragma unroll
+        for (int j = 0; j < NG; j++)
+#pragma unroll
+            for (int e = 0; e < 8; e++) dw[j][e] = 0.0f;
+#pragma unroll
+        for (int i = 0; i < RMS_STAGES - 1; i++) issue(i, r0 + i, r1);
+        int k = 0; /* stage of row r */
+        for (int r = r0; r < r1; r++) {
+            issue(k == 0 ? RMS_STAGES - 1 : k - 1, r + RMS_STAGES - 1, r1); /* the stage row r - 1 used */
+            fz_cp_wait<RMS_STAGES - 1>(); /* this thread's copies of row r have landed */
+            const size_t o = (size_t)r * (size_t)cols;
+            float acc[2] = {0.0f, 0.0f}; /* sum x^2, sum (dy w) x */
+#pragma unroll
+            for (int j = 0; j < NG; j++) {
+                const int g = tid + j * AGOQ_ROW_THREADS;
+                if (g >= ngroups) continue;
+                float v[8], dd[8], wf[8];
+                input(k, j, o + (size_t)(8 * g), v);
+                agoq_bf16x8_to_f32(st[k].dy[j][tid], dd);
+                agoq_bf16x8_to_f32(__ldg((const uint4 *)(w + 8 * g)), wf); /* an L1 hit after the first row */
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    acc[0] = acc[0] + v[e] * v[e];
+                    acc[1] = acc[1] + (dd[e] * wf[e]) * v[e];
+                }
+            }
+            row_tree_sum<2>(acc, red);
+            const float rstd = agoq_rms_rstd(acc[0], cols, eps), coef = agoq_rms_coef(acc[1], cols, rstd);
+#pragma unroll
+            for (int j = 0; j < NG; j++) {
+                const int g = tid + j * AGOQ_ROW_THREADS;
+                if (g >= ngroups) continue;
+                float v[8], dd[8], wf[8], dxv[8];
+                input(k, j, o + (size_t)(8 * g), v);
+                agoq_bf16x8_to_f32(st[k].dy[j][tid], dd);
+                agoq_bf16x8_to_f32(__ldg((const uint4 *)(w + 8 * g)), wf); /* an L1 hit after the first row */
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    dxv[e] = agoq_rms_dx(v[e], dd[e] * wf[e], rstd, coef);
+                    dw[j][e] = dw[j][e] + dd[e] * (v[e] * rstd);
+                    v[e] = agoq_rms_out(v[e], rstd, wf[e]);
+                }
+                fz_store(dx + o + (size_t)(8 * g), agoq_f32x8_to_bf16(dxv));
+                fz_store(y + o + (size_t)(8 * g), agoq_f32x8_to_bf16(v));
+            }
+            k = k == RMS_STAGES - 1 ? 0 : k + 1;
+        }
+        fz_cp_wait<0>(); /* only empty groups are left; nothing outlives the group */
+        float *dst = dw_partial + (size_t)grp * (size_t)cols;
+#pragma unroll
+        for (int j = 0; j < NG; j++) {
+            const int g = tid + j * AGOQ_ROW_THREADS;
+            if (g >= ngroups) continue;
+            *(float4 *)(dst + 8 * g) = make_float4(dw[j][0], dw[j][1], dw[j][2], dw[j][3]);
+            *(float4 *)(dst + 8 * g + 4) = make_float4(dw[j][4], dw[j][5], dw[j][6], dw[j][7]);
+        }
+    }
+}
+
+/* ---- host side ---- */
+template <bool DEQ, int DEC, int BITS, int NG>
+static void rms_bwd_staged_launch(const agoq_cuda_qparams &p, const agoq_cuda_qtensor &qt, const uint16_t *x,
+                                  const uint16_t *dy, const uint16_t *w, int rows, int cols, float eps, int rpg,
+                                  uint16_t *dx, uint16_t *y, float *dw_partial, int log2b, cudaStream_t s) {
+    constexpr auto k = rms_bwd_staged_kernel<DEQ, DEC, BITS, NG>;
+    constexpr size_t smem = RMS_STAGES * sizeof(rms_stage<NG>); /* 48 KB (NG = 2), 96 KB */
+    static unsigned done = 0; /* per instantiation: devices (bit d) whose attribute is set; racing sets are benign */
+    int dev = 0;
+    cudaCheck(cudaGetDevice(&dev));
+    if (dev >= 32 || !((__atomic_load_n(&done, __ATOMIC_RELAXED) >> dev) & 1u)) {
+        cudaCheck(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        if (dev < 32) __atomic_fetch_or(&done, 1u << dev, __ATOMIC_RELAXED);
+    }
+    const unsigned ngrp = (unsigned)((rows + rpg - 1) / rpg);
+    k<<<fz_grid_cap(ngrp), AGOQ_ROW_THREADS, smem, s>>>(p, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, log2b);
+}
+
+bool fz_rms_bwd_staged(const agoq_fq *q, agoq_dqt xq, const uint16_t *x, const uint16_t *dy, const uint16_t *w,
+                       int rows, int cols, float eps, int rpg, uint16_t *dx, uint16_t *y, float *dw_partial,
+                       cudaStream_t s) {
+    if (cols % 8 || cols > 4 * AGOQ_ROW_THREADS * 8 || !fz_al16(dy) || !fz_al16(w) || !fz_al16(dx) || !fz_al16(y) ||
+        !fz_al16(dw_partial) || fz_no_fast() || fz_f5_old())
+        return false;
+    const agoq_cuda_qtensor qt = fz_qt(xq, (size_t)rows * (size_t)cols);
+    const bool ng2 = cols <= 2 * AGOQ_ROW_THREADS * 8;
+    if (!q) {
+        if (!fz_al16(x)) return false;
+        if (ng2) rms_bwd_staged_launch<false, 0, 0, 2>(agoq_cuda_qparams{}, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, 0, s);
+        else rms_bwd_staged_launch<false, 0, 0, 4>(agoq_cuda_qparams{}, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, 0, s);
+        return true;
+    }
+    if (cols % q->p.block || !fz_fast_dequant(q->p, xq) || ((uintptr_t)xq.scales & 3u) ||
+        (q->p.kind == AGOQ_CODE_INT_ASYM && ((uintptr_t)xq.zeros & 3u)))
+        return false;
+    const int lb = __builtin_ctz((unsigned)q->p.block);
+    fz_dispatch_dequant(q->p, [&](auto dec, auto bits) {
+        constexpr int DEC = decltype(dec)::value, BITS = decltype(bits)::value;
+        if (ng2) rms_bwd_staged_launch<true, DEC, BITS, 2>(q->p, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, lb, s);
+        else rms_bwd_staged_launch<true, DEC, BITS, 4>(q->p, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, lb, s);
+    });
+    return true;
+}
