@@ -239,7 +239,7 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS) dequant_kernel(agoq_cuda_q
  * contiguous 512-byte run (streaming stores: the output is not read back soon), and so is every
  * code load; the block scales come through agoq_tile_scales (one load per lane and tile).
  * Blocks: powers of two >= 32; codes: 2, 4 or 8 bits. */
-template <int DEC, int BITS, typename T, int MINB = 1, int P = 1>
+template <int DEC, int BITS, typename T, int MINB = 1>
 __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, MINB) dequant_tile_kernel(agoq_cuda_qparams p, agoq_cuda_qtensor q,
                                                                            T *__restrict__ y, int log2b, size_t ntiles) {
     constexpr int E = 16 / (int)sizeof(T), U = AGOQ_TILE_U, TILE = 32 * U * E;
@@ -252,35 +252,23 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, MINB) dequant_tile_kernel(
     const int lane = (int)(threadIdx.x & 31u);
     const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5, nblocks = (q.n + ((size_t)1 << log2b) - 1) >> log2b;
-    /* P consecutive tiles per warp and turn, every load of the P tiles issued before the first
-     * store (P = 2: twice the bytes in flight per warp) */
-    for (size_t tile0 = warp * P; tile0 < ntiles; tile0 += nwarps * P) {
-        agoq_tile_scales<E, kAsym> sc[P];
-        uint64_t codes[P][U];
+    for (size_t tile = warp; tile < ntiles; tile += nwarps) {
+        const size_t e_tile = tile * TILE;
+        agoq_tile_scales<E, kAsym> sc;
+        sc.load(p, q.scales, q.zeros, e_tile, log2b, nblocks, lane);
+        uint64_t codes[U];
 #pragma unroll
-        for (int t = 0; t < P; t++) {
-            if (P > 1 && tile0 + t >= ntiles) break; /* warp-uniform */
-            const size_t e_tile = (tile0 + t) * TILE;
-            sc[t].load(p, q.scales, q.zeros, e_tile, log2b, nblocks, lane);
+        for (int j = 0; j < U; j++) codes[j] = agoq_tile_load_codes<BITS, E>(q.codes, e_tile + (size_t)(j * 32 * E + lane * E));
 #pragma unroll
-            for (int j = 0; j < U; j++)
-                codes[t][j] = agoq_tile_load_codes<BITS, E>(q.codes, e_tile + (size_t)(j * 32 * E + lane * E));
-        }
-#pragma unroll
-        for (int t = 0; t < P; t++) {
-            if (P > 1 && tile0 + t >= ntiles) break;
-            const size_t e_tile = (tile0 + t) * TILE;
-#pragma unroll
-            for (int j = 0; j < U; j++) {
-                float s, m, v[E];
-                sc[t].get(j, lane, s, m);
-                agoq_tile_decode<DEC, BITS, E>(p, &tab, codes[t][j], s, m, v);
-                T *dst = y + e_tile + (size_t)(j * 32 * E + lane * E);
-                if constexpr (std::is_same<T, float>::value) {
-                    __stcs((float4 *)dst, make_float4(v[0], v[1], v[2], v[3]));
-                } else {
-                    __stcs((uint4 *)dst, agoq_f32x8_to_bf16(v));
-                }
+        for (int j = 0; j < U; j++) {
+            float s, m, v[E];
+            sc.get(j, lane, s, m);
+            agoq_tile_decode<DEC, BITS, E>(p, &tab, codes[j], s, m, v);
+            T *dst = y + e_tile + (size_t)(j * 32 * E + lane * E);
+            if constexpr (std::is_same<T, float>::value) {
+                __stcs((float4 *)dst, make_float4(v[0], v[1], v[2], v[3]));
+            } else {
+                __stcs((uint4 *)dst, agoq_f32x8_to_bf16(v));
             }
         }
     }
@@ -308,18 +296,14 @@ static size_t dequantize_tiles(const agoq_cuda_qparams &p, const agoq_cuda_qtens
         static int env_mb = -1;
         if (env_mb < 0) env_mb = getenv("AGOQ_DEQ_MINB") ? atoi(getenv("AGOQ_DEQ_MINB")) : 0;
         const int mb = env_mb > 0 ? env_mb : (B == 4 && (D == AGOQ_ENC_TABLE || D == AGOQ_ENC_FP4) ? 5 : 1);
-#define DEQ_GO(K, UNITS)                                                                                           \
+#define DEQ_GO(K)                                                                                                  \
     do {                                                                                                           \
         constexpr auto kk = K;                                                                                     \
-        kk<<<agoq_grid_units<kk>(UNITS, false), AGOQ_QUANT_THREADS, 0, (cudaStream_t)stream>>>(p, *q, y, log2b, ntiles); \
+        kk<<<agoq_grid_units<kk>(ntiles, false), AGOQ_QUANT_THREADS, 0, (cudaStream_t)stream>>>(p, *q, y, log2b, ntiles); \
     } while (0)
-        /* AGOQ_DEQ_TILES=2: two tiles per warp and turn (an A/B, not yet measured) */
-        static int env_p = -1;
-        if (env_p < 0) env_p = getenv("AGOQ_DEQ_TILES") && atoi(getenv("AGOQ_DEQ_TILES")) == 2 ? 2 : 1;
-        if (env_p == 2) DEQ_GO((dequant_tile_kernel<D, B, T, 1, 2>), (ntiles + 1) / 2);
-        else if (mb == 5) DEQ_GO((dequant_tile_kernel<D, B, T, 5>), ntiles);
-        else if (mb == 6) DEQ_GO((dequant_tile_kernel<D, B, T, 6>), ntiles);
-        else DEQ_GO((dequant_tile_kernel<D, B, T, 1>), ntiles);
+        if (mb == 5) DEQ_GO((dequant_tile_kernel<D, B, T, 5>));
+        else if (mb == 6) DEQ_GO((dequant_tile_kernel<D, B, T, 6>));
+        else DEQ_GO((dequant_tile_kernel<D, B, T, 1>));
 #undef DEQ_GO
     };
     /* fp4 decodes by byte permutes here (its group kernel reads the shared-memory table) */
