@@ -15,10 +15,10 @@
 #     deq    the prologue pairs alone (experiments/gemm_wg_deq.json): $OUT/gemm_wg_deq.json
 #     deqsmem the same with AGOQ_WG_DEQ_SMEM=1 (codes decoded through a shared-memory tile instead
 #            of the default A-operand registers): $OUT/logs/gemm_wg_deqsmem.json
-#     knobtests the GEMM GPU tests again with AGOQ_WG_STAGES=4, then with AGOQ_WG_TILE_N=128
+#     knobtests the GEMM GPU tests again with AGOQ_WG_STAGES=3 (every GEMM on 3 stages), then with AGOQ_WG_TILE_N=128
 #     knobs  experiments/gemm_wg_knobs.json four times: the default kernel ($OUT/gemm_wg_knobs.json),
-#            then (variants, kept with the logs) AGOQ_WG_STAGES=4, AGOQ_WG_TILE_N=128 and
-#            AGOQ_WG_TILE_N=auto: $OUT/logs/gemm_wg_knobs_{st4,tn128,tnauto}.json
+#            then (variants, kept with the logs) AGOQ_WG_STAGES=3 and =4 (every GEMM), AGOQ_WG_TILE_N=128 and
+#            AGOQ_WG_TILE_N=auto: $OUT/logs/gemm_wg_knobs_{st3,st4,tn128,tnauto}.json
 #     sass   HGMMA / UTMALDG counts of the binary (is the wgmma path in it)
 #     ncu    one FC1 launch of ours and of cuBLASLt under ncu (tensor pipe, stalls)
 # EXP=DIR reads the experiment files from DIR instead of experiments/ (a carried copy).
@@ -60,13 +60,13 @@ for p in "$@"; do
              part deqsmem 60 env AGOQ_WG_DEQ_SMEM=1 "$B/agoq" run "$EXP/gemm_wg_deq.json" \
              --backend cuda --out "$OUT/logs/gemm_wg_deqsmem.json" ;;
     knobtests) [ "${hung:-0}" = 1 ] && continue
-             for kv in AGOQ_WG_STAGES=4 AGOQ_WG_TILE_N=128; do
+             for kv in AGOQ_WG_STAGES=3 AGOQ_WG_TILE_N=128; do
                part tests 60 env $kv AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" wg_gemm
                [ "${hung:-0}" = 1 ] && break
              done ;;
     knobs) [ "${hung:-0}" = 1 ] && continue; mkdir -p "$OUT/logs"
              part knobs 45 "$B/agoq" run "$EXP/gemm_wg_knobs.json" --backend cuda --out "$OUT/gemm_wg_knobs.json"
-             for kv in st4:AGOQ_WG_STAGES=4 tn128:AGOQ_WG_TILE_N=128 tnauto:AGOQ_WG_TILE_N=auto; do
+             for kv in st3:AGOQ_WG_STAGES=3 st4:AGOQ_WG_STAGES=4 tn128:AGOQ_WG_TILE_N=128 tnauto:AGOQ_WG_TILE_N=auto; do
                part "knobs_${kv%%:*}" 45 env "${kv#*:}" "$B/agoq" run "$EXP/gemm_wg_knobs.json" --backend cuda \
                  --out "$OUT/logs/gemm_wg_knobs_${kv%%:*}.json"
              done ;;

@@ -41,10 +41,11 @@
  * Stored-A prologue (agoq_wg_fwd_deqa): the stage holds A's packed codes (a TMA box of bytes, no
  * swizzle) instead of its bf16 tile, and the consumers decode them with the standalone decoder,
  * by default straight into the registers of wgmma's A operand (gemm_wg_deq.cuh).
- * Variants of the bf16 kernels behind benchmark knobs (off by default; host code below):
- * AGOQ_WG_STAGES=4, a fourth stage, room made by staging C a consumer warpgroup's 64 rows at a
- * time (a hand-off per warpgroup: BAR_*1); AGOQ_WG_TILE_N=128|auto, 128 x 128 tiles (wgmma
- * m64n128k16; template argument TN) against partly empty last waves. */
+ * A fourth stage for the bf16 kernels with a plain epilogue (the default; AGOQ_WG_STAGES=3|4
+ * forces one ring for every GEMM, host code below): room made by staging C a consumer
+ * warpgroup's 64 rows at a time (a hand-off per warpgroup: BAR_*1). Behind a benchmark knob (off
+ * by default): AGOQ_WG_TILE_N=128|auto, 128 x 128 tiles (wgmma m64n128k16; template argument TN)
+ * against partly empty last waves. */
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
@@ -59,7 +60,7 @@
 #include "kernels/gemm/gemm_wg_ptx.cuh"
 
 namespace {
-/* STAGES: the default ring; the kernel's ST template argument may be 4 (AGOQ_WG_STAGES=4, host
+/* STAGES: the 3-stage ring; the kernel's ST template argument may be 4 (plain epilogues, stages()
  * below), which stages C a consumer warpgroup's half at a time (HALF_ROWS) to make room. */
 constexpr int BM = AGOQ_WG_TILE_M, BN = AGOQ_WG_TILE_N, BK = 64, STAGES = 3, THREADS = 384, HALF_ROWS = BM / 2;
 constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2;
@@ -482,16 +483,23 @@ int tile_n(const agoq_wg_args *g, bool fast) {
         fill1 = (double)t1 / (double)(((t1 + nsm - 1) / nsm) * nsm);
     return fill1 > fill2 + 0.1 ? 128 : BN;
 }
-/* Stages of the bf16 kernels' ring: 3, or AGOQ_WG_STAGES=4 (C staged in halves; a benchmark
- * knob, the tests cover both); anything else: 3, after one line on stderr. */
+/* Stages of the bf16 kernels' ring: 0 = by epilogue (the default: 4 for a plain epilogue, 3 with
+ * a residual or a quantized copy), or AGOQ_WG_STAGES=3|4 for every GEMM; anything else: the
+ * default, after one line on stderr. Measured on the H200 at fb7cc8a (experiments/
+ * gemm_wg_knobs.json, results/h200/logs/gemm_wg_knobs_s5/): 4 stages raise the plain GEMMs
+ * (7B FC1 dgrad 0.84 -> 0.97 of cuBLASLt at 65536 tokens, wgrad 0.81 -> 0.97, FC1 0.90 -> 0.93,
+ * 13B QKV 0.87 -> 0.90) and lower those whose epilogue has more to do with C staged in halves
+ * (the residual out-projection 0.95 -> 0.82, TP=8 FC2 1.04 -> 0.96, fused FP4 copies 0.98-1.02
+ * -> 0.82-0.88). */
 int stages() {
     const char *e = getenv("AGOQ_WG_STAGES");
-    if (!e || !strcmp(e, "3")) return 3;
+    if (!e || !strcmp(e, "auto")) return 0;
+    if (!strcmp(e, "3")) return 3;
     if (!strcmp(e, "4")) return 4;
     static bool said = false;
-    if (!said) fprintf(stderr, "gemm_wg: AGOQ_WG_STAGES=%s unsupported (3 or 4); using 3\n", e);
+    if (!said) fprintf(stderr, "gemm_wg: AGOQ_WG_STAGES=%s unsupported (3, 4 or auto); using auto\n", e);
     said = true;
-    return 3;
+    return 0;
 }
 /* Row tiles of a rasterization group: 8, or AGOQ_WG_GROUP_M=N (1..64; a benchmark knob). */
 int group_m() {
@@ -537,8 +545,9 @@ extern "C" int agoq_wg_gemm(const agoq_wg_args *g, void *stream) {
     const uint32_t lbo = swap ? 1024u : (uint32_t)MN_BOX_BYTES, sbo = swap ? (uint32_t)MN_BOX_BYTES : 1024u;
     wg_params p = {g->m, g->n, g->k, g->r, g->c, g->q ? g->q->p : agoq_cuda_qparams{}, g->cq, lbo, sbo,
                    agoq_cuda_qparams{}, agoq_dqt{}, group_m()};
-    /* 4 stages (AGOQ_WG_STAGES=4) except for table encoders (no shared memory left for the table) */
-    const bool st4 = stages() == 4 && !(g->q && g->q->p.enc == AGOQ_ENC_TABLE);
+    /* 4 stages (stages()) except for table encoders (no shared memory left for the table) */
+    const int st = stages();
+    const bool st4 = (st == 4 || (st == 0 && !g->q && !g->r)) && !(g->q && g->q->p.enc == AGOQ_ENC_TABLE);
     const cudaStream_t s = (cudaStream_t)stream;
     if (tn == 128 && g->q) launch_t<true, STAGES, 128>(g->a_mn, g->b_mn, ma, mb, p, s);
     else if (tn == 128) launch_t<false, STAGES, 128>(g->a_mn, g->b_mn, ma, mb, p, s);

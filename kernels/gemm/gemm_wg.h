@@ -17,8 +17,9 @@
  * 8 <= block, block divides 256 and N; FP4 E2M1 / 128, round to nearest, N % 256 == 0 (fwd
  * layout) quantizes with the standalone fast FP4 tile encoder, anything else (or
  * AGOQ_WG_FAST_EPI=0) a block per thread on the general encoders; both bit-exact. Benchmark knobs:
- * AGOQ_WG_GROUP_M=N row tiles per rasterization group (default 8); AGOQ_WG_STAGES=4 a 4-stage
- * ring with C staged in halves (default 3; bit-exact either way; table encoders stay on 3);
+ * AGOQ_WG_GROUP_M=N row tiles per rasterization group (default 8); AGOQ_WG_STAGES=3|4 the ring
+ * for every GEMM (default: 4 stages, C staged in halves, for a plain epilogue, 3 with a residual or
+ * a quantized copy; bit-exact either way; table encoders stay on 3);
  * AGOQ_WG_TILE_N=128 (or auto: where it fills the last wave better) 128 x 128 tiles (default
  * 256; C within one ulp, the fused copy on the general encoders, its block dividing 128). Entry points return 0, or -1
  * after one line naming the unsupported argument. CUDA builds only; the device must be sm_90

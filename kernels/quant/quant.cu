@@ -128,7 +128,7 @@ int agoq_cuda_check_qtensor(const char *fn, const agoq_qconfig *c, const agoq_cu
     return 0;
 }
 
-/* AGOQ_Q5_OLD=1: the kernels before issue 15's q5 changes (quant_launch.cuh) */
+/* AGOQ_Q5_OLD=1: the 8-bit gradient kernels before issue 15's q5 changes (quant_launch.cuh) */
 int agoq_q5_old(void) {
     static int v = -1;
     if (v < 0) {
@@ -152,21 +152,10 @@ static int quantize(const char *fn, const agoq_qconfig *c, const T *x, size_t n,
     using tile_src_t = typename std::conditional<std::is_same<T, float>::value, agoq_tile_src_f32, agoq_tile_src_bf16>::type;
     const tile_src_t tile_src = {x};
     agoq_dispatch_enc(p.enc, [&](auto enc) {
-        constexpr int E = decltype(enc)::value;
-        /* bf16 into table / asymmetric / fp4 codes: tiles of 4 vectors, tables through the
-         * shared LUT of agoq_tile_table_pos (quant_tile.cuh, agoq_tile_src_bf16_u), unless
-         * AGOQ_Q5_OLD=1 or the table does not qualify (code = position, LUT copies fit) */
-        if constexpr (!std::is_same<T, float>::value &&
-                      (E == AGOQ_ENC_TABLE || E == AGOQ_ENC_INT_ASYM || E == AGOQ_ENC_FP4)) {
-            const bool lut_ok = E != AGOQ_ENC_TABLE ||
-                                (p.tab_ident && (p.bits != 4 || 2 * p.tab_nb * agoq_tile_lut_rep<4>::value <= AGOQ_TAB_LUT_MAX));
-            if (!agoq_q5_old() && lut_ok) {
-                const agoq_tile_src_bf16_u<4> tile4 = {x};
-                agoq_launch_quant<E>(p, src, *q, stream, src.vec ? &tile4 : nullptr);
-                return;
-            }
-        }
-        agoq_launch_quant<E>(p, src, *q, stream, src.vec ? &tile_src : nullptr);
+        /* (issue 15's q5 variant, bf16 tiles of 4 vectors with the CTA's own replicated LUT, was
+         * measured slower at fb7cc8a for NF4 / dyn8 / FP4: 0.52-0.66 vs 0.57-0.80 of copy;
+         * results/h200/logs/q5_ab_s5.log; grad8 keeps its parts) */
+        agoq_launch_quant<decltype(enc)::value>(p, src, *q, stream, src.vec ? &tile_src : nullptr);
     });
     return 0;
 }

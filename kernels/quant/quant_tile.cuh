@@ -477,23 +477,15 @@ __device__ __forceinline__ uint4 agoq_f32x8_to_bf16(const float (&v)[8]) {
     }
     return make_uint4(u[0], u[1], u[2], u[3]);
 }
-/* U: vectors per lane and tile. AGOQ_TILE_U (8) for the encoders that keep up with it; issue 15
- * (q5): 4 for the table (NF4, dyn8), asymmetric and fp4 encoders, whose 8 x 8 unpacked values
- * plus the range and LUT state spilled at the 80-register bound (NF4 / dyn8: 52-byte spill
- * stores per thread), took 128 registers (int*_asym: 2 CTAs per SM) or 73 (fp4: 3 CTAs, issue
- * bound); 4 vectors hold the 32 fp32 values of the fp32 source's tile (64 bytes of loads in
- * flight per lane). Tiles only partition the tensor: the codes are the same for every U. */
-template <int U>
-struct agoq_tile_src_bf16_u {
-    static constexpr int kVec = 8, kBits = 0, kU = U, kMinCtas = U < AGOQ_TILE_U ? 3 : 0;
-    static constexpr bool kTable = false, kQ5 = U < AGOQ_TILE_U; /* q5's shared LUT (table codes) */
+struct agoq_tile_src_bf16 {
+    static constexpr int kVec = 8, kBits = 0, kU = AGOQ_TILE_U, kMinCtas = 0;
+    static constexpr bool kTable = false;
     const uint16_t *x;
     __device__ __forceinline__ void load_tile(const agoq_cuda_qparams &, const agoq_smem_table *, size_t e_tile,
-                                              int lane, float (&v)[U][8]) const {
+                                              int lane, float (&v)[AGOQ_TILE_U][8]) const {
 #pragma unroll
-        for (int j = 0; j < U; j++)
+        for (int j = 0; j < AGOQ_TILE_U; j++)
             agoq_bf16x8_to_f32(__ldcs((const uint4 *)(x + e_tile + (size_t)(j * 256 + lane * 8))), v[j]);
     }
 };
-using agoq_tile_src_bf16 = agoq_tile_src_bf16_u<AGOQ_TILE_U>;
 #endif

@@ -304,12 +304,13 @@ static void run_knob(const char *knob, const char *val, const agoq_wg_args *g, c
 /* The kernel variants behind knobs against the default, every layout, with and without the
  * residual and the fused copy (FP4/128: the fast tile encoder by default; INT4/32; NF4/64, whose
  * table encoder stays on 3 stages), half the cases on a grid of 2 CTAs (several tiles a CTA):
- * AGOQ_WG_STAGES=4 bit-exact (the same wgmma in the same k order); AGOQ_WG_TILE_N=128 / auto
+ * AGOQ_WG_STAGES=4 and =3 bit-exact against the default (4 stages for a plain epilogue, 3 with
+ * a residual or copy: the same wgmma in the same k order); AGOQ_WG_TILE_N=128 / auto
  * (m64n128 wgmma) within one bf16 ulp of it, entry by entry (the sums run in the same order; a
  * difference is reported); invalid settings ("7", "x") refused in one line, run as the default. */
 TEST(cuda_wg_gemm_knob_variants_match_default) {
     static const struct { const char *knob, *val; int exact; } vars[] = {
-        {"AGOQ_WG_STAGES", "4", 1}, {"AGOQ_WG_STAGES", "7", 1}, {"AGOQ_WG_TILE_N", "128", 0},
+        {"AGOQ_WG_STAGES", "4", 1}, {"AGOQ_WG_STAGES", "3", 1}, {"AGOQ_WG_STAGES", "7", 1}, {"AGOQ_WG_TILE_N", "128", 0},
         {"AGOQ_WG_TILE_N", "auto", 0}, {"AGOQ_WG_TILE_N", "x", 1},
     };
     static const wcase cases[] = {
