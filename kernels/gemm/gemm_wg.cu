@@ -130,7 +130,8 @@ __device__ __forceinline__ void stage_acc(const wg_params &p, const float (&d)[T
             const int r = row0 + 8 * h;
             uint32_t *sp = reinterpret_cast<uint32_t *>(stage + r * CS + col);
             if (p.r && m0 + r < p.m && n0 + col < p.n) { /* rg: the residual from global (L2) */
-                const uint32_t rv = p.rg ? *reinterpret_cast<const uint32_t *>(p.r + (size_t)(m0 + r) * (size_t)p.n + (size_t)(n0 + col)) : *sp;
+                const uint16_t *rg = p.r + (size_t)(m0 + r) * (size_t)p.n + (size_t)(n0 + col);
+                const uint32_t rv = p.rg ? *reinterpret_cast<const uint32_t *>(rg) : *sp;
                 x0 += agoq_bf16_to_f32((uint16_t)(rv & 0xFFFFu));
                 x1 += agoq_bf16_to_f32((uint16_t)(rv >> 16));
             }
