@@ -46,19 +46,6 @@ struct rms_stage {
     };
 };
 
-__device__ __forceinline__ uint32_t fz_smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-template <int N>
-__device__ __forceinline__ void fz_cp_async(void *dst, const void *src) {
-    static_assert(N == 4 || N == 8 || N == 16, "cp.async: 4, 8 or 16 bytes");
-    if constexpr (N == 16)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(fz_smem_addr(dst)), "l"(src) : "memory");
-    else asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(fz_smem_addr(dst)), "l"(src), "n"(N) : "memory");
-}
-/* "memory": the stage's shared-memory reads stay between the wait and the next copy into it */
-__device__ __forceinline__ void fz_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void fz_cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
-
 /* The aligned 4-byte word of a scale plane holding block blk's scale, and the scale from it. */
 __device__ __forceinline__ const uint32_t *fz_scale_word(const uint8_t *plane, size_t blk, int bf16) {
     return bf16 ? (const uint32_t *)(plane + ((blk * 2) & ~(size_t)3)) : (const uint32_t *)(plane + blk * 4);
@@ -189,13 +176,8 @@ static void rms_bwd_staged_launch(const agoq_cuda_qparams &p, const agoq_cuda_qt
                                   uint16_t *dx, uint16_t *y, float *dw_partial, int log2b, cudaStream_t s) {
     constexpr auto k = rms_bwd_staged_kernel<DEQ, DEC, BITS, NG>;
     constexpr size_t smem = RMS_STAGES * sizeof(rms_stage<NG>); /* 48 KB (NG = 2), 96 KB */
-    static unsigned done = 0; /* per instantiation: devices (bit d) whose attribute is set; racing sets are benign */
-    int dev = 0;
-    cudaCheck(cudaGetDevice(&dev));
-    if (dev >= 32 || !((__atomic_load_n(&done, __ATOMIC_RELAXED) >> dev) & 1u)) {
-        cudaCheck(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        if (dev < 32) __atomic_fetch_or(&done, 1u << dev, __ATOMIC_RELAXED);
-    }
+    static unsigned done = 0; /* per instantiation (fz_smem_optin) */
+    fz_smem_optin((const void *)k, smem, &done);
     const unsigned ngrp = (unsigned)((rows + rpg - 1) / rpg);
     k<<<fz_grid_cap(ngrp), AGOQ_ROW_THREADS, smem, s>>>(p, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, log2b);
 }
