@@ -148,6 +148,31 @@ __device__ __forceinline__ void row_tree_sum(float (&v)[NV], float *red) {
     __syncthreads(); /* red is reused by the next row */
 }
 
+/* row_tree_sum with one barrier instead of three (AGOQ_F6, the staged RMSNorm backward): every
+ * warp sums the NW warp partials itself with warp 0's shuffle tree above (the same bits), from
+ * a buffer picked by the call's parity (alternate it call by call: the barrier of call n + 1
+ * orders every read of call n before the writes of call n + 2). red: 2 * NV * NW floats. */
+template <int NV>
+__device__ __forceinline__ void row_tree_sum_1bar(float (&v)[NV], float *red, int parity) {
+    constexpr int NW = AGOQ_ROW_THREADS / 32;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    float *buf = red + parity * NV * NW;
+#pragma unroll
+    for (int i = 0; i < NV; i++) {
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) v[i] = v[i] + __shfl_down_sync(0xffffffffu, v[i], off);
+        if (lane == 0) buf[i * NW + warp] = v[i];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < NV; i++) {
+        float w = lane < NW ? buf[i * NW + lane] : 0.0f;
+#pragma unroll
+        for (int off = NW / 2; off > 0; off >>= 1) w = w + __shfl_down_sync(0xffffffffu, w, off);
+        v[i] = __shfl_sync(0xffffffffu, w, 0);
+    }
+}
+
 /* ---- general path: 8-element groups of the rowq layout, runtime kinds ---- */
 template <class F>
 __device__ __forceinline__ void fz_with_kind(int kind, F f) {
@@ -283,7 +308,8 @@ bool fz_no_fast(void);
  * backward rms_bwd_kernel, SwiGLU forward), for A/B timing in one process. (fused.cu) */
 bool fz_f5_old(void);
 /* AGOQ_F6=1 (read at every launch): issue 15's third round, A/B against the default (the SwiGLU
- * forward's loads staged through shared memory, fused_swiglu.cu). (fused.cu) */
+ * forward's loads staged through shared memory, fused_swiglu.cu; the staged RMSNorm backward's
+ * row sums with one barrier, row_tree_sum_1bar). (fused.cu) */
 bool fz_f6(void);
 /* Dynamic shared memory above 48 KB for `kernel` (cudaFuncSetAttribute once per device: done is
  * the caller's per-kernel mask of devices, bit d; racing sets are benign), and its resident CTAs

@@ -290,8 +290,8 @@ TEST(cuda_fused_grid_stride_and_general_paths) {
     /* the kernels issue 15's second round replaced (RMSNorm backward, SwiGLU forward), kept for A/B */
     bad += run_env("AGOQ_F5_OLD", "1", 5, 4352, 1);
     bad += run_env("AGOQ_F5_OLD", "1", 7, 1536, 0);
-    /* issue 15's third round (AGOQ_F6: the staged SwiGLU forward), also with one CTA (the
-     * ring wraps: every warp streams many units) */
+    /* issue 15's third round (AGOQ_F6: the staged SwiGLU forward, the RMSNorm backward row
+     * sums with one barrier), also with one CTA (the ring wraps: every warp streams many units) */
     bad += run_env("AGOQ_F6", "1", 5, 4352, 1);
     bad += run_env("AGOQ_F6", "1", 7, 1536, 0);
     setenv("AGOQ_F6", "1", 1);
