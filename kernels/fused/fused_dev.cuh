@@ -39,6 +39,21 @@ enum { FZ_OP_NONE, FZ_OP_GELU, FZ_OP_SWIGLU };
 __device__ __forceinline__ uint4 fz_load(const uint16_t *p) { return __ldcs((const uint4 *)p); }
 __device__ __forceinline__ void fz_store(uint16_t *p, uint4 w) { __stcs((uint4 *)p, w); }
 
+/* ---- cp.async: a thread copies 4, 8 or 16 bytes global -> shared and later waits for its own
+ * copies (the staged kernels: fused_rms_bwd.cu, fused_swiglu.cu under AGOQ_F6) ---- */
+__device__ __forceinline__ uint32_t fz_smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+template <int N>
+__device__ __forceinline__ void fz_cp_async(void *dst, const void *src) {
+    static_assert(N == 4 || N == 8 || N == 16, "cp.async: 4, 8 or 16 bytes");
+    if constexpr (N == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(fz_smem_addr(dst)), "l"(src) : "memory");
+    else asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(fz_smem_addr(dst)), "l"(src), "n"(N) : "memory");
+}
+/* "memory": the stage's shared-memory reads stay between the wait and the next copy into it */
+__device__ __forceinline__ void fz_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void fz_cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+
 /* ---- fast path: whole warp vectors of the flat layout ---- */
 /* Quantizes U warp vectors (tile `tile` of 256*U elements): the fast encoders, or the careful
  * ones when a block's range is not finite. All 32 lanes call it. */
@@ -131,6 +146,31 @@ __device__ __forceinline__ void row_tree_sum(float (&v)[NV], float *red) {
 #pragma unroll
     for (int i = 0; i < NV; i++) v[i] = red[i * NW];
     __syncthreads(); /* red is reused by the next row */
+}
+
+/* row_tree_sum with one barrier instead of three (AGOQ_F6, the staged RMSNorm backward): every
+ * warp sums the NW warp partials itself with warp 0's shuffle tree above (the same bits), from
+ * a buffer picked by the call's parity (alternate it call by call: the barrier of call n + 1
+ * orders every read of call n before the writes of call n + 2). red: 2 * NV * NW floats. */
+template <int NV>
+__device__ __forceinline__ void row_tree_sum_1bar(float (&v)[NV], float *red, int parity) {
+    constexpr int NW = AGOQ_ROW_THREADS / 32;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    float *buf = red + parity * NV * NW;
+#pragma unroll
+    for (int i = 0; i < NV; i++) {
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) v[i] = v[i] + __shfl_down_sync(0xffffffffu, v[i], off);
+        if (lane == 0) buf[i * NW + warp] = v[i];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < NV; i++) {
+        float w = lane < NW ? buf[i * NW + lane] : 0.0f;
+#pragma unroll
+        for (int off = NW / 2; off > 0; off >>= 1) w = w + __shfl_down_sync(0xffffffffu, w, off);
+        v[i] = __shfl_sync(0xffffffffu, w, 0);
+    }
 }
 
 /* ---- general path: 8-element groups of the rowq layout, runtime kinds ---- */
@@ -267,6 +307,14 @@ bool fz_no_fast(void);
 /* AGOQ_F5_OLD=1 (read at every launch): the kernels issue 15's second round replaced (RMSNorm
  * backward rms_bwd_kernel, SwiGLU forward), for A/B timing in one process. (fused.cu) */
 bool fz_f5_old(void);
+/* AGOQ_F6=1 (read at every launch): issue 15's third round, A/B against the default (the SwiGLU
+ * forward's loads staged through shared memory, fused_swiglu.cu; the staged RMSNorm backward's
+ * row sums with one barrier, row_tree_sum_1bar). (fused.cu) */
+bool fz_f6(void);
+/* Dynamic shared memory above 48 KB for `kernel` (cudaFuncSetAttribute once per device: done is
+ * the caller's per-kernel mask of devices, bit d; racing sets are benign), and its resident CTAs
+ * per SM at FZ_THREADS threads with `smem` bytes (>= 1). (fused.cu) */
+int fz_smem_optin(const void *kernel, size_t smem, unsigned *done);
 template <auto Kernel>
 static unsigned fz_grid(size_t warps, bool lut) {
     return fz_grid_cap(agoq_grid_units<Kernel>(warps, lut));

@@ -18,7 +18,9 @@
  * <= 4096 columns, 4 for <= 8192. Shapes: cols % 8 == 0, 16-byte aligned tensors; with a
  * stored copy, rows of whole power-of-two blocks of 4/8-bit codes (fz_fast_dequant) and scale
  * (zero) planes aligned to 4 bytes (a bf16 scale is taken from its aligned 4-byte word, which
- * for the last block of an odd count reaches 2 bytes past the plane, inside its allocation). */
+ * for the last block of an odd count reaches 2 bytes past the plane, inside its allocation).
+ * AGOQ_F6=1 (A/B): the two row sums with one barrier per row instead of three
+ * (row_tree_sum_1bar, the same bits). */
 #include <cuda_runtime.h>
 
 #include "core/check.h"
@@ -46,19 +48,6 @@ struct rms_stage {
     };
 };
 
-__device__ __forceinline__ uint32_t fz_smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-template <int N>
-__device__ __forceinline__ void fz_cp_async(void *dst, const void *src) {
-    static_assert(N == 4 || N == 8 || N == 16, "cp.async: 4, 8 or 16 bytes");
-    if constexpr (N == 16)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(fz_smem_addr(dst)), "l"(src) : "memory");
-    else asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(fz_smem_addr(dst)), "l"(src), "n"(N) : "memory");
-}
-/* "memory": the stage's shared-memory reads stay between the wait and the next copy into it */
-__device__ __forceinline__ void fz_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void fz_cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
-
 /* The aligned 4-byte word of a scale plane holding block blk's scale, and the scale from it. */
 __device__ __forceinline__ const uint32_t *fz_scale_word(const uint8_t *plane, size_t blk, int bf16) {
     return bf16 ? (const uint32_t *)(plane + ((blk * 2) & ~(size_t)3)) : (const uint32_t *)(plane + blk * 4);
@@ -67,7 +56,7 @@ __device__ __forceinline__ float fz_scale_of(uint32_t word, size_t blk, int bf16
     return bf16 ? __uint_as_float((blk & 1 ? word >> 16 : word & 0xffffu) << 16) : __uint_as_float(word);
 }
 
-template <bool DEQ, int DEC, int BITS, int NG>
+template <bool DEQ, int DEC, int BITS, int NG, bool F6 = false>
 __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_STAGED_CTAS(NG))
     rms_bwd_staged_kernel(agoq_cuda_qparams p, agoq_cuda_qtensor q, const uint16_t *__restrict__ x,
                           const uint16_t *__restrict__ dy, const uint16_t *__restrict__ w, int rows, int cols,
@@ -77,7 +66,9 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_STAGED_CTAS(NG))
     using stage_t = rms_stage<NG>;
     extern __shared__ uint4 fz_dyn_smem[];
     stage_t *st = (stage_t *)fz_dyn_smem;
-    __shared__ float red[2 * AGOQ_ROW_THREADS / 32];
+    __shared__ float red[4 * AGOQ_ROW_THREADS / 32]; /* F6: double-buffered (row_tree_sum_1bar) */
+    int nrow = 0;                                    /* F6: rows done by this CTA, the buffer's parity */
+    (void)nrow;
     __shared__ agoq_smem_table tab;
     if constexpr (DEQ && DEC == AGOQ_ENC_TABLE) {
         agoq_dev_load_table(&tab, p.table);
@@ -149,7 +140,8 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_STAGED_CTAS(NG))
                     acc[1] = acc[1] + (dd[e] * wf[e]) * v[e];
                 }
             }
-            row_tree_sum<2>(acc, red);
+            if constexpr (F6) row_tree_sum_1bar<2>(acc, red, nrow++ & 1);
+            else row_tree_sum<2>(acc, red);
             const float rstd = agoq_rms_rstd(acc[0], cols, eps), coef = agoq_rms_coef(acc[1], cols, rstd);
 #pragma unroll
             for (int j = 0; j < NG; j++) {
@@ -183,19 +175,14 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_STAGED_CTAS(NG))
 }
 
 /* ---- host side ---- */
-template <bool DEQ, int DEC, int BITS, int NG>
+template <bool DEQ, int DEC, int BITS, int NG, bool F6>
 static void rms_bwd_staged_launch(const agoq_cuda_qparams &p, const agoq_cuda_qtensor &qt, const uint16_t *x,
                                   const uint16_t *dy, const uint16_t *w, int rows, int cols, float eps, int rpg,
                                   uint16_t *dx, uint16_t *y, float *dw_partial, int log2b, cudaStream_t s) {
-    constexpr auto k = rms_bwd_staged_kernel<DEQ, DEC, BITS, NG>;
+    constexpr auto k = rms_bwd_staged_kernel<DEQ, DEC, BITS, NG, F6>;
     constexpr size_t smem = RMS_STAGES * sizeof(rms_stage<NG>); /* 48 KB (NG = 2), 96 KB */
-    static unsigned done = 0; /* per instantiation: devices (bit d) whose attribute is set; racing sets are benign */
-    int dev = 0;
-    cudaCheck(cudaGetDevice(&dev));
-    if (dev >= 32 || !((__atomic_load_n(&done, __ATOMIC_RELAXED) >> dev) & 1u)) {
-        cudaCheck(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        if (dev < 32) __atomic_fetch_or(&done, 1u << dev, __ATOMIC_RELAXED);
-    }
+    static unsigned done = 0; /* per instantiation (fz_smem_optin) */
+    fz_smem_optin((const void *)k, smem, &done);
     const unsigned ngrp = (unsigned)((rows + rpg - 1) / rpg);
     k<<<fz_grid_cap(ngrp), AGOQ_ROW_THREADS, smem, s>>>(p, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, log2b);
 }
@@ -207,11 +194,16 @@ bool fz_rms_bwd_staged(const agoq_fq *q, agoq_dqt xq, const uint16_t *x, const u
         !fz_al16(dw_partial) || fz_no_fast() || fz_f5_old())
         return false;
     const agoq_cuda_qtensor qt = fz_qt(xq, (size_t)rows * (size_t)cols);
-    const bool ng2 = cols <= 2 * AGOQ_ROW_THREADS * 8;
+    const bool f6 = fz_f6(), ng2 = cols <= 2 * AGOQ_ROW_THREADS * 8;
     if (!q) {
         if (!fz_al16(x)) return false;
-        if (ng2) rms_bwd_staged_launch<false, 0, 0, 2>(agoq_cuda_qparams{}, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, 0, s);
-        else rms_bwd_staged_launch<false, 0, 0, 4>(agoq_cuda_qparams{}, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, 0, s);
+        if (ng2) {
+            if (f6) rms_bwd_staged_launch<false, 0, 0, 2, true>(agoq_cuda_qparams{}, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, 0, s);
+            else rms_bwd_staged_launch<false, 0, 0, 2, false>(agoq_cuda_qparams{}, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, 0, s);
+        } else {
+            if (f6) rms_bwd_staged_launch<false, 0, 0, 4, true>(agoq_cuda_qparams{}, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, 0, s);
+            else rms_bwd_staged_launch<false, 0, 0, 4, false>(agoq_cuda_qparams{}, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, 0, s);
+        }
         return true;
     }
     if (cols % q->p.block || !fz_fast_dequant(q->p, xq) || ((uintptr_t)xq.scales & 3u) ||
@@ -220,8 +212,13 @@ bool fz_rms_bwd_staged(const agoq_fq *q, agoq_dqt xq, const uint16_t *x, const u
     const int lb = __builtin_ctz((unsigned)q->p.block);
     fz_dispatch_dequant(q->p, [&](auto dec, auto bits) {
         constexpr int DEC = decltype(dec)::value, BITS = decltype(bits)::value;
-        if (ng2) rms_bwd_staged_launch<true, DEC, BITS, 2>(q->p, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, lb, s);
-        else rms_bwd_staged_launch<true, DEC, BITS, 4>(q->p, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, lb, s);
+        if (ng2) {
+            if (f6) rms_bwd_staged_launch<true, DEC, BITS, 2, true>(q->p, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, lb, s);
+            else rms_bwd_staged_launch<true, DEC, BITS, 2, false>(q->p, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, lb, s);
+        } else {
+            if (f6) rms_bwd_staged_launch<true, DEC, BITS, 4, true>(q->p, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, lb, s);
+            else rms_bwd_staged_launch<true, DEC, BITS, 4, false>(q->p, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, lb, s);
+        }
     });
     return true;
 }

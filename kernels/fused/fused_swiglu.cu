@@ -16,7 +16,13 @@
  * forward was issue-bound at 0.71 of copy): a whole unit is unpacked once into fp32, quantized
  * as ONE split tile of 4 vectors (gate run, then its up run F further: agoq_tile_quantize's split;
  * one block-parameter pass, one finite vote instead of two), fp4 through the pack8 encoder
- * (quant_fast.h); the SwiGLU outputs are computed (and stored) first from the same fp32 values. */
+ * (quant_fast.h); the SwiGLU outputs are computed (and stored) first from the same fp32 values.
+ * Forward F6 (AGOQ_F6=1, for A/B; issue 15: 0.74 of copy, ncu DRAM 56% at 45% occupancy): the
+ * grid is what stays resident and each warp streams its units (grid-stride) through a ring of
+ * SWI_STAGES unit-sized shared-memory stages: every lane copies its own 16-byte pieces of the
+ * unit SWI_STAGES - 1 ahead with cp.async and waits only for its own copies (no barrier), so
+ * 2 units (4 KB) per warp stay in flight while it computes, in no registers. The math, tiles
+ * and stores are F5's / the default's. */
 #include <cuda_runtime.h>
 
 #include "core/check.h"
@@ -26,6 +32,12 @@
 #define SWI_V 4     /* output warp vectors per backward unit: 12 loads per lane in flight */
 #define SWI_FWD_V 2 /* per forward unit (and its quantizer tiles): 4 loads per lane in flight at
                        FZ_FWD_CTAS CTAs per SM (4 vectors need > 64 registers: 0.64 of copy at 2 CTAs) */
+
+#define SWI_STAGES 3 /* F6 ring: stages per warp, SWI_STAGES - 1 units in flight */
+/* One F6 stage: a unit's gate vectors, then its up vectors, lane l's 16 bytes at [i][l] (2 KB). */
+struct swi_stage {
+    uint4 v[2 * SWI_FWD_V][32];
+};
 
 /* SwiGLU work unit u = (row r, k) of a [rows, F] output in units of V vectors: its warp vectors
  * cv0 + i, i < nv (cv0 = V k, nv <= V of them inside the row), lane l at columns
@@ -49,7 +61,7 @@ __device__ __forceinline__ swi_unit swi_at(size_t u, uint32_t upr, uint32_t vpr)
  * warp vectors): a whole unit's 2 gate (up) vectors are one tile of 2 (U = 2, planes offset to
  * its first element: the gate and up of an output run are F apart); a row's last partial unit
  * is quantized vector by vector (U = 1). ---- */
-template <int ENC, int BITS, int LOG2B, bool QUANT, bool F5 = false>
+template <int ENC, int BITS, int LOG2B, bool QUANT, bool F5 = false, bool F6 = false>
 __global__ void __launch_bounds__(FZ_THREADS, FZ_FWD_CTAS(ENC))
     swiglu_fwd_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ h, uint16_t *__restrict__ out,
                       agoq_cuda_qtensor q, int f, uint32_t vpr, uint32_t upr, size_t nunits) {
@@ -61,17 +73,48 @@ __global__ void __launch_bounds__(FZ_THREADS, FZ_FWD_CTAS(ENC))
     const int lane = (int)(threadIdx.x & 31u);
     const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5;
+    extern __shared__ uint4 fz_dyn_smem[];
+    swi_stage *ring = (swi_stage *)fz_dyn_smem + (threadIdx.x >> 5) * SWI_STAGES; /* F6: this warp's */
+    /* F6: this lane's copies of unit u into stage k (one commit group, empty past the end) */
+    auto issue = [&](int k, size_t u) {
+        if (u < nunits) {
+            const swi_unit a = swi_at<SWI_FWD_V>(u, upr, vpr);
+            const size_t hr = 2 * a.r * (size_t)f;
+#pragma unroll
+            for (int i = 0; i < SWI_FWD_V; i++) {
+                const int ci = (int)(a.cv0 + (uint32_t)i) * FZ_WVEC + 8 * lane;
+                if (i >= a.nv || ci >= f) continue;
+                fz_cp_async<16>(&ring[k].v[i][lane], h + hr + (size_t)ci);
+                fz_cp_async<16>(&ring[k].v[SWI_FWD_V + i][lane], h + hr + (size_t)f + (size_t)ci);
+            }
+        }
+        fz_cp_commit();
+    };
+    int k = 0; /* F6: the stage of unit u */
+    if constexpr (F6)
+#pragma unroll
+        for (int i = 0; i < SWI_STAGES - 1; i++) issue(i, warp + (size_t)i * nwarps);
     for (size_t u = warp; u < nunits; u += nwarps) {
         const swi_unit at = swi_at<SWI_FWD_V>(u, upr, vpr);
         const size_t hrow = 2 * at.r * (size_t)f, orow = at.r * (size_t)f;
         int c[SWI_FWD_V];
         uint4 g[SWI_FWD_V], up[SWI_FWD_V];
+        if constexpr (F6) fz_cp_wait<SWI_STAGES - 2>(); /* this lane's copies of unit u have landed */
 #pragma unroll
         for (int i = 0; i < SWI_FWD_V; i++) {
             c[i] = (int)(at.cv0 + (uint32_t)i) * FZ_WVEC + 8 * lane;
             const bool ok = i < at.nv && c[i] < f;
-            g[i] = ok ? fz_load(h + hrow + (size_t)c[i]) : make_uint4(0, 0, 0, 0);
-            up[i] = ok ? fz_load(h + hrow + (size_t)f + (size_t)c[i]) : make_uint4(0, 0, 0, 0);
+            if constexpr (F6) {
+                g[i] = ok ? ring[k].v[i][lane] : make_uint4(0, 0, 0, 0);
+                up[i] = ok ? ring[k].v[SWI_FWD_V + i][lane] : make_uint4(0, 0, 0, 0);
+            } else {
+                g[i] = ok ? fz_load(h + hrow + (size_t)c[i]) : make_uint4(0, 0, 0, 0);
+                up[i] = ok ? fz_load(h + hrow + (size_t)f + (size_t)c[i]) : make_uint4(0, 0, 0, 0);
+            }
+        }
+        if constexpr (F6) { /* into the stage unit u - nwarps used (read into registers last iteration) */
+            issue(k == 0 ? SWI_STAGES - 1 : k - 1, u + (size_t)(SWI_STAGES - 1) * nwarps);
+            k = k == SWI_STAGES - 1 ? 0 : k + 1;
         }
         if constexpr (QUANT && F5) { /* warp-uniform: at is the warp's */
             if (at.nv == SWI_FWD_V) { /* the whole unit: unpacked once, one split tile, SwiGLU from it */
@@ -175,6 +218,18 @@ __global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS)
 }
 
 /* ---- host side ---- */
+/* The F6 forward: the resident grid (capped by the units' warps and AGOQ_FUSED_GRID_CAP) with
+ * its ring (SWI_STAGES stages per warp: 48 KB per CTA) in dynamic shared memory. */
+template <auto Kernel, class... Args>
+static void swi_fwd_f6_launch(size_t nunits, cudaStream_t s, Args... args) {
+    constexpr size_t smem = (size_t)(FZ_THREADS / 32) * SWI_STAGES * sizeof(swi_stage);
+    static unsigned done = 0; /* per instantiation (fz_smem_optin) */
+    const size_t per_sm = (size_t)fz_smem_optin((const void *)Kernel, smem, &done);
+    const size_t want = (nunits * 32 + FZ_THREADS - 1) / FZ_THREADS, cap = (size_t)agoq_cuda_sm_count() * per_sm;
+    Kernel<<<fz_grid_cap((unsigned)(want < cap ? want : cap)), FZ_THREADS, smem, s>>>(args...);
+    cudaCheckLaunch();
+}
+
 extern "C" int agoq_swiglu_fwd_cuda(const agoq_fq *q, const uint16_t *h, int rows, int f, uint16_t *out, agoq_dqt hq,
                                     void *stream) {
     if (fz_check_shape("swiglu fwd", rows, f)) return -1;
@@ -187,10 +242,13 @@ extern "C" int agoq_swiglu_fwd_cuda(const agoq_fq *q, const uint16_t *h, int row
         constexpr auto k = swiglu_fwd_kernel<0, 0, 0, false>;
         FZ_LAUNCH(k, nunits, false, agoq_cuda_qparams{}, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits);
     } else if (q && vec && f % FZ_WVEC == 0 && fz_fast_quant(q->p, hq)) {
-        const bool f5 = !fz_f5_old();
+        const bool f5 = !fz_f5_old(), f6 = f5 && fz_f6();
         fz_dispatch_quant(q->p, [&](auto enc, auto bits, auto lb) {
             constexpr int ENC = decltype(enc)::value, BITS = decltype(bits)::value, LB = decltype(lb)::value;
-            if (f5) {
+            if (f6) {
+                constexpr auto k = swiglu_fwd_kernel<ENC, BITS, LB, true, true, true>;
+                swi_fwd_f6_launch<k>(nunits, s, q->p, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits);
+            } else if (f5) {
                 constexpr auto k = swiglu_fwd_kernel<ENC, BITS, LB, true, true>;
                 FZ_LAUNCH(k, nunits, ENC == AGOQ_ENC_TABLE, q->p, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits);
             } else {

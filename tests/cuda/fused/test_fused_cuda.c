@@ -7,7 +7,7 @@
  * (fused_dev.cuh) on a shape with several tiles plus a tail and NaN/Inf in a few tiles (fast and
  * careful quantizer paths in one launch); the grid-stride loops (one CTA) and the general
  * kernels on fast shapes (AGOQ_FUSED_GRID_CAP / AGOQ_FUSED_NO_FAST), the replaced kernels
- * (AGOQ_F5_OLD). Both sides produce NaN in
+ * (AGOQ_F5_OLD), issue 15's third round (AGOQ_F6). Both sides produce NaN in
  * the same places but not the same NaN payload (x86 keeps the operand's, CUDA returns the
  * canonical one), so NaNs compare equal to NaNs. Run by `make test-cuda`. */
 #include <math.h>
@@ -290,6 +290,13 @@ TEST(cuda_fused_grid_stride_and_general_paths) {
     /* the kernels issue 15's second round replaced (RMSNorm backward, SwiGLU forward), kept for A/B */
     bad += run_env("AGOQ_F5_OLD", "1", 5, 4352, 1);
     bad += run_env("AGOQ_F5_OLD", "1", 7, 1536, 0);
+    /* issue 15's third round (AGOQ_F6: the staged SwiGLU forward, the RMSNorm backward row
+     * sums with one barrier), also with one CTA (the ring wraps: every warp streams many units) */
+    bad += run_env("AGOQ_F6", "1", 5, 4352, 1);
+    bad += run_env("AGOQ_F6", "1", 7, 1536, 0);
+    setenv("AGOQ_F6", "1", 1);
+    bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 37, 4352, 1);
+    unsetenv("AGOQ_F6");
     CHECK(bad == 0);
 }
 
