@@ -45,8 +45,7 @@
  * forces one ring for every GEMM, host code below): room made by staging C a consumer
  * warpgroup's 64 rows at a time (a hand-off per warpgroup: BAR_*1). Behind a benchmark knob (off
  * by default): AGOQ_WG_TILE_N=128|auto, 128 x 128 tiles (wgmma m64n128k16; template argument TN)
- * against partly empty last waves; AGOQ_WG_EPI=consumer[:N]|auto, the consumers read the residual
- * themselves and store N of every 16 rows of C (gemm_wg_epi.cuh). */
+ * against partly empty last waves. */
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
@@ -109,7 +108,6 @@ struct wg_params {
     agoq_cuda_qparams qa;    /* stored-A prologue: A's format, and its planes (rowq [m][k]) */
     agoq_dqt aq;
     int group_m; /* row tiles of a rasterization group (tile_origin) */
-    int rg, crows; /* AGOQ_WG_EPI (gemm_wg_epi.cuh): residual read by the consumers; rows of 16 they store */
 };
 
 /* Epilogue, consumer side, by consumer thread ct (0..255) for the tile at (m0, n0): each fp32
@@ -129,9 +127,8 @@ __device__ __forceinline__ void stage_acc(const wg_params &p, const float (&d)[T
             float x0 = d[4 * j + 2 * h], x1 = d[4 * j + 2 * h + 1];
             const int r = row0 + 8 * h;
             uint32_t *sp = reinterpret_cast<uint32_t *>(stage + r * CS + col);
-            if (p.r && m0 + r < p.m && n0 + col < p.n) { /* rg: the residual from global (L2) */
-                const uint16_t *rg = p.r + (size_t)(m0 + r) * (size_t)p.n + (size_t)(n0 + col);
-                const uint32_t rv = p.rg ? *reinterpret_cast<const uint32_t *>(rg) : *sp;
+            if (p.r && m0 + r < p.m && n0 + col < p.n) {
+                const uint32_t rv = *sp;
                 x0 += agoq_bf16_to_f32((uint16_t)(rv & 0xFFFFu));
                 x1 += agoq_bf16_to_f32((uint16_t)(rv >> 16));
             }
@@ -152,7 +149,29 @@ __device__ __forceinline__ void load_residual(const wg_params &p, uint16_t *stag
     }
     cp_async_wait_all();
 }
-#include "kernels/gemm/gemm_wg_epi.cuh" /* the row stores of C and its copy (store_rows) */
+/* Epilogue warps, after the hand-off: warp ew stores rows ew, ew + EPI_WARPS, ... < rows of the
+ * staged tile (its first row is row m0 of C), 16 bytes a lane (one 512-byte run a row). FASTQ
+ * (FP4 E2M1 / 128, round to nearest, N % 256 == 0; gemm_wg.h): a row's 256 values are one warp vector of the flat rowq layout, so
+ * the standalone quantizer's fast tile encoder (fz_quantize) takes them whole. */
+template <bool FASTQ, int TN>
+__device__ __forceinline__ void store_rows(const wg_params &p, const agoq_smem_table *tab, const uint16_t *stage,
+                                           int ew, int lane, int m0, int n0, int rows) {
+    static_assert(!FASTQ || TN == 256, "the fast FP4 encoder takes a row of 256");
+    constexpr int CS = c_stride<TN>(); /* bf16 per staged row */
+    const int col = n0 + 8 * lane;
+    const bool mine = 8 * lane < TN; /* TN = 128: lanes 16-31 have no columns */
+    for (int r = ew; r < rows && m0 + r < p.m; r += EPI_WARPS) { /* warp-uniform */
+        const size_t row = (size_t)(m0 + r);
+        const uint4 h = mine ? *reinterpret_cast<const uint4 *>(stage + r * CS + 8 * lane) : make_uint4(0, 0, 0, 0);
+        if (mine && col < p.n) *reinterpret_cast<uint4 *>(p.c + row * (size_t)p.n + (size_t)col) = h;
+        if constexpr (FASTQ) {
+            float v[1][8];
+            agoq_bf16x8_to_f32(h, v[0]);
+            fz_quantize<AGOQ_ENC_FP4, 4, 7, 1>(p.q, tab, v, (row * (size_t)p.n + (size_t)n0) / 256,
+                                               fz_qt(p.cq, (size_t)p.m * (size_t)p.n), lane);
+        }
+    }
+}
 /* Epilogue warps, general quantized copy: epilogue thread et quantizes whole blocks of the staged
  * rows (block b: row b % rows, the (b / rows)-th block of the row; consecutive lanes take
  * consecutive rows, so their 16-byte reads hit distinct banks), its range reduced in the thread
@@ -285,11 +304,10 @@ __global__ void __launch_bounds__(THREADS, 1)
                 for (int h = 0; h < NH; h++) { /* half h: consumer warpgroup h's rows (HALF) */
                     const int mh = m0 + h * RS;
                     const int bf = h ? BAR_FULL1 : BAR_FULL, be = h ? BAR_EMPTY1 : BAR_EMPTY;
-                    if (p.r && p.rg) prefetch_residual<TN>(p, et, mh, n0, RS); /* the consumers read it */
-                    else if (p.r) load_residual<TN>(p, stage, et, mh, n0, RS);
+                    if (p.r) load_residual<TN>(p, stage, et, mh, n0, RS);
                     nbar_arrive(be, HALF ? BAR_HALF : BAR_HANDOFF); /* staging free (and holding R) */
                     nbar_sync(bf, HALF ? BAR_HALF : BAR_HANDOFF);   /* the consumers have staged these rows */
-                    store_rows<QOUT && FASTQ, TN>(p, &tab, stage, ew, lane, mh, n0, RS, p.crows);
+                    store_rows<QOUT && FASTQ, TN>(p, &tab, stage, ew, lane, mh, n0, RS);
                     if constexpr (QOUT && !FASTQ) quant_blocks<TN>(p, &tab, stage, et, mh, n0, RS);
                     nbar_sync(BAR_EPI, EPI_THREADS); /* every epilogue thread is done reading the staging */
                 }
@@ -368,7 +386,6 @@ __global__ void __launch_bounds__(THREADS, 1)
                 nbar_sync(BAR_EMPTY, BAR_HANDOFF); /* the epilogue warps are done with the previous tile */
                 stage_acc<TN>(p, d, stage, ct, m0, n0);
                 nbar_arrive(BAR_FULL, BAR_HANDOFF); /* hand the tile over; on to the next one's mainloop */
-                if (p.crows) consumer_rows<QOUT && FASTQ, TN>(p, &tab, stage, ct, m0, n0); /* after: our own rows */
             }
         }
     }
@@ -527,11 +544,10 @@ extern "C" int agoq_wg_gemm(const agoq_wg_args *g, void *stream) {
     if (swap < 0) swap = getenv("AGOQ_WG_MN_SWAP") && !strcmp(getenv("AGOQ_WG_MN_SWAP"), "1");
     const uint32_t lbo = swap ? 1024u : (uint32_t)MN_BOX_BYTES, sbo = swap ? (uint32_t)MN_BOX_BYTES : 1024u;
     wg_params p = {g->m, g->n, g->k, g->r, g->c, g->q ? g->q->p : agoq_cuda_qparams{}, g->cq, lbo, sbo,
-                   agoq_cuda_qparams{}, agoq_dqt{}, group_m(), 0, 0};
+                   agoq_cuda_qparams{}, agoq_dqt{}, group_m()};
     /* 4 stages (stages()) except for table encoders (no shared memory left for the table) */
     const int st = stages();
     const bool st4 = (st == 4 || (st == 0 && !g->q && !g->r)) && !(g->q && g->q->p.enc == AGOQ_ENC_TABLE);
-    epi_knob(&p, g->r != NULL, g->q != NULL, fast, st4 && tn == BN, g->k); /* AGOQ_WG_EPI (off by default) */
     const cudaStream_t s = (cudaStream_t)stream;
     if (tn == 128 && g->q) launch_t<true, STAGES, 128>(g->a_mn, g->b_mn, ma, mb, p, s);
     else if (tn == 128) launch_t<false, STAGES, 128>(g->a_mn, g->b_mn, ma, mb, p, s);
@@ -571,7 +587,7 @@ extern "C" int agoq_wg_fwd_deqa(int M, int N, int K, const agoq_fq *qx, agoq_dqt
     CUtensorMap ma, mb;
     make_map(&ma, xq.codes, K * bits / 8, M, BM, true, BK * bits / 8); /* codes [M][K bits / 8] */
     make_map(&mb, W, K, N, BN);
-    wg_params p = {M, N, K, R, Y, agoq_cuda_qparams{}, agoq_dqt{}, MN_BOX_BYTES, 1024u, qx->p, xq, group_m(), 0, 0};
+    wg_params p = {M, N, K, R, Y, agoq_cuda_qparams{}, agoq_dqt{}, MN_BOX_BYTES, 1024u, qx->p, xq, group_m()};
     /* the A fragments decoded in registers; AGOQ_WG_DEQ_SMEM=1: through shared memory (gemm_wg_deq.cuh) */
     const char *sm = getenv("AGOQ_WG_DEQ_SMEM");
     if (sm && !strcmp(sm, "1")) launch<0, 0, false, 1>(ma, mb, p, (cudaStream_t)stream);

@@ -307,29 +307,21 @@ static void run_knob(const char *knob, const char *val, const agoq_wg_args *g, c
  * AGOQ_WG_STAGES=4 and =3 bit-exact against the default (4 stages for a plain epilogue, 3 with
  * a residual or copy: the same wgmma in the same k order); AGOQ_WG_TILE_N=128 / auto
  * (m64n128 wgmma) within one bf16 ulp of it, entry by entry (the sums run in the same order; a
- * difference is reported); AGOQ_WG_EPI=consumer[:N] / auto (gemm_wg_epi.cuh: the residual read by
- * the consumers, N of every 16 rows stored by them; alone and with 4 stages) bit-exact; invalid
- * settings ("7", "x", "y") refused in one line, run as the default. */
+ * difference is reported); invalid settings ("7", "x") refused in one line, run as the default. */
 TEST(cuda_wg_gemm_knob_variants_match_default) {
-    /* knob2, val2: a second knob set for that run (NULL: none) */
-    static const struct { const char *knob, *val; int exact; const char *knob2, *val2; } vars[] = {
-        {"AGOQ_WG_STAGES", "4", 1, NULL, NULL}, {"AGOQ_WG_STAGES", "3", 1, NULL, NULL}, {"AGOQ_WG_STAGES", "7", 1, NULL, NULL},
-        {"AGOQ_WG_TILE_N", "128", 0, NULL, NULL}, {"AGOQ_WG_TILE_N", "auto", 0, NULL, NULL}, {"AGOQ_WG_TILE_N", "x", 1, NULL, NULL},
-        {"AGOQ_WG_EPI", "consumer", 1, NULL, NULL}, {"AGOQ_WG_EPI", "consumer:0", 1, NULL, NULL},
-        {"AGOQ_WG_EPI", "consumer:3", 1, NULL, NULL}, {"AGOQ_WG_EPI", "consumer:16", 1, NULL, NULL},
-        {"AGOQ_WG_EPI", "auto", 1, NULL, NULL}, {"AGOQ_WG_EPI", "y", 1, NULL, NULL},
-        {"AGOQ_WG_EPI", "consumer", 1, "AGOQ_WG_STAGES", "4"}, {"AGOQ_WG_EPI", "consumer:5", 0, "AGOQ_WG_TILE_N", "128"},
+    static const struct { const char *knob, *val; int exact; } vars[] = {
+        {"AGOQ_WG_STAGES", "4", 1}, {"AGOQ_WG_STAGES", "3", 1}, {"AGOQ_WG_STAGES", "7", 1}, {"AGOQ_WG_TILE_N", "128", 0},
+        {"AGOQ_WG_TILE_N", "auto", 0}, {"AGOQ_WG_TILE_N", "x", 1},
     };
     static const wcase cases[] = {
         {OP_FWD, 200, 328, 136}, {OP_FWD, 512, 1536, 512}, {OP_FWD, 384, 1024, 2048}, {OP_DGRAD, 200, 136, 328},
         {OP_DGRAD, 512, 512, 1024}, {OP_WGRAD, 136, 200, 328}, {OP_WGRAD, 1024, 512, 384},
     };
     static const agoq_format fmts[] = {AGOQ_FMT_FP4_E2M1, AGOQ_FMT_INT4, AGOQ_FMT_NF4};
-    char *saved[3] = {getenv("AGOQ_WG_STAGES"), getenv("AGOQ_WG_TILE_N"), getenv("AGOQ_WG_EPI")};
-    for (int i = 0; i < 3; i++) saved[i] = saved[i] ? strdup(saved[i]) : NULL;
+    char *saved[2] = {getenv("AGOQ_WG_STAGES"), getenv("AGOQ_WG_TILE_N")};
+    for (int i = 0; i < 2; i++) saved[i] = saved[i] ? strdup(saved[i]) : NULL;
     unsetenv("AGOQ_WG_STAGES");
     unsetenv("AGOQ_WG_TILE_N");
-    unsetenv("AGOQ_WG_EPI");
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         if (ci & 1) setenv("AGOQ_WG_GRID_CAP", "2", 1);
         else unsetenv("AGOQ_WG_GRID_CAP");
@@ -360,9 +352,7 @@ TEST(cuda_wg_gemm_knob_variants_match_default) {
             uint16_t *c0, *cv;
             run_knob("AGOQ_WG_STAGES", NULL, &g, g.q ? &c : NULL, &c0);
             for (size_t k = 0; k < sizeof vars / sizeof vars[0]; k++) {
-                if (vars[k].knob2) setenv(vars[k].knob2, vars[k].val2, 1);
                 run_knob(vars[k].knob, vars[k].val, &g, g.q ? &c : NULL, &cv);
-                if (vars[k].knob2) unsetenv(vars[k].knob2);
                 size_t diff = 0, far = 0;
                 for (size_t e = 0; e < (size_t)g.m * g.n; e++) { /* bf16 as ordered integers: ulps apart */
                     const int d = ord16(cv[e]) - ord16(c0[e]);
@@ -383,8 +373,8 @@ TEST(cuda_wg_gemm_knob_variants_match_default) {
         free(a); free(b); free(r);
     }
     unsetenv("AGOQ_WG_GRID_CAP");
-    const char *names[3] = {"AGOQ_WG_STAGES", "AGOQ_WG_TILE_N", "AGOQ_WG_EPI"};
-    for (int i = 0; i < 3; i++) {
+    const char *names[2] = {"AGOQ_WG_STAGES", "AGOQ_WG_TILE_N"};
+    for (int i = 0; i < 2; i++) {
         if (saved[i]) setenv(names[i], saved[i], 1);
         free(saved[i]);
     }
