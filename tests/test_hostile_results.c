@@ -74,12 +74,13 @@ TEST(hostile_sigterm_during_publish_leaves_one_pair_and_no_temporary) {
     char dir[512], json[600], tsv[600], tmp[700];
     paths("killed", dir, json, tsv);
     for (int sig = SIGTERM, round = 0; round < 2; round++, sig = SIGINT) {
-        /* On a loaded machine this process may see the temporary only after the run's 3 s hold
+        /* On a loaded machine this process may see the temporary only after the run's hold
          * has ended and it exited normally (status 0): nothing was tested, so that attempt is
-         * repeated (at most 3); any other status fails at once. */
+         * repeated (at most 3) with a longer hold (3, 6, 12 s); any other status fails at once. */
         int st = 0;
+        static const char *holds[3] = {"3000", "6000", "12000"};
         for (int attempt = 0; attempt < 3; attempt++) {
-            pid_t pid = start_quant(json, "3000", 0);
+            pid_t pid = start_quant(json, holds[attempt], 0);
             snprintf(tmp, sizeof tmp, "%s.tmp.%ld", tsv, (long)pid);
             int waited = 0, gone = 0;
             while (!agoq_test_file_exists(tmp) && waited < 20000 && !(gone = waitpid(pid, &st, WNOHANG) == pid)) {
