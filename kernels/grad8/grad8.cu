@@ -7,7 +7,6 @@
  * element: accumulate reads bits/8 + sizeof(g) and writes bits/8; reduce reads N*bits/8 and
  * writes bits/8 (+4 with sum_out), plus the scales. */
 #include <cuda_runtime.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "core/check.h"
@@ -73,7 +72,7 @@ struct src_reduce {
 template <int DEC, typename TG, int U = AGOQ_TILE_U, bool VREP = false>
 struct tile_accumulate {
     static constexpr int kVec = 16 / (int)sizeof(TG), kBits = 8, kU = U, kMinCtas = 0;
-    static constexpr bool kTable = DEC == AGOQ_ENC_TABLE, kVrep = VREP && kTable, kQ5 = kVrep;
+    static constexpr bool kTable = DEC == AGOQ_ENC_TABLE, kVrep = VREP && kTable;
     const uint8_t *codes, *scales, *zeros;
     const TG *g;
     size_t nblocks;
@@ -115,13 +114,13 @@ struct tile_accumulate {
  * after every add (a kernel each, so the inner loop carries no select). */
 #define RED_U 2
 #define RED_RB 8
-/* q5: RB (chunks loaded per batch) 4 for asymmetric codes, whose scales and zero points of 8
- * chunks spilled at the 80-register bound (124-byte spill stores per thread: int8_asym 0.44 of
- * copy); AGOQ_Q5_RB4=1 also gives the table decoders 4 (an A/B: dyn8 spills 16 bytes at 8). */
+/* RB (chunks loaded per batch): 4 for asymmetric codes, whose scales and zero points of 8 chunks
+ * spilled at the 80-register bound (124-byte spill stores per thread: int8_asym 0.44 of copy,
+ * 0.68 with 4); dyn8 measured alike at 4 and 8 (0.505, results/h200/logs/q5_ab_s5.log). */
 template <int DEC, bool BF16_SUM, bool VREP = false, int RB = RED_RB>
 struct tile_reduce {
     static constexpr int kVec = 8, kBits = 8, kU = RED_U, kMinCtas = 3;
-    static constexpr bool kTable = DEC == AGOQ_ENC_TABLE, kVrep = VREP && kTable, kQ5 = kVrep;
+    static constexpr bool kTable = DEC == AGOQ_ENC_TABLE, kVrep = VREP && kTable;
     using scales_t = agoq_tile_scales<8, DEC == AGOQ_ENC_INT_ASYM, RED_U>;
     chunk_view in[AGOQ_CUDA_MAX_CHUNKS];
     int nin, log2b;
@@ -252,11 +251,7 @@ int agoq_cuda_grad_reduce(const agoq_qconfig *c, const agoq_cuda_qtensor *in, in
         if constexpr (E == D) {
             auto go = [&](auto bf16) { /* q5 variants: table (replicated values) and asymmetric decoders */
                 if constexpr (D == AGOQ_ENC_TABLE) {
-                    if (!agoq_q5_old() && p.tab_ident) {
-                        static const int rb4 = getenv("AGOQ_Q5_RB4") && strcmp(getenv("AGOQ_Q5_RB4"), "1") == 0;
-                        if (rb4) return with_tile(bf16, agoq_enc_t<1>(), agoq_enc_t<4>());
-                        return with_tile(bf16, agoq_enc_t<1>(), agoq_enc_t<RED_RB>());
-                    }
+                    if (!agoq_q5_old() && p.tab_ident) return with_tile(bf16, agoq_enc_t<1>(), agoq_enc_t<RED_RB>());
                 } else if constexpr (D == AGOQ_ENC_INT_ASYM) {
                     if (!agoq_q5_old()) return with_tile(bf16, agoq_enc_t<0>(), agoq_enc_t<4>());
                 }

@@ -152,9 +152,6 @@ static int quantize(const char *fn, const agoq_qconfig *c, const T *x, size_t n,
     using tile_src_t = typename std::conditional<std::is_same<T, float>::value, agoq_tile_src_f32, agoq_tile_src_bf16>::type;
     const tile_src_t tile_src = {x};
     agoq_dispatch_enc(p.enc, [&](auto enc) {
-        /* (issue 15's q5 variant, bf16 tiles of 4 vectors with the CTA's own replicated LUT, was
-         * measured slower at fb7cc8a for NF4 / dyn8 / FP4: 0.52-0.66 vs 0.57-0.80 of copy;
-         * results/h200/logs/q5_ab_s5.log; grad8 keeps its parts) */
         agoq_launch_quant<decltype(enc)::value>(p, src, *q, stream, src.vec ? &tile_src : nullptr);
     });
     return 0;

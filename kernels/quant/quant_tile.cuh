@@ -84,37 +84,25 @@ __device__ __forceinline__ void agoq_tile_reduce(float (&p)[K], int lane) {
     }
 }
 
-/* ---- issue 15 (q5): the round-to-nearest LUT of tab_lut.h staged in the tile kernel's own
- * shared array (agoq_tile_lut_smem), read with 32-bit shared addresses (agoq_smem_table::lut
- * is a generic pointer: 64-bit address arithmetic and generic loads per element), for tables
- * whose code is the sorted position (NF4, dyn8: no code lookup). REP > 1 (4-bit tables, LUTs
- * of <= AGOQ_TAB_LUT_MAX / (2 REP) buckets a side: NF4's 20) stores each entry REP times,
- * entry i of lane l at [i * REP + l % REP]: a half warp's 8-byte loads then hit 16 different
- * bank pairs whatever the values (one copy of NF4's 40 entries: 2-4-way conflicts). Entries
- * are copies and the index is agoq_tab_lut_index: agoq_dev_table_code_rn's codes bit for bit.
- * Sources with kQ5 = true select it; the launchers check ident and the size. ---- */
+/* ---- the round-to-nearest LUT of tab_lut.h staged in the tile kernel's own shared array
+ * (agoq_tile_lut_smem), read with 32-bit shared addresses (agoq_smem_table::lut is a generic
+ * pointer: 64-bit address arithmetic and generic loads per element), for tables whose code is
+ * the sorted position (dyn8: no code lookup). Entries are copies and the index is
+ * agoq_tab_lut_index: agoq_dev_table_code_rn's codes bit for bit. Sources with kVrep = true
+ * (the 8-bit gradient kernels, below) select it; their launchers check ident. ---- */
 __device__ __forceinline__ uint2 *agoq_tile_lut_smem() {
     __shared__ uint2 lut[AGOQ_TAB_LUT_MAX];
     return lut;
 }
-template <class S, class = void>
-struct agoq_src_q5 : std::false_type {};
-template <class S>
-struct agoq_src_q5<S, std::void_t<decltype(S::kQ5)>> : std::integral_constant<bool, S::kQ5> {};
-/* Copies per LUT entry of a table with BITS-bit codes. */
-template <int BITS>
-struct agoq_tile_lut_rep : std::integral_constant<int, BITS == 4 ? 16 : 1> {};
 /* All threads of the CTA; then __syncthreads(). */
-template <int REP>
 __device__ __forceinline__ void agoq_tile_stage_lut(const agoq_cuda_qparams &p) {
     uint2 *lut = agoq_tile_lut_smem();
     const uint2 *g = (const uint2 *)p.table->lut.e;
-    for (int i = (int)threadIdx.x, ne = 2 * p.tab_nb * REP; i < ne; i += (int)blockDim.x) lut[i] = g[i / REP];
+    for (int i = (int)threadIdx.x, ne = 2 * p.tab_nb; i < ne; i += (int)blockDim.x) lut[i] = g[i];
 }
-template <int REP>
-__device__ __forceinline__ uint32_t agoq_tile_table_pos(const agoq_cuda_qparams &p, int lane, float y) {
+__device__ __forceinline__ uint32_t agoq_tile_table_pos(const agoq_cuda_qparams &p, float y) {
     const int i = agoq_tab_lut_index(p.tab_shift, p.tab_base, p.tab_nb, p.tab_lo, p.tab_hi, y);
-    const uint2 e = agoq_tile_lut_smem()[REP > 1 ? i * REP + (lane & (REP - 1)) : i];
+    const uint2 e = agoq_tile_lut_smem()[i];
     return agoq_tab_lut_pos(e.x, e.y, y);
 }
 
@@ -124,11 +112,11 @@ __device__ __forceinline__ uint32_t agoq_tile_table_pos(const agoq_cuda_qparams 
  * (satfinite, round half to even), then agoq_fp8_clear_neg_zero. fp4: agoq_fp4_encode_finite
  * (all three in quant_fast.h, proved on the host by tests/quant/test_quant_math.c). Tables
  * (NF4, dyn8): the LUT of tab_lut.h without the NaN test. Others: the general encoder. N codes of BITS are packed LSB first. */
-/* PACK8 (fp4, N = 8): agoq_fp4_pack8_finite, the same codes in fewer instructions. Q5 (tables):
- * the CTA's own replicated LUT (agoq_tile_table_pos). */
-template <int ENC, int BITS, int N, bool PACK8 = false, bool Q5 = false>
+/* PACK8 (fp4, N = 8): agoq_fp4_pack8_finite, the same codes in fewer instructions. LUT_SMEM
+ * (tables): the CTA's own LUT (agoq_tile_table_pos). */
+template <int ENC, int BITS, int N, bool PACK8 = false, bool LUT_SMEM = false>
 __device__ __forceinline__ uint64_t agoq_tile_encode_finite(const agoq_cuda_qparams &p, const agoq_smem_table *t,
-                                                            const float (&v)[N], float inv, float m, int lane = 0) {
+                                                            const float (&v)[N], float inv, float m) {
     uint64_t packed = 0;
     if constexpr (ENC == AGOQ_ENC_FP4 && PACK8 && N == 8) {
         float y[8];
@@ -149,10 +137,9 @@ __device__ __forceinline__ uint64_t agoq_tile_encode_finite(const agoq_cuda_qpar
             packed |= (uint64_t)__nv_cvt_float2_to_fp8x2(y, __NV_SATFINITE, kind) << (8 * j);
         }
         packed = agoq_fp8_clear_neg_zero(packed);
-    } else if constexpr (ENC == AGOQ_ENC_TABLE && Q5) {
+    } else if constexpr (ENC == AGOQ_ENC_TABLE && LUT_SMEM) {
 #pragma unroll
-        for (int j = 0; j < N; j++)
-            packed |= (uint64_t)agoq_tile_table_pos<agoq_tile_lut_rep<BITS>::value>(p, lane, v[j] * inv) << (j * BITS);
+        for (int j = 0; j < N; j++) packed |= (uint64_t)agoq_tile_table_pos(p, v[j] * inv) << (j * BITS);
     } else if constexpr (ENC == AGOQ_ENC_TABLE) { /* x * inv of finite x and inv is never NaN */
 #pragma unroll
         for (int j = 0; j < N; j++) packed |= (uint64_t)agoq_dev_table_code_rn(p, t, v[j] * inv) << (j * BITS);
@@ -266,8 +253,8 @@ __device__ __forceinline__ void agoq_tile_range(const float (*v)[E], float &a, f
  * tile is two runs of U/2 vectors, the first at element 0, the second at element split (the
  * fused SwiGLU forward quantizes a gate run and its up run, F apart, as one tile): vector
  * U/2 + i is stored at split + 32 E i, block K/2 + b at (split >> LOG2B) + b BPV + seg; 0 = one
- * contiguous run. PACK8, Q5: agoq_tile_encode_finite's fp4 pack8 / replicated-LUT encoders. */
-template <int ENC, int BITS, int LOG2B, int E, bool CAREFUL, int U, bool PACK8 = false, bool Q5 = false>
+ * contiguous run. PACK8, LUT_SMEM: agoq_tile_encode_finite's fp4 pack8 / CTA-LUT encoders. */
+template <int ENC, int BITS, int LOG2B, int E, bool CAREFUL, int U, bool PACK8 = false, bool LUT_SMEM = false>
 __device__ __forceinline__ bool agoq_tile_quantize(const agoq_cuda_qparams &p, const agoq_smem_table *t,
                                                    const float (&v)[U][E], size_t tile,
                                                    agoq_cuda_qtensor out, int lane, size_t split = 0) {
@@ -316,7 +303,7 @@ __device__ __forceinline__ bool agoq_tile_quantize(const agoq_cuda_qparams &p, c
         for (int jj = 0; jj < G::VB; jj++) {
             const int j = k * G::VB + jj;
             const uint64_t packed = CAREFUL ? agoq_tile_encode_any<ENC, BITS, E>(p, t, v[j], inv_k, m_k)
-                                            : agoq_tile_encode_finite<ENC, BITS, E, PACK8, Q5>(p, t, v[j], inv_k, m_k, lane);
+                                            : agoq_tile_encode_finite<ENC, BITS, E, PACK8, LUT_SMEM>(p, t, v[j], inv_k, m_k);
             const size_t hj = split && j >= U / 2 ? split - (size_t)(U / 2 * 32 * E) : 0;
             agoq_tile_store_codes<BITS, E>(out.codes, e_tile + (size_t)j * 32 * E + (size_t)lane * E + hj, packed);
         }
@@ -381,11 +368,12 @@ __device__ __forceinline__ uint64_t agoq_tile_load_codes(const uint8_t *codes, s
  *                                  int lane, float (&v)[kU][kVec]) const;
  * In-place sources (the accumulation) read a block's planes before the tile writes them: every
  * value read is consumed by the range reduction, whose shuffles every lane passes first. */
-/* Issue 15 (q5): the value table of a table decoder (dyn8: 256 codes) replicated 16 times in
+/* The value table of a table decoder (dyn8: 256 codes) replicated 16 times in
  * shared memory, entry c of lane l at [c * 16 + l % 16]: the lanes of a half warp read 16
  * different banks whatever their codes (one table has 2-4-way bank conflicts on random codes:
  * the reduce core decodes 8 chunks per element). Values are copies: decoding is unchanged bit
- * for bit. Sources with kVrep = true use it; the tile kernel stages it (16 KB). */
+ * for bit. Sources with kVrep = true use it and the CTA's own encode LUT (above); the tile
+ * kernel stages both (16 KB + the LUT). */
 #define AGOQ_VREP 16
 __device__ __forceinline__ float *agoq_tile_vrep() {
     __shared__ float vrep[256 * AGOQ_VREP];
@@ -420,10 +408,10 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS(ENC, Sr
         for (int i = (int)threadIdx.x; i < 256 * AGOQ_VREP; i += (int)blockDim.x)
             vrep[i] = p.table->value[i / AGOQ_VREP];
     }
-    constexpr bool kQ5 = ENC == AGOQ_ENC_TABLE && agoq_src_q5<Src>::value;
-    if constexpr (kQ5) { /* the careful path reads the device table's LUT (tab.lut) */
+    constexpr bool kLutSmem = ENC == AGOQ_ENC_TABLE && agoq_src_vrep<Src>::value;
+    if constexpr (kLutSmem) { /* the careful path reads the device table's LUT (tab.lut) */
         agoq_dev_load_table(&tab, p.table);
-        agoq_tile_stage_lut<agoq_tile_lut_rep<BITS>::value>(p);
+        agoq_tile_stage_lut(p);
         __syncthreads();
     } else if constexpr (ENC == AGOQ_ENC_TABLE) {
         AGOQ_STAGE_TABLE_LUT(tab, p.table);
@@ -438,7 +426,7 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS(ENC, Sr
     for (size_t tile = warp; tile < ntiles; tile += nwarps) {
         float v[G::U][E];
         src.load_tile(p, &tab, tile * (size_t)G::TILE, lane, v);
-        if (!agoq_tile_quantize<ENC, BITS, LOG2B, E, false, G::U, false, kQ5>(p, &tab, v, tile, out, lane))
+        if (!agoq_tile_quantize<ENC, BITS, LOG2B, E, false, G::U, false, kLutSmem>(p, &tab, v, tile, out, lane))
             agoq_tile_quantize<ENC, BITS, LOG2B, E, true>(p, &tab, v, tile, out, lane);
     }
 }
