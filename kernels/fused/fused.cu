@@ -261,15 +261,20 @@ bool fz_f6(void) {
     const char *e = getenv("AGOQ_F6");
     return e && *e && *e != '0';
 }
-int fz_smem_optin(const void *kernel, size_t smem, unsigned *done) {
-    int dev = 0, per_sm = 0;
+int fz_smem_optin(const void *kernel, size_t smem, unsigned *done, int *per_sm) {
+    int dev = 0;
     cudaCheck(cudaGetDevice(&dev));
     if (dev >= 32 || !((__atomic_load_n(done, __ATOMIC_RELAXED) >> dev) & 1u)) {
         cudaCheck(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         if (dev < 32) __atomic_fetch_or(done, 1u << dev, __ATOMIC_RELAXED);
     }
-    cudaCheck(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, FZ_THREADS, smem));
-    return per_sm > 0 ? per_sm : 1;
+    if (!per_sm) return 0;
+    if (*per_sm <= 0) {
+        int n = 0;
+        cudaCheck(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, FZ_THREADS, smem));
+        *per_sm = n > 0 ? n : 1;
+    }
+    return *per_sm;
 }
 int fz_check_shape(const char *what, int rows, int cols) {
     AGOQ_REQUIRE(rows >= 1 && cols >= 1, "%s: rows %d and cols %d must be >= 1", what, rows, cols);

@@ -312,9 +312,11 @@ bool fz_f5_old(void);
  * row sums with one barrier, row_tree_sum_1bar). (fused.cu) */
 bool fz_f6(void);
 /* Dynamic shared memory above 48 KB for `kernel` (cudaFuncSetAttribute once per device: done is
- * the caller's per-kernel mask of devices, bit d; racing sets are benign), and its resident CTAs
- * per SM at FZ_THREADS threads with `smem` bytes (>= 1). (fused.cu) */
-int fz_smem_optin(const void *kernel, size_t smem, unsigned *done);
+ * the caller's per-kernel mask of devices, bit d; racing sets are benign); with per_sm, also its
+ * resident CTAs per SM at FZ_THREADS threads with `smem` bytes (>= 1), queried once into the
+ * caller's *per_sm (0: not yet) and returned; without it, 0 (no occupancy query per launch).
+ * (fused.cu) */
+int fz_smem_optin(const void *kernel, size_t smem, unsigned *done, int *per_sm);
 template <auto Kernel>
 static unsigned fz_grid(size_t warps, bool lut) {
     return fz_grid_cap(agoq_grid_units<Kernel>(warps, lut));

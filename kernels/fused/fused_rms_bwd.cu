@@ -182,7 +182,7 @@ static void rms_bwd_staged_launch(const agoq_cuda_qparams &p, const agoq_cuda_qt
     constexpr auto k = rms_bwd_staged_kernel<DEQ, DEC, BITS, NG, F6>;
     constexpr size_t smem = RMS_STAGES * sizeof(rms_stage<NG>); /* 48 KB (NG = 2), 96 KB */
     static unsigned done = 0; /* per instantiation (fz_smem_optin) */
-    fz_smem_optin((const void *)k, smem, &done);
+    fz_smem_optin((const void *)k, smem, &done, NULL);
     const unsigned ngrp = (unsigned)((rows + rpg - 1) / rpg);
     k<<<fz_grid_cap(ngrp), AGOQ_ROW_THREADS, smem, s>>>(p, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, log2b);
 }

@@ -224,7 +224,8 @@ template <auto Kernel, class... Args>
 static void swi_fwd_f6_launch(size_t nunits, cudaStream_t s, Args... args) {
     constexpr size_t smem = (size_t)(FZ_THREADS / 32) * SWI_STAGES * sizeof(swi_stage);
     static unsigned done = 0; /* per instantiation (fz_smem_optin) */
-    const size_t per_sm = (size_t)fz_smem_optin((const void *)Kernel, smem, &done);
+    static int occ = 0;       /* CTAs per SM, queried once (same GPU model on every device) */
+    const size_t per_sm = (size_t)fz_smem_optin((const void *)Kernel, smem, &done, &occ);
     const size_t want = (nunits * 32 + FZ_THREADS - 1) / FZ_THREADS, cap = (size_t)agoq_cuda_sm_count() * per_sm;
     Kernel<<<fz_grid_cap((unsigned)(want < cap ? want : cap)), FZ_THREADS, smem, s>>>(args...);
     cudaCheckLaunch();
