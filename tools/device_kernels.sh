@@ -11,6 +11,11 @@
 #     peer     python3 validation/torch_kernels.py -> $OUT/torch_kernels.json (64 MiB .. 4 GiB x4)
 #     kernels  experiments/kernels.json, fused: experiments/kernels_fused.json (with the peer)
 #     quick    experiments/kernels_quick.json (1 MiB .. 256 MiB)
+#     deq_ab   issue 15's dequantizer A/B: experiments/kernels_deq_ab.json once per AGOQ_DEQ_VAR
+#              setting (kernels/quant/quant.cu, DEQ_VARS), DEQ_ROUNDS rounds (default 2; even
+#              rounds in reverse order), DEQ_VARS_LIST the settings (default 0 .. 17) ->
+#              $OUT/deq_ab.tsv (round, var, case, format, bytes, median_ms, copy_ratio; one row per
+#              record) and $OUT/deq_ab_json.tgz (every run's JSON); ~10 s a run
 #     ncu      Speed Of Light + memory + occupancy + instruction + warp-state sections at 256 MiB of
 #              the dyn8 / nf4 / fp4 quantizers from bf16, the fused RMSNorm / SwiGLU / GELU
 #              forwards and the int8 / fp8 reduce core -> $OUT/ncu.log
@@ -71,6 +76,24 @@ for p in "$@"; do
           "experiments/$exp.json" "$peer" "$file"
       fi
       part "$exp" "${T_KERNELS:-120}" "$B/agoq" run "$file" -q --out "$OUT/$exp.json" ;;
+    deq_ab)
+      d=/tmp/agoq_deq_ab; rm -rf "$d"; mkdir -p "$d"
+      vars=${DEQ_VARS_LIST:-$(seq 0 17)}
+      for r in $(seq 1 "${DEQ_ROUNDS:-2}"); do
+        order=$vars; [ $((r % 2)) = 0 ] && order=$(echo $vars | tr ' ' '\n' | tac)
+        for v in $order; do
+          part "deq_ab r$r var$v" "${T_KERNELS:-120}" env AGOQ_DEQ_VAR="$v" "$B/agoq" run experiments/kernels_deq_ab.json -q \
+            --out "$d/r${r}_var$v.json"
+        done
+      done
+      python3 -c 'import json,sys,glob,re
+print("round\tvar\tcase\tformat\tbytes\tmedian_ms\tcopy_ratio")
+for f in sorted(glob.glob(sys.argv[1] + "/r*_var*.json")):
+    r, v = re.search(r"r(\d+)_var(\d+)\.json$", f).groups()
+    for x in json.load(open(f))["records"]:
+        print("\t".join([r, v, x["case"], x.get("format", "-"), str(x["bytes"]), "%.5f" % x["median_ms"], "%.4f" % x["copy_ratio"]]))' \
+        "$d" > "$OUT/deq_ab.tsv" || rc=1
+      tar czf "$OUT/deq_ab_json.tgz" -C "$d" . ;;
     ncu) if command -v ncu > /dev/null; then
            sec="--clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy"
            sec="$sec --section InstructionStats --section WarpStateStats"

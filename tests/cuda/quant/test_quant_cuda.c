@@ -13,6 +13,38 @@
 #include "tests/cuda/quant/test_quant_util.h"
 #include "tests/test.h"
 
+/* Dequantize (fp32 and bf16 output) of the host planes ref (ref->n elements) uploaded into the
+ * device planes view, vs the reference; y_off shifts the device output by that many elements.
+ * Returns mismatches. */
+static size_t check_dequant(const agoq_qconfig *c, const char *label, const agoq_qtensor *ref, agoq_cuda_qtensor *view,
+                            size_t y_off) {
+    const size_t n = ref->n;
+    size_t bad = 0;
+    float *yref = (float *)malloc((n + 1) * 4), *y = (float *)malloc((n + 1) * 4);
+    uint16_t *yhref = (uint16_t *)malloc((n + 1) * 2), *yh = (uint16_t *)malloc((n + 1) * 2);
+    float *dy = (float *)agoq_cuda_malloc((n + y_off) * 4 + 16);
+    uint16_t *dyh = (uint16_t *)agoq_cuda_malloc((n + y_off) * 2 + 16);
+    agoq_cuda_qtensor_upload(c, ref, view);
+    agoq_dequantize_ref(c, ref, yref);
+    agoq_dequantize_bf16_ref(c, ref, yhref);
+    if (agoq_cuda_dequantize_f32(c, view, dy + y_off, NULL) || agoq_cuda_dequantize_bf16(c, view, dyh + y_off, NULL))
+        bad++;
+    agoq_cuda_d2h(y, dy + y_off, n * 4);
+    agoq_cuda_d2h(yh, dyh + y_off, n * 2);
+    char what[512];
+    snprintf(what, sizeof what, "%s n=%zu dequant_f32", label, n);
+    bad += tq_cmp_f32(what, yref, y, n);
+    snprintf(what, sizeof what, "%s n=%zu dequant_bf16", label, n);
+    bad += tq_cmp_bf16(what, yhref, yh, n);
+    agoq_cuda_free(dy);
+    agoq_cuda_free(dyh);
+    free(yref);
+    free(y);
+    free(yhref);
+    free(yh);
+    return bad;
+}
+
 /* One config at size n: quantize (fp32 and bf16 input) and dequantize (fp32 and bf16 output)
  * on the device vs the reference. x_off / y_off shift the device input / output by that many
  * elements, codes_off the codes plane by bytes (misaligned paths). Returns mismatches. */
@@ -49,35 +81,14 @@ static size_t check_config(const agoq_qconfig *c, const float *x, size_t n, size
     }
 
     /* dequantize the reference planes (of the bf16-input quantization, still in ref) */
-    float *yref = (float *)malloc((n + 1) * 4), *y = (float *)malloc((n + 1) * 4);
-    uint16_t *yhref = (uint16_t *)malloc((n + 1) * 2), *yh = (uint16_t *)malloc((n + 1) * 2);
-    float *dy = (float *)agoq_cuda_malloc((n + y_off) * 4 + 16);
-    uint16_t *dyh = (uint16_t *)agoq_cuda_malloc((n + y_off) * 2 + 16);
-    agoq_cuda_qtensor_upload(c, &ref, &view);
-    agoq_dequantize_ref(c, &ref, yref);
-    agoq_dequantize_bf16_ref(c, &ref, yhref);
-    if (agoq_cuda_dequantize_f32(c, &view, dy + y_off, NULL) || agoq_cuda_dequantize_bf16(c, &view, dyh + y_off, NULL))
-        bad++;
-    agoq_cuda_d2h(y, dy + y_off, n * 4);
-    agoq_cuda_d2h(yh, dyh + y_off, n * 2);
-    char what[512];
-    snprintf(what, sizeof what, "%s n=%zu dequant_f32", label, n);
-    bad += tq_cmp_f32(what, yref, y, n);
-    snprintf(what, sizeof what, "%s n=%zu dequant_bf16", label, n);
-    bad += tq_cmp_bf16(what, yhref, yh, n);
+    bad += check_dequant(c, label, &ref, &view, y_off);
 
     agoq_cuda_free(dx);
     agoq_cuda_free(dxh);
-    agoq_cuda_free(dy);
-    agoq_cuda_free(dyh);
     agoq_cuda_qtensor_free(&dq);
     agoq_qtensor_free(&ref);
     agoq_qtensor_free(&got);
     free(xh);
-    free(yref);
-    free(y);
-    free(yhref);
-    free(yh);
     return bad;
 }
 
@@ -239,6 +250,77 @@ TEST(cuda_quant_tile_kernels_every_eligible_config) {
                 configs++;
             }
     CHECK_MSG(bad == 0, "%zu mismatches over %zu configs", bad, configs);
+}
+
+/* The tile dequantizer's A/B variants (quant.cu, DEQ_VARS; AGOQ_DEQ_VAR): every variant, every
+ * format with a tile path, blocks 32..256, fp32 and bf16 scales and outputs, sizes that are not
+ * a multiple of the tile, against the reference bit for bit; then, per variant, a resident grid
+ * over more tiles than it keeps resident (each warp loops: the staged code pieces of
+ * consecutive tiles) and a codes plane only 8-byte aligned (the 16-byte loads fall back). */
+TEST(cuda_quant_dequant_tile_variants) {
+    static const int fmts[] = {AGOQ_FMT_FP4_E2M1, AGOQ_FMT_INT4,      AGOQ_FMT_INT8,      AGOQ_FMT_INT4_ASYM,
+                               AGOQ_FMT_INT8_ASYM, AGOQ_FMT_FP8_E4M3, AGOQ_FMT_FP8_E5M2, AGOQ_FMT_NF4,
+                               AGOQ_FMT_DYN8,      AGOQ_FMT_INT2};
+    static const int blocks[] = {32, 64, 128, 256};
+    const int nvar = agoq_cuda_deq_variant_count();
+    CHECK(nvar > 1 && agoq_cuda_deq_variant_name(0) && agoq_cuda_deq_variant_name(nvar) == NULL);
+    size_t bad = 0, runs = 0;
+    for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++)
+        for (size_t bi = 0; bi < 4; bi++)
+            for (int sc = 0; sc < 2; sc++) {
+                const agoq_qconfig c = make_cfg(fmts[f], blocks[bi], sc, 0);
+                const size_t n = 7 * 2048 + 3 * (size_t)blocks[bi] + 5;
+                float *x = tile_data(n, c.block, 131 + runs);
+                agoq_qtensor ref;
+                if (agoq_qtensor_alloc(&ref, &c, n)) bad++;
+                agoq_quantize_ref(&c, x, n, &ref);
+                agoq_cuda_qtensor dq, view;
+                agoq_cuda_qtensor_alloc(&dq, &c, n + 64);
+                for (int codes_off = 0; codes_off <= 8; codes_off += 8) {
+                    view = dq;
+                    view.codes += codes_off;
+                    view.n = n;
+                    for (int v = 0; v < nvar; v++) {
+                        char label[256], what[320];
+                        tq_label(&c, label, sizeof label);
+                        snprintf(what, sizeof what, "%s deq_var=%d(%s) codes+%d", label, v, agoq_cuda_deq_variant_name(v),
+                                 codes_off);
+                        agoq_cuda_deq_variant_force(v);
+                        bad += check_dequant(&c, what, &ref, &view, 0);
+                        runs++;
+                    }
+                }
+                agoq_cuda_qtensor_free(&dq);
+                agoq_qtensor_free(&ref);
+                free(x);
+            }
+    /* resident grids: > 8 CTAs x 8 warps x 132 SMs tiles of 2048 bf16 elements, with a tail */
+    const size_t n = ((size_t)3 << 23) + 7 * 128 + 5;
+    const agoq_qconfig cs[] = {make_cfg(AGOQ_FMT_INT8, 128, 0, 0), make_cfg(AGOQ_FMT_INT4_ASYM, 64, 1, 0)};
+    agoq_cuda_grid_force(1);
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+        float *x = tile_data(n, cs[k].block, 7 + k);
+        agoq_qtensor ref;
+        if (agoq_qtensor_alloc(&ref, &cs[k], n)) bad++;
+        agoq_quantize_ref(&cs[k], x, n, &ref);
+        agoq_cuda_qtensor dq;
+        agoq_cuda_qtensor_alloc(&dq, &cs[k], n);
+        for (int v = 0; v < nvar; v++) {
+            char label[256], what[320];
+            tq_label(&cs[k], label, sizeof label);
+            snprintf(what, sizeof what, "%s resident deq_var=%d(%s)", label, v, agoq_cuda_deq_variant_name(v));
+            agoq_cuda_deq_variant_force(v);
+            bad += check_dequant(&cs[k], what, &ref, &dq, 0);
+            runs++;
+        }
+        agoq_cuda_qtensor_free(&dq);
+        agoq_qtensor_free(&ref);
+        free(x);
+    }
+    agoq_cuda_grid_force(-1);
+    agoq_cuda_deq_variant_force(-1);
+    CHECK_MSG(bad == 0, "%zu mismatches over %zu runs", bad, runs);
+    CHECK(runs == (size_t)(10 * 4 * 2 * 2 + 2) * (size_t)nvar);
 }
 
 TEST(cuda_quant_unaligned_pointers_use_scalar_paths) {
