@@ -45,8 +45,8 @@
  * forces one ring for every GEMM, host code below): room made by staging C a consumer
  * warpgroup's 64 rows at a time (a hand-off per warpgroup: BAR_*1). Behind a benchmark knob (off
  * by default): AGOQ_WG_TILE_N=128|auto, 128 x 128 tiles (wgmma m64n128k16; template argument TN)
- * against partly empty last waves. Epilogue variants behind AGOQ_WG_EPI_ROWS / AGOQ_WG_BULK (off
- * by default), and the epilogue warps' functions: gemm_wg_epi.cuh. */
+ * against partly empty last waves. The epilogue warps' functions and their variants
+ * (AGOQ_WG_EPI_ROWS: 4 rows a warp iteration by default; AGOQ_WG_BULK, off): gemm_wg_epi.cuh. */
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
@@ -448,17 +448,22 @@ int stages() {
     said = true;
     return 0;
 }
-/* The epilogue knobs (gemm_wg_epi.cuh; off by default): AGOQ_WG_EPI_ROWS=1|4 rows a warp
- * iteration, AGOQ_WG_BULK=0|1 bulk copies of the residual and C; read on every call (the tests
- * switch them); anything else: the default, after one line on stderr. */
+/* The epilogue knobs (gemm_wg_epi.cuh), read on every call (the tests switch them); anything
+ * else than the values below: the default, after one line on stderr. AGOQ_WG_EPI_ROWS=4|1 rows a
+ * warp iteration (default 4), AGOQ_WG_BULK=0|1 bulk copies of the residual and C (default 0).
+ * Measured on the H200 at 2ed72c8 (experiments/gemm_wg_epi.json, results/h200/logs/
+ * gemm_wg_epirows_g7/), vs cuBLASLt (+ quantize) at 4096 / 65536 tokens: 4 rows raise the FP4
+ * copies of TP=8 out-projection 0.53 / 0.48 -> 0.78 / 0.69 and TP=8 FC2 0.70 / 0.69 -> 0.94 /
+ * 0.92, the plain residual TP=8 out-projection 0.82 / 0.98 -> 0.93 / 1.10; bulk copies lose
+ * (0.46-0.64 fused with 1 row, 0.64-0.86 with 4). */
 int epi_rows() {
     const char *e = getenv("AGOQ_WG_EPI_ROWS");
-    if (!e || !strcmp(e, "1")) return 1;
-    if (!strcmp(e, "4")) return 4;
+    if (!e || !strcmp(e, "4")) return 4;
+    if (!strcmp(e, "1")) return 1;
     static bool said = false;
-    if (!said) fprintf(stderr, "gemm_wg: AGOQ_WG_EPI_ROWS=%s unsupported (1 or 4); using 1\n", e);
+    if (!said) fprintf(stderr, "gemm_wg: AGOQ_WG_EPI_ROWS=%s unsupported (1 or 4); using 4\n", e);
     said = true;
-    return 1;
+    return 4;
 }
 bool bulk() {
     const char *e = getenv("AGOQ_WG_BULK");

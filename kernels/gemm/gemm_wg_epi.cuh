@@ -1,15 +1,16 @@
 /* Epilogue warps of the Hopper GEMM (gemm_wg.cu; included there, inside its namespace): the
  * residual into the staging tile, C out of it, and the quantized copy of C.
- * Two host knobs (gemm_wg.cu: epi_rows, bulk; read on every call) select variants for the
- * 3-stage, 256-wide bf16 kernels with A and B K-major (the forward GEMMs); every other kernel
- * takes ER = 1 and no bulk copies:
- *   AGOQ_WG_EPI_ROWS=4 (ER)  a warp takes ER consecutive staged rows an iteration: loads of all ER
+ * Two host knobs (gemm_wg.cu: epi_rows, bulk, with the measurements; read on every call) select
+ * variants for the 3-stage, 256-wide bf16 kernels with A and B K-major (the forward GEMMs with a
+ * residual or the fast FP4 copy); every other kernel takes ER = 1 and no bulk copies:
+ *   AGOQ_WG_EPI_ROWS=4 (ER, the default; =1 the earlier one row a warp iteration, one serial
+ *       chain a row)  a warp takes ER consecutive staged rows an iteration: loads of all ER
  *       rows first, then the C stores, then the FP4 copy of the ER rows as one strided tile
  *       (epi_rows_quantize: ER independent blocks a lane, one transpose reduction, one vote), so
  *       the ER rows' chains overlap instead of one serial chain a row. ER divides 8, and the
  *       staged rows inside C are a multiple of 8 (M % 8 == 0, tiles start at multiples of 64):
  *       a group of ER rows is all inside C or all outside.
- *   AGOQ_WG_BULK=1  the residual comes in by 1-D bulk copies (cp.async.bulk, one a staged row,
+ *   AGOQ_WG_BULK=1 (off: slower on the H200)  the residual comes in by 1-D bulk copies (cp.async.bulk, one a staged row,
  *       issued by the lanes of epilogue warp 0) completing on the mbarrier rbar, on which the
  *       consumers wait before reading it; the epilogue warps no longer wait for it themselves. C
  *       leaves by bulk copies shared -> global (one a row, the 96 epilogue threads), after the

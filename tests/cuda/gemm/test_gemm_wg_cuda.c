@@ -10,7 +10,7 @@
  *  - the stored-A prologue: bit-exact against the plain kernel on the host-dequantized A, on
  *    both decode paths (into wgmma's A registers, the default; through shared memory).
  *  - the knob variants against the default: AGOQ_WG_STAGES=4 (C staged a consumer warpgroup's
- *    half at a time), AGOQ_WG_EPI_ROWS=4 / AGOQ_WG_BULK=1 (the epilogue variants) bit-exact,
+ *    half at a time), AGOQ_WG_EPI_ROWS=1|4 / AGOQ_WG_BULK=1 (the epilogue variants) bit-exact,
  *    AGOQ_WG_TILE_N=128 / auto (128-wide tiles) within one ulp, the fused copy bit-exact against
  *    the reference on each variant's C; invalid settings fall back.
  * Every test above also runs whatever AGOQ_WG_STAGES / AGOQ_WG_TILE_N the environment sets.
@@ -308,16 +308,16 @@ static void run_knob(const char *knob, const char *val, const agoq_wg_args *g, c
  * AGOQ_WG_STAGES=4 and =3 bit-exact against the default (4 stages for a plain epilogue, 3 with
  * a residual or copy: the same wgmma in the same k order); AGOQ_WG_TILE_N=128 / auto
  * (m64n128 wgmma) within one bf16 ulp of it, entry by entry (the sums run in the same order; a
- * difference is reported); AGOQ_WG_EPI_ROWS=4, AGOQ_WG_BULK=1 and both bit-exact (C, codes and
- * scales; the forward cases' plain, residual and FP4/128 copies); invalid settings ("7", "x",
- * "3") refused in one line, run as the default. */
+ * difference is reported); AGOQ_WG_EPI_ROWS=1 and =4 (the default), AGOQ_WG_BULK=1 with either
+ * bit-exact (C, codes and scales; the forward cases' plain, residual and FP4/128 copies); invalid
+ * settings ("7", "x", "3") refused in one line, run as the default. */
 TEST(cuda_wg_gemm_knob_variants_match_default) {
-    /* with2: a second knob set to "1" for the run (AGOQ_WG_EPI_ROWS=4 with AGOQ_WG_BULK=1) */
+    /* with2: a second knob set to "1" for the run (AGOQ_WG_EPI_ROWS=1 with AGOQ_WG_BULK=1) */
     static const struct { const char *knob, *val; int exact; const char *with2; } vars[] = {
         {"AGOQ_WG_STAGES", "4", 1, NULL}, {"AGOQ_WG_STAGES", "3", 1, NULL}, {"AGOQ_WG_STAGES", "7", 1, NULL},
         {"AGOQ_WG_TILE_N", "128", 0, NULL}, {"AGOQ_WG_TILE_N", "auto", 0, NULL}, {"AGOQ_WG_TILE_N", "x", 1, NULL},
-        {"AGOQ_WG_EPI_ROWS", "4", 1, NULL}, {"AGOQ_WG_EPI_ROWS", "3", 1, NULL}, {"AGOQ_WG_BULK", "1", 1, NULL},
-        {"AGOQ_WG_EPI_ROWS", "4", 1, "AGOQ_WG_BULK"},
+        {"AGOQ_WG_EPI_ROWS", "1", 1, NULL}, {"AGOQ_WG_EPI_ROWS", "4", 1, NULL}, {"AGOQ_WG_EPI_ROWS", "3", 1, NULL},
+        {"AGOQ_WG_BULK", "1", 1, NULL}, {"AGOQ_WG_EPI_ROWS", "1", 1, "AGOQ_WG_BULK"},
     };
     static const wcase cases[] = {
         {OP_FWD, 200, 328, 136}, {OP_FWD, 512, 1536, 512}, {OP_FWD, 384, 1024, 2048}, {OP_DGRAD, 200, 136, 328},
