@@ -4,7 +4,7 @@
 #   make -j2 BUILD=build-dev build-dev/agoq build-dev/agoq_test_cuda && strip build-dev/agoq build-dev/agoq_test_cuda
 # carry the build dir and .carry (libcjson for the GPU machine), then on the GPU machine:
 #   tools/device_gemm.sh BUILD_DIR [PART...]     parts (default: tests bench genq): tests bench genq raster deq deqsmem
-#            knobtests knobs sass ncu
+#            knobtests knobs epi sass ncu
 #     tests  the GEMM GPU tests (wgmma layouts vs float64 and cuBLASLt, fused epilogue bit-exact;
 #            the mma.sync GEMM's tests too)
 #     bench  experiments/gemm_wg.json (ours vs cuBLASLt, fused vs cuBLASLt + quantize)
@@ -19,6 +19,8 @@
 #     knobs  experiments/gemm_wg_knobs.json four times: the default kernel ($OUT/gemm_wg_knobs.json),
 #            then (variants, kept with the logs) AGOQ_WG_STAGES=3 and =4 (every GEMM), AGOQ_WG_TILE_N=128 and
 #            AGOQ_WG_TILE_N=auto: $OUT/logs/gemm_wg_knobs_{st3,st4,tn128,tnauto}.json
+#     epi    experiments/gemm_wg_epi.json once per epilogue variant (gemm_wg_epi.cuh): AGOQ_WG_EPI_ROWS=1
+#            and =4 (the default), each also with AGOQ_WG_BULK=1: $OUT/gemm_wg_epi_{rows1,rows4,bulk1,bulk4}.json
 #     sass   HGMMA / UTMALDG counts of the binary (is the wgmma path in it)
 #     ncu    one FC1 launch of ours and of cuBLASLt under ncu (tensor pipe, stalls)
 # EXP=DIR reads the experiment files from DIR instead of experiments/ (a carried copy).
@@ -69,6 +71,12 @@ for p in "$@"; do
              for kv in st3:AGOQ_WG_STAGES=3 st4:AGOQ_WG_STAGES=4 tn128:AGOQ_WG_TILE_N=128 tnauto:AGOQ_WG_TILE_N=auto; do
                part "knobs_${kv%%:*}" 45 env "${kv#*:}" "$B/agoq" run "$EXP/gemm_wg_knobs.json" --backend cuda \
                  --out "$OUT/logs/gemm_wg_knobs_${kv%%:*}.json"
+             done ;;
+    epi)   [ "${hung:-0}" = 1 ] && continue
+             for kv in rows1:AGOQ_WG_EPI_ROWS=1 rows4:AGOQ_WG_EPI_ROWS=4 bulk1:AGOQ_WG_EPI_ROWS=1,AGOQ_WG_BULK=1 \
+                       bulk4:AGOQ_WG_EPI_ROWS=4,AGOQ_WG_BULK=1; do
+               part "epi_${kv%%:*}" 45 env $(tr , ' ' <<< "${kv#*:}") "$B/agoq" run "$EXP/gemm_wg_epi.json" --backend cuda \
+                 --out "$OUT/gemm_wg_epi_${kv%%:*}.json"
              done ;;
     sass)  part sass 120 bash -c "cuobjdump --dump-sass '$B/agoq' | grep -oE 'HGMMA[.A-Za-z0-9]*|UTMALDG[.A-Za-z0-9]*|HMMA[.A-Za-z0-9]*' | sort | uniq -c" ;;
     ncu)   [ "${hung:-0}" = 1 ] && continue; part ncu 90 ncu --clock-control none -k regex:"wg_kernel|sm90" -c 12 --section SpeedOfLight --section WarpStateStats \

@@ -45,7 +45,8 @@
  * forces one ring for every GEMM, host code below): room made by staging C a consumer
  * warpgroup's 64 rows at a time (a hand-off per warpgroup: BAR_*1). Behind a benchmark knob (off
  * by default): AGOQ_WG_TILE_N=128|auto, 128 x 128 tiles (wgmma m64n128k16; template argument TN)
- * against partly empty last waves. */
+ * against partly empty last waves. The epilogue warps' functions and their variants
+ * (AGOQ_WG_EPI_ROWS: 4 rows a warp iteration by default; AGOQ_WG_BULK, off): gemm_wg_epi.cuh. */
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
@@ -136,81 +137,7 @@ __device__ __forceinline__ void stage_acc(const wg_params &p, const float (&d)[T
         }
     }
 }
-/* Epilogue warps, before a hand-off: the residual's rows m0 .. m0 + rows - 1 (the staged rows:
- * the tile, or half of it) into the staging tile (16-byte cp.async chunks, only those inside C),
- * complete when this returns. */
-template <int TN>
-__device__ __forceinline__ void load_residual(const wg_params &p, uint16_t *stage, int et, int m0, int n0, int rows) {
-    constexpr int CS = c_stride<TN>(); /* bf16 per staged row */
-    for (int i = et; i < rows * TN / 8; i += EPI_THREADS) {
-        const int r = i / (TN / 8), g = i % (TN / 8), row = m0 + r, col = n0 + 8 * g;
-        if (row < p.m && col < p.n)
-            cp_async16(saddr(stage + r * CS + 8 * g), p.r + (size_t)row * (size_t)p.n + (size_t)col);
-    }
-    cp_async_wait_all();
-}
-/* Epilogue warps, after the hand-off: warp ew stores rows ew, ew + EPI_WARPS, ... < rows of the
- * staged tile (its first row is row m0 of C), 16 bytes a lane (one 512-byte run a row). FASTQ
- * (FP4 E2M1 / 128, round to nearest, N % 256 == 0; gemm_wg.h): a row's 256 values are one warp vector of the flat rowq layout, so
- * the standalone quantizer's fast tile encoder (fz_quantize) takes them whole. */
-template <bool FASTQ, int TN>
-__device__ __forceinline__ void store_rows(const wg_params &p, const agoq_smem_table *tab, const uint16_t *stage,
-                                           int ew, int lane, int m0, int n0, int rows) {
-    static_assert(!FASTQ || TN == 256, "the fast FP4 encoder takes a row of 256");
-    constexpr int CS = c_stride<TN>(); /* bf16 per staged row */
-    const int col = n0 + 8 * lane;
-    const bool mine = 8 * lane < TN; /* TN = 128: lanes 16-31 have no columns */
-    for (int r = ew; r < rows && m0 + r < p.m; r += EPI_WARPS) { /* warp-uniform */
-        const size_t row = (size_t)(m0 + r);
-        const uint4 h = mine ? *reinterpret_cast<const uint4 *>(stage + r * CS + 8 * lane) : make_uint4(0, 0, 0, 0);
-        if (mine && col < p.n) *reinterpret_cast<uint4 *>(p.c + row * (size_t)p.n + (size_t)col) = h;
-        if constexpr (FASTQ) {
-            float v[1][8];
-            agoq_bf16x8_to_f32(h, v[0]);
-            fz_quantize<AGOQ_ENC_FP4, 4, 7, 1>(p.q, tab, v, (row * (size_t)p.n + (size_t)n0) / 256,
-                                               fz_qt(p.cq, (size_t)p.m * (size_t)p.n), lane);
-        }
-    }
-}
-/* Epilogue warps, general quantized copy: epilogue thread et quantizes whole blocks of the staged
- * rows (block b: row b % rows, the (b / rows)-th block of the row; consecutive lanes take
- * consecutive rows, so their 16-byte reads hit distinct banks), its range reduced in the thread
- * (max / min are exact in any order), then the standalone quantizer's parameters and encoder
- * (quant_device.cuh), group by group: the same codes and scales as the reference. */
-template <int TN>
-__device__ __forceinline__ void quant_blocks(const wg_params &p, const agoq_smem_table *tab, const uint16_t *stage,
-                                             int et, int m0, int n0, int rows) {
-    constexpr int CS = c_stride<TN>(); /* bf16 per staged row */
-    const int B = p.q.block, G = B >> 3, bpr = TN / B;
-    const size_t nbpr = (size_t)(p.n / B);
-    const agoq_cuda_qtensor qt = fz_qt(p.cq, (size_t)p.m * (size_t)p.n);
-    fz_with_kind(p.q.enc, [&](auto kind) {
-        constexpr int ENC = decltype(kind)::value;
-        for (int b = et; b < rows * bpr; b += EPI_THREADS) {
-            const int r = b % rows, col0 = n0 + (b / rows) * B;
-            if (m0 + r >= p.m || col0 >= p.n) continue; /* block | N: a block is all in or all out */
-            const uint16_t *src = stage + r * CS + (col0 - n0);
-            float amax = 0.0f, lo = __int_as_float(0x7f800000), hi = __int_as_float(0xff800000);
-#pragma unroll 4
-            for (int g = 0; g < G; g++) {
-                float v[8];
-                agoq_bf16x8_to_f32(*reinterpret_cast<const uint4 *>(src + 8 * g), v);
-                fz_range8(v, 8, amax, lo, hi);
-            }
-            float s, mz, inv;
-            agoq_dev_block_params(p.q, amax, lo, hi, &s, &mz, &inv);
-            const size_t row = (size_t)(m0 + r), bi = row * nbpr + (size_t)(col0 / B), e0 = row * (size_t)p.n + col0;
-#pragma unroll 4
-            for (int g = 0; g < G; g++) {
-                float v[8];
-                agoq_bf16x8_to_f32(*reinterpret_cast<const uint4 *>(src + 8 * g), v);
-                agoq_dev_store_group(p.cq.codes, bi * (size_t)G + (size_t)g, p.q.bits,
-                                     agoq_dev_encode8<ENC>(p.q, tab, v, 8, inv, mz, (uint64_t)(e0 + 8 * (size_t)g)));
-            }
-            agoq_dev_store_params(p.q, qt, bi, s, mz);
-        }
-    });
-}
+#include "kernels/gemm/gemm_wg_epi.cuh"
 
 /* Origin of tile t: grouped rasterization, consecutive tiles walk gm row tiles of one
  * column of tiles, so the tiles in flight share their A rows and B columns through L2. */
@@ -225,18 +152,20 @@ __device__ __forceinline__ void tile_origin(int t, int tiles_m, int tiles_n, int
 #include "kernels/gemm/gemm_wg_deq.cuh"
 
 /* ST: stages of the ring, 3 or 4 (4: bf16 A only, no table encoder, C staged in halves).
- * TN: the tile's width, BN or 128 (bf16 A, general epilogue quantizer, 3 stages). */
-template <int TA, int TB, bool QOUT, int DQ, bool FASTQ, int ST = STAGES, int TN = BN>
+ * TN: the tile's width, BN or 128 (bf16 A, general epilogue quantizer, 3 stages).
+ * ER, BULK: the epilogue's AGOQ_WG_EPI_ROWS and AGOQ_WG_BULK (gemm_wg_epi.cuh). */
+template <int TA, int TB, bool QOUT, int DQ, bool FASTQ, int ST = STAGES, int TN = BN, int ER = 1, bool BULK = false>
 __global__ void __launch_bounds__(THREADS, 1)
     wg_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, wg_params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     constexpr bool DEQA = DQ != 0; /* A from its stored codes: 1 decoded in shared memory, 2-3 in registers */
     static_assert(ST == STAGES || (ST == 4 && !DEQA), "4 stages: the bf16 kernels only");
     static_assert(TN == BN || (TN == 128 && !DEQA && !FASTQ && ST == STAGES), "128-wide tiles: bf16 A, 3 stages");
+    static_assert((ER == 1 && !BULK) || (ST == STAGES && TN == BN && !DEQA), "epilogue variants: 3 stages, 256 wide");
     constexpr bool HALF = ST == 4;               /* C staged a consumer warpgroup's 64 rows at a time */
     constexpr int NH = HALF ? 2 : 1, RS = BM / NH; /* hand-offs a tile, rows staged in each */
     extern __shared__ uint8_t raw[];
-    __shared__ __align__(8) uint64_t full[ST], empty[ST];
+    __shared__ __align__(8) uint64_t full[ST], empty[ST], rbar; /* rbar: the bulk residual, a phase a tile */
     /* table encoders of the epilogue (none with 4 stages: no room; the host keeps them on 3) */
     __shared__ __align__(16) uint8_t tab_raw[HALF ? 16 : sizeof(agoq_smem_table)];
     agoq_smem_table &tab = *reinterpret_cast<agoq_smem_table *>(tab_raw);
@@ -251,6 +180,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             mbar_init(saddr(&full[s]), 1);
             mbar_init(saddr(&empty[s]), 8); /* one arrival per consumer warp */
         }
+        mbar_init(saddr(&rbar), 1);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     if (QOUT && !HALF && p.q.enc == AGOQ_ENC_TABLE) agoq_dev_load_table(&tab, p.q.table);
@@ -304,14 +234,18 @@ __global__ void __launch_bounds__(THREADS, 1)
                 for (int h = 0; h < NH; h++) { /* half h: consumer warpgroup h's rows (HALF) */
                     const int mh = m0 + h * RS;
                     const int bf = h ? BAR_FULL1 : BAR_FULL, be = h ? BAR_EMPTY1 : BAR_EMPTY;
-                    if (p.r) load_residual<TN>(p, stage, et, mh, n0, RS);
-                    nbar_arrive(be, HALF ? BAR_HALF : BAR_HANDOFF); /* staging free (and holding R) */
+                    if (p.r && BULK) load_residual_bulk<TN>(p, stage, saddr(&rbar), ew, lane, mh, n0, RS);
+                    else if (p.r) load_residual<TN>(p, stage, et, mh, n0, RS);
+                    nbar_arrive(be, HALF ? BAR_HALF : BAR_HANDOFF); /* staging free (and holding R, or soon: BULK) */
                     nbar_sync(bf, HALF ? BAR_HALF : BAR_HANDOFF);   /* the consumers have staged these rows */
-                    store_rows<QOUT && FASTQ, TN>(p, &tab, stage, ew, lane, mh, n0, RS);
+                    if constexpr (BULK) store_c_bulk<TN>(p, stage, et, mh, n0, RS);
+                    store_rows<QOUT && FASTQ, TN, ER, !BULK>(p, &tab, stage, ew, lane, mh, n0, RS);
                     if constexpr (QOUT && !FASTQ) quant_blocks<TN>(p, &tab, stage, et, mh, n0, RS);
+                    if constexpr (BULK) bulk_wait_read(); /* this thread's C copies have read the staging */
                     nbar_sync(BAR_EPI, EPI_THREADS); /* every epilogue thread is done reading the staging */
                 }
             }
+            if constexpr (BULK) bulk_wait(); /* the C copies are written */
         }
     } else { /* consumers: rows 64 * (wg - 1) .. + 63 of each tile */
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(REGS_CONSUMER));
@@ -384,7 +318,10 @@ __global__ void __launch_bounds__(THREADS, 1)
                 nbar_arrive(cw ? BAR_FULL1 : BAR_FULL, BAR_HALF);
             } else {
                 nbar_sync(BAR_EMPTY, BAR_HANDOFF); /* the epilogue warps are done with the previous tile */
+                if (BULK && p.r) /* the residual's bulk copies, the CTA's (t - blockIdx.x) / gridDim.x-th phase */
+                    mbar_wait(saddr(&rbar), (uint32_t)(((t - (int)blockIdx.x) / (int)gridDim.x) & 1));
                 stage_acc<TN>(p, d, stage, ct, m0, n0);
+                if constexpr (BULK) fence_proxy_async(); /* the staged tile visible to the bulk stores */
                 nbar_arrive(BAR_FULL, BAR_HANDOFF); /* hand the tile over; on to the next one's mainloop */
             }
         }
@@ -432,12 +369,13 @@ int num_sms() {
 }
 long num_tiles(int m, int n, int tn) { return (long)((m + BM - 1) / BM) * ((n + tn - 1) / tn); }
 
-template <int TA, int TB, bool QOUT, int DQ = 0, bool FASTQ = false, int ST = STAGES, int TN = BN>
+template <int TA, int TB, bool QOUT, int DQ = 0, bool FASTQ = false, int ST = STAGES, int TN = BN, int ER = 1,
+          bool BULK = false>
 void launch(const CUtensorMap &ma, const CUtensorMap &mb, const wg_params &p, cudaStream_t s) {
     constexpr int smem = DQ == 1 ? DQ_SMEM_BYTES : DQ >= 2 ? DQR_SMEM_BYTES : smem_bytes<ST, TN>();
     static bool attr = false;
     if (!attr) {
-        cudaCheck(cudaFuncSetAttribute(wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN>,
+        cudaCheck(cudaFuncSetAttribute(wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         attr = true;
     }
@@ -450,7 +388,7 @@ void launch(const CUtensorMap &ma, const CUtensorMap &mb, const wg_params &p, cu
         if (grid > num_sms()) grid = num_sms();
         if (cap > 0 && grid > cap) grid = cap;
     }
-    wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN><<<(unsigned)grid, THREADS, smem, s>>>(ma, mb, p);
+    wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK><<<(unsigned)grid, THREADS, smem, s>>>(ma, mb, p);
     cudaCheckLaunch();
 }
 template <bool QOUT, int ST, int TN = BN>
@@ -459,6 +397,15 @@ void launch_t(int ta, int tb, const CUtensorMap &ma, const CUtensorMap &mb, cons
     else if (!ta && tb) launch<0, 1, QOUT, 0, false, ST, TN>(ma, mb, p, s);
     else if (ta && !tb) launch<1, 0, QOUT, 0, false, ST, TN>(ma, mb, p, s);
     else launch<1, 1, QOUT, 0, false, ST, TN>(ma, mb, p, s);
+}
+/* The 3-stage forward kernels (A, B K-major, 256 wide) with the epilogue variants er (1 or 4) and
+ * bulk (gemm_wg_epi.cuh): FASTQ, the fast FP4 copy; else a plain epilogue (+ residual). */
+template <bool FASTQ>
+void launch_epi(int er, bool bulk, const CUtensorMap &ma, const CUtensorMap &mb, const wg_params &p, cudaStream_t s) {
+    if (er == 4 && bulk) launch<0, 0, FASTQ, 0, FASTQ, STAGES, BN, 4, true>(ma, mb, p, s);
+    else if (er == 4) launch<0, 0, FASTQ, 0, FASTQ, STAGES, BN, 4, false>(ma, mb, p, s);
+    else if (bulk) launch<0, 0, FASTQ, 0, FASTQ, STAGES, BN, 1, true>(ma, mb, p, s);
+    else launch<0, 0, FASTQ, 0, FASTQ, STAGES, BN, 1, false>(ma, mb, p, s);
 }
 /* Width of the bf16 kernels' tile: BN (256); AGOQ_WG_TILE_N=128 a 128-wide tile (3 stages, the
  * general epilogue quantizer; a benchmark knob, the tests cover both); AGOQ_WG_TILE_N=auto 128
@@ -500,6 +447,32 @@ int stages() {
     if (!said) fprintf(stderr, "gemm_wg: AGOQ_WG_STAGES=%s unsupported (3, 4 or auto); using auto\n", e);
     said = true;
     return 0;
+}
+/* The epilogue knobs (gemm_wg_epi.cuh), read on every call (the tests switch them); anything
+ * else than the values below: the default, after one line on stderr. AGOQ_WG_EPI_ROWS=4|1 rows a
+ * warp iteration (default 4), AGOQ_WG_BULK=0|1 bulk copies of the residual and C (default 0).
+ * Measured on the H200 at 2ed72c8 (experiments/gemm_wg_epi.json, results/h200/logs/
+ * gemm_wg_epirows_g7/), vs cuBLASLt (+ quantize) at 4096 / 65536 tokens: 4 rows raise the FP4
+ * copies of TP=8 out-projection 0.53 / 0.48 -> 0.78 / 0.69 and TP=8 FC2 0.70 / 0.69 -> 0.94 /
+ * 0.92, the plain residual TP=8 out-projection 0.82 / 0.98 -> 0.93 / 1.10; bulk copies lose
+ * (0.46-0.64 fused with 1 row, 0.64-0.86 with 4). */
+int epi_rows() {
+    const char *e = getenv("AGOQ_WG_EPI_ROWS");
+    if (!e || !strcmp(e, "4")) return 4;
+    if (!strcmp(e, "1")) return 1;
+    static bool said = false;
+    if (!said) fprintf(stderr, "gemm_wg: AGOQ_WG_EPI_ROWS=%s unsupported (1 or 4); using 4\n", e);
+    said = true;
+    return 4;
+}
+bool bulk() {
+    const char *e = getenv("AGOQ_WG_BULK");
+    if (!e || !strcmp(e, "0")) return false;
+    if (!strcmp(e, "1")) return true;
+    static bool said = false;
+    if (!said) fprintf(stderr, "gemm_wg: AGOQ_WG_BULK=%s unsupported (0 or 1); using 0\n", e);
+    said = true;
+    return false;
 }
 /* Row tiles of a rasterization group: 8, or AGOQ_WG_GROUP_M=N (1..64; a benchmark knob). */
 int group_m() {
@@ -549,13 +522,16 @@ extern "C" int agoq_wg_gemm(const agoq_wg_args *g, void *stream) {
     const int st = stages();
     const bool st4 = (st == 4 || (st == 0 && !g->q && !g->r)) && !(g->q && g->q->p.enc == AGOQ_ENC_TABLE);
     const cudaStream_t s = (cudaStream_t)stream;
+    const int er = epi_rows();
+    const bool bk = bulk();
     if (tn == 128 && g->q) launch_t<true, STAGES, 128>(g->a_mn, g->b_mn, ma, mb, p, s);
     else if (tn == 128) launch_t<false, STAGES, 128>(g->a_mn, g->b_mn, ma, mb, p, s);
     else if (fast && st4) launch<0, 0, true, 0, true, 4>(ma, mb, p, s);
-    else if (fast) launch<0, 0, true, 0, true>(ma, mb, p, s);
+    else if (fast) launch_epi<true>(er, bk, ma, mb, p, s);
     else if (g->q && st4) launch_t<true, 4>(g->a_mn, g->b_mn, ma, mb, p, s);
     else if (g->q) launch_t<true, STAGES>(g->a_mn, g->b_mn, ma, mb, p, s);
     else if (st4) launch_t<false, 4>(g->a_mn, g->b_mn, ma, mb, p, s);
+    else if (!g->a_mn && !g->b_mn) launch_epi<false>(er, bk, ma, mb, p, s);
     else launch_t<false, STAGES>(g->a_mn, g->b_mn, ma, mb, p, s);
     return 0;
 }

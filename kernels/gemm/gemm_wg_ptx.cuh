@@ -1,6 +1,6 @@
 /* PTX helpers of the Hopper GEMM (gemm_wg.cu): mbarriers, TMA tile loads, 16-byte cp.async,
- * named barriers and the wgmma m64n256k16 / m64n128k16 bf16 instructions with their
- * shared-memory descriptor.
+ * 1-D bulk copies (the epilogue's AGOQ_WG_BULK), named barriers and the wgmma m64n256k16 /
+ * m64n128k16 bf16 instructions with their shared-memory descriptor.
  * Only gemm_wg.cu includes it; the wgmma / setmaxnreg parts need sm_90a. */
 #ifndef AGOQ_GEMM_WG_PTX_CUH
 #define AGOQ_GEMM_WG_PTX_CUH
@@ -42,6 +42,26 @@ __device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap *map, i
                  ::"r"(dst), "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(bar)
                  : "memory");
 }
+
+/* ---- 1-D bulk copies (16-byte aligned addresses, sizes a multiple of 16) ---- */
+/* global -> shared, completing `bytes` of the transaction on mbarrier bar */
+__device__ __forceinline__ void bulk_g2s(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 ::"r"(dst), "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
+}
+/* shared -> global in this thread's current bulk group (bulk_commit, bulk_wait_read / bulk_wait) */
+__device__ __forceinline__ void bulk_s2g(void *dst, uint32_t src, uint32_t bytes) {
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst), "r"(src), "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+/* this thread's bulk groups have read their shared memory (it may be overwritten) */
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+/* ... and completed their writes */
+__device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+/* orders this thread's generic-proxy shared-memory accesses before later async-proxy ones */
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 
 /* ---- wgmma ---- */
 /* Shared-memory matrix descriptor: start, LBO, SBO (bytes, stored >> 4), 128-byte swizzle. */

@@ -10,8 +10,9 @@
  *  - the stored-A prologue: bit-exact against the plain kernel on the host-dequantized A, on
  *    both decode paths (into wgmma's A registers, the default; through shared memory).
  *  - the knob variants against the default: AGOQ_WG_STAGES=4 (C staged a consumer warpgroup's
- *    half at a time) bit-exact, AGOQ_WG_TILE_N=128 / auto (128-wide tiles) within one ulp, the
- *    fused copy bit-exact against the reference on each variant's C; invalid settings fall back.
+ *    half at a time), AGOQ_WG_EPI_ROWS=1|4 / AGOQ_WG_BULK=1 (the epilogue variants) bit-exact,
+ *    AGOQ_WG_TILE_N=128 / auto (128-wide tiles) within one ulp, the fused copy bit-exact against
+ *    the reference on each variant's C; invalid settings fall back.
  * Every test above also runs whatever AGOQ_WG_STAGES / AGOQ_WG_TILE_N the environment sets.
  * Error bound (each entry): |c - ref| <= 2^-8 |ref| + K 2^-23 sum|a||b|: the first term is the
  * one rounding of the fp32 result to bf16 (8-bit significand, round to nearest: at most 2^-8
@@ -307,21 +308,28 @@ static void run_knob(const char *knob, const char *val, const agoq_wg_args *g, c
  * AGOQ_WG_STAGES=4 and =3 bit-exact against the default (4 stages for a plain epilogue, 3 with
  * a residual or copy: the same wgmma in the same k order); AGOQ_WG_TILE_N=128 / auto
  * (m64n128 wgmma) within one bf16 ulp of it, entry by entry (the sums run in the same order; a
- * difference is reported); invalid settings ("7", "x") refused in one line, run as the default. */
+ * difference is reported); AGOQ_WG_EPI_ROWS=1 and =4 (the default), AGOQ_WG_BULK=1 with either
+ * bit-exact (C, codes and scales; the forward cases' plain, residual and FP4/128 copies); invalid
+ * settings ("7", "x", "3") refused in one line, run as the default. */
 TEST(cuda_wg_gemm_knob_variants_match_default) {
-    static const struct { const char *knob, *val; int exact; } vars[] = {
-        {"AGOQ_WG_STAGES", "4", 1}, {"AGOQ_WG_STAGES", "3", 1}, {"AGOQ_WG_STAGES", "7", 1}, {"AGOQ_WG_TILE_N", "128", 0},
-        {"AGOQ_WG_TILE_N", "auto", 0}, {"AGOQ_WG_TILE_N", "x", 1},
+    /* with2: a second knob set to "1" for the run (AGOQ_WG_EPI_ROWS=1 with AGOQ_WG_BULK=1) */
+    static const struct { const char *knob, *val; int exact; const char *with2; } vars[] = {
+        {"AGOQ_WG_STAGES", "4", 1, NULL}, {"AGOQ_WG_STAGES", "3", 1, NULL}, {"AGOQ_WG_STAGES", "7", 1, NULL},
+        {"AGOQ_WG_TILE_N", "128", 0, NULL}, {"AGOQ_WG_TILE_N", "auto", 0, NULL}, {"AGOQ_WG_TILE_N", "x", 1, NULL},
+        {"AGOQ_WG_EPI_ROWS", "1", 1, NULL}, {"AGOQ_WG_EPI_ROWS", "4", 1, NULL}, {"AGOQ_WG_EPI_ROWS", "3", 1, NULL},
+        {"AGOQ_WG_BULK", "1", 1, NULL}, {"AGOQ_WG_EPI_ROWS", "1", 1, "AGOQ_WG_BULK"},
     };
     static const wcase cases[] = {
         {OP_FWD, 200, 328, 136}, {OP_FWD, 512, 1536, 512}, {OP_FWD, 384, 1024, 2048}, {OP_DGRAD, 200, 136, 328},
         {OP_DGRAD, 512, 512, 1024}, {OP_WGRAD, 136, 200, 328}, {OP_WGRAD, 1024, 512, 384},
     };
     static const agoq_format fmts[] = {AGOQ_FMT_FP4_E2M1, AGOQ_FMT_INT4, AGOQ_FMT_NF4};
-    char *saved[2] = {getenv("AGOQ_WG_STAGES"), getenv("AGOQ_WG_TILE_N")};
-    for (int i = 0; i < 2; i++) saved[i] = saved[i] ? strdup(saved[i]) : NULL;
-    unsetenv("AGOQ_WG_STAGES");
-    unsetenv("AGOQ_WG_TILE_N");
+    const char *names[4] = {"AGOQ_WG_STAGES", "AGOQ_WG_TILE_N", "AGOQ_WG_EPI_ROWS", "AGOQ_WG_BULK"};
+    char *saved[4];
+    for (int i = 0; i < 4; i++) {
+        saved[i] = getenv(names[i]) ? strdup(getenv(names[i])) : NULL;
+        unsetenv(names[i]);
+    }
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         if (ci & 1) setenv("AGOQ_WG_GRID_CAP", "2", 1);
         else unsetenv("AGOQ_WG_GRID_CAP");
@@ -352,7 +360,9 @@ TEST(cuda_wg_gemm_knob_variants_match_default) {
             uint16_t *c0, *cv;
             run_knob("AGOQ_WG_STAGES", NULL, &g, g.q ? &c : NULL, &c0);
             for (size_t k = 0; k < sizeof vars / sizeof vars[0]; k++) {
+                if (vars[k].with2) setenv(vars[k].with2, "1", 1);
                 run_knob(vars[k].knob, vars[k].val, &g, g.q ? &c : NULL, &cv);
+                if (vars[k].with2) unsetenv(vars[k].with2);
                 size_t diff = 0, far = 0;
                 for (size_t e = 0; e < (size_t)g.m * g.n; e++) { /* bf16 as ordered integers: ulps apart */
                     const int d = ord16(cv[e]) - ord16(c0[e]);
@@ -373,8 +383,7 @@ TEST(cuda_wg_gemm_knob_variants_match_default) {
         free(a); free(b); free(r);
     }
     unsetenv("AGOQ_WG_GRID_CAP");
-    const char *names[2] = {"AGOQ_WG_STAGES", "AGOQ_WG_TILE_N"};
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 4; i++) {
         if (saved[i]) setenv(names[i], saved[i], 1);
         free(saved[i]);
     }

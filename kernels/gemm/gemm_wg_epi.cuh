@@ -1,0 +1,203 @@
+/* Epilogue warps of the Hopper GEMM (gemm_wg.cu; included there, inside its namespace): the
+ * residual into the staging tile, C out of it, and the quantized copy of C.
+ * Two host knobs (gemm_wg.cu: epi_rows, bulk, with the measurements; read on every call) select
+ * variants for the 3-stage, 256-wide bf16 kernels with A and B K-major (the forward GEMMs with a
+ * residual or the fast FP4 copy); every other kernel takes ER = 1 and no bulk copies:
+ *   AGOQ_WG_EPI_ROWS=4 (ER, the default; =1 the earlier one row a warp iteration, one serial
+ *       chain a row)  a warp takes ER consecutive staged rows an iteration: loads of all ER
+ *       rows first, then the C stores, then the FP4 copy of the ER rows as one strided tile
+ *       (epi_rows_quantize: ER independent blocks a lane, one transpose reduction, one vote), so
+ *       the ER rows' chains overlap instead of one serial chain a row. ER divides 8, and the
+ *       staged rows inside C are a multiple of 8 (M % 8 == 0, tiles start at multiples of 64):
+ *       a group of ER rows is all inside C or all outside.
+ *   AGOQ_WG_BULK=1 (off: slower on the H200)  the residual comes in by 1-D bulk copies (cp.async.bulk, one a staged row,
+ *       issued by the lanes of epilogue warp 0) completing on the mbarrier rbar, on which the
+ *       consumers wait before reading it; the epilogue warps no longer wait for it themselves. C
+ *       leaves by bulk copies shared -> global (one a row, the 96 epilogue threads), after the
+ *       consumers' fence.proxy.async; each issuing thread waits for their reads of the staging
+ *       tile before the epilogue's barrier BAR_EPI frees it. Rows and columns outside C are never
+ *       copied (a row's copy is its min(TN, N - n0) columns: a multiple of 16 bytes).
+ * Codes and scales are those of the standalone quantizer (the same ranges, parameters and
+ * encoders in every variant); tests/cuda/gemm/test_gemm_wg_cuda.c checks every variant bit for
+ * bit against the default kernel and the reference quantizer. */
+#ifndef AGOQ_GEMM_WG_EPI_CUH
+#define AGOQ_GEMM_WG_EPI_CUH
+
+/* Epilogue warps, before a hand-off: the residual's rows m0 .. m0 + rows - 1 (the staged rows:
+ * the tile, or half of it) into the staging tile (16-byte cp.async chunks, only those inside C),
+ * complete when this returns. */
+template <int TN>
+__device__ __forceinline__ void load_residual(const wg_params &p, uint16_t *stage, int et, int m0, int n0, int rows) {
+    constexpr int CS = c_stride<TN>(); /* bf16 per staged row */
+    for (int i = et; i < rows * TN / 8; i += EPI_THREADS) {
+        const int r = i / (TN / 8), g = i % (TN / 8), row = m0 + r, col = n0 + 8 * g;
+        if (row < p.m && col < p.n)
+            cp_async16(saddr(stage + r * CS + 8 * g), p.r + (size_t)row * (size_t)p.n + (size_t)col);
+    }
+    cp_async_wait_all();
+}
+/* Bytes of a staged row inside C, and the staged rows inside C (a multiple of 8, see above). */
+template <int TN>
+__device__ __forceinline__ uint32_t row_bytes(const wg_params &p, int n0) { return (uint32_t)min(TN, p.n - n0) * 2u; }
+__device__ __forceinline__ int rows_in(const wg_params &p, int m0, int rows) { return min(rows, p.m - m0); }
+/* AGOQ_WG_BULK: epilogue warp ew 0 starts the residual's bulk copies (complete on rbar, one phase
+ * a tile); called after BAR_EPI, when no epilogue thread or bulk store reads the staging tile. */
+template <int TN>
+__device__ __forceinline__ void load_residual_bulk(const wg_params &p, uint16_t *stage, uint32_t rbar, int ew, int lane,
+                                                   int m0, int n0, int rows) {
+    if (ew != 0) return;
+    constexpr int CS = c_stride<TN>();
+    const int nr = rows_in(p, m0, rows);
+    const uint32_t rb = row_bytes<TN>(p, n0);
+    fence_proxy_async(); /* the generic reads of the previous tile before the copies' writes */
+    if (lane == 0) mbar_expect_tx(rbar, (uint32_t)nr * rb);
+    __syncwarp();
+    for (int r = lane; r < nr; r += 32)
+        bulk_g2s(saddr(stage + r * CS), p.r + (size_t)(m0 + r) * (size_t)p.n + (size_t)n0, rb, rbar);
+}
+/* AGOQ_WG_BULK: epilogue thread et copies staged rows et, et + EPI_THREADS, ... inside C to C;
+ * the caller waits (bulk_wait_read) before the staging tile is freed. */
+template <int TN>
+__device__ __forceinline__ void store_c_bulk(const wg_params &p, const uint16_t *stage, int et, int m0, int n0, int rows) {
+    constexpr int CS = c_stride<TN>();
+    const int nr = rows_in(p, m0, rows);
+    const uint32_t rb = row_bytes<TN>(p, n0);
+    for (int r = et; r < nr; r += EPI_THREADS)
+        bulk_s2g(p.c + (size_t)(m0 + r) * (size_t)p.n + (size_t)n0, saddr(stage + r * CS), rb);
+    bulk_commit();
+}
+
+/* agoq_tile_quantize (quant_tile.cuh) over R vectors that lie vstride elements apart (R rows of
+ * C) instead of R consecutive ones: vector j of lane l is element j vstride + l E of out, and a
+ * block lies in one vector (VB == 1; vstride a multiple of the block). The same ranges,
+ * transpose reduction, parameters, vote and encoders; false (nothing written) when the fast path
+ * meets a non-finite range, and the caller redoes the R rows with CAREFUL. */
+template <int ENC, int BITS, int LOG2B, int E, bool CAREFUL, int R, bool PACK8>
+__device__ __forceinline__ bool epi_rows_quantize(const agoq_cuda_qparams &p, const agoq_smem_table *t,
+                                                  const float (&v)[R][E], size_t vstride, agoq_cuda_qtensor out,
+                                                  int lane) {
+    using G = agoq_tile_geom<LOG2B, E, R>;
+    static_assert(G::VB == 1 && G::K == R, "one vector holds whole blocks");
+    constexpr bool kAsym = ENC == AGOQ_ENC_INT_ASYM;
+    float a[G::K], lo[G::K], hi[G::K];
+#pragma unroll
+    for (int k = 0; k < G::K; k++) {
+        a[k] = 0.0f;
+        lo[k] = __int_as_float(0x7f800000);
+        hi[k] = __int_as_float(0xff800000);
+        agoq_tile_range<ENC, E, 1, CAREFUL>(&v[k], a[k], lo[k], hi[k]);
+    }
+    if constexpr (kAsym) {
+        agoq_tile_reduce<G::K, G::LB, false, !CAREFUL>(lo, lane);
+        agoq_tile_reduce<G::K, G::LB, true, !CAREFUL>(hi, lane);
+    } else {
+        agoq_tile_reduce<G::K, G::LB, true, !CAREFUL>(a, lane);
+    }
+    float s[G::H], m[G::H], inv[G::H];
+    bool finite = true;
+#pragma unroll
+    for (int i = 0; i < G::H; i++) {
+        agoq_dev_block_params(p, a[i], lo[i], hi[i], &s[i], &m[i], &inv[i]);
+        finite &= kAsym ? agoq_isfinite(lo[i]) && agoq_isfinite(hi[i]) && agoq_isfinite(s[i]) : agoq_isfinite(a[i]);
+    }
+    if (!CAREFUL && __any_sync(0xffffffffu, !finite)) return false;
+    const int seg = lane / G::LB, pos = lane % G::LB;
+    constexpr int kSpread = G::K <= G::LB ? G::LB / G::K : 1; /* lanes holding one slot */
+#pragma unroll
+    for (int i = 0; i < G::H; i++) {
+        const int k = pos / kSpread * G::H + i; /* vector k's block seg */
+        if (pos % kSpread == 0)
+            agoq_dev_store_params(p, out, ((size_t)k * vstride >> LOG2B) + (size_t)seg, s[i], m[i]);
+    }
+#pragma unroll
+    for (int k = 0; k < G::K; k++) {
+        const int src = seg * G::LB + agoq_tile_holder(k, G::K, G::LB), i = agoq_tile_held_index(k, G::K, G::LB);
+        const float inv_k = __shfl_sync(0xffffffffu, inv[i], src);
+        const float m_k = kAsym ? __shfl_sync(0xffffffffu, m[i], src) : 0.0f;
+        const uint64_t packed = CAREFUL ? agoq_tile_encode_any<ENC, BITS, E>(p, t, v[k], inv_k, m_k)
+                                        : agoq_tile_encode_finite<ENC, BITS, E, PACK8>(p, t, v[k], inv_k, m_k);
+        agoq_tile_store_codes<BITS, E>(out.codes, (size_t)k * vstride + (size_t)lane * E, packed);
+    }
+    return true;
+}
+
+/* Epilogue warps, after the hand-off: warp ew stores ER-row groups ew, ew + EPI_WARPS, ... of the
+ * staged rows inside C (ER = 1: rows ew, ew + EPI_WARPS, ...; the first staged row is row m0 of
+ * C), 16 bytes a lane (one 512-byte run a row); STC = false: C leaves by bulk copies instead.
+ * FASTQ (FP4 E2M1 / 128, round to nearest, N % 256 == 0; gemm_wg.h): a row's 256 values are one
+ * warp vector of the flat rowq layout, so the standalone quantizer's fast tile encoder takes them
+ * whole (fz_quantize, a row; epi_rows_quantize, ER rows). */
+template <bool FASTQ, int TN, int ER, bool STC>
+__device__ __forceinline__ void store_rows(const wg_params &p, const agoq_smem_table *tab, const uint16_t *stage,
+                                           int ew, int lane, int m0, int n0, int rows) {
+    static_assert(!FASTQ || TN == 256, "the fast FP4 encoder takes a row of 256");
+    static_assert(8 % ER == 0, "a group of ER rows is all inside C or all outside");
+    if constexpr (!FASTQ && !STC) return;
+    constexpr int CS = c_stride<TN>(); /* bf16 per staged row */
+    const int col = n0 + 8 * lane, nr = rows_in(p, m0, rows);
+    const bool mine = 8 * lane < TN; /* TN = 128: lanes 16-31 have no columns */
+    const agoq_cuda_qtensor qt = fz_qt(p.cq, (size_t)p.m * (size_t)p.n);
+    for (int r0 = ew * ER; r0 < nr; r0 += EPI_WARPS * ER) { /* warp-uniform */
+        uint4 h[ER];
+#pragma unroll
+        for (int j = 0; j < ER; j++)
+            h[j] = mine ? *reinterpret_cast<const uint4 *>(stage + (r0 + j) * CS + 8 * lane) : make_uint4(0, 0, 0, 0);
+        const size_t e0 = (size_t)(m0 + r0) * (size_t)p.n + (size_t)n0; /* element (row m0 + r0, n0) */
+        if (STC && mine && col < p.n) {
+#pragma unroll
+            for (int j = 0; j < ER; j++) *reinterpret_cast<uint4 *>(p.c + e0 + (size_t)j * p.n + 8 * lane) = h[j];
+        }
+        if constexpr (FASTQ) {
+            float v[ER][8];
+#pragma unroll
+            for (int j = 0; j < ER; j++) agoq_bf16x8_to_f32(h[j], v[j]);
+            if constexpr (ER == 1) {
+                fz_quantize<AGOQ_ENC_FP4, 4, 7, 1>(p.q, tab, v, e0 / 256, qt, lane);
+            } else {
+                const agoq_cuda_qtensor q = fz_qt_at<4, 7>(p.q, qt, e0);
+                if (!epi_rows_quantize<AGOQ_ENC_FP4, 4, 7, 8, false, ER, false>(p.q, tab, v, (size_t)p.n, q, lane))
+                    epi_rows_quantize<AGOQ_ENC_FP4, 4, 7, 8, true, ER, false>(p.q, tab, v, (size_t)p.n, q, lane);
+            }
+        }
+    }
+}
+/* Epilogue warps, general quantized copy: epilogue thread et quantizes whole blocks of the staged
+ * rows (block b: row b % rows, the (b / rows)-th block of the row; consecutive lanes take
+ * consecutive rows, so their 16-byte reads hit distinct banks), its range reduced in the thread
+ * (max / min are exact in any order), then the standalone quantizer's parameters and encoder
+ * (quant_device.cuh), group by group: the same codes and scales as the reference. */
+template <int TN>
+__device__ __forceinline__ void quant_blocks(const wg_params &p, const agoq_smem_table *tab, const uint16_t *stage,
+                                             int et, int m0, int n0, int rows) {
+    constexpr int CS = c_stride<TN>(); /* bf16 per staged row */
+    const int B = p.q.block, G = B >> 3, bpr = TN / B;
+    const size_t nbpr = (size_t)(p.n / B);
+    const agoq_cuda_qtensor qt = fz_qt(p.cq, (size_t)p.m * (size_t)p.n);
+    fz_with_kind(p.q.enc, [&](auto kind) {
+        constexpr int ENC = decltype(kind)::value;
+        for (int b = et; b < rows * bpr; b += EPI_THREADS) {
+            const int r = b % rows, col0 = n0 + (b / rows) * B;
+            if (m0 + r >= p.m || col0 >= p.n) continue; /* block | N: a block is all in or all out */
+            const uint16_t *src = stage + r * CS + (col0 - n0);
+            float amax = 0.0f, lo = __int_as_float(0x7f800000), hi = __int_as_float(0xff800000);
+#pragma unroll 4
+            for (int g = 0; g < G; g++) {
+                float v[8];
+                agoq_bf16x8_to_f32(*reinterpret_cast<const uint4 *>(src + 8 * g), v);
+                fz_range8(v, 8, amax, lo, hi);
+            }
+            float s, mz, inv;
+            agoq_dev_block_params(p.q, amax, lo, hi, &s, &mz, &inv);
+            const size_t row = (size_t)(m0 + r), bi = row * nbpr + (size_t)(col0 / B), e0 = row * (size_t)p.n + col0;
+#pragma unroll 4
+            for (int g = 0; g < G; g++) {
+                float v[8];
+                agoq_bf16x8_to_f32(*reinterpret_cast<const uint4 *>(src + 8 * g), v);
+                agoq_dev_store_group(p.cq.codes, bi * (size_t)G + (size_t)g, p.q.bits,
+                                     agoq_dev_encode8<ENC>(p.q, tab, v, 8, inv, mz, (uint64_t)(e0 + 8 * (size_t)g)));
+            }
+            agoq_dev_store_params(p.q, qt, bi, s, mz);
+        }
+    });
+}
+#endif
