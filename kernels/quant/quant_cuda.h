@@ -39,6 +39,7 @@ typedef struct agoq_dev_table {
     float value[256];         /* decoded value by code */
     uint8_t sorted_code[256]; /* code of sorted[i] */
     agoq_tab_lut lut;         /* round to nearest by one lookup (tab_lut.h) */
+    agoq_tab_grid grid;       /* the uniform grid of tab_lut.h (grid.k = 0: none; NF4 has one) */
 } agoq_dev_table;
 
 /* Everything a kernel needs to know about a qconfig, passed by value to kernels. */
@@ -57,6 +58,8 @@ typedef struct {
     int tab_shift, tab_base, tab_nb, tab_ident; /* table->lut's grid, code = position flag and */
     float tab_lo, tab_hi;                       /* clamp (tab_lut.h), here so kernels read them from
                                                    the parameter bank; 0 for other formats */
+    float tab_gk;       /* table->grid.k (0: no grid) and */
+    uint32_t tab_gmask; /* table->grid.mask, likewise */
 } agoq_cuda_qparams;
 
 /* Device planes of a quantized tensor of n elements (same layout as agoq_qtensor). */
@@ -91,6 +94,18 @@ int agoq_cuda_dequantize_bf16(const agoq_qconfig *c, const agoq_cuda_qtensor *q,
  * resident grids whose warps loop over the tiles (as AGOQ_GRID=resident), 0 = one tile per warp
  * (the default), -1 = from AGOQ_GRID again. For tests and A/B runs; not thread-safe. */
 void agoq_cuda_grid_force(int mode);
+
+/* The tile quantizers' optional encoders (issue 15, q6), a mask of AGOQ_TILE_OPT_*, each
+ * bit-exact (tests/quant/test_quant_math.c) and on by default; the environment turns each off
+ * for A/B runs: AGOQ_Q6_ASYM=0 (asymmetric integers: the float-to-int conversion and integer
+ * clamps again), AGOQ_Q6_NF4=0 (tables: the tab_lut.h LUT instead of the uniform grid). They
+ * apply to the quantizers (quant.cu) and the 8-bit gradient kernels (grad8.cu), not to the
+ * fused kernels. agoq_cuda_tile_opts_force: a mask for tests, -1 = from the environment again
+ * (not thread-safe). */
+#define AGOQ_TILE_OPT_ASYM 1 /* quant_tile.cuh: int asym codes by the magic add */
+#define AGOQ_TILE_OPT_GRID 2 /* quant_tile.cuh: table codes by the uniform grid (tables that have one) */
+int agoq_cuda_tile_opts(void);
+void agoq_cuda_tile_opts_force(int mask);
 
 void *agoq_cuda_malloc(size_t bytes);                     /* NULL only for bytes == 0 */
 void agoq_cuda_free(void *p);

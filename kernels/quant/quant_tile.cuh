@@ -106,6 +106,43 @@ __device__ __forceinline__ uint32_t agoq_tile_table_pos(const agoq_cuda_qparams 
     return agoq_tab_lut_pos(e.x, e.y, y);
 }
 
+/* ---- the uniform grid of tab_lut.h (AGOQ_TILE_OPT_GRID; tables that have one, whose code is
+ * the position: NF4), staged in the tile kernel's own 1 KB shared array: the entry index is one
+ * FFMA and a mask (agoq_tab_grid_index), no |y| clamp, shift or sign select. Its contract |y| <=
+ * AGOQ_TAB_GRID_YMAX holds on the fast path (|y| < 1.004, tab_lut.h). ---- */
+__device__ __forceinline__ uint2 *agoq_tile_grid_smem() {
+    __shared__ uint2 grid[AGOQ_TAB_GRID_MAX];
+    return grid;
+}
+/* All threads of the CTA; then __syncthreads(). */
+__device__ __forceinline__ void agoq_tile_stage_grid(const agoq_cuda_qparams &p) {
+    uint2 *g = agoq_tile_grid_smem();
+    const uint2 *src = (const uint2 *)p.table->grid.e;
+    for (int i = (int)threadIdx.x; i <= (int)p.tab_gmask; i += (int)blockDim.x) g[i] = src[i];
+}
+__device__ __forceinline__ uint32_t agoq_tile_grid_pos(const agoq_cuda_qparams &p, float y) {
+    const uint2 e = agoq_tile_grid_smem()[agoq_tab_grid_index(p.tab_gk, p.tab_gmask, y)];
+    return agoq_tab_lut_pos(e.x, e.y, y);
+}
+
+/* N codes of BITS in the low bits of the words w (the magic-add encoders: the bits above the
+ * code are the magic's), packed LSB first: 8-bit codes by byte permutes (3 per 4 codes). */
+template <int BITS, int N>
+__device__ __forceinline__ uint64_t agoq_tile_pack_low(const uint32_t (&w)[N]) {
+    uint64_t packed = 0;
+    if constexpr (BITS == 8 && N % 4 == 0) {
+#pragma unroll
+        for (int q = 0; q < N / 4; q++) {
+            const uint32_t lo = __byte_perm(w[4 * q], w[4 * q + 1], 0x0040u), hi = __byte_perm(w[4 * q + 2], w[4 * q + 3], 0x0040u);
+            packed |= (uint64_t)__byte_perm(lo, hi, 0x5410u) << (32 * q);
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < N; j++) packed |= (uint64_t)(w[j] & ((1u << BITS) - 1u)) << (j * BITS);
+    }
+    return packed;
+}
+
 /* ---- branch-free encoders of finite scaled values (the block's range is finite) ----
  * int symmetric: |y| <= qmax / (1 - 2^-9) < qmax + 1/2 (the scale's bf16 rounding is the
  * largest error), so agoq_int_sym_encode_magic applies. fp8: the hardware pair conversion
@@ -113,12 +150,30 @@ __device__ __forceinline__ uint32_t agoq_tile_table_pos(const agoq_cuda_qparams 
  * (all three in quant_fast.h, proved on the host by tests/quant/test_quant_math.c). Tables
  * (NF4, dyn8): the LUT of tab_lut.h without the NaN test. Others: the general encoder. N codes of BITS are packed LSB first. */
 /* PACK8 (fp4, N = 8): agoq_fp4_pack8_finite, the same codes in fewer instructions. LUT_SMEM
- * (tables): the CTA's own LUT (agoq_tile_table_pos). */
-template <int ENC, int BITS, int N, bool PACK8 = false, bool LUT_SMEM = false>
+ * (tables): the CTA's own LUT (agoq_tile_table_pos). OPT (a mask of AGOQ_TILE_OPT_*, issue 15
+ * q6): ASYM: int asym codes by the magic add of quant_fast.h instead of the float-to-int
+ * conversion (quarter rate) and integer clamps: with fp32 scales unclamped (y in [0, qmax (1 +
+ * 2^-21)]: m = lo exactly), with bf16 scales clamped to [0, qmax] first (the branch is uniform);
+ * GRID: table positions by the uniform grid (agoq_tile_grid_pos; the launcher selects it only
+ * for tables that have one and whose code is the position). */
+template <int ENC, int BITS, int N, bool PACK8 = false, bool LUT_SMEM = false, int OPT = 0>
 __device__ __forceinline__ uint64_t agoq_tile_encode_finite(const agoq_cuda_qparams &p, const agoq_smem_table *t,
                                                             const float (&v)[N], float inv, float m) {
     uint64_t packed = 0;
-    if constexpr (ENC == AGOQ_ENC_FP4 && PACK8 && N == 8) {
+    if constexpr (ENC == AGOQ_ENC_INT_ASYM && (OPT & AGOQ_TILE_OPT_ASYM)) {
+        uint32_t w[N];
+        if (p.bf16_scale) {
+#pragma unroll
+            for (int j = 0; j < N; j++) w[j] = agoq_int_asym_magic_word(agoq_int_asym_clamp((v[j] - m) * inv, BITS));
+        } else {
+#pragma unroll
+            for (int j = 0; j < N; j++) w[j] = agoq_int_asym_magic_word((v[j] - m) * inv);
+        }
+        packed = agoq_tile_pack_low<BITS, N>(w);
+    } else if constexpr (ENC == AGOQ_ENC_TABLE && (OPT & AGOQ_TILE_OPT_GRID)) {
+#pragma unroll
+        for (int j = 0; j < N; j++) packed |= (uint64_t)agoq_tile_grid_pos(p, v[j] * inv) << (j * BITS);
+    } else if constexpr (ENC == AGOQ_ENC_FP4 && PACK8 && N == 8) {
         float y[8];
 #pragma unroll
         for (int j = 0; j < 8; j++) y[j] = v[j] * inv;
@@ -253,8 +308,9 @@ __device__ __forceinline__ void agoq_tile_range(const float (*v)[E], float &a, f
  * tile is two runs of U/2 vectors, the first at element 0, the second at element split (the
  * fused SwiGLU forward quantizes a gate run and its up run, F apart, as one tile): vector
  * U/2 + i is stored at split + 32 E i, block K/2 + b at (split >> LOG2B) + b BPV + seg; 0 = one
- * contiguous run. PACK8, LUT_SMEM: agoq_tile_encode_finite's fp4 pack8 / CTA-LUT encoders. */
-template <int ENC, int BITS, int LOG2B, int E, bool CAREFUL, int U, bool PACK8 = false, bool LUT_SMEM = false>
+ * contiguous run. PACK8, LUT_SMEM, OPT: agoq_tile_encode_finite's fp4 pack8 / CTA-LUT / optional
+ * encoders. */
+template <int ENC, int BITS, int LOG2B, int E, bool CAREFUL, int U, bool PACK8 = false, bool LUT_SMEM = false, int OPT = 0>
 __device__ __forceinline__ bool agoq_tile_quantize(const agoq_cuda_qparams &p, const agoq_smem_table *t,
                                                    const float (&v)[U][E], size_t tile,
                                                    agoq_cuda_qtensor out, int lane, size_t split = 0) {
@@ -303,7 +359,7 @@ __device__ __forceinline__ bool agoq_tile_quantize(const agoq_cuda_qparams &p, c
         for (int jj = 0; jj < G::VB; jj++) {
             const int j = k * G::VB + jj;
             const uint64_t packed = CAREFUL ? agoq_tile_encode_any<ENC, BITS, E>(p, t, v[j], inv_k, m_k)
-                                            : agoq_tile_encode_finite<ENC, BITS, E, PACK8, LUT_SMEM>(p, t, v[j], inv_k, m_k);
+                                            : agoq_tile_encode_finite<ENC, BITS, E, PACK8, LUT_SMEM, OPT>(p, t, v[j], inv_k, m_k);
             const size_t hj = split && j >= U / 2 ? split - (size_t)(U / 2 * 32 * E) : 0;
             agoq_tile_store_codes<BITS, E>(out.codes, e_tile + (size_t)j * 32 * E + (size_t)lane * E + hj, packed);
         }
@@ -397,7 +453,10 @@ __device__ __forceinline__ void agoq_tile_decode_vrep8(uint64_t packed, float s,
  * (80 registers) for table encoders (NF4, dyn8: the LUT lookups are independent, and unbounded
  * ptxas keeps all of a tile's in flight at 112-128 registers, 2 CTAs). */
 #define AGOQ_TILE_MIN_CTAS(ENC, Src) ((ENC) == AGOQ_ENC_TABLE && (Src::kMinCtas) < 3 ? 3 : (Src::kMinCtas))
-template <int ENC, int BITS, int LOG2B, class Src>
+/* OPT: agoq_tile_encode_finite's optional encoders (the launcher picks them, quant_launch.cuh);
+ * with GRID the CTA stages the 1 KB grid, not the 22 KB LUT (the careful path reads the device
+ * table's LUT through L1). */
+template <int ENC, int BITS, int LOG2B, class Src, int OPT = 0>
 __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS(ENC, Src))
     agoq_quant_tile_kernel(agoq_cuda_qparams p, Src src, agoq_cuda_qtensor out, size_t ntiles) {
     constexpr int E = Src::kVec;
@@ -409,7 +468,13 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS(ENC, Sr
             vrep[i] = p.table->value[i / AGOQ_VREP];
     }
     constexpr bool kLutSmem = ENC == AGOQ_ENC_TABLE && agoq_src_vrep<Src>::value;
-    if constexpr (kLutSmem) { /* the careful path reads the device table's LUT (tab.lut) */
+    constexpr bool kGrid = ENC == AGOQ_ENC_TABLE && (OPT & AGOQ_TILE_OPT_GRID) != 0;
+    static_assert(!(kGrid && kLutSmem), "the grid and the CTA LUT are alternatives");
+    if constexpr (kGrid) {
+        agoq_dev_load_table(&tab, p.table);
+        agoq_tile_stage_grid(p);
+        __syncthreads();
+    } else if constexpr (kLutSmem) { /* the careful path reads the device table's LUT (tab.lut) */
         agoq_dev_load_table(&tab, p.table);
         agoq_tile_stage_lut(p);
         __syncthreads();
@@ -426,7 +491,7 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS(ENC, Sr
     for (size_t tile = warp; tile < ntiles; tile += nwarps) {
         float v[G::U][E];
         src.load_tile(p, &tab, tile * (size_t)G::TILE, lane, v);
-        if (!agoq_tile_quantize<ENC, BITS, LOG2B, E, false, G::U, false, kLutSmem>(p, &tab, v, tile, out, lane))
+        if (!agoq_tile_quantize<ENC, BITS, LOG2B, E, false, G::U, false, kLutSmem, OPT>(p, &tab, v, tile, out, lane))
             agoq_tile_quantize<ENC, BITS, LOG2B, E, true>(p, &tab, v, tile, out, lane);
     }
 }
