@@ -67,8 +67,9 @@ static int g_tile_opts = -1; /* -1: from AGOQ_Q6_* at the first launch */
 
 int agoq_cuda_tile_opts(void) {
     if (g_tile_opts < 0) {
-        const char *a = getenv("AGOQ_Q6_ASYM"), *g = getenv("AGOQ_Q6_NF4");
-        g_tile_opts = (a && strcmp(a, "0") == 0 ? 0 : AGOQ_TILE_OPT_ASYM) | (g && strcmp(g, "0") == 0 ? 0 : AGOQ_TILE_OPT_GRID);
+        const char *a = getenv("AGOQ_Q6_ASYM"), *g = getenv("AGOQ_Q6_NF4"), *k = getenv("AGOQ_Q6_PACK");
+        g_tile_opts = (a && strcmp(a, "0") == 0 ? 0 : AGOQ_TILE_OPT_ASYM) | (g && strcmp(g, "0") == 0 ? 0 : AGOQ_TILE_OPT_GRID) |
+                      (k && strcmp(k, "1") == 0 ? AGOQ_TILE_OPT_PACK : 0);
     }
     return g_tile_opts;
 }

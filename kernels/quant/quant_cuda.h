@@ -98,12 +98,14 @@ void agoq_cuda_grid_force(int mode);
 /* The tile quantizers' optional encoders (issue 15, q6), a mask of AGOQ_TILE_OPT_*, each
  * bit-exact (tests/quant/test_quant_math.c) and on by default; the environment turns each off
  * for A/B runs: AGOQ_Q6_ASYM=0 (asymmetric integers: the float-to-int conversion and integer
- * clamps again), AGOQ_Q6_NF4=0 (tables: the tab_lut.h LUT instead of the uniform grid). They
+ * clamps again), AGOQ_Q6_NF4=0 (tables: the tab_lut.h LUT instead of the uniform grid), and
+ * AGOQ_Q6_PACK=1 turns on the packed bf16 tiles (off by default: not yet run on a GPU). They
  * apply to the quantizers (quant.cu) and the 8-bit gradient kernels (grad8.cu), not to the
  * fused kernels. agoq_cuda_tile_opts_force: a mask for tests, -1 = from the environment again
  * (not thread-safe). */
 #define AGOQ_TILE_OPT_ASYM 1 /* quant_tile.cuh: int asym codes by the magic add */
 #define AGOQ_TILE_OPT_GRID 2 /* quant_tile.cuh: table codes by the uniform grid (tables that have one) */
+#define AGOQ_TILE_OPT_PACK 4 /* quant_tile.cuh: bf16 input tiles kept packed until the encoder */
 int agoq_cuda_tile_opts(void);
 void agoq_cuda_tile_opts_force(int mask);
 

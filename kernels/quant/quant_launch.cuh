@@ -120,14 +120,21 @@ static size_t agoq_launch_quant_tiles(const agoq_cuda_qparams &p, const TileSrc 
                          (cudaStream_t)stream>>>(p, src, q, ntiles);
             };
             /* the optional encoders (agoq_cuda_tile_opts): asym for every source; the grid for the
-             * quantizers' 4-bit tables that have one (NF4), not for the gradient sources */
+             * quantizers' 4-bit tables that have one (NF4), not for the gradient sources; packed
+             * tiles for the quantizers' bf16 source */
             const int opts = agoq_cuda_tile_opts();
+            constexpr bool kPackable = std::is_same<TileSrc, agoq_tile_src_bf16>::value;
+            auto with_pack = [&](auto enc_opt) {
+                if constexpr (kPackable)
+                    if (opts & AGOQ_TILE_OPT_PACK) return go(agoq_enc_t<decltype(enc_opt)::value | AGOQ_TILE_OPT_PACK>());
+                go(enc_opt);
+            };
             if constexpr (ENC == AGOQ_ENC_INT_ASYM) {
-                if (opts & AGOQ_TILE_OPT_ASYM) return go(agoq_enc_t<AGOQ_TILE_OPT_ASYM>());
+                if (opts & AGOQ_TILE_OPT_ASYM) return with_pack(agoq_enc_t<AGOQ_TILE_OPT_ASYM>());
             } else if constexpr (ENC == AGOQ_ENC_TABLE && BITS == 4 && TileSrc::kBits == 0 && !agoq_src_vrep<TileSrc>::value) {
-                if ((opts & AGOQ_TILE_OPT_GRID) && p.tab_gk != 0.0f && p.tab_ident) return go(agoq_enc_t<AGOQ_TILE_OPT_GRID>());
+                if ((opts & AGOQ_TILE_OPT_GRID) && p.tab_gk != 0.0f && p.tab_ident) return with_pack(agoq_enc_t<AGOQ_TILE_OPT_GRID>());
             }
-            go(agoq_enc_t<0>());
+            with_pack(agoq_enc_t<0>());
         }
     };
     auto with_bits = [&](auto bits) {

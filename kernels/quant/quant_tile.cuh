@@ -301,6 +301,90 @@ __device__ __forceinline__ void agoq_tile_range(const float (*v)[E], float &a, f
         }
 }
 
+/* A tile's vectors as the tile quantizer reads them: range<ENC, VB, CAREFUL>(j0, a, lo, hi)
+ * folds vectors j0 .. j0 + VB - 1 into a block slot's range (agoq_tile_range), vec(j, x) gives
+ * vector j as E floats. agoq_tile_view_f32: the fp32 arrays of the sources. */
+template <int U, int E>
+struct agoq_tile_view_f32 {
+    const float (&v)[U][E];
+    template <int ENC, int VB, bool CAREFUL>
+    __device__ __forceinline__ void range(int j0, float &a, float &lo, float &hi) const {
+        agoq_tile_range<ENC, E, VB, CAREFUL>(&v[j0], a, lo, hi);
+    }
+    __device__ __forceinline__ void vec(int j, float (&x)[E]) const {
+#pragma unroll
+        for (int e = 0; e < E; e++) x[e] = v[j][e];
+    }
+};
+/* agoq_tile_view_bf16p (AGOQ_TILE_OPT_PACK, issue 15 q6): bf16 vectors kept as loaded, 4 words of
+ * 2 bf16 (32 registers for a tile of 8 vectors instead of 64 floats), unpacked to fp32 (exact)
+ * only by vec(). The fast path's range works on the packed pairs and equals the fp32 one:
+ * absmax: the unsigned max of the magnitude bits (bits & 0x7fff per bf16, max.u16x2): finite
+ * magnitudes order like their values, +Inf (0x7f80) lies above them and every NaN above +Inf,
+ * so the result is the absmax, +Inf, or a NaN exactly when the fp32 max.NaN gives one;
+ * asymmetric: min.NaN / max.NaN on bf16x2 pairs (exact: the values are bf16; a NaN gives NaN,
+ * the zero's sign is canonicalised later), the two halves then folded in fp32. The careful
+ * path unpacks each vector for agoq_tile_range. */
+__device__ __forceinline__ uint32_t agoq_u16x2_max(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    uint32_t r;
+    asm("max.u16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+#else
+    return __vmaxu2(a, b);
+#endif
+}
+__device__ __forceinline__ uint32_t agoq_bf16x2_minmax_nan(uint32_t a, uint32_t b, bool max) {
+    __nv_bfloat162 x, y, r;
+    memcpy(&x, &a, 4);
+    memcpy(&y, &b, 4);
+    r = max ? __hmax2_nan(x, y) : __hmin2_nan(x, y);
+    uint32_t u;
+    memcpy(&u, &r, 4);
+    return u;
+}
+template <int U>
+struct agoq_tile_view_bf16p {
+    const uint32_t (&w)[U][4];
+    template <int ENC, int VB, bool CAREFUL>
+    __device__ __forceinline__ void range(int j0, float &a, float &lo, float &hi) const {
+        if constexpr (CAREFUL) {
+#pragma unroll
+            for (int jj = 0; jj < VB; jj++) {
+                float x[1][8];
+                vec(j0 + jj, x[0]);
+                agoq_tile_range<ENC, 8, 1, true>(x, a, lo, hi);
+            }
+        } else if constexpr (ENC == AGOQ_ENC_INT_ASYM) {
+            uint32_t l = w[j0][0], h = w[j0][0];
+#pragma unroll
+            for (int jj = 0; jj < VB; jj++)
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    l = agoq_bf16x2_minmax_nan(l, w[j0 + jj][k], false);
+                    h = agoq_bf16x2_minmax_nan(h, w[j0 + jj][k], true);
+                }
+            lo = agoq_min_nan(lo, agoq_min_nan(__uint_as_float(l << 16), __uint_as_float(l & 0xffff0000u)));
+            hi = agoq_max_nan(hi, agoq_max_nan(__uint_as_float(h << 16), __uint_as_float(h & 0xffff0000u)));
+        } else {
+            uint32_t m = 0;
+#pragma unroll
+            for (int jj = 0; jj < VB; jj++)
+#pragma unroll
+                for (int k = 0; k < 4; k++) m = agoq_u16x2_max(m, w[j0 + jj][k] & 0x7fff7fffu);
+            const uint32_t m2 = max(m << 16, m & 0xffff0000u); /* the larger magnitude (NaN above all) */
+            a = agoq_max_nan(a, __uint_as_float(m2));
+        }
+    }
+    __device__ __forceinline__ void vec(int j, float (&x)[8]) const {
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            x[2 * k] = __uint_as_float(w[j][k] << 16);
+            x[2 * k + 1] = __uint_as_float(w[j][k] & 0xffff0000u);
+        }
+    }
+};
+
 /* One tile: ranges, reduction, parameters, scales, codes. Returns false (and writes nothing)
  * when the fast path meets a non-finite range; the caller then runs it with CAREFUL. U (the
  * vectors of v, deduced) sets the tile: TILE = 32*U*E elements starting at tile * TILE.
@@ -310,10 +394,10 @@ __device__ __forceinline__ void agoq_tile_range(const float (*v)[E], float &a, f
  * U/2 + i is stored at split + 32 E i, block K/2 + b at (split >> LOG2B) + b BPV + seg; 0 = one
  * contiguous run. PACK8, LUT_SMEM, OPT: agoq_tile_encode_finite's fp4 pack8 / CTA-LUT / optional
  * encoders. */
-template <int ENC, int BITS, int LOG2B, int E, bool CAREFUL, int U, bool PACK8 = false, bool LUT_SMEM = false, int OPT = 0>
-__device__ __forceinline__ bool agoq_tile_quantize(const agoq_cuda_qparams &p, const agoq_smem_table *t,
-                                                   const float (&v)[U][E], size_t tile,
-                                                   agoq_cuda_qtensor out, int lane, size_t split = 0) {
+template <int ENC, int BITS, int LOG2B, int E, bool CAREFUL, int U, bool PACK8, bool LUT_SMEM, int OPT, class View>
+__device__ __forceinline__ bool agoq_tile_quantize_view(const agoq_cuda_qparams &p, const agoq_smem_table *t,
+                                                        const View &tv, size_t tile, agoq_cuda_qtensor out, int lane,
+                                                        size_t split) {
     using G = agoq_tile_geom<LOG2B, E, U>;
     constexpr bool kAsym = ENC == AGOQ_ENC_INT_ASYM;
     float a[G::K], lo[G::K], hi[G::K];
@@ -322,7 +406,7 @@ __device__ __forceinline__ bool agoq_tile_quantize(const agoq_cuda_qparams &p, c
         a[k] = 0.0f;
         lo[k] = __int_as_float(0x7f800000);
         hi[k] = __int_as_float(0xff800000);
-        agoq_tile_range<ENC, E, G::VB, CAREFUL>(&v[k * G::VB], a[k], lo[k], hi[k]);
+        tv.template range<ENC, G::VB, CAREFUL>(k * G::VB, a[k], lo[k], hi[k]);
     }
     if constexpr (kAsym) {
         agoq_tile_reduce<G::K, G::LB, false, !CAREFUL>(lo, lane);
@@ -358,13 +442,30 @@ __device__ __forceinline__ bool agoq_tile_quantize(const agoq_cuda_qparams &p, c
 #pragma unroll
         for (int jj = 0; jj < G::VB; jj++) {
             const int j = k * G::VB + jj;
-            const uint64_t packed = CAREFUL ? agoq_tile_encode_any<ENC, BITS, E>(p, t, v[j], inv_k, m_k)
-                                            : agoq_tile_encode_finite<ENC, BITS, E, PACK8, LUT_SMEM, OPT>(p, t, v[j], inv_k, m_k);
+            float x[E];
+            tv.vec(j, x);
+            const uint64_t packed = CAREFUL ? agoq_tile_encode_any<ENC, BITS, E>(p, t, x, inv_k, m_k)
+                                            : agoq_tile_encode_finite<ENC, BITS, E, PACK8, LUT_SMEM, OPT>(p, t, x, inv_k, m_k);
             const size_t hj = split && j >= U / 2 ? split - (size_t)(U / 2 * 32 * E) : 0;
             agoq_tile_store_codes<BITS, E>(out.codes, e_tile + (size_t)j * 32 * E + (size_t)lane * E + hj, packed);
         }
     }
     return true;
+}
+template <int ENC, int BITS, int LOG2B, int E, bool CAREFUL, int U, bool PACK8 = false, bool LUT_SMEM = false, int OPT = 0>
+__device__ __forceinline__ bool agoq_tile_quantize(const agoq_cuda_qparams &p, const agoq_smem_table *t,
+                                                   const float (&v)[U][E], size_t tile,
+                                                   agoq_cuda_qtensor out, int lane, size_t split = 0) {
+    const agoq_tile_view_f32<U, E> tv{v};
+    return agoq_tile_quantize_view<ENC, BITS, LOG2B, E, CAREFUL, U, PACK8, LUT_SMEM, OPT>(p, t, tv, tile, out, lane, split);
+}
+/* The same over packed bf16 vectors (agoq_tile_view_bf16p; E = 8). */
+template <int ENC, int BITS, int LOG2B, bool CAREFUL, int U, bool LUT_SMEM = false, int OPT = 0>
+__device__ __forceinline__ bool agoq_tile_quantize_bf16p(const agoq_cuda_qparams &p, const agoq_smem_table *t,
+                                                         const uint32_t (&w)[U][4], size_t tile, agoq_cuda_qtensor out,
+                                                         int lane) {
+    const agoq_tile_view_bf16p<U> tv{w};
+    return agoq_tile_quantize_view<ENC, BITS, LOG2B, 8, CAREFUL, U, false, LUT_SMEM, OPT>(p, t, tv, tile, out, lane, 0);
 }
 
 /* The block scales (and zero points) of one tile, for lanes that decode it: lane l loads
@@ -489,10 +590,17 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS(ENC, Sr
     const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5;
     for (size_t tile = warp; tile < ntiles; tile += nwarps) {
-        float v[G::U][E];
-        src.load_tile(p, &tab, tile * (size_t)G::TILE, lane, v);
-        if (!agoq_tile_quantize<ENC, BITS, LOG2B, E, false, G::U, false, kLutSmem, OPT>(p, &tab, v, tile, out, lane))
-            agoq_tile_quantize<ENC, BITS, LOG2B, E, true>(p, &tab, v, tile, out, lane);
+        if constexpr ((OPT & AGOQ_TILE_OPT_PACK) != 0) { /* Src: agoq_tile_src_bf16 (the launcher checks) */
+            uint32_t w[G::U][4];
+            src.load_tile_packed(tile * (size_t)G::TILE, lane, w);
+            if (!agoq_tile_quantize_bf16p<ENC, BITS, LOG2B, false, G::U, kLutSmem, OPT>(p, &tab, w, tile, out, lane))
+                agoq_tile_quantize_bf16p<ENC, BITS, LOG2B, true, G::U>(p, &tab, w, tile, out, lane);
+        } else {
+            float v[G::U][E];
+            src.load_tile(p, &tab, tile * (size_t)G::TILE, lane, v);
+            if (!agoq_tile_quantize<ENC, BITS, LOG2B, E, false, G::U, false, kLutSmem, OPT>(p, &tab, v, tile, out, lane))
+                agoq_tile_quantize<ENC, BITS, LOG2B, E, true>(p, &tab, v, tile, out, lane);
+        }
     }
 }
 
@@ -539,6 +647,14 @@ struct agoq_tile_src_bf16 {
 #pragma unroll
         for (int j = 0; j < AGOQ_TILE_U; j++)
             agoq_bf16x8_to_f32(__ldcs((const uint4 *)(x + e_tile + (size_t)(j * 256 + lane * 8))), v[j]);
+    }
+    /* the same vectors as loaded (AGOQ_TILE_OPT_PACK) */
+    __device__ __forceinline__ void load_tile_packed(size_t e_tile, int lane, uint32_t (&w)[AGOQ_TILE_U][4]) const {
+#pragma unroll
+        for (int j = 0; j < AGOQ_TILE_U; j++) {
+            const uint4 q = __ldcs((const uint4 *)(x + e_tile + (size_t)(j * 256 + lane * 8)));
+            w[j][0] = q.x; w[j][1] = q.y; w[j][2] = q.z; w[j][3] = q.w;
+        }
     }
 };
 #endif

@@ -495,3 +495,16 @@ TEST(table_grid_bound_over_every_absmax) {
         CHECK_MSG(bad == 0 && tried > 100000000, "%zu of %zu absmax values exceed the grid's contract", bad, tried);
     }
 }
+
+/* The packed bf16 tiles' absmax (quant_tile.cuh, agoq_tile_view_bf16p): the unsigned order of
+ * bf16 magnitude bits (bits & 0x7fff) is the order of |x| for finite values, +Inf above them
+ * all and every NaN above +Inf; every bf16 magnitude, as fp32. */
+TEST(bf16_magnitude_bits_order_like_values) {
+    for (uint32_t m = 1; m < 0x8000u; m++) {
+        const float prev = agoq_bf16_to_f32((uint16_t)(m - 1)), cur = agoq_bf16_to_f32((uint16_t)m);
+        if (m < 0x7f80u) CHECK_MSG(agoq_isfinite(cur) && cur > prev, "0x%04x", m);
+        else if (m == 0x7f80u) CHECK(cur == INFINITY && prev < cur);
+        else CHECK_MSG(agoq_isnan(cur), "0x%04x", m);
+        CHECK(fabsf(agoq_bf16_to_f32((uint16_t)(m | 0x8000u))) == cur || agoq_isnan(cur));
+    }
+}

@@ -242,17 +242,19 @@ TEST(cuda_quant_tile_kernels_every_eligible_config) {
 }
 
 TEST(cuda_quant_tile_options_each_setting) {
-    /* the tile kernels' optional encoders (issue 15 q6: AGOQ_Q6_ASYM, AGOQ_Q6_NF4) in every
-     * combination, on the formats they touch (and dyn8, which has no grid: the LUT either way),
-     * fp32 and bf16 input and scales, every tile block size, also with resident grids */
-    static const int fmts[] = {AGOQ_FMT_INT4_ASYM, AGOQ_FMT_INT8_ASYM, AGOQ_FMT_NF4, AGOQ_FMT_DYN8};
+    /* the tile kernels' optional encoders (issue 15 q6: AGOQ_Q6_ASYM, AGOQ_Q6_NF4, AGOQ_Q6_PACK)
+     * in every combination, fp32 and bf16 input and scales, every tile block size, also with
+     * resident grids: the formats asym and grid touch (and dyn8, which has no grid: the LUT
+     * either way); with packed bf16 tiles every tile format (packing changes their range) */
+    static const int fmts[] = {AGOQ_FMT_INT4_ASYM, AGOQ_FMT_INT8_ASYM, AGOQ_FMT_NF4,      AGOQ_FMT_DYN8,     AGOQ_FMT_FP4_E2M1,
+                               AGOQ_FMT_INT4,      AGOQ_FMT_INT8,      AGOQ_FMT_FP8_E4M3, AGOQ_FMT_FP8_E5M2, AGOQ_FMT_INT2};
     static const int blocks[] = {32, 64, 128, 256};
     size_t bad = 0, configs = 0;
-    for (int opts = 0; opts < 4; opts++)
+    for (int opts = 0; opts < 8; opts++)
         for (int resident = 0; resident < 2; resident++) {
             agoq_cuda_tile_opts_force(opts);
             agoq_cuda_grid_force(resident);
-            for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++)
+            for (size_t f = 0; f < ((opts & AGOQ_TILE_OPT_PACK) ? 10 : 4); f++)
                 for (size_t bi = 0; bi < 4; bi++)
                     for (int sc = 0; sc < 2; sc++) {
                         agoq_qconfig c = make_cfg(fmts[f], blocks[bi], sc, 0);
