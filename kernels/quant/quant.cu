@@ -31,6 +31,7 @@ static agoq_tab_lut g_lut_grid[AGOQ_FMT_COUNT]; /* each table's LUT grid (the sa
 static float g_grid_k[AGOQ_FMT_COUNT];      /* each table's uniform grid (tab_lut.h; 0: none) */
 static uint32_t g_grid_mask[AGOQ_FMT_COUNT];
 static_assert(offsetof(agoq_dev_table, lut.e) % 8 == 0, "LUT entries are read as 8-byte words");
+static_assert(offsetof(agoq_dev_table, grid.e) % 8 == 0, "grid entries are read as 8-byte words");
 static int g_sm_count[MAX_DEVICES];
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 
