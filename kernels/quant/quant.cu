@@ -28,10 +28,11 @@
 #define MAX_DEVICES 64
 static const agoq_dev_table *g_tables[MAX_DEVICES][AGOQ_FMT_COUNT];
 static agoq_tab_lut g_lut_grid[AGOQ_FMT_COUNT]; /* each table's LUT grid (the same on every device; e unused) */
-static float g_grid_k[AGOQ_FMT_COUNT];      /* each table's uniform grid (tab_lut.h; 0: none) */
-static uint32_t g_grid_mask[AGOQ_FMT_COUNT];
+static float g_grid_k[AGOQ_FMT_COUNT]; /* each table's uniform grid (tab_lut.h; 0: none) */
 static_assert(offsetof(agoq_dev_table, lut.e) % 8 == 0, "LUT entries are read as 8-byte words");
 static_assert(offsetof(agoq_dev_table, grid.e) % 8 == 0, "grid entries are read as 8-byte words");
+/* tab_gk took padding: the kernels' parameter layout (and so the fused kernels' code) is unchanged */
+static_assert(sizeof(agoq_cuda_qparams) == 80, "agoq_cuda_qparams grew");
 static int g_sm_count[MAX_DEVICES];
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -101,7 +102,6 @@ static const agoq_dev_table *device_table(agoq_format f, agoq_cuda_qparams *p) {
         g_tables[dev][f] = d;
         memcpy(&g_lut_grid[f], &t.lut, offsetof(agoq_tab_lut, e));
         g_grid_k[f] = t.grid.k;
-        g_grid_mask[f] = t.grid.mask;
     }
     const agoq_dev_table *d = g_tables[dev][f];
     const agoq_tab_lut *g = &g_lut_grid[f];
@@ -112,7 +112,6 @@ static const agoq_dev_table *device_table(agoq_format f, agoq_cuda_qparams *p) {
     p->tab_lo = g->lo;
     p->tab_hi = g->hi;
     p->tab_gk = g_grid_k[f];
-    p->tab_gmask = g_grid_mask[f];
     pthread_mutex_unlock(&g_lock);
     return d;
 }

@@ -53,13 +53,12 @@ typedef struct {
     int bf16_scale; /* scales (and zeros) stored as bf16 */
     int stochastic; /* stochastic rounding: draw of element i is agoq_u01(seed, i) */
     float qmax;     /* agoq_formats[fmt].qmax */
+    float tab_gk;   /* table->grid.k (tab_lut.h; 0: no grid); in what was padding before seed */
     uint64_t seed;
     const agoq_dev_table *table; /* device pointer; table formats only, else NULL */
     int tab_shift, tab_base, tab_nb, tab_ident; /* table->lut's grid, code = position flag and */
     float tab_lo, tab_hi;                       /* clamp (tab_lut.h), here so kernels read them from
                                                    the parameter bank; 0 for other formats */
-    float tab_gk;       /* table->grid.k (0: no grid) and */
-    uint32_t tab_gmask; /* table->grid.mask, likewise */
 } agoq_cuda_qparams;
 
 /* Device planes of a quantized tensor of n elements (same layout as agoq_qtensor). */

@@ -118,10 +118,10 @@ __device__ __forceinline__ uint2 *agoq_tile_grid_smem() {
 __device__ __forceinline__ void agoq_tile_stage_grid(const agoq_cuda_qparams &p) {
     uint2 *g = agoq_tile_grid_smem();
     const uint2 *src = (const uint2 *)p.table->grid.e;
-    for (int i = (int)threadIdx.x; i <= (int)p.tab_gmask; i += (int)blockDim.x) g[i] = src[i];
+    for (int i = (int)threadIdx.x, ne = (int)agoq_tab_grid_mask(p.tab_gk); i <= ne; i += (int)blockDim.x) g[i] = src[i];
 }
 __device__ __forceinline__ uint32_t agoq_tile_grid_pos(const agoq_cuda_qparams &p, float y) {
-    const uint2 e = agoq_tile_grid_smem()[agoq_tab_grid_index(p.tab_gk, p.tab_gmask, y)];
+    const uint2 e = agoq_tile_grid_smem()[agoq_tab_grid_index(p.tab_gk, agoq_tab_grid_mask(p.tab_gk), y)];
     return agoq_tab_lut_pos(e.x, e.y, y);
 }
 

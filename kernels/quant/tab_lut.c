@@ -5,7 +5,6 @@
  * references: no fast-math, no contraction. */
 #include "kernels/quant/tab_lut.h"
 
-#include <math.h>
 #include <string.h>
 
 /* Floats in the total order of their values (-0 just below +0), as unsigned keys, and back. */
@@ -103,11 +102,10 @@ int agoq_tab_grid_build(agoq_tab_grid *g, const float *sorted, const float *mid,
     for (int i = 0; i < n; i++) ident &= code[i] == i;
     for (int kk = 16; kk <= 32 && ident; kk *= 2) {
         const float k = (float)kk;
-        /* entries: a power of two covering |i| <= ceil(YMAX k) + 1 */
-        int half = 1;
-        while (half < (int)ceilf(AGOQ_TAB_GRID_YMAX * k) + 2) half *= 2;
-        if (2 * half > AGOQ_TAB_GRID_MAX) break;
-        const uint32_t mask = (uint32_t)(2 * half - 1);
+        /* 4k entries: buckets -2k .. 2k - 1, beyond the contract's |i| <= YMAX k + 1/2 */
+        const uint32_t mask = agoq_tab_grid_mask(k);
+        const int half = (int)(mask + 1u) / 2;
+        if ((int)mask + 1 > AGOQ_TAB_GRID_MAX || AGOQ_TAB_GRID_YMAX * k + 1.0f > (float)half) break;
         int ok = 1;
         for (int i = -half; i < half && ok; i++) {
             /* bucket i = {y: rint(y k) = i}: between the ends (i -+ 1/2) / k (exact floats),

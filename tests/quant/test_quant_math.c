@@ -450,7 +450,7 @@ TEST(table_grid_equals_table_search) {
             continue;
         }
         grids++;
-        CHECK(g.k >= 16.0f && g.mask + 1u <= AGOQ_TAB_GRID_MAX && ((g.mask + 1u) & g.mask) == 0);
+        CHECK(g.k >= 16.0f && g.mask == agoq_tab_grid_mask(g.k) && g.mask + 1u <= AGOQ_TAB_GRID_MAX && ((g.mask + 1u) & g.mask) == 0);
         CHECK(AGOQ_TAB_GRID_YMAX * g.k + 0.5f < (float)((g.mask + 1u) / 2u)); /* buckets cover the contract */
         size_t bad = 0, tried = 0;
         for (uint64_t u = 0; u <= 0xffffffffull; u += 97) tried += grid_compare(t, &g, agoq_bits_f32((uint32_t)u), &bad);
