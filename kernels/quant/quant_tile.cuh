@@ -26,9 +26,9 @@
 #include "kernels/quant/quant_fast.h"
 #include "kernels/quant/quant_tile_geom.h"
 
-#include <type_traits>
+#include "kernels/quant/quant_tile_dec.cuh"
 
-#define AGOQ_TILE_U 8 /* 16-byte vectors per lane per tile: 128 bytes of loads in flight per lane */
+#include <type_traits>
 
 /* Tile geometry of block size B = 2^LOG2B over U vectors of E elements (the fused kernels of
  * fused_*.cu quantize single vectors: U = 1). */
@@ -89,7 +89,7 @@ __device__ __forceinline__ void agoq_tile_reduce(float (&p)[K], int lane) {
  * pointer: 64-bit address arithmetic and generic loads per element), for tables whose code is
  * the sorted position (dyn8: no code lookup). Entries are copies and the index is
  * agoq_tab_lut_index: agoq_dev_table_code_rn's codes bit for bit. Sources with kVrep = true
- * (the 8-bit gradient kernels, below) select it; their launchers check ident. ---- */
+ * (the 8-bit gradient kernels, grad8.cu) select it; their launchers check ident. ---- */
 __device__ __forceinline__ uint2 *agoq_tile_lut_smem() {
     __shared__ uint2 lut[AGOQ_TAB_LUT_MAX];
     return lut;
@@ -227,57 +227,6 @@ __device__ __forceinline__ void agoq_tile_store_codes(uint8_t *codes, size_t e0,
     else *(uint2 *)dst = make_uint2((uint32_t)packed, (uint32_t)(packed >> 32));
 }
 
-/* ---- vector decoders: N codes of BITS packed LSB first -> N values (bit-exact with
- * agoq_dev_decode, without its shared-memory table or integer-to-float conversion) ----
- * fp4: two byte permutes look up bytes 2 and 3 of the fp32 magnitudes of 4 codes at once (the
- * other two bytes are zero for all eight), one permute and one mask assemble each value with
- * the code's sign bit, then * s (the reference's (+-v) * s).
- * int: the code lands exactly in 0x4b400000 | code = 1.5 * 2^23 + code, one subtract removes
- * 1.5 * 2^23 (+ the offset). fp8: the hardware pair conversion to fp16, then fp32. */
-template <int DEC, int BITS, int N>
-__device__ __forceinline__ void agoq_tile_decode(const agoq_cuda_qparams &p, const agoq_smem_table *t, uint64_t packed,
-                                                 float s, float m, float (&v)[N]) {
-    if constexpr (DEC == AGOQ_ENC_FP4) {
-#pragma unroll
-        for (int q = 0; q < N / 4; q++) {
-            const uint32_t c4 = (uint32_t)(packed >> (16 * q)) & 0xffffu, sel = c4 & 0x7777u;
-            const uint32_t b3 = __byte_perm(0x3f3f3f00u, 0x40404040u, sel); /* 0, .5, 1, 1.5 | 2, 3, 4, 6 */
-            const uint32_t b2 = __byte_perm(0xc0800000u, 0xc0804000u, sel);
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const uint32_t hi = __byte_perm(b2, b3, (uint32_t)e << 8 | (4u + e) << 12); /* bytes 2, 3; 0, 1 junk */
-                const uint32_t sv = (hi & 0xffff0000u) | ((c4 << (28 - 4 * e)) & 0x80000000u);  /* +- magnitude */
-                v[4 * q + e] = __uint_as_float(sv) * s;
-            }
-        }
-    } else if constexpr (DEC == AGOQ_ENC_INT_SYM || DEC == AGOQ_ENC_INT_ASYM) {
-        constexpr float kBase = 12582912.0f + (DEC == AGOQ_ENC_INT_SYM ? (float)(1 << (BITS - 1)) : 0.0f);
-#pragma unroll
-        for (int e = 0; e < N; e++) {
-            /* 8-bit codes: one byte permute places code byte e under 0x4b40 (bytes 5, 6, 7 of
-             * the pair (word, 0x4b400000)) */
-            const uint32_t w = BITS == 8 ? __byte_perm((uint32_t)(packed >> (e / 4 * 32)), 0x4b400000u,
-                                                       (uint32_t)(e % 4) | 0x7650u)
-                                         : 0x4b400000u | ((uint32_t)(packed >> (e * BITS)) & ((1u << BITS) - 1u));
-            const float q = __uint_as_float(w) - kBase;
-            v[e] = DEC == AGOQ_ENC_INT_SYM ? q * s : q * s + m;
-        }
-    } else if constexpr (DEC == AGOQ_ENC_FP8_E4M3 || DEC == AGOQ_ENC_FP8_E5M2) {
-        constexpr __nv_fp8_interpretation_t kind = DEC == AGOQ_ENC_FP8_E5M2 ? __NV_E5M2 : __NV_E4M3;
-#pragma unroll
-        for (int e = 0; e < N; e += 2) {
-            const __half2 h = __half2(__nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(packed >> (8 * e)), kind));
-            const float2 f = __half22float2(h);
-            v[e] = f.x * s;
-            v[e + 1] = f.y * s;
-        }
-    } else {
-#pragma unroll
-        for (int e = 0; e < N; e++)
-            v[e] = agoq_dev_decode<DEC>(p, t, (uint32_t)(packed >> (e * BITS)) & ((1u << BITS) - 1u), s, m);
-    }
-}
-
 /* Range of one block slot: absmax (symmetric, table) or lo/hi (asymmetric) of VB vectors. */
 template <int ENC, int E, int VB, bool CAREFUL>
 __device__ __forceinline__ void agoq_tile_range(const float (*v)[E], float &a, float &lo, float &hi) {
@@ -302,8 +251,9 @@ __device__ __forceinline__ void agoq_tile_range(const float (*v)[E], float &a, f
 }
 
 /* A tile's vectors as the tile quantizer reads them: range<ENC, VB, CAREFUL>(j0, a, lo, hi)
- * folds vectors j0 .. j0 + VB - 1 into a block slot's range (agoq_tile_range), vec(j, x) gives
- * vector j as E floats. agoq_tile_view_f32: the fp32 arrays of the sources. */
+ * folds vectors j0 .. j0 + VB - 1 into a block slot's range (agoq_tile_range), vec(j, buf)
+ * returns vector j as E floats (the array itself, or buf filled). agoq_tile_view_f32: the fp32
+ * arrays of the sources. */
 template <int U, int E>
 struct agoq_tile_view_f32 {
     const float (&v)[U][E];
@@ -311,10 +261,7 @@ struct agoq_tile_view_f32 {
     __device__ __forceinline__ void range(int j0, float &a, float &lo, float &hi) const {
         agoq_tile_range<ENC, E, VB, CAREFUL>(&v[j0], a, lo, hi);
     }
-    __device__ __forceinline__ void vec(int j, float (&x)[E]) const {
-#pragma unroll
-        for (int e = 0; e < E; e++) x[e] = v[j][e];
-    }
+    __device__ __forceinline__ const float (&vec(int j, float (&)[E]) const)[E] { return v[j]; }
 };
 /* agoq_tile_view_bf16p (AGOQ_TILE_OPT_PACK, issue 15 q6): bf16 vectors kept as loaded, 4 words of
  * 2 bf16 (32 registers for a tile of 8 vectors instead of 64 floats), unpacked to fp32 (exact)
@@ -352,7 +299,7 @@ struct agoq_tile_view_bf16p {
 #pragma unroll
             for (int jj = 0; jj < VB; jj++) {
                 float x[1][8];
-                vec(j0 + jj, x[0]);
+                unpack(j0 + jj, x[0]);
                 agoq_tile_range<ENC, 8, 1, true>(x, a, lo, hi);
             }
         } else if constexpr (ENC == AGOQ_ENC_INT_ASYM) {
@@ -376,12 +323,16 @@ struct agoq_tile_view_bf16p {
             a = agoq_max_nan(a, __uint_as_float(m2));
         }
     }
-    __device__ __forceinline__ void vec(int j, float (&x)[8]) const {
+    __device__ __forceinline__ void unpack(int j, float (&x)[8]) const {
 #pragma unroll
         for (int k = 0; k < 4; k++) {
             x[2 * k] = __uint_as_float(w[j][k] << 16);
             x[2 * k + 1] = __uint_as_float(w[j][k] & 0xffff0000u);
         }
+    }
+    __device__ __forceinline__ const float (&vec(int j, float (&buf)[8]) const)[8] {
+        unpack(j, buf);
+        return buf;
     }
 };
 
@@ -442,8 +393,8 @@ __device__ __forceinline__ bool agoq_tile_quantize_view(const agoq_cuda_qparams 
 #pragma unroll
         for (int jj = 0; jj < G::VB; jj++) {
             const int j = k * G::VB + jj;
-            float x[E];
-            tv.vec(j, x);
+            float buf[E];
+            const float(&x)[E] = tv.vec(j, buf);
             const uint64_t packed = CAREFUL ? agoq_tile_encode_any<ENC, BITS, E>(p, t, x, inv_k, m_k)
                                             : agoq_tile_encode_finite<ENC, BITS, E, PACK8, LUT_SMEM, OPT>(p, t, x, inv_k, m_k);
             const size_t hj = split && j >= U / 2 ? split - (size_t)(U / 2 * 32 * E) : 0;
@@ -468,55 +419,6 @@ __device__ __forceinline__ bool agoq_tile_quantize_bf16p(const agoq_cuda_qparams
     return agoq_tile_quantize_view<ENC, BITS, LOG2B, 8, CAREFUL, U, false, LUT_SMEM, OPT>(p, t, tv, tile, out, lane, 0);
 }
 
-/* The block scales (and zero points) of one tile, for lanes that decode it: lane l loads
- * those of blocks blk_first + l and, when a tile holds more than 32 blocks (bf16 blocks of
- * 32), blk_first + 32 + l; vector j takes its block's with a shuffle. A tile of U vectors
- * must hold at most 64 blocks (32 * U * E <= 64 * B: the launchers check).  One load per lane and
- * tile instead of one per vector, which kept the load/store queue full. Blocks are powers of
- * two >= 32 (then a vector's lanes never straddle two 32-block halves). */
-template <int E, bool ZEROS, int U = AGOQ_TILE_U>
-struct agoq_tile_scales {
-    static constexpr int NK = (U * E + 31) / 32; /* 32-block halves a tile can hold (blocks >= 32): 1 or 2 */
-    float s[NK], m[NK];
-    size_t blk_first;
-    int log2b;
-    __device__ __forceinline__ void load(const agoq_cuda_qparams &p, const uint8_t *scales, const uint8_t *zeros,
-                                         size_t e_tile, int log2b_, size_t nblocks, int lane) {
-        log2b = log2b_;
-        blk_first = e_tile >> log2b;
-        constexpr int kTile = 32 * U * E;
-        const int tile_blocks = (kTile >> log2b) > 1 ? kTile >> log2b : 1; /* no reads past the tile */
-#pragma unroll
-        for (int k = 0; k < NK; k++) {
-            const size_t blk = blk_first + (size_t)(32 * k + lane);
-            const bool need = blk < nblocks && 32 * k + lane < tile_blocks;
-            s[k] = need ? agoq_dev_load_scale(scales, blk, p.bf16_scale) : 0.0f;
-            m[k] = ZEROS && need ? agoq_dev_load_scale(zeros, blk, p.bf16_scale) : 0.0f;
-        }
-    }
-    /* Scale and zero point of vector j of this lane (every lane of the warp must call it). */
-    __device__ __forceinline__ void get(int j, int lane, float &sj, float &mj) const {
-        const int rel = (j * 32 * E + lane * E) >> log2b;
-        const bool hi = NK > 1 && ((j * 32 * E) >> log2b) >= 32; /* the same for every lane */
-        sj = __shfl_sync(0xffffffffu, hi ? s[NK - 1] : s[0], rel & 31);
-        mj = ZEROS ? __shfl_sync(0xffffffffu, hi ? m[NK - 1] : m[0], rel & 31) : 0.0f;
-    }
-};
-
-/* Codes of the vector of N elements at element e0 (N * BITS / 8 bytes, aligned). */
-template <int BITS, int N>
-__device__ __forceinline__ uint64_t agoq_tile_load_codes(const uint8_t *codes, size_t e0) {
-    constexpr int kBytes = N * BITS / 8;
-    const uint8_t *src = codes + e0 * BITS / 8;
-    if constexpr (kBytes == 1) return *src;
-    else if constexpr (kBytes == 2) return *(const uint16_t *)src;
-    else if constexpr (kBytes == 4) return *(const uint32_t *)src;
-    else {
-        const uint2 w = *(const uint2 *)src;
-        return (uint64_t)w.x | ((uint64_t)w.y << 32);
-    }
-}
-
 /* Tile sources deliver a whole tile: vector j of lane l, E = Src::kVec elements, starts at
  * element e_tile + j*32*E + l*E (tiles never reach the tensor's end). All 32 lanes call it.
  *   Src: static constexpr int kVec, kBits (the only code width it serves, 0: any), kU (vectors
@@ -525,31 +427,6 @@ __device__ __forceinline__ uint64_t agoq_tile_load_codes(const uint8_t *codes, s
  *                                  int lane, float (&v)[kU][kVec]) const;
  * In-place sources (the accumulation) read a block's planes before the tile writes them: every
  * value read is consumed by the range reduction, whose shuffles every lane passes first. */
-/* The value table of a table decoder (dyn8: 256 codes) replicated 16 times in
- * shared memory, entry c of lane l at [c * 16 + l % 16]: the lanes of a half warp read 16
- * different banks whatever their codes (one table has 2-4-way bank conflicts on random codes:
- * the reduce core decodes 8 chunks per element). Values are copies: decoding is unchanged bit
- * for bit. Sources with kVrep = true use it and the CTA's own encode LUT (above); the tile
- * kernel stages both (16 KB + the LUT). */
-#define AGOQ_VREP 16
-__device__ __forceinline__ float *agoq_tile_vrep() {
-    __shared__ float vrep[256 * AGOQ_VREP];
-    return vrep;
-}
-template <class S, class = void>
-struct agoq_src_vrep : std::false_type {};
-template <class S>
-struct agoq_src_vrep<S, std::void_t<decltype(S::kVrep)>> : std::integral_constant<bool, S::kVrep> {};
-/* 8 codes of 8 bits -> values through the replicated table, * s (agoq_dev_decode's value[c] * s). */
-__device__ __forceinline__ void agoq_tile_decode_vrep8(uint64_t packed, float s, int lane, float (&v)[8]) {
-    const float *t = agoq_tile_vrep() + (lane & (AGOQ_VREP - 1));
-#pragma unroll
-    for (int e = 0; e < 8; e++) {
-        const uint32_t c = __byte_perm((uint32_t)(packed >> (e / 4 * 32)), 0u, (uint32_t)(e % 4) | 0x4440u);
-        v[e] = t[c * AGOQ_VREP] * s;
-    }
-}
-
 /* CTAs per SM the kernel is register-bounded for: Src::kMinCtas (0: unbounded), at least 3
  * (80 registers) for table encoders (NF4, dyn8: the LUT lookups are independent, and unbounded
  * ptxas keeps all of a tile's in flight at 112-128 registers, 2 CTAs). */
