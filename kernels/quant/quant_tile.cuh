@@ -144,8 +144,9 @@ __device__ __forceinline__ uint64_t agoq_tile_pack_low(const uint32_t (&w)[N]) {
 }
 
 /* ---- branch-free encoders of finite scaled values (the block's range is finite) ----
- * int symmetric: |y| <= qmax / (1 - 2^-9) < qmax + 1/2 (the scale's bf16 rounding is the
- * largest error), so agoq_int_sym_encode_magic applies. fp8: the hardware pair conversion
+ * int symmetric: |y| <= ~qmax (1 + 2^-8) < qmax + 1/2 (the scale's bf16 rounding is the
+ * largest error; tests/quant/test_quant_math.c sweeps every absmax), so
+ * agoq_int_sym_encode_magic applies. fp8: the hardware pair conversion
  * (satfinite, round half to even), then agoq_fp8_clear_neg_zero. fp4: agoq_fp4_encode_finite
  * (all three in quant_fast.h, proved on the host by tests/quant/test_quant_math.c). Tables
  * (NF4, dyn8): the LUT of tab_lut.h without the NaN test. Others: the general encoder. N codes of BITS are packed LSB first. */

@@ -215,13 +215,14 @@ TEST(asym_zero_point_of_signed_zeros_is_plus_zero) {
 
 TEST(int_sym_magic_encoder_equals_reference_below_qmax_plus_half) {
     /* the tile kernels' symmetric integer encoder, on every 997th pattern inside its contract
-     * |y| <= qmax / (1 - 2^-9) (the bf16 scale's worst case), and on every half-integer tie */
+     * |y| < qmax + 1/2 (the fast path stays inside: int_sym_magic_encoder_bound_over_every_absmax),
+     * and on every half-integer tie */
     for (int bits = 2; bits <= 8; bits++) {
-        const float qmax = (float)((1 << (bits - 1)) - 1), lim = qmax / (1.0f - 1.0f / 512.0f);
+        const float qmax = (float)((1 << (bits - 1)) - 1), lim = qmax + 0.5f; /* the whole contract */
         size_t bad = 0, tried = 0;
         for (uint64_t u = 0; u <= 0xffffffffull; u += 997) {
             const float y = agoq_bits_f32((uint32_t)u);
-            if (!(fabsf(y) <= lim)) continue;
+            if (!(fabsf(y) < lim)) continue;
             tried++;
             if (agoq_int_sym_encode_magic(y, bits) != agoq_encode_int_sym(y, 1.0f, bits, -1.0f)) bad++;
         }
@@ -507,4 +508,24 @@ TEST(bf16_magnitude_bits_order_like_values) {
         else CHECK_MSG(agoq_isnan(cur), "0x%04x", m);
         CHECK(fabsf(agoq_bf16_to_f32((uint16_t)(m | 0x8000u))) == cur || agoq_isnan(cur));
     }
+}
+
+/* agoq_int_sym_encode_magic's contract on the tile kernels' fast path (|y| < qmax + 1/2), over
+ * every absmax: the largest |y| = fl(amax * (1 / s)), both scale types (bf16: up to qmax (1 +
+ * 2^-8), 127.496 for int8). arg: {bits, bf16}. */
+static int sym_bound_ok(float a, void *arg) {
+    const int bits = ((const int *)arg)[0], bf16 = ((const int *)arg)[1];
+    const float qmax = (float)((1 << (bits - 1)) - 1), s = agoq_block_scale(a, qmax, bf16), y = a * agoq_inv_scale(s);
+    const int ok = y < qmax + 0.5f;
+    static int shown;
+    if (!ok && shown++ < 5) fprintf(stderr, "    int%d %s: amax = %a: |y| max = %a\n", bits, bf16 ? "bf16" : "fp32", a, y);
+    return ok;
+}
+TEST(int_sym_magic_encoder_bound_over_every_absmax) {
+    for (int bits = 4; bits <= 8; bits += 4)
+        for (int bf16 = 0; bf16 < 2; bf16++) {
+            int arg[2] = {bits, bf16};
+            size_t tried = 0, bad = sweep_positive(sym_bound_ok, arg, &tried);
+            CHECK_MSG(bad == 0 && tried > 100000000, "int%d: %zu of %zu absmax values reach qmax + 1/2", bits, bad, tried);
+        }
 }
