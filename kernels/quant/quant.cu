@@ -30,7 +30,11 @@
 #define MAX_DEVICES 64
 static const agoq_dev_table *g_tables[MAX_DEVICES][AGOQ_FMT_COUNT];
 static agoq_tab_lut g_lut_grid[AGOQ_FMT_COUNT]; /* each table's LUT grid (the same on every device; e unused) */
+static float g_grid_k[AGOQ_FMT_COUNT]; /* each table's uniform grid (tab_lut.h; 0: none) */
 static_assert(offsetof(agoq_dev_table, lut.e) % 8 == 0, "LUT entries are read as 8-byte words");
+static_assert(offsetof(agoq_dev_table, grid.e) % 8 == 0, "grid entries are read as 8-byte words");
+/* tab_gk took padding: the kernels' parameter layout (and so the fused kernels' code) is unchanged */
+static_assert(sizeof(agoq_cuda_qparams) == 80, "agoq_cuda_qparams grew");
 static int g_sm_count[MAX_DEVICES];
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -63,6 +67,19 @@ int agoq_grid_resident_only(void) {
 
 void agoq_cuda_grid_force(int mode) { g_grid_resident = mode < 0 ? -1 : mode != 0; }
 
+static int g_tile_opts = -1; /* -1: from AGOQ_Q6_* at the first launch */
+
+int agoq_cuda_tile_opts(void) {
+    if (g_tile_opts < 0) {
+        const char *a = getenv("AGOQ_Q6_ASYM"), *g = getenv("AGOQ_Q6_NF4"), *k = getenv("AGOQ_Q6_PACK");
+        g_tile_opts = (a && strcmp(a, "0") == 0 ? 0 : AGOQ_TILE_OPT_ASYM) | (g && strcmp(g, "0") == 0 ? 0 : AGOQ_TILE_OPT_GRID) |
+                      (k && strcmp(k, "1") == 0 ? AGOQ_TILE_OPT_PACK : 0);
+    }
+    return g_tile_opts;
+}
+
+void agoq_cuda_tile_opts_force(int mask) { g_tile_opts = mask < 0 ? -1 : mask; }
+
 /* The device table of f (built on first use) and its LUT grid. */
 static const agoq_dev_table *device_table(agoq_format f, agoq_cuda_qparams *p) {
     const int dev = current_device();
@@ -80,11 +97,13 @@ static const agoq_dev_table *device_table(agoq_format f, agoq_cuda_qparams *p) {
         if (agoq_tab_lut_build(&t.lut, h->sorted, h->mid, h->sorted_code, h->nsorted))
             agoq_die("format %s: its table needs more than %d LUT entries (tab_lut.h)", agoq_formats[f].name,
                      AGOQ_TAB_LUT_MAX);
+        agoq_tab_grid_build(&t.grid, h->sorted, h->mid, h->sorted_code, h->nsorted); /* k = 0 when none */
         agoq_dev_table *d = NULL;
         cudaCheck(cudaMalloc((void **)&d, sizeof *d));
         cudaCheck(cudaMemcpy(d, &t, sizeof t, cudaMemcpyHostToDevice));
         g_tables[dev][f] = d;
         memcpy(&g_lut_grid[f], &t.lut, offsetof(agoq_tab_lut, e));
+        g_grid_k[f] = t.grid.k;
     }
     const agoq_dev_table *d = g_tables[dev][f];
     const agoq_tab_lut *g = &g_lut_grid[f];
@@ -94,6 +113,7 @@ static const agoq_dev_table *device_table(agoq_format f, agoq_cuda_qparams *p) {
     p->tab_ident = g->ident;
     p->tab_lo = g->lo;
     p->tab_hi = g->hi;
+    p->tab_gk = g_grid_k[f];
     pthread_mutex_unlock(&g_lock);
     return d;
 }

@@ -39,6 +39,7 @@ typedef struct agoq_dev_table {
     float value[256];         /* decoded value by code */
     uint8_t sorted_code[256]; /* code of sorted[i] */
     agoq_tab_lut lut;         /* round to nearest by one lookup (tab_lut.h) */
+    agoq_tab_grid grid;       /* the uniform grid of tab_lut.h (grid.k = 0: none; NF4 has one) */
 } agoq_dev_table;
 
 /* Everything a kernel needs to know about a qconfig, passed by value to kernels. */
@@ -52,6 +53,7 @@ typedef struct {
     int bf16_scale; /* scales (and zeros) stored as bf16 */
     int stochastic; /* stochastic rounding: draw of element i is agoq_u01(seed, i) */
     float qmax;     /* agoq_formats[fmt].qmax */
+    float tab_gk;   /* table->grid.k (tab_lut.h; 0: no grid); in what was padding before seed */
     uint64_t seed;
     const agoq_dev_table *table; /* device pointer; table formats only, else NULL */
     int tab_shift, tab_base, tab_nb, tab_ident; /* table->lut's grid, code = position flag and */
@@ -100,6 +102,20 @@ int agoq_cuda_deq_variant(void);
 void agoq_cuda_deq_variant_force(int v);
 int agoq_cuda_deq_variant_count(void);
 const char *agoq_cuda_deq_variant_name(int v);
+
+/* The tile quantizers' optional encoders (issue 15, q6), a mask of AGOQ_TILE_OPT_*, each
+ * bit-exact (tests/quant/test_quant_math.c) and on by default; the environment turns each off
+ * for A/B runs: AGOQ_Q6_ASYM=0 (asymmetric integers: the float-to-int conversion and integer
+ * clamps again), AGOQ_Q6_NF4=0 (tables: the tab_lut.h LUT instead of the uniform grid), and
+ * AGOQ_Q6_PACK=1 turns on the packed bf16 tiles (off by default: not yet run on a GPU). They
+ * apply to the quantizers (quant.cu) and the 8-bit gradient kernels (grad8.cu), not to the
+ * fused kernels. agoq_cuda_tile_opts_force: a mask for tests, -1 = from the environment again
+ * (not thread-safe). */
+#define AGOQ_TILE_OPT_ASYM 1 /* quant_tile.cuh: int asym codes by the magic add */
+#define AGOQ_TILE_OPT_GRID 2 /* quant_tile.cuh: table codes by the uniform grid (tables that have one) */
+#define AGOQ_TILE_OPT_PACK 4 /* quant_tile.cuh: bf16 input tiles kept packed until the encoder */
+int agoq_cuda_tile_opts(void);
+void agoq_cuda_tile_opts_force(int mask);
 
 void *agoq_cuda_malloc(size_t bytes);                     /* NULL only for bytes == 0 */
 void agoq_cuda_free(void *p);

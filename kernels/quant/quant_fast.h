@@ -73,4 +73,22 @@ AGOQ_HD uint32_t agoq_int_sym_encode_magic(float y, int bits) {
     const float magic = 12582912.0f + (float)(1 << (bits - 1));
     return agoq_f32_bits(y + magic) & ((1u << bits) - 1u);
 }
+
+/* Asymmetric integer code of a scaled value y = (x - m) * inv (agoq_encode_int_asym, round to
+ * nearest) by the same magic add, for y in [-1/2, qmax + 1/2) (qmax = 2^bits - 1; no clamp
+ * needed). The tile kernels' fast path with fp32 scales is inside: m = lo exactly, so
+ * x - m >= +-0, and y <= fl(R * fl(1 / fl(R / qmax))) with R = fl(hi - lo), which
+ * tests/quant/test_quant_math.c sweeps exhaustively over R (< qmax (1 + 2^-21)). */
+AGOQ_HD uint32_t agoq_int_asym_magic_word(float y) { return agoq_f32_bits(y + 12582912.0f); } /* code: low bits */
+AGOQ_HD uint32_t agoq_int_asym_encode_magic(float y, int bits) { return agoq_int_asym_magic_word(y) & ((1u << bits) - 1u); }
+/* The same for any y but a signaling NaN (quiet NaN and +-Inf included): clamped to [0, qmax]
+ * first. Rounding commutes with a clamp to integer bounds, and fmaxf(qNaN, 0) = 0 is the
+ * reference's agoq_nan_to_zero (PTX max.f32 and C99 fmaxf both return the non-NaN operand; C
+ * returns NaN for a signaling one, which arithmetic never produces). The fast path with bf16
+ * scales needs it: m = bf16(lo) may lie above lo (y < 0) or be +-Inf (then y may be +-Inf, or
+ * a quiet NaN from Inf * 0). */
+AGOQ_HD float agoq_int_asym_clamp(float y, int bits) { return fminf(fmaxf(y, 0.0f), (float)((1 << bits) - 1)); }
+AGOQ_HD uint32_t agoq_int_asym_encode_clamp(float y, int bits) {
+    return agoq_int_asym_encode_magic(agoq_int_asym_clamp(y, bits), bits);
+}
 #endif

@@ -114,18 +114,39 @@ static size_t agoq_launch_quant_tiles(const agoq_cuda_qparams &p, const TileSrc 
                       ((ENC == AGOQ_ENC_FP8_E4M3 || ENC == AGOQ_ENC_FP8_E5M2) && BITS != 8)) {
             return;
         } else {
-            constexpr auto kernel = agoq_quant_tile_kernel<ENC, BITS, LOG2B, TileSrc>;
-            kernel<<<agoq_grid_units<kernel>(ntiles, ENC == AGOQ_ENC_TABLE), AGOQ_QUANT_THREADS, 0, (cudaStream_t)stream>>>(
-                p, src, q, ntiles);
+            auto go = [&](auto opt) {
+                constexpr auto kernel = agoq_quant_tile_kernel<ENC, BITS, LOG2B, TileSrc, decltype(opt)::value>;
+                kernel<<<agoq_grid_units<kernel>(ntiles, ENC == AGOQ_ENC_TABLE), AGOQ_QUANT_THREADS, 0,
+                         (cudaStream_t)stream>>>(p, src, q, ntiles);
+            };
+            /* the optional encoders (agoq_cuda_tile_opts): asym for every source; the grid for the
+             * quantizers' 4-bit tables that have one (NF4), not for the gradient sources; packed
+             * tiles for the quantizers' bf16 source */
+            const int opts = agoq_cuda_tile_opts();
+            constexpr bool kPackable = std::is_same<TileSrc, agoq_tile_src_bf16>::value;
+            auto with_pack = [&](auto enc_opt) {
+                if constexpr (kPackable)
+                    if (opts & AGOQ_TILE_OPT_PACK) return go(agoq_enc_t<decltype(enc_opt)::value | AGOQ_TILE_OPT_PACK>());
+                go(enc_opt);
+            };
+            if constexpr (ENC == AGOQ_ENC_INT_ASYM) {
+                if (opts & AGOQ_TILE_OPT_ASYM) return with_pack(agoq_enc_t<AGOQ_TILE_OPT_ASYM>());
+            } else if constexpr (ENC == AGOQ_ENC_TABLE && BITS == 4 && TileSrc::kBits == 0 && !agoq_src_vrep<TileSrc>::value) {
+                if ((opts & AGOQ_TILE_OPT_GRID) && p.tab_gk != 0.0f && p.tab_ident) return with_pack(agoq_enc_t<AGOQ_TILE_OPT_GRID>());
+            }
+            with_pack(agoq_enc_t<0>());
         }
     };
     auto with_bits = [&](auto bits) {
-        if constexpr (TileSrc::kBits != 0 && TileSrc::kBits != decltype(bits)::value) return; /* e.g. 8-bit only */
-        switch (lb) {
-        case 5: launch(bits, agoq_enc_t<5>()); break;
-        case 6: launch(bits, agoq_enc_t<6>()); break;
-        case 7: launch(bits, agoq_enc_t<7>()); break;
-        default: launch(bits, agoq_enc_t<8>()); break;
+        if constexpr (TileSrc::kBits != 0 && TileSrc::kBits != decltype(bits)::value) { /* e.g. 8-bit only: */
+            return;                                                                    /* not instantiated */
+        } else {
+            switch (lb) {
+            case 5: launch(bits, agoq_enc_t<5>()); break;
+            case 6: launch(bits, agoq_enc_t<6>()); break;
+            case 7: launch(bits, agoq_enc_t<7>()); break;
+            default: launch(bits, agoq_enc_t<8>()); break;
+            }
         }
     };
     if (p.bits == 4) with_bits(agoq_enc_t<4>());

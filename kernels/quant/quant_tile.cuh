@@ -24,12 +24,11 @@
 #define AGOQ_QUANT_TILE_CUH
 #include "kernels/quant/quant_device.cuh"
 #include "kernels/quant/quant_fast.h"
-#include "kernels/quant/quant_ldst.cuh"
 #include "kernels/quant/quant_tile_geom.h"
 
-#include <type_traits>
+#include "kernels/quant/quant_tile_dec.cuh"
 
-#define AGOQ_TILE_U 8 /* 16-byte vectors per lane per tile: 128 bytes of loads in flight per lane */
+#include <type_traits>
 
 /* Tile geometry of block size B = 2^LOG2B over U vectors of E elements (the fused kernels of
  * fused_*.cu quantize single vectors: U = 1). */
@@ -90,7 +89,7 @@ __device__ __forceinline__ void agoq_tile_reduce(float (&p)[K], int lane) {
  * pointer: 64-bit address arithmetic and generic loads per element), for tables whose code is
  * the sorted position (dyn8: no code lookup). Entries are copies and the index is
  * agoq_tab_lut_index: agoq_dev_table_code_rn's codes bit for bit. Sources with kVrep = true
- * (the 8-bit gradient kernels, below) select it; their launchers check ident. ---- */
+ * (the 8-bit gradient kernels, grad8.cu) select it; their launchers check ident. ---- */
 __device__ __forceinline__ uint2 *agoq_tile_lut_smem() {
     __shared__ uint2 lut[AGOQ_TAB_LUT_MAX];
     return lut;
@@ -107,19 +106,75 @@ __device__ __forceinline__ uint32_t agoq_tile_table_pos(const agoq_cuda_qparams 
     return agoq_tab_lut_pos(e.x, e.y, y);
 }
 
+/* ---- the uniform grid of tab_lut.h (AGOQ_TILE_OPT_GRID; tables that have one, whose code is
+ * the position: NF4), staged in the tile kernel's own 1 KB shared array: the entry index is one
+ * FFMA and a mask (agoq_tab_grid_index), no |y| clamp, shift or sign select. Its contract |y| <=
+ * AGOQ_TAB_GRID_YMAX holds on the fast path (|y| < 1.004, tab_lut.h). ---- */
+__device__ __forceinline__ uint2 *agoq_tile_grid_smem() {
+    __shared__ uint2 grid[AGOQ_TAB_GRID_MAX];
+    return grid;
+}
+/* All threads of the CTA; then __syncthreads(). */
+__device__ __forceinline__ void agoq_tile_stage_grid(const agoq_cuda_qparams &p) {
+    uint2 *g = agoq_tile_grid_smem();
+    const uint2 *src = (const uint2 *)p.table->grid.e;
+    for (int i = (int)threadIdx.x, ne = (int)agoq_tab_grid_mask(p.tab_gk); i <= ne; i += (int)blockDim.x) g[i] = src[i];
+}
+__device__ __forceinline__ uint32_t agoq_tile_grid_pos(const agoq_cuda_qparams &p, float y) {
+    const uint2 e = agoq_tile_grid_smem()[agoq_tab_grid_index(p.tab_gk, agoq_tab_grid_mask(p.tab_gk), y)];
+    return agoq_tab_lut_pos(e.x, e.y, y);
+}
+
+/* N codes of BITS in the low bits of the words w (the magic-add encoders: the bits above the
+ * code are the magic's), packed LSB first: 8-bit codes by byte permutes (3 per 4 codes). */
+template <int BITS, int N>
+__device__ __forceinline__ uint64_t agoq_tile_pack_low(const uint32_t (&w)[N]) {
+    uint64_t packed = 0;
+    if constexpr (BITS == 8 && N % 4 == 0) {
+#pragma unroll
+        for (int q = 0; q < N / 4; q++) {
+            const uint32_t lo = __byte_perm(w[4 * q], w[4 * q + 1], 0x0040u), hi = __byte_perm(w[4 * q + 2], w[4 * q + 3], 0x0040u);
+            packed |= (uint64_t)__byte_perm(lo, hi, 0x5410u) << (32 * q);
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < N; j++) packed |= (uint64_t)(w[j] & ((1u << BITS) - 1u)) << (j * BITS);
+    }
+    return packed;
+}
+
 /* ---- branch-free encoders of finite scaled values (the block's range is finite) ----
- * int symmetric: |y| <= qmax / (1 - 2^-9) < qmax + 1/2 (the scale's bf16 rounding is the
- * largest error), so agoq_int_sym_encode_magic applies. fp8: the hardware pair conversion
+ * int symmetric: |y| <= ~qmax (1 + 2^-8) < qmax + 1/2 (the scale's bf16 rounding is the
+ * largest error; tests/quant/test_quant_math.c sweeps every absmax), so
+ * agoq_int_sym_encode_magic applies. fp8: the hardware pair conversion
  * (satfinite, round half to even), then agoq_fp8_clear_neg_zero. fp4: agoq_fp4_encode_finite
  * (all three in quant_fast.h, proved on the host by tests/quant/test_quant_math.c). Tables
  * (NF4, dyn8): the LUT of tab_lut.h without the NaN test. Others: the general encoder. N codes of BITS are packed LSB first. */
 /* PACK8 (fp4, N = 8): agoq_fp4_pack8_finite, the same codes in fewer instructions. LUT_SMEM
- * (tables): the CTA's own LUT (agoq_tile_table_pos). */
-template <int ENC, int BITS, int N, bool PACK8 = false, bool LUT_SMEM = false>
+ * (tables): the CTA's own LUT (agoq_tile_table_pos). OPT (a mask of AGOQ_TILE_OPT_*, issue 15
+ * q6): ASYM: int asym codes by the magic add of quant_fast.h instead of the float-to-int
+ * conversion (quarter rate) and integer clamps: with fp32 scales unclamped (y in [0, qmax (1 +
+ * 2^-21)]: m = lo exactly), with bf16 scales clamped to [0, qmax] first (the branch is uniform);
+ * GRID: table positions by the uniform grid (agoq_tile_grid_pos; the launcher selects it only
+ * for tables that have one and whose code is the position). */
+template <int ENC, int BITS, int N, bool PACK8 = false, bool LUT_SMEM = false, int OPT = 0>
 __device__ __forceinline__ uint64_t agoq_tile_encode_finite(const agoq_cuda_qparams &p, const agoq_smem_table *t,
                                                             const float (&v)[N], float inv, float m) {
     uint64_t packed = 0;
-    if constexpr (ENC == AGOQ_ENC_FP4 && PACK8 && N == 8) {
+    if constexpr (ENC == AGOQ_ENC_INT_ASYM && (OPT & AGOQ_TILE_OPT_ASYM)) {
+        uint32_t w[N];
+        if (p.bf16_scale) {
+#pragma unroll
+            for (int j = 0; j < N; j++) w[j] = agoq_int_asym_magic_word(agoq_int_asym_clamp((v[j] - m) * inv, BITS));
+        } else {
+#pragma unroll
+            for (int j = 0; j < N; j++) w[j] = agoq_int_asym_magic_word((v[j] - m) * inv);
+        }
+        packed = agoq_tile_pack_low<BITS, N>(w);
+    } else if constexpr (ENC == AGOQ_ENC_TABLE && (OPT & AGOQ_TILE_OPT_GRID)) {
+#pragma unroll
+        for (int j = 0; j < N; j++) packed |= (uint64_t)agoq_tile_grid_pos(p, v[j] * inv) << (j * BITS);
+    } else if constexpr (ENC == AGOQ_ENC_FP4 && PACK8 && N == 8) {
         float y[8];
 #pragma unroll
         for (int j = 0; j < 8; j++) y[j] = v[j] * inv;
@@ -173,57 +228,6 @@ __device__ __forceinline__ void agoq_tile_store_codes(uint8_t *codes, size_t e0,
     else *(uint2 *)dst = make_uint2((uint32_t)packed, (uint32_t)(packed >> 32));
 }
 
-/* ---- vector decoders: N codes of BITS packed LSB first -> N values (bit-exact with
- * agoq_dev_decode, without its shared-memory table or integer-to-float conversion) ----
- * fp4: two byte permutes look up bytes 2 and 3 of the fp32 magnitudes of 4 codes at once (the
- * other two bytes are zero for all eight), one permute and one mask assemble each value with
- * the code's sign bit, then * s (the reference's (+-v) * s).
- * int: the code lands exactly in 0x4b400000 | code = 1.5 * 2^23 + code, one subtract removes
- * 1.5 * 2^23 (+ the offset). fp8: the hardware pair conversion to fp16, then fp32. */
-template <int DEC, int BITS, int N>
-__device__ __forceinline__ void agoq_tile_decode(const agoq_cuda_qparams &p, const agoq_smem_table *t, uint64_t packed,
-                                                 float s, float m, float (&v)[N]) {
-    if constexpr (DEC == AGOQ_ENC_FP4) {
-#pragma unroll
-        for (int q = 0; q < N / 4; q++) {
-            const uint32_t c4 = (uint32_t)(packed >> (16 * q)) & 0xffffu, sel = c4 & 0x7777u;
-            const uint32_t b3 = __byte_perm(0x3f3f3f00u, 0x40404040u, sel); /* 0, .5, 1, 1.5 | 2, 3, 4, 6 */
-            const uint32_t b2 = __byte_perm(0xc0800000u, 0xc0804000u, sel);
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const uint32_t hi = __byte_perm(b2, b3, (uint32_t)e << 8 | (4u + e) << 12); /* bytes 2, 3; 0, 1 junk */
-                const uint32_t sv = (hi & 0xffff0000u) | ((c4 << (28 - 4 * e)) & 0x80000000u);  /* +- magnitude */
-                v[4 * q + e] = __uint_as_float(sv) * s;
-            }
-        }
-    } else if constexpr (DEC == AGOQ_ENC_INT_SYM || DEC == AGOQ_ENC_INT_ASYM) {
-        constexpr float kBase = 12582912.0f + (DEC == AGOQ_ENC_INT_SYM ? (float)(1 << (BITS - 1)) : 0.0f);
-#pragma unroll
-        for (int e = 0; e < N; e++) {
-            /* 8-bit codes: one byte permute places code byte e under 0x4b40 (bytes 5, 6, 7 of
-             * the pair (word, 0x4b400000)) */
-            const uint32_t w = BITS == 8 ? __byte_perm((uint32_t)(packed >> (e / 4 * 32)), 0x4b400000u,
-                                                       (uint32_t)(e % 4) | 0x7650u)
-                                         : 0x4b400000u | ((uint32_t)(packed >> (e * BITS)) & ((1u << BITS) - 1u));
-            const float q = __uint_as_float(w) - kBase;
-            v[e] = DEC == AGOQ_ENC_INT_SYM ? q * s : q * s + m;
-        }
-    } else if constexpr (DEC == AGOQ_ENC_FP8_E4M3 || DEC == AGOQ_ENC_FP8_E5M2) {
-        constexpr __nv_fp8_interpretation_t kind = DEC == AGOQ_ENC_FP8_E5M2 ? __NV_E5M2 : __NV_E4M3;
-#pragma unroll
-        for (int e = 0; e < N; e += 2) {
-            const __half2 h = __half2(__nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(packed >> (8 * e)), kind));
-            const float2 f = __half22float2(h);
-            v[e] = f.x * s;
-            v[e + 1] = f.y * s;
-        }
-    } else {
-#pragma unroll
-        for (int e = 0; e < N; e++)
-            v[e] = agoq_dev_decode<DEC>(p, t, (uint32_t)(packed >> (e * BITS)) & ((1u << BITS) - 1u), s, m);
-    }
-}
-
 /* Range of one block slot: absmax (symmetric, table) or lo/hi (asymmetric) of VB vectors. */
 template <int ENC, int E, int VB, bool CAREFUL>
 __device__ __forceinline__ void agoq_tile_range(const float (*v)[E], float &a, float &lo, float &hi) {
@@ -247,6 +251,92 @@ __device__ __forceinline__ void agoq_tile_range(const float (*v)[E], float &a, f
         }
 }
 
+/* A tile's vectors as the tile quantizer reads them: range<ENC, VB, CAREFUL>(j0, a, lo, hi)
+ * folds vectors j0 .. j0 + VB - 1 into a block slot's range (agoq_tile_range), vec(j, buf)
+ * returns vector j as E floats (the array itself, or buf filled). agoq_tile_view_f32: the fp32
+ * arrays of the sources. */
+template <int U, int E>
+struct agoq_tile_view_f32 {
+    const float (&v)[U][E];
+    template <int ENC, int VB, bool CAREFUL>
+    __device__ __forceinline__ void range(int j0, float &a, float &lo, float &hi) const {
+        agoq_tile_range<ENC, E, VB, CAREFUL>(&v[j0], a, lo, hi);
+    }
+    __device__ __forceinline__ const float (&vec(int j, float (&)[E]) const)[E] { return v[j]; }
+};
+/* agoq_tile_view_bf16p (AGOQ_TILE_OPT_PACK, issue 15 q6): bf16 vectors kept as loaded, 4 words of
+ * 2 bf16 (32 registers for a tile of 8 vectors instead of 64 floats), unpacked to fp32 (exact)
+ * only by vec(). The fast path's range works on the packed pairs and equals the fp32 one:
+ * absmax: the unsigned max of the magnitude bits (bits & 0x7fff per bf16, max.u16x2): finite
+ * magnitudes order like their values, +Inf (0x7f80) lies above them and every NaN above +Inf,
+ * so the result is the absmax, +Inf, or a NaN exactly when the fp32 max.NaN gives one;
+ * asymmetric: min.NaN / max.NaN on bf16x2 pairs (exact: the values are bf16; a NaN gives NaN,
+ * the zero's sign is canonicalised later), the two halves then folded in fp32. The careful
+ * path unpacks each vector for agoq_tile_range. */
+__device__ __forceinline__ uint32_t agoq_u16x2_max(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    uint32_t r;
+    asm("max.u16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+#else
+    return __vmaxu2(a, b);
+#endif
+}
+__device__ __forceinline__ uint32_t agoq_bf16x2_minmax_nan(uint32_t a, uint32_t b, bool max) {
+    __nv_bfloat162 x, y, r;
+    memcpy(&x, &a, 4);
+    memcpy(&y, &b, 4);
+    r = max ? __hmax2_nan(x, y) : __hmin2_nan(x, y);
+    uint32_t u;
+    memcpy(&u, &r, 4);
+    return u;
+}
+template <int U>
+struct agoq_tile_view_bf16p {
+    const uint32_t (&w)[U][4];
+    template <int ENC, int VB, bool CAREFUL>
+    __device__ __forceinline__ void range(int j0, float &a, float &lo, float &hi) const {
+        if constexpr (CAREFUL) {
+#pragma unroll
+            for (int jj = 0; jj < VB; jj++) {
+                float x[1][8];
+                unpack(j0 + jj, x[0]);
+                agoq_tile_range<ENC, 8, 1, true>(x, a, lo, hi);
+            }
+        } else if constexpr (ENC == AGOQ_ENC_INT_ASYM) {
+            uint32_t l = w[j0][0], h = w[j0][0];
+#pragma unroll
+            for (int jj = 0; jj < VB; jj++)
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    l = agoq_bf16x2_minmax_nan(l, w[j0 + jj][k], false);
+                    h = agoq_bf16x2_minmax_nan(h, w[j0 + jj][k], true);
+                }
+            lo = agoq_min_nan(lo, agoq_min_nan(__uint_as_float(l << 16), __uint_as_float(l & 0xffff0000u)));
+            hi = agoq_max_nan(hi, agoq_max_nan(__uint_as_float(h << 16), __uint_as_float(h & 0xffff0000u)));
+        } else {
+            uint32_t m = 0;
+#pragma unroll
+            for (int jj = 0; jj < VB; jj++)
+#pragma unroll
+                for (int k = 0; k < 4; k++) m = agoq_u16x2_max(m, w[j0 + jj][k] & 0x7fff7fffu);
+            const uint32_t m2 = max(m << 16, m & 0xffff0000u); /* the larger magnitude (NaN above all) */
+            a = agoq_max_nan(a, __uint_as_float(m2));
+        }
+    }
+    __device__ __forceinline__ void unpack(int j, float (&x)[8]) const {
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            x[2 * k] = __uint_as_float(w[j][k] << 16);
+            x[2 * k + 1] = __uint_as_float(w[j][k] & 0xffff0000u);
+        }
+    }
+    __device__ __forceinline__ const float (&vec(int j, float (&buf)[8]) const)[8] {
+        unpack(j, buf);
+        return buf;
+    }
+};
+
 /* One tile: ranges, reduction, parameters, scales, codes. Returns false (and writes nothing)
  * when the fast path meets a non-finite range; the caller then runs it with CAREFUL. U (the
  * vectors of v, deduced) sets the tile: TILE = 32*U*E elements starting at tile * TILE.
@@ -254,11 +344,12 @@ __device__ __forceinline__ void agoq_tile_range(const float (*v)[E], float &a, f
  * tile is two runs of U/2 vectors, the first at element 0, the second at element split (the
  * fused SwiGLU forward quantizes a gate run and its up run, F apart, as one tile): vector
  * U/2 + i is stored at split + 32 E i, block K/2 + b at (split >> LOG2B) + b BPV + seg; 0 = one
- * contiguous run. PACK8, LUT_SMEM: agoq_tile_encode_finite's fp4 pack8 / CTA-LUT encoders. */
-template <int ENC, int BITS, int LOG2B, int E, bool CAREFUL, int U, bool PACK8 = false, bool LUT_SMEM = false>
-__device__ __forceinline__ bool agoq_tile_quantize(const agoq_cuda_qparams &p, const agoq_smem_table *t,
-                                                   const float (&v)[U][E], size_t tile,
-                                                   agoq_cuda_qtensor out, int lane, size_t split = 0) {
+ * contiguous run. PACK8, LUT_SMEM, OPT: agoq_tile_encode_finite's fp4 pack8 / CTA-LUT / optional
+ * encoders. */
+template <int ENC, int BITS, int LOG2B, int E, bool CAREFUL, int U, bool PACK8, bool LUT_SMEM, int OPT, class View>
+__device__ __forceinline__ bool agoq_tile_quantize_view(const agoq_cuda_qparams &p, const agoq_smem_table *t,
+                                                        const View &tv, size_t tile, agoq_cuda_qtensor out, int lane,
+                                                        size_t split) {
     using G = agoq_tile_geom<LOG2B, E, U>;
     constexpr bool kAsym = ENC == AGOQ_ENC_INT_ASYM;
     float a[G::K], lo[G::K], hi[G::K];
@@ -267,7 +358,7 @@ __device__ __forceinline__ bool agoq_tile_quantize(const agoq_cuda_qparams &p, c
         a[k] = 0.0f;
         lo[k] = __int_as_float(0x7f800000);
         hi[k] = __int_as_float(0xff800000);
-        agoq_tile_range<ENC, E, G::VB, CAREFUL>(&v[k * G::VB], a[k], lo[k], hi[k]);
+        tv.template range<ENC, G::VB, CAREFUL>(k * G::VB, a[k], lo[k], hi[k]);
     }
     if constexpr (kAsym) {
         agoq_tile_reduce<G::K, G::LB, false, !CAREFUL>(lo, lane);
@@ -303,68 +394,30 @@ __device__ __forceinline__ bool agoq_tile_quantize(const agoq_cuda_qparams &p, c
 #pragma unroll
         for (int jj = 0; jj < G::VB; jj++) {
             const int j = k * G::VB + jj;
-            const uint64_t packed = CAREFUL ? agoq_tile_encode_any<ENC, BITS, E>(p, t, v[j], inv_k, m_k)
-                                            : agoq_tile_encode_finite<ENC, BITS, E, PACK8, LUT_SMEM>(p, t, v[j], inv_k, m_k);
+            float buf[E];
+            const float(&x)[E] = tv.vec(j, buf);
+            const uint64_t packed = CAREFUL ? agoq_tile_encode_any<ENC, BITS, E>(p, t, x, inv_k, m_k)
+                                            : agoq_tile_encode_finite<ENC, BITS, E, PACK8, LUT_SMEM, OPT>(p, t, x, inv_k, m_k);
             const size_t hj = split && j >= U / 2 ? split - (size_t)(U / 2 * 32 * E) : 0;
             agoq_tile_store_codes<BITS, E>(out.codes, e_tile + (size_t)j * 32 * E + (size_t)lane * E + hj, packed);
         }
     }
     return true;
 }
-
-/* The block scales (and zero points) of one tile, for lanes that decode it: lane l loads
- * those of blocks blk_first + l and, when a tile holds more than 32 blocks (bf16 blocks of
- * 32), blk_first + 32 + l; vector j takes its block's with a shuffle. A tile of U vectors
- * must hold at most 64 blocks (32 * U * E <= 64 * B: the launchers check).  One load per lane and
- * tile instead of one per vector, which kept the load/store queue full. Blocks are powers of
- * two >= 32 (then a vector's lanes never straddle two 32-block halves). */
-template <int E, bool ZEROS, int U = AGOQ_TILE_U, int LD = AGOQ_LD_PLAIN> /* LD: quant_ldst.cuh */
-struct agoq_tile_scales {
-    static constexpr int NK = (U * E + 31) / 32; /* 32-block halves a tile can hold (blocks >= 32): 1 or 2 */
-    float s[NK], m[NK];
-    size_t blk_first;
-    int log2b;
-    __device__ __forceinline__ void load(const agoq_cuda_qparams &p, const uint8_t *scales, const uint8_t *zeros,
-                                         size_t e_tile, int log2b_, size_t nblocks, int lane) {
-        log2b = log2b_;
-        blk_first = e_tile >> log2b;
-        constexpr int kTile = 32 * U * E;
-        const int tile_blocks = (kTile >> log2b) > 1 ? kTile >> log2b : 1; /* no reads past the tile */
-#pragma unroll
-        for (int k = 0; k < NK; k++) {
-            const size_t blk = blk_first + (size_t)(32 * k + lane);
-            const bool need = blk < nblocks && 32 * k + lane < tile_blocks;
-            s[k] = need ? load1(scales, blk, p.bf16_scale) : 0.0f;
-            m[k] = ZEROS && need ? load1(zeros, blk, p.bf16_scale) : 0.0f;
-        }
-    }
-    /* agoq_dev_load_scale with the load operator LD */
-    static __device__ __forceinline__ float load1(const uint8_t *plane, size_t blk, int bf16) {
-        if constexpr (LD == AGOQ_LD_PLAIN) return agoq_dev_load_scale(plane, blk, bf16);
-        else return bf16 ? agoq_bf16_to_f32(agoq_ld<LD>((const uint16_t *)plane + blk)) : agoq_ld<LD>((const float *)plane + blk);
-    }
-    /* Scale and zero point of vector j of this lane (every lane of the warp must call it). */
-    __device__ __forceinline__ void get(int j, int lane, float &sj, float &mj) const {
-        const int rel = (j * 32 * E + lane * E) >> log2b;
-        const bool hi = NK > 1 && ((j * 32 * E) >> log2b) >= 32; /* the same for every lane */
-        sj = __shfl_sync(0xffffffffu, hi ? s[NK - 1] : s[0], rel & 31);
-        mj = ZEROS ? __shfl_sync(0xffffffffu, hi ? m[NK - 1] : m[0], rel & 31) : 0.0f;
-    }
-};
-
-/* Codes of the vector of N elements at element e0 (N * BITS / 8 bytes, aligned); LD: the load
- * operator (quant_ldst.cuh; codes in shared memory take AGOQ_LD_PLAIN). */
-template <int BITS, int N, int LD = AGOQ_LD_PLAIN>
-__device__ __forceinline__ uint64_t agoq_tile_load_codes(const uint8_t *codes, size_t e0) {
-    constexpr int kBytes = N * BITS / 8;
-    const uint8_t *src = codes + e0 * BITS / 8;
-    if constexpr (kBytes == 1) return agoq_ld<LD>(src);
-    else if constexpr (kBytes == 2) return agoq_ld<LD>((const uint16_t *)src);
-    else if constexpr (kBytes == 4) return agoq_ld<LD>((const uint32_t *)src);
-    else {
-        const uint2 w = agoq_ld<LD>((const uint2 *)src);
-        return (uint64_t)w.x | ((uint64_t)w.y << 32);
-    }
+template <int ENC, int BITS, int LOG2B, int E, bool CAREFUL, int U, bool PACK8 = false, bool LUT_SMEM = false, int OPT = 0>
+__device__ __forceinline__ bool agoq_tile_quantize(const agoq_cuda_qparams &p, const agoq_smem_table *t,
+                                                   const float (&v)[U][E], size_t tile,
+                                                   agoq_cuda_qtensor out, int lane, size_t split = 0) {
+    const agoq_tile_view_f32<U, E> tv{v};
+    return agoq_tile_quantize_view<ENC, BITS, LOG2B, E, CAREFUL, U, PACK8, LUT_SMEM, OPT>(p, t, tv, tile, out, lane, split);
+}
+/* The same over packed bf16 vectors (agoq_tile_view_bf16p; E = 8). */
+template <int ENC, int BITS, int LOG2B, bool CAREFUL, int U, bool LUT_SMEM = false, int OPT = 0>
+__device__ __forceinline__ bool agoq_tile_quantize_bf16p(const agoq_cuda_qparams &p, const agoq_smem_table *t,
+                                                         const uint32_t (&w)[U][4], size_t tile, agoq_cuda_qtensor out,
+                                                         int lane) {
+    const agoq_tile_view_bf16p<U> tv{w};
+    return agoq_tile_quantize_view<ENC, BITS, LOG2B, 8, CAREFUL, U, false, LUT_SMEM, OPT>(p, t, tv, tile, out, lane, 0);
 }
 
 /* Tile sources deliver a whole tile: vector j of lane l, E = Src::kVec elements, starts at
@@ -375,36 +428,14 @@ __device__ __forceinline__ uint64_t agoq_tile_load_codes(const uint8_t *codes, s
  *                                  int lane, float (&v)[kU][kVec]) const;
  * In-place sources (the accumulation) read a block's planes before the tile writes them: every
  * value read is consumed by the range reduction, whose shuffles every lane passes first. */
-/* The value table of a table decoder (dyn8: 256 codes) replicated 16 times in
- * shared memory, entry c of lane l at [c * 16 + l % 16]: the lanes of a half warp read 16
- * different banks whatever their codes (one table has 2-4-way bank conflicts on random codes:
- * the reduce core decodes 8 chunks per element). Values are copies: decoding is unchanged bit
- * for bit. Sources with kVrep = true use it and the CTA's own encode LUT (above); the tile
- * kernel stages both (16 KB + the LUT). */
-#define AGOQ_VREP 16
-__device__ __forceinline__ float *agoq_tile_vrep() {
-    __shared__ float vrep[256 * AGOQ_VREP];
-    return vrep;
-}
-template <class S, class = void>
-struct agoq_src_vrep : std::false_type {};
-template <class S>
-struct agoq_src_vrep<S, std::void_t<decltype(S::kVrep)>> : std::integral_constant<bool, S::kVrep> {};
-/* 8 codes of 8 bits -> values through the replicated table, * s (agoq_dev_decode's value[c] * s). */
-__device__ __forceinline__ void agoq_tile_decode_vrep8(uint64_t packed, float s, int lane, float (&v)[8]) {
-    const float *t = agoq_tile_vrep() + (lane & (AGOQ_VREP - 1));
-#pragma unroll
-    for (int e = 0; e < 8; e++) {
-        const uint32_t c = __byte_perm((uint32_t)(packed >> (e / 4 * 32)), 0u, (uint32_t)(e % 4) | 0x4440u);
-        v[e] = t[c * AGOQ_VREP] * s;
-    }
-}
-
 /* CTAs per SM the kernel is register-bounded for: Src::kMinCtas (0: unbounded), at least 3
  * (80 registers) for table encoders (NF4, dyn8: the LUT lookups are independent, and unbounded
  * ptxas keeps all of a tile's in flight at 112-128 registers, 2 CTAs). */
 #define AGOQ_TILE_MIN_CTAS(ENC, Src) ((ENC) == AGOQ_ENC_TABLE && (Src::kMinCtas) < 3 ? 3 : (Src::kMinCtas))
-template <int ENC, int BITS, int LOG2B, class Src>
+/* OPT: agoq_tile_encode_finite's optional encoders (the launcher picks them, quant_launch.cuh);
+ * with GRID the CTA stages the 1 KB grid, not the 22 KB LUT (the careful path reads the device
+ * table's LUT through L1). */
+template <int ENC, int BITS, int LOG2B, class Src, int OPT = 0>
 __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS(ENC, Src))
     agoq_quant_tile_kernel(agoq_cuda_qparams p, Src src, agoq_cuda_qtensor out, size_t ntiles) {
     constexpr int E = Src::kVec;
@@ -416,7 +447,13 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS(ENC, Sr
             vrep[i] = p.table->value[i / AGOQ_VREP];
     }
     constexpr bool kLutSmem = ENC == AGOQ_ENC_TABLE && agoq_src_vrep<Src>::value;
-    if constexpr (kLutSmem) { /* the careful path reads the device table's LUT (tab.lut) */
+    constexpr bool kGrid = ENC == AGOQ_ENC_TABLE && (OPT & AGOQ_TILE_OPT_GRID) != 0;
+    static_assert(!(kGrid && kLutSmem), "the grid and the CTA LUT are alternatives");
+    if constexpr (kGrid) {
+        agoq_dev_load_table(&tab, p.table);
+        agoq_tile_stage_grid(p);
+        __syncthreads();
+    } else if constexpr (kLutSmem) { /* the careful path reads the device table's LUT (tab.lut) */
         agoq_dev_load_table(&tab, p.table);
         agoq_tile_stage_lut(p);
         __syncthreads();
@@ -431,10 +468,17 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS(ENC, Sr
     const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5;
     for (size_t tile = warp; tile < ntiles; tile += nwarps) {
-        float v[G::U][E];
-        src.load_tile(p, &tab, tile * (size_t)G::TILE, lane, v);
-        if (!agoq_tile_quantize<ENC, BITS, LOG2B, E, false, G::U, false, kLutSmem>(p, &tab, v, tile, out, lane))
-            agoq_tile_quantize<ENC, BITS, LOG2B, E, true>(p, &tab, v, tile, out, lane);
+        if constexpr ((OPT & AGOQ_TILE_OPT_PACK) != 0) { /* Src: agoq_tile_src_bf16 (the launcher checks) */
+            uint32_t w[G::U][4];
+            src.load_tile_packed(tile * (size_t)G::TILE, lane, w);
+            if (!agoq_tile_quantize_bf16p<ENC, BITS, LOG2B, false, G::U, kLutSmem, OPT>(p, &tab, w, tile, out, lane))
+                agoq_tile_quantize_bf16p<ENC, BITS, LOG2B, true, G::U>(p, &tab, w, tile, out, lane);
+        } else {
+            float v[G::U][E];
+            src.load_tile(p, &tab, tile * (size_t)G::TILE, lane, v);
+            if (!agoq_tile_quantize<ENC, BITS, LOG2B, E, false, G::U, false, kLutSmem, OPT>(p, &tab, v, tile, out, lane))
+                agoq_tile_quantize<ENC, BITS, LOG2B, E, true>(p, &tab, v, tile, out, lane);
+        }
     }
 }
 
@@ -481,6 +525,14 @@ struct agoq_tile_src_bf16 {
 #pragma unroll
         for (int j = 0; j < AGOQ_TILE_U; j++)
             agoq_bf16x8_to_f32(__ldcs((const uint4 *)(x + e_tile + (size_t)(j * 256 + lane * 8))), v[j]);
+    }
+    /* the same vectors as loaded (AGOQ_TILE_OPT_PACK) */
+    __device__ __forceinline__ void load_tile_packed(size_t e_tile, int lane, uint32_t (&w)[AGOQ_TILE_U][4]) const {
+#pragma unroll
+        for (int j = 0; j < AGOQ_TILE_U; j++) {
+            const uint4 q = __ldcs((const uint4 *)(x + e_tile + (size_t)(j * 256 + lane * 8)));
+            w[j][0] = q.x; w[j][1] = q.y; w[j][2] = q.z; w[j][3] = q.w;
+        }
     }
 };
 #endif

@@ -89,3 +89,44 @@ int agoq_tab_lut_build(agoq_tab_lut *lut, const float *sorted, const float *mid,
     memset(lut, 0, sizeof *lut);
     return -1;
 }
+
+/* Index of y on the grid (k, mask) as a signed bucket number (tab_lut.h). */
+static int grid_bucket(float k, uint32_t mask, float y) {
+    const uint32_t i = agoq_tab_grid_index(k, mask, y);
+    return i > mask / 2 ? (int)i - (int)(mask + 1u) : (int)i;
+}
+
+int agoq_tab_grid_build(agoq_tab_grid *g, const float *sorted, const float *mid, const uint8_t *code, int n) {
+    const table_ref t = {sorted, mid, code, n};
+    int ident = 1;
+    for (int i = 0; i < n; i++) ident &= code[i] == i;
+    for (int kk = 16; kk <= 32 && ident; kk *= 2) {
+        const float k = (float)kk;
+        /* 4k entries: buckets -2k .. 2k - 1, beyond the contract's |i| <= YMAX k + 1/2 */
+        const uint32_t mask = agoq_tab_grid_mask(k);
+        const int half = (int)(mask + 1u) / 2;
+        if ((int)mask + 1 > AGOQ_TAB_GRID_MAX || AGOQ_TAB_GRID_YMAX * k + 1.0f > (float)half) break;
+        int ok = 1;
+        for (int i = -half; i < half && ok; i++) {
+            /* bucket i = {y: rint(y k) = i}: between the ends (i -+ 1/2) / k (exact floats),
+             * which belong to it when i is even (ties to even) */
+            uint32_t k0 = order_of(((float)i - 0.5f) / k), k1 = order_of(((float)i + 0.5f) / k);
+            if (i & 1) {
+                k0++;
+                k1--;
+            }
+            /* the index function itself must agree at both ends and just outside them */
+            ok = grid_bucket(k, mask, of_order(k0)) == i && grid_bucket(k, mask, of_order(k1)) == i &&
+                 grid_bucket(k, mask, of_order(k0 - 1u)) == (i == -half ? half - 1 : i - 1) &&
+                 grid_bucket(k, mask, of_order(k1 + 1u)) == (i == half - 1 ? -half : i + 1);
+            if (ok) ok = fill_entry(&t, k0, k1, 0, g->e[(uint32_t)i & mask]) == 0;
+        }
+        if (ok) {
+            g->k = k;
+            g->mask = mask;
+            return 0;
+        }
+    }
+    memset(g, 0, sizeof *g);
+    return -1;
+}

@@ -23,6 +23,27 @@
 
 #include "kernels/quant/quant_math.h"
 
+/* The uniform grid (issue 15, q6), for tables whose midpoints lie >= 1/K apart (NF4: levels in
+ * [-1, 1], midpoints >= 0.085 apart): bucket i = rint(y K), K a power of two, found by ONE add:
+ * y K is exact, so fl(y K + 1.5 * 2^23) = 1.5 * 2^23 + rint(y K) (ties to even) and its low
+ * bits are i in two's complement; the entry is [i & mask], mask = 4K - 1 (a table of 4K
+ * entries indexed modulo its size, so NO input, NaN and +-Inf included, reads outside it).
+ * Entry = {thr, p} as above. The builder proves every bucket i in [-2K, 2K) (position constant
+ * or changing once, by one, between the bucket's two end floats, found from the index function
+ * itself), so the grid equals agoq_table_pos for every y with |y| <= AGOQ_TAB_GRID_YMAX (the
+ * buckets cover more: |y| < 2 - 1/(2K)). Contract: |y| <= AGOQ_TAB_GRID_YMAX. The
+ * quantizers' fast path (absmax scale, qmax = 1: y = x * (1 / s), s = amax or bf16(amax)) has
+ * |y| < 1 / (1 - 2^-8) < 1.004 (bf16's relative half ulp; fp32 scales: 1 + 2^-22):
+ * tests/quant/test_quant_math.c proves the bound over every amax of a binade and the edge
+ * binades. */
+#define AGOQ_TAB_GRID_MAX 128
+#define AGOQ_TAB_GRID_YMAX 1.0625f
+typedef struct agoq_tab_grid {
+    float k;                          /* buckets per unit of y (16 or 32); 0: no grid for this table */
+    uint32_t mask;                    /* entries - 1 = agoq_tab_grid_mask(k) */
+    uint32_t e[AGOQ_TAB_GRID_MAX][2]; /* entry i & mask: {bits of thr, position} */
+} agoq_tab_grid;
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -44,6 +65,9 @@ typedef struct agoq_tab_lut {
 /* Fills the LUT of an ascending table (sorted, mid, code: agoq_table_pos's arguments, n entries).
  * Returns 0, or -1 when no grid of at most AGOQ_TAB_LUT_MAX entries fits (nothing usable then). */
 int agoq_tab_lut_build(agoq_tab_lut *lut, const float *sorted, const float *mid, const uint8_t *code, int n);
+/* The uniform grid of the same table (the coarsest K of 16, 32 that works). Returns 0, or -1
+ * (g->k = 0) when none fits: the table keeps the LUT above. */
+int agoq_tab_grid_build(agoq_tab_grid *g, const float *sorted, const float *mid, const uint8_t *code, int n);
 
 #ifdef __cplusplus
 }
@@ -53,6 +77,17 @@ int agoq_tab_lut_build(agoq_tab_lut *lut, const float *sorted, const float *mid,
 AGOQ_HD int agoq_tab_lut_index(int shift, int base, int nb, float lo, float hi, float y) {
     const float a = fminf(fmaxf(fabsf(y), lo), hi);
     return (int)(agoq_f32_bits(a) >> shift) - base + (int)(agoq_f32_bits(y) >> 31) * nb;
+}
+/* The index mask of a grid of K buckets per unit: 4K - 1. */
+AGOQ_HD uint32_t agoq_tab_grid_mask(float k) { return (uint32_t)(4.0f * k) - 1u; }
+/* Grid entry index of y: bits(y K + 1.5 * 2^23) & mask (two roundings here, one FFMA on the
+ * device: the same value, y K being exact). */
+AGOQ_HD uint32_t agoq_tab_grid_index(float k, uint32_t mask, float y) {
+#ifdef __CUDA_ARCH__
+    return __float_as_uint(__fmaf_rn(y, k, 12582912.0f)) & mask;
+#else
+    return agoq_f32_bits(y * k + 12582912.0f) & mask;
+#endif
 }
 /* The sorted position of y from its entry. */
 AGOQ_HD uint32_t agoq_tab_lut_pos(uint32_t thr_bits, uint32_t pos, float y) {

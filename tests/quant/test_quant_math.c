@@ -215,13 +215,14 @@ TEST(asym_zero_point_of_signed_zeros_is_plus_zero) {
 
 TEST(int_sym_magic_encoder_equals_reference_below_qmax_plus_half) {
     /* the tile kernels' symmetric integer encoder, on every 997th pattern inside its contract
-     * |y| <= qmax / (1 - 2^-9) (the bf16 scale's worst case), and on every half-integer tie */
+     * |y| < qmax + 1/2 (the fast path stays inside: int_sym_magic_encoder_bound_over_every_absmax),
+     * and on every half-integer tie */
     for (int bits = 2; bits <= 8; bits++) {
-        const float qmax = (float)((1 << (bits - 1)) - 1), lim = qmax / (1.0f - 1.0f / 512.0f);
+        const float qmax = (float)((1 << (bits - 1)) - 1), lim = qmax + 0.5f; /* the whole contract */
         size_t bad = 0, tried = 0;
         for (uint64_t u = 0; u <= 0xffffffffull; u += 997) {
             const float y = agoq_bits_f32((uint32_t)u);
-            if (!(fabsf(y) <= lim)) continue;
+            if (!(fabsf(y) < lim)) continue;
             tried++;
             if (agoq_int_sym_encode_magic(y, bits) != agoq_encode_int_sym(y, 1.0f, bits, -1.0f)) bad++;
         }
@@ -296,5 +297,235 @@ TEST(tile_transpose_reduction_holders) {
                     }
                 }
             }
+        }
+}
+
+/* ---- issue 15 (q6): the asymmetric magic encoders and the uniform table grid ---- */
+
+/* Positive finite floats to sweep a bound over: every float of [1, 2) (the middle binades are
+ * exact power-of-two scalings of it: R, R / qmax, 1 / s and R * inv all stay normal there), every
+ * float below 2^-117 (subnormal ranges and scales, the FLT_MIN floor of the scale, 1 / s near
+ * 2^126), every float of the top two binades (1 / s subnormal, s rounded to bf16 +Inf) and
+ * every 997th pattern between. f(r) returns 0 on failure (the first few are printed). */
+static size_t sweep_positive(int (*f)(float r, void *arg), void *arg, size_t *tried) {
+    size_t bad = 0;
+    for (uint32_t u = 0x3f800000u; u < 0x40000000u; u++, (*tried)++) bad += !f(agoq_bits_f32(u), arg);
+    for (uint32_t u = 0; u < 0x05000000u; u++, (*tried)++) bad += !f(agoq_bits_f32(u), arg);
+    for (uint32_t u = 0x7e800000u; u < 0x7f800000u; u++, (*tried)++) bad += !f(agoq_bits_f32(u), arg);
+    for (uint32_t u = 0x05000000u; u < 0x7e800000u; u += 997, (*tried)++) bad += !f(agoq_bits_f32(u), arg);
+    return bad;
+}
+
+/* agoq_int_asym_encode_magic's contract on the fp32-scale fast path: the largest scaled value
+ * of a block of range R (its maximum x = hi: y = fl(fl(x - lo) inv) <= fl(R inv) by
+ * monotonicity) is below qmax + 1/2. arg: bits. */
+static int asym_bound_ok(float r, void *arg) {
+    const int bits = *(const int *)arg;
+    const float qmax = (float)((1 << bits) - 1), s = agoq_block_scale(r, qmax, 0), inv = agoq_inv_scale(s);
+    const float y = r * inv;
+    if (!agoq_isfinite(s)) return 1; /* the careful path */
+    const int ok = y >= 0.0f && y < qmax + 0.5f && y <= qmax * (1.0f + 0x1p-21f);
+    static int shown;
+    if (!ok && shown++ < 5) fprintf(stderr, "    int%d asym: R = %a: y max = %a\n", bits, r, y);
+    return ok;
+}
+TEST(int_asym_magic_encoder_bound_over_every_range) {
+    for (int bits = 4; bits <= 8; bits += 4) {
+        size_t tried = 0, bad = sweep_positive(asym_bound_ok, &bits, &tried);
+        CHECK_MSG(bad == 0 && tried > 100000000, "int%d asym: %zu of %zu ranges exceed qmax + 1/2", bits, bad, tried);
+    }
+}
+
+TEST(int_asym_magic_encoders_equal_reference_on_scaled_values) {
+    /* as functions of y (x = y, m = 0, inv = 1: the reference's y is y itself): the clamped
+     * encoder on every 997th pattern (quiet NaNs, +-Inf included) and the specials, the unclamped one
+     * inside its contract [-1/2, qmax + 1/2); both on every half-integer tie +-2 ulp */
+    for (int bits = 2; bits <= 8; bits++) {
+        const float qmax = (float)((1 << bits) - 1);
+        size_t bad = 0, tried = 0;
+        for (uint64_t u = 0; u <= 0xffffffffull; u += 997) {
+            const float y = agoq_bits_f32((uint32_t)u);
+            const uint32_t want = agoq_encode_int_asym(y, 1.0f, 0.0f, bits, -1.0f);
+            if (!agoq_isnan(y) || (agoq_f32_bits(y) & 0x400000u)) bad += agoq_int_asym_encode_clamp(y, bits) != want; /* no sNaN */
+            if (y >= -0.5f && y < qmax + 0.5f) bad += agoq_int_asym_encode_magic(y, bits) != want, tried++;
+        }
+        for (float t = -2.5f; t <= qmax + 2.0f; t += 0.5f) {
+            float y = t;
+            for (int d = 0; d < 2; d++) y = nextafterf(y, -INFINITY);
+            for (int d = 0; d < 5; d++, y = nextafterf(y, INFINITY)) {
+                const uint32_t want = agoq_encode_int_asym(y, 1.0f, 0.0f, bits, -1.0f);
+                bad += agoq_int_asym_encode_clamp(y, bits) != want;
+                if (y >= -0.5f && y < qmax + 0.5f) bad += agoq_int_asym_encode_magic(y, bits) != want, tried++;
+            }
+        }
+        const float specials[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 3.4028235e38f, -3.4028235e38f,
+                                  1.4e-45f, -1.4e-45f, qmax + 0.5f, qmax + 0.49999997f, -0.5f, -0.50000006f};
+        for (size_t j = 0; j < sizeof specials / sizeof specials[0]; j++)
+            bad += agoq_int_asym_encode_clamp(specials[j], bits) != agoq_encode_int_asym(specials[j], 1.0f, 0.0f, bits, -1.0f);
+        CHECK_MSG(bad == 0 && tried > 1000, "int%d asym: %zu values differ (%zu in the magic contract)", bits, bad, tried);
+    }
+}
+
+/* One block through the reference's parameters and the tile kernel's fast-path encoders
+ * (quant_tile.cuh: taken when every element and s are finite; fp32 scales: magic, bf16: clamp).
+ * Returns the mismatches; *fast counts the blocks that took the fast path. */
+static size_t asym_block_check(agoq_format f, int bf16, const float *x, int len, size_t *fast) {
+    agoq_qconfig c = agoq_qconfig_default(f);
+    c.block = len;
+    c.scale = bf16 ? AGOQ_SCALE_BF16 : AGOQ_SCALE_FP32;
+    const int bits = agoq_formats[f].bits;
+    float s, m;
+    for (int i = 0; i < len; i++)
+        if (!agoq_isfinite(x[i])) return 0; /* the range (max.NaN / min.NaN) is not finite */
+    agoq_block_params_ref(&c, x, len, &s, &m);
+    if (!agoq_isfinite(s)) return 0;
+    (*fast)++;
+    const float inv = agoq_inv_scale(s);
+    size_t bad = 0;
+    for (int i = 0; i < len; i++) {
+        const float y = (x[i] - m) * inv;
+        const uint32_t got = bf16 ? agoq_int_asym_encode_clamp(y, bits) : agoq_int_asym_encode_magic(y, bits);
+        const uint32_t want = agoq_encode_int_asym(x[i], inv, m, bits, -1.0f);
+        if (!bf16 && !(y >= 0.0f && y < (float)((1 << bits) - 1) + 0.5f)) bad++; /* outside the contract */
+        if (got != want && bad++ < 5)
+            fprintf(stderr, "    %s %s: x = %a, s = %a, m = %a: code %u, reference %u\n", agoq_formats[f].name,
+                    bf16 ? "bf16" : "fp32", x[i], s, m, got, want);
+    }
+    return bad;
+}
+TEST(int_asym_magic_encoders_equal_reference_on_blocks) {
+    enum { L = 64 };
+    agoq_rng r = {2026};
+    const agoq_format fmts[] = {AGOQ_FMT_INT4_ASYM, AGOQ_FMT_INT8_ASYM};
+    size_t bad = 0, fast = 0, blocks = 0;
+    float x[L];
+    for (int it = 0; it < 60000; it++) {
+        const int kind = it % 12;
+        /* a scale and an offset of any magnitude, both signs */
+        const float sc = agoq_bits_f32((uint32_t)(agoq_rng_next(&r) % 0x7f000000u));
+        const float off = agoq_bits_f32((uint32_t)(agoq_rng_next(&r) & 0xff7fffffu)) * ((it & 16) ? 1.0f : 0.0f);
+        for (int i = 0; i < L; i++) {
+            const float g = (float)(agoq_rng_u01(&r) * 2.0 - 1.0);
+            switch (kind) {
+            case 0: x[i] = g * sc; break;                                    /* centred */
+            case 1: x[i] = off + g * sc; break;                              /* offset, maybe absorbed */
+            case 2: x[i] = off; break;                                       /* constant */
+            case 3: x[i] = agoq_bits_f32((uint32_t)(agoq_rng_next(&r) & 0x807fffffu)); break; /* denormals */
+            case 4: x[i] = (i & 1) ? 3.4028235e38f : -3.4028235e38f * (float)agoq_rng_u01(&r); break; /* huge */
+            case 5: x[i] = -3.3963e38f + g * 1e30f; break;                   /* bf16(lo) = -Inf */
+            case 6: x[i] = agoq_round_bf16(off) + g * agoq_round_bf16(off) * 0x1p-10f; break; /* lo near its bf16 */
+            case 7: x[i] = (float)(agoq_rng_next(&r) % 16) * sc + off; break; /* exact grid: ties */
+            case 8: x[i] = (i % 3 == 0) ? off : off + sc; break;             /* two values */
+            case 9: x[i] = g * 1e-38f; break;                                /* the FLT_MIN scale floor */
+            case 10: x[i] = (float)(int)(g * 128.0f) * 0.5f; break;          /* half-integer ties at s = 1 */
+            default: x[i] = agoq_bits_f32((uint32_t)agoq_rng_next(&r)); break; /* any pattern */
+            }
+        }
+        if (kind == 10) x[0] = -64.0f, x[1] = 63.5f; /* int8: (hi - lo) / 255 = 0.5 */
+        for (int fi = 0; fi < 2; fi++)
+            for (int b = 0; b < 2; b++, blocks++) bad += asym_block_check(fmts[fi], b, x, L, &fast);
+    }
+    CHECK_MSG(bad == 0, "%zu mismatches over %zu blocks (%zu on the fast path)", bad, blocks, fast);
+    CHECK(fast > blocks / 2);
+}
+
+/* The uniform grid (tab_lut.h) against the reference's search, for every table that has one;
+ * NF4 must have one. */
+static size_t grid_compare(const agoq_code_table *t, const agoq_tab_grid *g, float y, size_t *bad) {
+    if (!(fabsf(y) <= AGOQ_TAB_GRID_YMAX)) return 0; /* the contract (NaN out) */
+    const uint32_t i = agoq_tab_grid_index(g->k, g->mask, y);
+    const uint32_t got = agoq_tab_lut_pos(g->e[i][0], g->e[i][1], y);
+    const uint32_t want = (uint32_t)agoq_table_pos(t->sorted, t->mid, t->sorted_code, t->nsorted, y, -1.0f);
+    if (want != got && (*bad)++ < 5) fprintf(stderr, "    y = %a (0x%08x): position %u, grid %u\n", y, agoq_f32_bits(y), want, got);
+    return 1;
+}
+TEST(table_grid_equals_table_search) {
+    static agoq_tab_grid g;
+    int grids = 0;
+    for (int f = 0; f < AGOQ_FMT_COUNT; f++) {
+        const agoq_code_table *t = agoq_table((agoq_format)f);
+        if (!t) continue;
+        if (agoq_tab_grid_build(&g, t->sorted, t->mid, t->sorted_code, t->nsorted)) {
+            CHECK_MSG(f != AGOQ_FMT_NF4, "NF4 has no grid");
+            CHECK(g.k == 0.0f);
+            continue;
+        }
+        grids++;
+        CHECK(g.k >= 16.0f && g.mask == agoq_tab_grid_mask(g.k) && g.mask + 1u <= AGOQ_TAB_GRID_MAX && ((g.mask + 1u) & g.mask) == 0);
+        CHECK(AGOQ_TAB_GRID_YMAX * g.k + 0.5f < (float)((g.mask + 1u) / 2u)); /* buckets cover the contract */
+        size_t bad = 0, tried = 0;
+        for (uint64_t u = 0; u <= 0xffffffffull; u += 97) tried += grid_compare(t, &g, agoq_bits_f32((uint32_t)u), &bad);
+        for (uint32_t u = 0; u < 0x10000u; u++) { /* dense denormals and around 0 */
+            tried += grid_compare(t, &g, agoq_bits_f32(u), &bad);
+            tried += grid_compare(t, &g, agoq_bits_f32(u | 0x80000000u), &bad);
+        }
+        for (int i = 0; i + 1 < t->nsorted; i++) /* every midpoint and table value +-3 ulp */
+            for (int d = -3; d <= 3; d++) {
+                tried += grid_compare(t, &g, agoq_bits_f32(agoq_f32_bits(t->mid[i]) + (uint32_t)d), &bad);
+                tried += grid_compare(t, &g, agoq_bits_f32(agoq_f32_bits(t->sorted[i]) + (uint32_t)d), &bad);
+            }
+        for (int i = -40; i <= 40; i++) /* every bucket end (i + 1/2) / k +-3 ulp */
+            for (int d = -3; d <= 3; d++) {
+                const float e = ((float)i + 0.5f) / g.k;
+                tried += grid_compare(t, &g, e == 0.0f ? 0.0f : agoq_bits_f32(agoq_f32_bits(e) + (uint32_t)d), &bad);
+            }
+        const float specials[] = {0.0f, -0.0f, 1.0f, -1.0f, 1.002f, -1.002f, 1.0625f, -1.0625f, 1.4e-45f, -1.4e-45f};
+        for (size_t j = 0; j < sizeof specials / sizeof specials[0]; j++) tried += grid_compare(t, &g, specials[j], &bad);
+        CHECK_MSG(bad == 0 && tried > 10000000, "%s: %zu of %zu values differ", agoq_formats[f].name, bad, tried);
+        /* any input indexes inside the table (the mask), NaN and +-Inf included */
+        const float any[] = {NAN, -NAN, INFINITY, -INFINITY, 3.4028235e38f, -3.4028235e38f, 1e7f, -1e7f, 5.0f};
+        for (size_t j = 0; j < sizeof any / sizeof any[0]; j++) CHECK(agoq_tab_grid_index(g.k, g.mask, any[j]) <= g.mask);
+    }
+    CHECK(grids >= 1);
+}
+
+/* The grid's contract on the quantizers' fast path: table formats have qmax = 1, so the largest
+ * |y| of a block with absmax a is fl(a * (1 / s)), s = agoq_block_scale(a, 1, bf16). arg: bf16. */
+static int grid_bound_ok(float a, void *arg) {
+    const int bf16 = *(const int *)arg;
+    const float s = agoq_block_scale(a, 1.0f, bf16), y = a * agoq_inv_scale(s);
+    const int ok = y <= 1.0040f && y <= AGOQ_TAB_GRID_YMAX; /* 1 / (1 - 2^-8): bf16's half ulp */
+    static int shown;
+    if (!ok && shown++ < 5) fprintf(stderr, "    %s scale: amax = %a: |y| max = %a\n", bf16 ? "bf16" : "fp32", a, y);
+    return ok;
+}
+TEST(table_grid_bound_over_every_absmax) {
+    CHECK(agoq_formats[AGOQ_FMT_NF4].qmax == 1.0f && agoq_formats[AGOQ_FMT_DYN8].qmax == 1.0f);
+    for (int bf16 = 0; bf16 < 2; bf16++) {
+        size_t tried = 0, bad = sweep_positive(grid_bound_ok, &bf16, &tried);
+        CHECK_MSG(bad == 0 && tried > 100000000, "%zu of %zu absmax values exceed the grid's contract", bad, tried);
+    }
+}
+
+/* The packed bf16 tiles' absmax (quant_tile.cuh, agoq_tile_view_bf16p): the unsigned order of
+ * bf16 magnitude bits (bits & 0x7fff) is the order of |x| for finite values, +Inf above them
+ * all and every NaN above +Inf; every bf16 magnitude, as fp32. */
+TEST(bf16_magnitude_bits_order_like_values) {
+    for (uint32_t m = 1; m < 0x8000u; m++) {
+        const float prev = agoq_bf16_to_f32((uint16_t)(m - 1)), cur = agoq_bf16_to_f32((uint16_t)m);
+        if (m < 0x7f80u) CHECK_MSG(agoq_isfinite(cur) && cur > prev, "0x%04x", m);
+        else if (m == 0x7f80u) CHECK(cur == INFINITY && prev < cur);
+        else CHECK_MSG(agoq_isnan(cur), "0x%04x", m);
+        CHECK(fabsf(agoq_bf16_to_f32((uint16_t)(m | 0x8000u))) == cur || agoq_isnan(cur));
+    }
+}
+
+/* agoq_int_sym_encode_magic's contract on the tile kernels' fast path (|y| < qmax + 1/2), over
+ * every absmax: the largest |y| = fl(amax * (1 / s)), both scale types (bf16: up to qmax (1 +
+ * 2^-8), 127.496 for int8). arg: {bits, bf16}. */
+static int sym_bound_ok(float a, void *arg) {
+    const int bits = ((const int *)arg)[0], bf16 = ((const int *)arg)[1];
+    const float qmax = (float)((1 << (bits - 1)) - 1), s = agoq_block_scale(a, qmax, bf16), y = a * agoq_inv_scale(s);
+    const int ok = y < qmax + 0.5f;
+    static int shown;
+    if (!ok && shown++ < 5) fprintf(stderr, "    int%d %s: amax = %a: |y| max = %a\n", bits, bf16 ? "bf16" : "fp32", a, y);
+    return ok;
+}
+TEST(int_sym_magic_encoder_bound_over_every_absmax) {
+    for (int bits = 4; bits <= 8; bits += 4)
+        for (int bf16 = 0; bf16 < 2; bf16++) {
+            int arg[2] = {bits, bf16};
+            size_t tried = 0, bad = sweep_positive(sym_bound_ok, arg, &tried);
+            CHECK_MSG(bad == 0 && tried > 100000000, "int%d: %zu of %zu absmax values reach qmax + 1/2", bits, bad, tried);
         }
 }

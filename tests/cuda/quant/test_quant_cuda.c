@@ -323,6 +323,42 @@ TEST(cuda_quant_dequant_tile_variants) {
     CHECK(runs == (size_t)(10 * 4 * 2 * 2 + 2) * (size_t)nvar);
 }
 
+TEST(cuda_quant_tile_options_each_setting) {
+    /* the tile kernels' optional encoders (issue 15 q6: AGOQ_Q6_ASYM, AGOQ_Q6_NF4, AGOQ_Q6_PACK)
+     * in every combination, fp32 and bf16 input and scales, every tile block size, also with
+     * resident grids: the formats asym and grid touch (and dyn8, which has no grid: the LUT
+     * either way); with packed bf16 tiles every tile format (packing changes their range) */
+    static const int fmts[] = {AGOQ_FMT_INT4_ASYM, AGOQ_FMT_INT8_ASYM, AGOQ_FMT_NF4,      AGOQ_FMT_DYN8,     AGOQ_FMT_FP4_E2M1,
+                               AGOQ_FMT_INT4,      AGOQ_FMT_INT8,      AGOQ_FMT_FP8_E4M3, AGOQ_FMT_FP8_E5M2, AGOQ_FMT_INT2};
+    static const int blocks[] = {32, 64, 128, 256};
+    size_t bad = 0, configs = 0;
+    for (int opts = 0; opts < 8; opts++)
+        for (int resident = 0; resident < 2; resident++) {
+            agoq_cuda_tile_opts_force(opts);
+            agoq_cuda_grid_force(resident);
+            for (size_t f = 0; f < ((opts & AGOQ_TILE_OPT_PACK) ? 10 : 4); f++)
+                for (size_t bi = 0; bi < 4; bi++)
+                    for (int sc = 0; sc < 2; sc++) {
+                        agoq_qconfig c = make_cfg(fmts[f], blocks[bi], sc, 0);
+                        const size_t n = 9 * 2048 + 3 * (size_t)blocks[bi] + 5;
+                        float *x = tile_data(n, c.block, 57 + configs);
+                        for (size_t i = 0; i < n; i++) { /* finite ranges whose bf16 zero point or scale is -Inf / +Inf */
+                            const size_t blk = i / (size_t)c.block;
+                            if (blk % 16 == 9) x[i] = -3.3963e38f + (float)(i % 7) * 1e31f;
+                            if (blk % 16 == 11) x[i] = -3.3963e38f; /* constant: s = 0, (x - m) * inv = Inf * 0 */
+                        }
+                        const size_t b = check_config(&c, x, n, 0, 0, 0);
+                        if (b) fprintf(stderr, "    (tile options %d, resident grid %d)\n", opts, resident);
+                        bad += b;
+                        free(x);
+                        configs++;
+                    }
+        }
+    agoq_cuda_tile_opts_force(-1);
+    agoq_cuda_grid_force(-1);
+    CHECK_MSG(bad == 0, "%zu mismatches over %zu configs", bad, configs);
+}
+
 TEST(cuda_quant_unaligned_pointers_use_scalar_paths) {
     const agoq_qconfig cs[] = {make_cfg(AGOQ_FMT_INT4, 32, 0, 0), make_cfg(AGOQ_FMT_INT8, 128, 1, 0),
                                make_cfg(AGOQ_FMT_INT2, 64, 0, 1), make_cfg(AGOQ_FMT_INT6_ASYM, 256, 0, 0)};

@@ -1,0 +1,147 @@
+/* The tile kernels' decode side (quant_tile.cuh's layout: vector j of lane l of a tile at
+ * element j*32*E + l*E): vector decoders, the block scales of a tile, code loads, and the
+ * replicated value table of the 8-bit gradient kernels' table decoders. Bit-exact with
+ * agoq_dev_decode (quant_device.cuh). Split from quant_tile.cuh (issue 15, q6) to keep files
+ * under ~600 lines; used by quant.cu's tile dequantizer, grad8.cu's tile sources and the
+ * fused kernels. */
+#ifndef AGOQ_QUANT_TILE_DEC_CUH
+#define AGOQ_QUANT_TILE_DEC_CUH
+#include "kernels/quant/quant_device.cuh"
+#include "kernels/quant/quant_ldst.cuh"
+
+#include <type_traits>
+
+#define AGOQ_TILE_U 8 /* 16-byte vectors per lane per tile: 128 bytes of loads in flight per lane */
+
+/* ---- vector decoders: N codes of BITS packed LSB first -> N values (bit-exact with
+ * agoq_dev_decode, without its shared-memory table or integer-to-float conversion) ----
+ * fp4: two byte permutes look up bytes 2 and 3 of the fp32 magnitudes of 4 codes at once (the
+ * other two bytes are zero for all eight), one permute and one mask assemble each value with
+ * the code's sign bit, then * s (the reference's (+-v) * s).
+ * int: the code lands exactly in 0x4b400000 | code = 1.5 * 2^23 + code, one subtract removes
+ * 1.5 * 2^23 (+ the offset). fp8: the hardware pair conversion to fp16, then fp32. */
+template <int DEC, int BITS, int N>
+__device__ __forceinline__ void agoq_tile_decode(const agoq_cuda_qparams &p, const agoq_smem_table *t, uint64_t packed,
+                                                 float s, float m, float (&v)[N]) {
+    if constexpr (DEC == AGOQ_ENC_FP4) {
+#pragma unroll
+        for (int q = 0; q < N / 4; q++) {
+            const uint32_t c4 = (uint32_t)(packed >> (16 * q)) & 0xffffu, sel = c4 & 0x7777u;
+            const uint32_t b3 = __byte_perm(0x3f3f3f00u, 0x40404040u, sel); /* 0, .5, 1, 1.5 | 2, 3, 4, 6 */
+            const uint32_t b2 = __byte_perm(0xc0800000u, 0xc0804000u, sel);
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const uint32_t hi = __byte_perm(b2, b3, (uint32_t)e << 8 | (4u + e) << 12); /* bytes 2, 3; 0, 1 junk */
+                const uint32_t sv = (hi & 0xffff0000u) | ((c4 << (28 - 4 * e)) & 0x80000000u);  /* +- magnitude */
+                v[4 * q + e] = __uint_as_float(sv) * s;
+            }
+        }
+    } else if constexpr (DEC == AGOQ_ENC_INT_SYM || DEC == AGOQ_ENC_INT_ASYM) {
+        constexpr float kBase = 12582912.0f + (DEC == AGOQ_ENC_INT_SYM ? (float)(1 << (BITS - 1)) : 0.0f);
+#pragma unroll
+        for (int e = 0; e < N; e++) {
+            /* 8-bit codes: one byte permute places code byte e under 0x4b40 (bytes 5, 6, 7 of
+             * the pair (word, 0x4b400000)) */
+            const uint32_t w = BITS == 8 ? __byte_perm((uint32_t)(packed >> (e / 4 * 32)), 0x4b400000u,
+                                                       (uint32_t)(e % 4) | 0x7650u)
+                                         : 0x4b400000u | ((uint32_t)(packed >> (e * BITS)) & ((1u << BITS) - 1u));
+            const float q = __uint_as_float(w) - kBase;
+            v[e] = DEC == AGOQ_ENC_INT_SYM ? q * s : q * s + m;
+        }
+    } else if constexpr (DEC == AGOQ_ENC_FP8_E4M3 || DEC == AGOQ_ENC_FP8_E5M2) {
+        constexpr __nv_fp8_interpretation_t kind = DEC == AGOQ_ENC_FP8_E5M2 ? __NV_E5M2 : __NV_E4M3;
+#pragma unroll
+        for (int e = 0; e < N; e += 2) {
+            const __half2 h = __half2(__nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(packed >> (8 * e)), kind));
+            const float2 f = __half22float2(h);
+            v[e] = f.x * s;
+            v[e + 1] = f.y * s;
+        }
+    } else {
+#pragma unroll
+        for (int e = 0; e < N; e++)
+            v[e] = agoq_dev_decode<DEC>(p, t, (uint32_t)(packed >> (e * BITS)) & ((1u << BITS) - 1u), s, m);
+    }
+}
+
+/* The block scales (and zero points) of one tile, for lanes that decode it: lane l loads
+ * those of blocks blk_first + l and, when a tile holds more than 32 blocks (bf16 blocks of
+ * 32), blk_first + 32 + l; vector j takes its block's with a shuffle. A tile of U vectors
+ * must hold at most 64 blocks (32 * U * E <= 64 * B: the launchers check).  One load per lane and
+ * tile instead of one per vector, which kept the load/store queue full. Blocks are powers of
+ * two >= 32 (then a vector's lanes never straddle two 32-block halves). */
+template <int E, bool ZEROS, int U = AGOQ_TILE_U, int LD = AGOQ_LD_PLAIN> /* LD: quant_ldst.cuh */
+struct agoq_tile_scales {
+    static constexpr int NK = (U * E + 31) / 32; /* 32-block halves a tile can hold (blocks >= 32): 1 or 2 */
+    float s[NK], m[NK];
+    size_t blk_first;
+    int log2b;
+    __device__ __forceinline__ void load(const agoq_cuda_qparams &p, const uint8_t *scales, const uint8_t *zeros,
+                                         size_t e_tile, int log2b_, size_t nblocks, int lane) {
+        log2b = log2b_;
+        blk_first = e_tile >> log2b;
+        constexpr int kTile = 32 * U * E;
+        const int tile_blocks = (kTile >> log2b) > 1 ? kTile >> log2b : 1; /* no reads past the tile */
+#pragma unroll
+        for (int k = 0; k < NK; k++) {
+            const size_t blk = blk_first + (size_t)(32 * k + lane);
+            const bool need = blk < nblocks && 32 * k + lane < tile_blocks;
+            s[k] = need ? load1(scales, blk, p.bf16_scale) : 0.0f;
+            m[k] = ZEROS && need ? load1(zeros, blk, p.bf16_scale) : 0.0f;
+        }
+    }
+    /* agoq_dev_load_scale with the load operator LD */
+    static __device__ __forceinline__ float load1(const uint8_t *plane, size_t blk, int bf16) {
+        if constexpr (LD == AGOQ_LD_PLAIN) return agoq_dev_load_scale(plane, blk, bf16);
+        else return bf16 ? agoq_bf16_to_f32(agoq_ld<LD>((const uint16_t *)plane + blk)) : agoq_ld<LD>((const float *)plane + blk);
+    }
+    /* Scale and zero point of vector j of this lane (every lane of the warp must call it). */
+    __device__ __forceinline__ void get(int j, int lane, float &sj, float &mj) const {
+        const int rel = (j * 32 * E + lane * E) >> log2b;
+        const bool hi = NK > 1 && ((j * 32 * E) >> log2b) >= 32; /* the same for every lane */
+        sj = __shfl_sync(0xffffffffu, hi ? s[NK - 1] : s[0], rel & 31);
+        mj = ZEROS ? __shfl_sync(0xffffffffu, hi ? m[NK - 1] : m[0], rel & 31) : 0.0f;
+    }
+};
+
+/* Codes of the vector of N elements at element e0 (N * BITS / 8 bytes, aligned); LD: the load
+ * operator (quant_ldst.cuh; codes in shared memory take AGOQ_LD_PLAIN). */
+template <int BITS, int N, int LD = AGOQ_LD_PLAIN>
+__device__ __forceinline__ uint64_t agoq_tile_load_codes(const uint8_t *codes, size_t e0) {
+    constexpr int kBytes = N * BITS / 8;
+    const uint8_t *src = codes + e0 * BITS / 8;
+    if constexpr (kBytes == 1) return agoq_ld<LD>(src);
+    else if constexpr (kBytes == 2) return agoq_ld<LD>((const uint16_t *)src);
+    else if constexpr (kBytes == 4) return agoq_ld<LD>((const uint32_t *)src);
+    else {
+        const uint2 w = agoq_ld<LD>((const uint2 *)src);
+        return (uint64_t)w.x | ((uint64_t)w.y << 32);
+    }
+}
+
+/* The value table of a table decoder (dyn8: 256 codes) replicated 16 times in
+ * shared memory, entry c of lane l at [c * 16 + l % 16]: the lanes of a half warp read 16
+ * different banks whatever their codes (one table has 2-4-way bank conflicts on random codes:
+ * the reduce core decodes 8 chunks per element). Values are copies: decoding is unchanged bit
+ * for bit. Sources with kVrep = true use it and the CTA's own encode LUT (quant_tile.cuh); the tile
+ * kernel stages both (16 KB + the LUT). */
+#define AGOQ_VREP 16
+__device__ __forceinline__ float *agoq_tile_vrep() {
+    __shared__ float vrep[256 * AGOQ_VREP];
+    return vrep;
+}
+template <class S, class = void>
+struct agoq_src_vrep : std::false_type {};
+template <class S>
+struct agoq_src_vrep<S, std::void_t<decltype(S::kVrep)>> : std::integral_constant<bool, S::kVrep> {};
+/* 8 codes of 8 bits -> values through the replicated table, * s (agoq_dev_decode's value[c] * s). */
+__device__ __forceinline__ void agoq_tile_decode_vrep8(uint64_t packed, float s, int lane, float (&v)[8]) {
+    const float *t = agoq_tile_vrep() + (lane & (AGOQ_VREP - 1));
+#pragma unroll
+    for (int e = 0; e < 8; e++) {
+        const uint32_t c = __byte_perm((uint32_t)(packed >> (e / 4 * 32)), 0u, (uint32_t)(e % 4) | 0x4440u);
+        v[e] = t[c * AGOQ_VREP] * s;
+    }
+}
+
+#endif
