@@ -46,7 +46,8 @@
  * warpgroup's 64 rows at a time (a hand-off per warpgroup: BAR_*1). Behind a benchmark knob (off
  * by default): AGOQ_WG_TILE_N=128|auto, 128 x 128 tiles (wgmma m64n128k16; template argument TN)
  * against partly empty last waves. The epilogue warps' functions and their variants
- * (AGOQ_WG_EPI_ROWS: 4 rows a warp iteration by default; AGOQ_WG_BULK, off): gemm_wg_epi.cuh. */
+ * (AGOQ_WG_EPI_ROWS: 4 rows a warp iteration by default, 8 for the general formats' row tiles;
+ * AGOQ_WG_EPI_GEN: those row tiles, by default; AGOQ_WG_BULK, off): gemm_wg_epi.cuh. */
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
@@ -75,10 +76,8 @@ constexpr int C_BYTES = BM * C_STRIDE * 2;
  * 65536 / 384 rounded down to 8, what ptxas reports for every instantiation). */
 constexpr int REGS_WG0 = 104, REGS_CONSUMER = 200;
 static_assert(128 * REGS_WG0 + 256 * REGS_CONSUMER <= 384 * 168, "setmaxnreg counts exceed the launch's registers");
-/* AGOQ_WG_EPI_ROWS=8 kernels (bf16 A, 128 accumulators a consumer thread): 136 / 176, the
- * epilogue warps' 8 rows of values without spills (ptxas -v, nvcc 13.0: 168 B of spill stores
- * at 104 / 200, 76 at 120 / 192, 44 at 128 / 184 before the careful path re-read its values;
- * 8-24 B at 128 / 184 after; none at 136 / 176, and no consumer spills or serialized wgmma) */
+/* AGOQ_WG_EPI_ROWS=8 kernels (bf16 A): 136 / 176, the 8 rows' values without spills (ptxas -v,
+ * nvcc 13.0: 44-296 B of spill stores at 128 / 184, none at 136 / 176, nor in the consumers) */
 constexpr int REGS_WG0_ER8 = 136, REGS_CONSUMER_ER8 = 176;
 static_assert(128 * REGS_WG0_ER8 + 256 * REGS_CONSUMER_ER8 <= 384 * 168, "setmaxnreg counts exceed the launch's registers");
 constexpr int EPI_WARPS = 3, EPI_THREADS = 32 * EPI_WARPS, BAR_FULL = 4, BAR_EMPTY = 5, BAR_EPI = 6,
@@ -419,7 +418,7 @@ void launch_epi(int er, bool bulk, const CUtensorMap &ma, const CUtensorMap &mb,
     else launch<0, 0, FASTQ, 0, FASTQ, STAGES, BN, 1, false>(ma, mb, p, s);
 }
 /* The general formats' copy through the row tiles (AGOQ_WG_EPI_GEN=rows): 8 rows a warp
- * iteration with AGOQ_WG_EPI_ROWS=8, else 4 (no bulk copies). */
+ * iteration (the default, er = 8), else 4 (no bulk copies). */
 void launch_gen(int er, const CUtensorMap &ma, const CUtensorMap &mb, const wg_params &p, cudaStream_t s) {
     if (er == 8) launch<0, 0, true, 0, false, STAGES, BN, 8, false, true>(ma, mb, p, s);
     else launch<0, 0, true, 0, false, STAGES, BN, 4, false, true>(ma, mb, p, s);
@@ -466,22 +465,29 @@ int stages() {
     return 0;
 }
 /* The epilogue knobs (gemm_wg_epi.cuh), read on every call (the tests switch them); anything
- * else than the values below: the default, after one line on stderr. AGOQ_WG_EPI_ROWS=4|1 rows a
- * warp iteration (default 4), AGOQ_WG_BULK=0|1 bulk copies of the residual and C (default 0).
+ * else than the values below: the default, after one line on stderr. AGOQ_WG_EPI_ROWS=1|4|8 rows
+ * a warp iteration (unset: 0, the default: 4 for the fast FP4 copy and the plain epilogues, 8 for
+ * the general formats' row tiles), AGOQ_WG_BULK=0|1 bulk copies of the residual and C (default 0),
+ * AGOQ_WG_EPI_GEN=rows|blocks (gen_rows, default rows).
  * Measured on the H200 at 2ed72c8 (experiments/gemm_wg_epi.json, results/h200/logs/
  * gemm_wg_epirows_g7/), vs cuBLASLt (+ quantize) at 4096 / 65536 tokens: 4 rows raise the FP4
  * copies of TP=8 out-projection 0.53 / 0.48 -> 0.78 / 0.69 and TP=8 FC2 0.70 / 0.69 -> 0.94 /
  * 0.92, the plain residual TP=8 out-projection 0.82 / 0.98 -> 0.93 / 1.10; bulk copies lose
- * (0.46-0.64 fused with 1 row, 0.64-0.86 with 4). */
+ * (0.46-0.64 fused with 1 row, 0.64-0.86 with 4).
+ * Measured at 5883341 (results/h200/logs/gemm_wg_epi_g8/, docs/gemm.md): 8 rows leave the FP4
+ * copy within the noise of 4 (4 stays its default); the general formats at block 128 (INT8, FP8
+ * E4M3, INT4-asym) go from a thread a block (0.46-0.55 of cuBLASLt + quantize, TP=8 out) to row
+ * tiles of 4 (0.63-0.78) and of 8 (0.69-0.87; TP=8 FC2 0.65-0.72 -> 0.80-0.95 -> 0.91-1.01). */
 int epi_rows() {
     const char *e = getenv("AGOQ_WG_EPI_ROWS");
-    if (!e || !strcmp(e, "4")) return 4;
+    if (!e) return 0;
+    if (!strcmp(e, "4")) return 4;
     if (!strcmp(e, "1")) return 1;
     if (!strcmp(e, "8")) return 8;
     static bool said = false;
-    if (!said) fprintf(stderr, "gemm_wg: AGOQ_WG_EPI_ROWS=%s unsupported (1, 4 or 8); using 4\n", e);
+    if (!said) fprintf(stderr, "gemm_wg: AGOQ_WG_EPI_ROWS=%s unsupported (1, 4 or 8); using the default\n", e);
     said = true;
-    return 4;
+    return 0;
 }
 /* AGOQ_WG_EPI_GEN=rows|blocks: the quantized copy in a format other than the fast FP4 one
  * through the row tiles (epi_rows_general: int sym / asym, fp8, tables with 4- or 8-bit codes,
@@ -562,12 +568,12 @@ extern "C" int agoq_wg_gemm(const agoq_wg_args *g, void *stream) {
     if (tn == 128 && g->q) launch_t<true, STAGES, 128>(g->a_mn, g->b_mn, ma, mb, p, s);
     else if (tn == 128) launch_t<false, STAGES, 128>(g->a_mn, g->b_mn, ma, mb, p, s);
     else if (fast && st4) launch<0, 0, true, 0, true, 4>(ma, mb, p, s);
-    else if (fast) launch_epi<true>(er, bk, ma, mb, p, s);
-    else if (gen && !st4) launch_gen(er, ma, mb, p, s);
+    else if (fast) launch_epi<true>(er ? er : 4, bk, ma, mb, p, s);
+    else if (gen && !st4) launch_gen(er ? er : 8, ma, mb, p, s);
     else if (g->q && st4) launch_t<true, 4>(g->a_mn, g->b_mn, ma, mb, p, s);
     else if (g->q) launch_t<true, STAGES>(g->a_mn, g->b_mn, ma, mb, p, s);
     else if (st4) launch_t<false, 4>(g->a_mn, g->b_mn, ma, mb, p, s);
-    else if (!g->a_mn && !g->b_mn) launch_epi<false>(er, bk, ma, mb, p, s);
+    else if (!g->a_mn && !g->b_mn) launch_epi<false>(er ? er : 4, bk, ma, mb, p, s);
     else launch_t<false, STAGES>(g->a_mn, g->b_mn, ma, mb, p, s);
     return 0;
 }

@@ -16,8 +16,8 @@
  *       values need no spills.
  *   AGOQ_WG_EPI_GEN=rows (default) | blocks  the quantized copy in the other formats whose tile
  *       encoders exist (int sym / asym, fp8, tables; 4- or 8-bit codes, blocks of 128, round to
- *       nearest, N % 256 == 0) through the same row tiles (epi_rows_general: ER = 4, or 8 with
- *       AGOQ_WG_EPI_ROWS=8) instead of a thread a block (quant_blocks, every other format, and
+ *       nearest, N % 256 == 0) through the same row tiles (epi_rows_general: ER = 8, or 4 with
+ *       AGOQ_WG_EPI_ROWS=1 or 4) instead of a thread a block (quant_blocks, every other format, and
  *       every format with AGOQ_WG_FAST_EPI=0).
  *   AGOQ_WG_BULK=1 (off: slower on the H200)  the residual comes in by 1-D bulk copies (cp.async.bulk, one a staged row,
  *       issued by the lanes of epilogue warp 0) completing on the mbarrier rbar, on which the

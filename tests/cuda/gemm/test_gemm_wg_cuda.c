@@ -308,8 +308,9 @@ static void run_knob(const char *knob, const char *val, const agoq_wg_args *g, c
  * AGOQ_WG_STAGES=4 and =3 bit-exact against the default (4 stages for a plain epilogue, 3 with
  * a residual or copy: the same wgmma in the same k order); AGOQ_WG_TILE_N=128 / auto
  * (m64n128 wgmma) within one bf16 ulp of it, entry by entry (the sums run in the same order; a
- * difference is reported); AGOQ_WG_EPI_ROWS=1, =4 (the default) and =8, AGOQ_WG_BULK=1 with 1 and
- * 8, AGOQ_WG_EPI_GEN=blocks and =rows (the default), AGOQ_WG_FAST_EPI=0 bit-exact (C, codes and
+ * difference is reported); AGOQ_WG_EPI_ROWS=1, =4 and =8 (defaults: 4, and 8 for the general row
+ * tiles), AGOQ_WG_BULK=1 with 1 and 8, AGOQ_WG_EPI_GEN=blocks and =rows (the default),
+ * AGOQ_WG_FAST_EPI=0 bit-exact (C, codes and
  * scales; the forward cases' plain, residual and quantized copies); invalid settings ("7", "x",
  * "3") refused in one line, run as the default. */
 TEST(cuda_wg_gemm_knob_variants_match_default) {
