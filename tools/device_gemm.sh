@@ -19,8 +19,10 @@
 #     knobs  experiments/gemm_wg_knobs.json four times: the default kernel ($OUT/gemm_wg_knobs.json),
 #            then (variants, kept with the logs) AGOQ_WG_STAGES=3 and =4 (every GEMM), AGOQ_WG_TILE_N=128 and
 #            AGOQ_WG_TILE_N=auto: $OUT/logs/gemm_wg_knobs_{st3,st4,tn128,tnauto}.json
-#     epi    experiments/gemm_wg_epi.json once per epilogue variant (gemm_wg_epi.cuh): AGOQ_WG_EPI_ROWS=1
-#            and =4 (the default), each also with AGOQ_WG_BULK=1: $OUT/gemm_wg_epi_{rows1,rows4,bulk1,bulk4}.json
+#     epi    experiments/gemm_wg_epi.json once per epilogue variant (gemm_wg_epi.cuh): AGOQ_WG_EPI_ROWS=1,
+#            =4 (the default) and =8, 1 and 4 also with AGOQ_WG_BULK=1: $OUT/gemm_wg_epi_{rows1,rows4,rows8,bulk1,bulk4}.json;
+#            then experiments/gemm_wg_epi_gen.json (INT8 / FP8 / INT4-asym copies) with AGOQ_WG_EPI_GEN=blocks,
+#            and the row tiles of 4 and of 8 (the default): $OUT/gemm_wg_epi_gen_{blocks,rows4,rows8}.json
 #     sass   HGMMA / UTMALDG counts of the binary (is the wgmma path in it)
 #     ncu    one FC1 launch of ours and of cuBLASLt under ncu (tensor pipe, stalls)
 # EXP=DIR reads the experiment files from DIR instead of experiments/ (a carried copy).
@@ -73,10 +75,14 @@ for p in "$@"; do
                  --out "$OUT/logs/gemm_wg_knobs_${kv%%:*}.json"
              done ;;
     epi)   [ "${hung:-0}" = 1 ] && continue
-             for kv in rows1:AGOQ_WG_EPI_ROWS=1 rows4:AGOQ_WG_EPI_ROWS=4 bulk1:AGOQ_WG_EPI_ROWS=1,AGOQ_WG_BULK=1 \
-                       bulk4:AGOQ_WG_EPI_ROWS=4,AGOQ_WG_BULK=1; do
+             for kv in rows1:AGOQ_WG_EPI_ROWS=1 rows4:AGOQ_WG_EPI_ROWS=4 rows8:AGOQ_WG_EPI_ROWS=8 \
+                       bulk1:AGOQ_WG_EPI_ROWS=1,AGOQ_WG_BULK=1 bulk4:AGOQ_WG_EPI_ROWS=4,AGOQ_WG_BULK=1; do
                part "epi_${kv%%:*}" 45 env $(tr , ' ' <<< "${kv#*:}") "$B/agoq" run "$EXP/gemm_wg_epi.json" --backend cuda \
                  --out "$OUT/gemm_wg_epi_${kv%%:*}.json"
+             done
+             for kv in blocks:AGOQ_WG_EPI_GEN=blocks rows4:AGOQ_WG_EPI_ROWS=4 rows8:AGOQ_WG_EPI_ROWS=8; do
+               part "epigen_${kv%%:*}" 45 env "${kv#*:}" "$B/agoq" run "$EXP/gemm_wg_epi_gen.json" --backend cuda \
+                 --out "$OUT/gemm_wg_epi_gen_${kv%%:*}.json"
              done ;;
     sass)  part sass 120 bash -c "cuobjdump --dump-sass '$B/agoq' | grep -oE 'HGMMA[.A-Za-z0-9]*|UTMALDG[.A-Za-z0-9]*|HMMA[.A-Za-z0-9]*' | sort | uniq -c" ;;
     ncu)   [ "${hung:-0}" = 1 ] && continue; part ncu 90 ncu --clock-control none -k regex:"wg_kernel|sm90" -c 12 --section SpeedOfLight --section WarpStateStats \

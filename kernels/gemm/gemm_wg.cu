@@ -46,7 +46,8 @@
  * warpgroup's 64 rows at a time (a hand-off per warpgroup: BAR_*1). Behind a benchmark knob (off
  * by default): AGOQ_WG_TILE_N=128|auto, 128 x 128 tiles (wgmma m64n128k16; template argument TN)
  * against partly empty last waves. The epilogue warps' functions and their variants
- * (AGOQ_WG_EPI_ROWS: 4 rows a warp iteration by default; AGOQ_WG_BULK, off): gemm_wg_epi.cuh. */
+ * (AGOQ_WG_EPI_ROWS: 4 rows a warp iteration by default, 8 for the general formats' row tiles;
+ * AGOQ_WG_EPI_GEN: those row tiles, by default; AGOQ_WG_BULK, off): gemm_wg_epi.cuh. */
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
@@ -75,6 +76,10 @@ constexpr int C_BYTES = BM * C_STRIDE * 2;
  * 65536 / 384 rounded down to 8, what ptxas reports for every instantiation). */
 constexpr int REGS_WG0 = 104, REGS_CONSUMER = 200;
 static_assert(128 * REGS_WG0 + 256 * REGS_CONSUMER <= 384 * 168, "setmaxnreg counts exceed the launch's registers");
+/* AGOQ_WG_EPI_ROWS=8 kernels (bf16 A): 136 / 176, the 8 rows' values without spills (ptxas -v,
+ * nvcc 13.0: 44-296 B of spill stores at 128 / 184, none at 136 / 176, nor in the consumers) */
+constexpr int REGS_WG0_ER8 = 136, REGS_CONSUMER_ER8 = 176;
+static_assert(128 * REGS_WG0_ER8 + 256 * REGS_CONSUMER_ER8 <= 384 * 168, "setmaxnreg counts exceed the launch's registers");
 constexpr int EPI_WARPS = 3, EPI_THREADS = 32 * EPI_WARPS, BAR_FULL = 4, BAR_EMPTY = 5, BAR_EPI = 6,
               BAR_HANDOFF = 256 + EPI_THREADS;
 /* The 4-stage ring's half hand-off: consumer warpgroup cw stages its 64 rows through barriers
@@ -153,15 +158,18 @@ __device__ __forceinline__ void tile_origin(int t, int tiles_m, int tiles_n, int
 
 /* ST: stages of the ring, 3 or 4 (4: bf16 A only, no table encoder, C staged in halves).
  * TN: the tile's width, BN or 128 (bf16 A, general epilogue quantizer, 3 stages).
- * ER, BULK: the epilogue's AGOQ_WG_EPI_ROWS and AGOQ_WG_BULK (gemm_wg_epi.cuh). */
-template <int TA, int TB, bool QOUT, int DQ, bool FASTQ, int ST = STAGES, int TN = BN, int ER = 1, bool BULK = false>
+ * ER, BULK: the epilogue's AGOQ_WG_EPI_ROWS and AGOQ_WG_BULK; GQ: the general formats' copy
+ * through the row tiles (AGOQ_WG_EPI_GEN=rows; gemm_wg_epi.cuh). */
+template <int TA, int TB, bool QOUT, int DQ, bool FASTQ, int ST = STAGES, int TN = BN, int ER = 1, bool BULK = false,
+          bool GQ = false>
 __global__ void __launch_bounds__(THREADS, 1)
     wg_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, wg_params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     constexpr bool DEQA = DQ != 0; /* A from its stored codes: 1 decoded in shared memory, 2-3 in registers */
     static_assert(ST == STAGES || (ST == 4 && !DEQA), "4 stages: the bf16 kernels only");
     static_assert(TN == BN || (TN == 128 && !DEQA && !FASTQ && ST == STAGES), "128-wide tiles: bf16 A, 3 stages");
-    static_assert((ER == 1 && !BULK) || (ST == STAGES && TN == BN && !DEQA), "epilogue variants: 3 stages, 256 wide");
+    static_assert((ER == 1 && !BULK && !GQ) || (ST == STAGES && TN == BN && !DEQA), "epilogue variants: 3 stages, 256 wide");
+    static_assert(!GQ || (QOUT && !FASTQ && !BULK), "the general row-tile copy: no fast FP4, no bulk copies");
     constexpr bool HALF = ST == 4;               /* C staged a consumer warpgroup's 64 rows at a time */
     constexpr int NH = HALF ? 2 : 1, RS = BM / NH; /* hand-offs a tile, rows staged in each */
     extern __shared__ uint8_t raw[];
@@ -199,7 +207,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     /* Persistent: CTA b runs tiles b, b + grid, ...; `it` counts k-tiles over all of them, so
      * stage it % ST is in its (it / ST)-th use and the barrier phases carry across tiles. */
     if (wg == 0) { /* producer (thread 0) and the epilogue warps (warps 1-3) */
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(REGS_WG0));
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(ER == 8 ? REGS_WG0_ER8 : REGS_WG0));
         if (tid == 0) {
             int it = 0;
             for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
@@ -239,8 +247,8 @@ __global__ void __launch_bounds__(THREADS, 1)
                     nbar_arrive(be, HALF ? BAR_HALF : BAR_HANDOFF); /* staging free (and holding R, or soon: BULK) */
                     nbar_sync(bf, HALF ? BAR_HALF : BAR_HANDOFF);   /* the consumers have staged these rows */
                     if constexpr (BULK) store_c_bulk<TN>(p, stage, et, mh, n0, RS);
-                    store_rows<QOUT && FASTQ, TN, ER, !BULK>(p, &tab, stage, ew, lane, mh, n0, RS);
-                    if constexpr (QOUT && !FASTQ) quant_blocks<TN>(p, &tab, stage, et, mh, n0, RS);
+                    store_rows<QOUT && FASTQ, TN, ER, !BULK, GQ>(p, &tab, stage, ew, lane, mh, n0, RS);
+                    if constexpr (QOUT && !FASTQ && !GQ) quant_blocks<TN>(p, &tab, stage, et, mh, n0, RS);
                     if constexpr (BULK) bulk_wait_read(); /* this thread's C copies have read the staging */
                     nbar_sync(BAR_EPI, EPI_THREADS); /* every epilogue thread is done reading the staging */
                 }
@@ -248,7 +256,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             if constexpr (BULK) bulk_wait(); /* the C copies are written */
         }
     } else { /* consumers: rows 64 * (wg - 1) .. + 63 of each tile */
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(REGS_CONSUMER));
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(ER == 8 ? REGS_CONSUMER_ER8 : REGS_CONSUMER));
         const int cw = wg - 1;
         const int ct = tid - 128, lt = ct & 127; /* consumer thread, and its index in its warpgroup */
         const size_t nbpr = DEQA ? (size_t)(p.k / p.qa.block) : 0;
@@ -370,12 +378,12 @@ int num_sms() {
 long num_tiles(int m, int n, int tn) { return (long)((m + BM - 1) / BM) * ((n + tn - 1) / tn); }
 
 template <int TA, int TB, bool QOUT, int DQ = 0, bool FASTQ = false, int ST = STAGES, int TN = BN, int ER = 1,
-          bool BULK = false>
+          bool BULK = false, bool GQ = false>
 void launch(const CUtensorMap &ma, const CUtensorMap &mb, const wg_params &p, cudaStream_t s) {
     constexpr int smem = DQ == 1 ? DQ_SMEM_BYTES : DQ >= 2 ? DQR_SMEM_BYTES : smem_bytes<ST, TN>();
     static bool attr = false;
     if (!attr) {
-        cudaCheck(cudaFuncSetAttribute(wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK>,
+        cudaCheck(cudaFuncSetAttribute(wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         attr = true;
     }
@@ -388,7 +396,7 @@ void launch(const CUtensorMap &ma, const CUtensorMap &mb, const wg_params &p, cu
         if (grid > num_sms()) grid = num_sms();
         if (cap > 0 && grid > cap) grid = cap;
     }
-    wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK><<<(unsigned)grid, THREADS, smem, s>>>(ma, mb, p);
+    wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ><<<(unsigned)grid, THREADS, smem, s>>>(ma, mb, p);
     cudaCheckLaunch();
 }
 template <bool QOUT, int ST, int TN = BN>
@@ -398,14 +406,22 @@ void launch_t(int ta, int tb, const CUtensorMap &ma, const CUtensorMap &mb, cons
     else if (ta && !tb) launch<1, 0, QOUT, 0, false, ST, TN>(ma, mb, p, s);
     else launch<1, 1, QOUT, 0, false, ST, TN>(ma, mb, p, s);
 }
-/* The 3-stage forward kernels (A, B K-major, 256 wide) with the epilogue variants er (1 or 4) and
- * bulk (gemm_wg_epi.cuh): FASTQ, the fast FP4 copy; else a plain epilogue (+ residual). */
+/* The 3-stage forward kernels (A, B K-major, 256 wide) with the epilogue variants er (1, 4 or 8)
+ * and bulk (gemm_wg_epi.cuh): FASTQ, the fast FP4 copy; else a plain epilogue (+ residual). */
 template <bool FASTQ>
 void launch_epi(int er, bool bulk, const CUtensorMap &ma, const CUtensorMap &mb, const wg_params &p, cudaStream_t s) {
-    if (er == 4 && bulk) launch<0, 0, FASTQ, 0, FASTQ, STAGES, BN, 4, true>(ma, mb, p, s);
+    if (er == 8 && bulk) launch<0, 0, FASTQ, 0, FASTQ, STAGES, BN, 8, true>(ma, mb, p, s);
+    else if (er == 8) launch<0, 0, FASTQ, 0, FASTQ, STAGES, BN, 8, false>(ma, mb, p, s);
+    else if (er == 4 && bulk) launch<0, 0, FASTQ, 0, FASTQ, STAGES, BN, 4, true>(ma, mb, p, s);
     else if (er == 4) launch<0, 0, FASTQ, 0, FASTQ, STAGES, BN, 4, false>(ma, mb, p, s);
     else if (bulk) launch<0, 0, FASTQ, 0, FASTQ, STAGES, BN, 1, true>(ma, mb, p, s);
     else launch<0, 0, FASTQ, 0, FASTQ, STAGES, BN, 1, false>(ma, mb, p, s);
+}
+/* The general formats' copy through the row tiles (AGOQ_WG_EPI_GEN=rows): 8 rows a warp
+ * iteration (the default, er = 8), else 4 (no bulk copies). */
+void launch_gen(int er, const CUtensorMap &ma, const CUtensorMap &mb, const wg_params &p, cudaStream_t s) {
+    if (er == 8) launch<0, 0, true, 0, false, STAGES, BN, 8, false, true>(ma, mb, p, s);
+    else launch<0, 0, true, 0, false, STAGES, BN, 4, false, true>(ma, mb, p, s);
 }
 /* Width of the bf16 kernels' tile: BN (256); AGOQ_WG_TILE_N=128 a 128-wide tile (3 stages, the
  * general epilogue quantizer; a benchmark knob, the tests cover both); AGOQ_WG_TILE_N=auto 128
@@ -449,21 +465,42 @@ int stages() {
     return 0;
 }
 /* The epilogue knobs (gemm_wg_epi.cuh), read on every call (the tests switch them); anything
- * else than the values below: the default, after one line on stderr. AGOQ_WG_EPI_ROWS=4|1 rows a
- * warp iteration (default 4), AGOQ_WG_BULK=0|1 bulk copies of the residual and C (default 0).
+ * else than the values below: the default, after one line on stderr. AGOQ_WG_EPI_ROWS=1|4|8 rows
+ * a warp iteration (unset: 0, the default: 4 for the fast FP4 copy and the plain epilogues, 8 for
+ * the general formats' row tiles), AGOQ_WG_BULK=0|1 bulk copies of the residual and C (default 0),
+ * AGOQ_WG_EPI_GEN=rows|blocks (gen_rows, default rows).
  * Measured on the H200 at 2ed72c8 (experiments/gemm_wg_epi.json, results/h200/logs/
  * gemm_wg_epirows_g7/), vs cuBLASLt (+ quantize) at 4096 / 65536 tokens: 4 rows raise the FP4
  * copies of TP=8 out-projection 0.53 / 0.48 -> 0.78 / 0.69 and TP=8 FC2 0.70 / 0.69 -> 0.94 /
  * 0.92, the plain residual TP=8 out-projection 0.82 / 0.98 -> 0.93 / 1.10; bulk copies lose
- * (0.46-0.64 fused with 1 row, 0.64-0.86 with 4). */
+ * (0.46-0.64 fused with 1 row, 0.64-0.86 with 4).
+ * Measured at 5883341 (results/h200/logs/gemm_wg_epi_g8/, docs/gemm.md): 8 rows leave the FP4
+ * copy within the noise of 4 (4 stays its default); the general formats at block 128 (INT8, FP8
+ * E4M3, INT4-asym) go from a thread a block (0.46-0.55 of cuBLASLt + quantize, TP=8 out) to row
+ * tiles of 4 (0.63-0.78) and of 8 (0.69-0.87; TP=8 FC2 0.65-0.72 -> 0.80-0.95 -> 0.91-1.01). */
 int epi_rows() {
     const char *e = getenv("AGOQ_WG_EPI_ROWS");
-    if (!e || !strcmp(e, "4")) return 4;
+    if (!e) return 0;
+    if (!strcmp(e, "4")) return 4;
     if (!strcmp(e, "1")) return 1;
+    if (!strcmp(e, "8")) return 8;
     static bool said = false;
-    if (!said) fprintf(stderr, "gemm_wg: AGOQ_WG_EPI_ROWS=%s unsupported (1 or 4); using 4\n", e);
+    if (!said) fprintf(stderr, "gemm_wg: AGOQ_WG_EPI_ROWS=%s unsupported (1, 4 or 8); using the default\n", e);
     said = true;
-    return 4;
+    return 0;
+}
+/* AGOQ_WG_EPI_GEN=rows|blocks: the quantized copy in a format other than the fast FP4 one
+ * through the row tiles (epi_rows_general: int sym / asym, fp8, tables with 4- or 8-bit codes,
+ * blocks of 128, round to nearest, N % 256 == 0, A and B K-major, 3 stages) or a thread a block
+ * (quant_blocks, every other format). Default rows. */
+bool gen_rows() {
+    const char *e = getenv("AGOQ_WG_EPI_GEN");
+    if (!e || !strcmp(e, "rows")) return true;
+    if (!strcmp(e, "blocks")) return false;
+    static bool said = false;
+    if (!said) fprintf(stderr, "gemm_wg: AGOQ_WG_EPI_GEN=%s unsupported (rows or blocks); using rows\n", e);
+    said = true;
+    return true;
 }
 bool bulk() {
     const char *e = getenv("AGOQ_WG_BULK");
@@ -506,6 +543,10 @@ extern "C" int agoq_wg_gemm(const agoq_wg_args *g, void *stream) {
                 g->q->p.block == 128 && g->q->p.enc == AGOQ_ENC_FP4 && !g->q->p.stochastic && g->n % 256 == 0;
     const int tn = tile_n(g, fast);
     if (tn != BN) fast = false; /* the fast encoder takes rows of 256 */
+    /* the general formats' row-tile copy (gen_rows) */
+    const bool gen = g->q && !fast && tn == BN && !(fe && !strcmp(fe, "0")) && !g->a_mn && !g->b_mn &&
+                     g->q->p.block == 128 && g->q->p.enc != AGOQ_ENC_FP4 && fz_fast_quant(g->q->p, g->cq) &&
+                     g->n % 256 == 0 && gen_rows();
     CUtensorMap ma, mb;
     if (g->a_mn) make_map(&ma, g->a, g->m, g->k, 64); /* A stored [K][M] */
     else make_map(&ma, g->a, g->k, g->m, BM);         /* A stored [M][K] */
@@ -527,11 +568,12 @@ extern "C" int agoq_wg_gemm(const agoq_wg_args *g, void *stream) {
     if (tn == 128 && g->q) launch_t<true, STAGES, 128>(g->a_mn, g->b_mn, ma, mb, p, s);
     else if (tn == 128) launch_t<false, STAGES, 128>(g->a_mn, g->b_mn, ma, mb, p, s);
     else if (fast && st4) launch<0, 0, true, 0, true, 4>(ma, mb, p, s);
-    else if (fast) launch_epi<true>(er, bk, ma, mb, p, s);
+    else if (fast) launch_epi<true>(er ? er : 4, bk, ma, mb, p, s);
+    else if (gen && !st4) launch_gen(er ? er : 8, ma, mb, p, s);
     else if (g->q && st4) launch_t<true, 4>(g->a_mn, g->b_mn, ma, mb, p, s);
     else if (g->q) launch_t<true, STAGES>(g->a_mn, g->b_mn, ma, mb, p, s);
     else if (st4) launch_t<false, 4>(g->a_mn, g->b_mn, ma, mb, p, s);
-    else if (!g->a_mn && !g->b_mn) launch_epi<false>(er, bk, ma, mb, p, s);
+    else if (!g->a_mn && !g->b_mn) launch_epi<false>(er ? er : 4, bk, ma, mb, p, s);
     else launch_t<false, STAGES>(g->a_mn, g->b_mn, ma, mb, p, s);
     return 0;
 }

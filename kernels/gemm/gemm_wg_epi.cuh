@@ -1,6 +1,6 @@
 /* Epilogue warps of the Hopper GEMM (gemm_wg.cu; included there, inside its namespace): the
  * residual into the staging tile, C out of it, and the quantized copy of C.
- * Two host knobs (gemm_wg.cu: epi_rows, bulk, with the measurements; read on every call) select
+ * Host knobs (gemm_wg.cu: epi_rows, gen_rows, bulk, with the measurements; read on every call) select
  * variants for the 3-stage, 256-wide bf16 kernels with A and B K-major (the forward GEMMs with a
  * residual or the fast FP4 copy); every other kernel takes ER = 1 and no bulk copies:
  *   AGOQ_WG_EPI_ROWS=4 (ER, the default; =1 the earlier one row a warp iteration, one serial
@@ -10,6 +10,15 @@
  *       the ER rows' chains overlap instead of one serial chain a row. ER divides 8, and the
  *       staged rows inside C are a multiple of 8 (M % 8 == 0, tiles start at multiples of 64):
  *       a group of ER rows is all inside C or all outside.
+ *   AGOQ_WG_EPI_ROWS=8  8 rows a warp iteration, the same way; those kernels run warpgroup 0
+ *       at 136 registers and the consumers at 176 (gemm_wg.cu: REGS_*_ER8), and the careful
+ *       path reads its values again from the staging tile (epi_rows_q), so that the 8 rows'
+ *       values need no spills.
+ *   AGOQ_WG_EPI_GEN=rows (default) | blocks  the quantized copy in the other formats whose tile
+ *       encoders exist (int sym / asym, fp8, tables; 4- or 8-bit codes, blocks of 128, round to
+ *       nearest, N % 256 == 0) through the same row tiles (epi_rows_general: ER = 8, or 4 with
+ *       AGOQ_WG_EPI_ROWS=1 or 4) instead of a thread a block (quant_blocks, every other format, and
+ *       every format with AGOQ_WG_FAST_EPI=0).
  *   AGOQ_WG_BULK=1 (off: slower on the H200)  the residual comes in by 1-D bulk copies (cp.async.bulk, one a staged row,
  *       issued by the lanes of epilogue warp 0) completing on the mbarrier rbar, on which the
  *       consumers wait before reading it; the epilogue warps no longer wait for it themselves. C
@@ -121,18 +130,59 @@ __device__ __forceinline__ bool epi_rows_quantize(const agoq_cuda_qparams &p, co
     return true;
 }
 
+/* epi_rows_quantize of ER staged rows (their values v, the first at element e0 of C; this lane's
+ * 8 values of row j at src + j CS in the staging tile) in format (ENC, BITS) / 128: the fast
+ * encoders, or the careful ones when a range is not finite, on values read again from the
+ * staging tile (v is not kept for them: no spills with 8 rows). */
+template <int ENC, int BITS, int ER, int CS>
+__device__ __forceinline__ void epi_rows_q(const agoq_cuda_qparams &p, const agoq_smem_table *tab,
+                                           const float (&v)[ER][8], const uint16_t *src, size_t e0, size_t n,
+                                           const agoq_cuda_qtensor &qt, int lane) {
+    const agoq_cuda_qtensor q = fz_qt_at<BITS, 7>(p, qt, e0);
+    if (!epi_rows_quantize<ENC, BITS, 7, 8, false, ER, false>(p, tab, v, n, q, lane)) {
+        float w[ER][8];
+#pragma unroll
+        for (int j = 0; j < ER; j++) agoq_bf16x8_to_f32(*reinterpret_cast<const uint4 *>(src + j * CS), w[j]);
+        epi_rows_quantize<ENC, BITS, 7, 8, true, ER, false>(p, tab, w, n, q, lane);
+    }
+}
+/* GQ (AGOQ_WG_EPI_GEN=rows): the formats other than FP4 whose tile encoders take blocks of 128
+ * with 4- or 8-bit codes (the host checks: round to nearest, N % 256 == 0), by kind (warp-uniform). */
+template <int ER, int CS>
+__device__ __forceinline__ void epi_rows_general(const agoq_cuda_qparams &p, const agoq_smem_table *tab,
+                                                 const float (&v)[ER][8], const uint16_t *src, size_t e0, size_t n,
+                                                 const agoq_cuda_qtensor &qt, int lane) {
+    const bool b4 = p.bits == 4;
+    switch (p.enc) {
+    case AGOQ_ENC_INT_SYM:
+        if (b4) epi_rows_q<AGOQ_ENC_INT_SYM, 4, ER, CS>(p, tab, v, src, e0, n, qt, lane);
+        else epi_rows_q<AGOQ_ENC_INT_SYM, 8, ER, CS>(p, tab, v, src, e0, n, qt, lane);
+        break;
+    case AGOQ_ENC_INT_ASYM:
+        if (b4) epi_rows_q<AGOQ_ENC_INT_ASYM, 4, ER, CS>(p, tab, v, src, e0, n, qt, lane);
+        else epi_rows_q<AGOQ_ENC_INT_ASYM, 8, ER, CS>(p, tab, v, src, e0, n, qt, lane);
+        break;
+    case AGOQ_ENC_FP8_E4M3: epi_rows_q<AGOQ_ENC_FP8_E4M3, 8, ER, CS>(p, tab, v, src, e0, n, qt, lane); break;
+    case AGOQ_ENC_FP8_E5M2: epi_rows_q<AGOQ_ENC_FP8_E5M2, 8, ER, CS>(p, tab, v, src, e0, n, qt, lane); break;
+    default:
+        if (b4) epi_rows_q<AGOQ_ENC_TABLE, 4, ER, CS>(p, tab, v, src, e0, n, qt, lane);
+        else epi_rows_q<AGOQ_ENC_TABLE, 8, ER, CS>(p, tab, v, src, e0, n, qt, lane);
+        break;
+    }
+}
+
 /* Epilogue warps, after the hand-off: warp ew stores ER-row groups ew, ew + EPI_WARPS, ... of the
  * staged rows inside C (ER = 1: rows ew, ew + EPI_WARPS, ...; the first staged row is row m0 of
  * C), 16 bytes a lane (one 512-byte run a row); STC = false: C leaves by bulk copies instead.
  * FASTQ (FP4 E2M1 / 128, round to nearest, N % 256 == 0; gemm_wg.h): a row's 256 values are one
  * warp vector of the flat rowq layout, so the standalone quantizer's fast tile encoder takes them
  * whole (fz_quantize, a row; epi_rows_quantize, ER rows). */
-template <bool FASTQ, int TN, int ER, bool STC>
+template <bool FASTQ, int TN, int ER, bool STC, bool GQ = false>
 __device__ __forceinline__ void store_rows(const wg_params &p, const agoq_smem_table *tab, const uint16_t *stage,
                                            int ew, int lane, int m0, int n0, int rows) {
-    static_assert(!FASTQ || TN == 256, "the fast FP4 encoder takes a row of 256");
+    static_assert(!(FASTQ || GQ) || TN == 256, "the tile encoders take a row of 256");
     static_assert(8 % ER == 0, "a group of ER rows is all inside C or all outside");
-    if constexpr (!FASTQ && !STC) return;
+    if constexpr (!FASTQ && !GQ && !STC) return;
     constexpr int CS = c_stride<TN>(); /* bf16 per staged row */
     const int col = n0 + 8 * lane, nr = rows_in(p, m0, rows);
     const bool mine = 8 * lane < TN; /* TN = 128: lanes 16-31 have no columns */
@@ -154,10 +204,13 @@ __device__ __forceinline__ void store_rows(const wg_params &p, const agoq_smem_t
             if constexpr (ER == 1) {
                 fz_quantize<AGOQ_ENC_FP4, 4, 7, 1>(p.q, tab, v, e0 / 256, qt, lane);
             } else {
-                const agoq_cuda_qtensor q = fz_qt_at<4, 7>(p.q, qt, e0);
-                if (!epi_rows_quantize<AGOQ_ENC_FP4, 4, 7, 8, false, ER, false>(p.q, tab, v, (size_t)p.n, q, lane))
-                    epi_rows_quantize<AGOQ_ENC_FP4, 4, 7, 8, true, ER, false>(p.q, tab, v, (size_t)p.n, q, lane);
+                epi_rows_q<AGOQ_ENC_FP4, 4, ER, CS>(p.q, tab, v, stage + r0 * CS + 8 * lane, e0, (size_t)p.n, qt, lane);
             }
+        } else if constexpr (GQ) {
+            float v[ER][8];
+#pragma unroll
+            for (int j = 0; j < ER; j++) agoq_bf16x8_to_f32(h[j], v[j]);
+            epi_rows_general<ER, CS>(p.q, tab, v, stage + r0 * CS + 8 * lane, e0, (size_t)p.n, qt, lane);
         }
     }
 }

@@ -308,9 +308,11 @@ static void run_knob(const char *knob, const char *val, const agoq_wg_args *g, c
  * AGOQ_WG_STAGES=4 and =3 bit-exact against the default (4 stages for a plain epilogue, 3 with
  * a residual or copy: the same wgmma in the same k order); AGOQ_WG_TILE_N=128 / auto
  * (m64n128 wgmma) within one bf16 ulp of it, entry by entry (the sums run in the same order; a
- * difference is reported); AGOQ_WG_EPI_ROWS=1 and =4 (the default), AGOQ_WG_BULK=1 with either
- * bit-exact (C, codes and scales; the forward cases' plain, residual and FP4/128 copies); invalid
- * settings ("7", "x", "3") refused in one line, run as the default. */
+ * difference is reported); AGOQ_WG_EPI_ROWS=1, =4 and =8 (defaults: 4, and 8 for the general row
+ * tiles), AGOQ_WG_BULK=1 with 1 and 8, AGOQ_WG_EPI_GEN=blocks and =rows (the default),
+ * AGOQ_WG_FAST_EPI=0 bit-exact (C, codes and
+ * scales; the forward cases' plain, residual and quantized copies); invalid settings ("7", "x",
+ * "3") refused in one line, run as the default. */
 TEST(cuda_wg_gemm_knob_variants_match_default) {
     /* with2: a second knob set to "1" for the run (AGOQ_WG_EPI_ROWS=1 with AGOQ_WG_BULK=1) */
     static const struct { const char *knob, *val; int exact; const char *with2; } vars[] = {
@@ -318,15 +320,24 @@ TEST(cuda_wg_gemm_knob_variants_match_default) {
         {"AGOQ_WG_TILE_N", "128", 0, NULL}, {"AGOQ_WG_TILE_N", "auto", 0, NULL}, {"AGOQ_WG_TILE_N", "x", 1, NULL},
         {"AGOQ_WG_EPI_ROWS", "1", 1, NULL}, {"AGOQ_WG_EPI_ROWS", "4", 1, NULL}, {"AGOQ_WG_EPI_ROWS", "3", 1, NULL},
         {"AGOQ_WG_BULK", "1", 1, NULL}, {"AGOQ_WG_EPI_ROWS", "1", 1, "AGOQ_WG_BULK"},
+        {"AGOQ_WG_EPI_ROWS", "8", 1, NULL}, {"AGOQ_WG_EPI_ROWS", "8", 1, "AGOQ_WG_BULK"},
+        {"AGOQ_WG_EPI_GEN", "blocks", 1, NULL}, {"AGOQ_WG_EPI_GEN", "rows", 1, NULL}, {"AGOQ_WG_EPI_GEN", "x", 1, NULL},
+        {"AGOQ_WG_FAST_EPI", "0", 1, NULL},
     };
     static const wcase cases[] = {
         {OP_FWD, 200, 328, 136}, {OP_FWD, 512, 1536, 512}, {OP_FWD, 384, 1024, 2048}, {OP_DGRAD, 200, 136, 328},
         {OP_DGRAD, 512, 512, 1024}, {OP_WGRAD, 136, 200, 328}, {OP_WGRAD, 1024, 512, 384},
     };
-    static const agoq_format fmts[] = {AGOQ_FMT_FP4_E2M1, AGOQ_FMT_INT4, AGOQ_FMT_NF4};
-    const char *names[4] = {"AGOQ_WG_STAGES", "AGOQ_WG_TILE_N", "AGOQ_WG_EPI_ROWS", "AGOQ_WG_BULK"};
-    char *saved[4];
-    for (int i = 0; i < 4; i++) {
+    /* the copies' formats and blocks: FP4/128 (fast tile encoder), INT4/32 and NF4/64 (a thread a
+     * block), INT8, FP8 E4M3, INT4 asym, NF4 at 128 (the general row tiles by default) */
+    static const agoq_format fmts[] = {AGOQ_FMT_FP4_E2M1, AGOQ_FMT_INT4, AGOQ_FMT_NF4, AGOQ_FMT_INT8,
+                                       AGOQ_FMT_FP8_E4M3, AGOQ_FMT_INT4_ASYM, AGOQ_FMT_NF4};
+    static const int blocks[] = {128, 32, 64, 128, 128, 128, 128};
+    enum { NF = sizeof fmts / sizeof fmts[0], NK = 6 };
+    const char *names[NK] = {"AGOQ_WG_STAGES", "AGOQ_WG_TILE_N", "AGOQ_WG_EPI_ROWS", "AGOQ_WG_BULK", "AGOQ_WG_EPI_GEN",
+                             "AGOQ_WG_FAST_EPI"};
+    char *saved[NK];
+    for (int i = 0; i < NK; i++) {
         saved[i] = getenv(names[i]) ? strdup(getenv(names[i])) : NULL;
         unsetenv(names[i]);
     }
@@ -342,12 +353,12 @@ TEST(cuda_wg_gemm_knob_variants_match_default) {
         uint16_t *dr = up16(r, (size_t)g.m * g.n);
         g.c = agoq_fused_dmalloc((size_t)g.m * g.n * 2);
         /* v: 0 plain, 1 residual, 2.. fused copy in fmts[v - 2] (+ residual; fwd layout only) */
-        const int nv = cases[ci].op == OP_WGRAD ? 1 : cases[ci].op == OP_DGRAD ? 2 : 5;
+        const int nv = cases[ci].op == OP_WGRAD ? 1 : cases[ci].op == OP_DGRAD ? 2 : 2 + NF;
         size_t ulp1 = 0;
         for (int v = 0; v < nv; v++) {
             g.r = v ? dr : NULL;
             agoq_qconfig c = agoq_qconfig_default(v >= 2 ? fmts[v - 2] : AGOQ_FMT_FP4_E2M1);
-            c.block = v == 3 ? 32 : 64 * (1 + (v == 2));
+            if (v >= 2) c.block = blocks[v - 2];
             c.seed = 5;
             agoq_fq q;
             g.q = NULL;
@@ -383,7 +394,7 @@ TEST(cuda_wg_gemm_knob_variants_match_default) {
         free(a); free(b); free(r);
     }
     unsetenv("AGOQ_WG_GRID_CAP");
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < NK; i++) {
         if (saved[i]) setenv(names[i], saved[i], 1);
         free(saved[i]);
     }
