@@ -203,7 +203,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     /* Persistent: CTA b runs tiles b, b + grid, ...; `it` counts k-tiles over all of them, so
      * stage it % ST is in its (it / ST)-th use and the barrier phases carry across tiles. */
     if (wg == 0) { /* producer (thread 0) and the epilogue warps (warps 1-3) */
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(REGS_WG0));
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(DQ == 4 ? DQP_REGS_WG0 : REGS_WG0));
         if (tid == 0) {
             int it = 0;
             for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
@@ -254,7 +254,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             if constexpr (BULK) bulk_wait(); /* the C copies are written */
         }
     } else { /* consumers: rows 64 * (wg - 1) .. + 63 of each tile */
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(REGS_CONSUMER));
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(DQ == 4 ? DQP_REGS_CONSUMER : REGS_CONSUMER));
         const int cw = wg - 1;
         const int ct = tid - 128, lt = ct & 127; /* consumer thread, and its index in its warpgroup */
         const size_t nbpr = DEQA ? (size_t)(p.k / p.qa.block) : 0;
@@ -271,7 +271,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             /* register prologue: one mainloop per decoder and code width, the decoders split over
              * two kernels (DQ 2: integer and FP4, DQ 3: FP8 and table; all six in one kernel make
              * ptxas serialize the wgmma for want of registers) */
-            if constexpr (DQ >= 2) {
+            if constexpr (DQ == 2 || DQ == 3) {
                 constexpr int D0 = DQ == 2 ? AGOQ_ENC_INT_SYM : AGOQ_ENC_FP8_E4M3;
                 constexpr int D1 = DQ == 2 ? AGOQ_ENC_INT_ASYM : AGOQ_ENC_FP8_E5M2;
                 constexpr int D2 = DQ == 2 ? AGOQ_ENC_FP4 : AGOQ_ENC_TABLE;

@@ -9,8 +9,9 @@
  *   k-tile later, or at the tile's end) free the stage (empty[s]) and the slot (aempty[j]).
  * Shared memory: 3 stages of codes + B (40 KB each: the register prologue's ring), 2 bf16 A
  * slots (16 KB each, j = k-tile % 2, so the decoders work one k-tile ahead of the tensor core),
- * the full 128 x 256 C staging tile, 4 mbarriers: 224,320 B (+ 1024 of alignment slack, + the
- * static table) of 227 KB; a third slot or a fourth stage does not fit beside the staging tile.
+ * the full 128 x 256 C staging tile, 4 mbarriers: 223,264 B (+ 1024 of alignment slack + 3,408
+ * static: 227,696 of 232,448); a third slot or a fourth stage does not fit beside the staging
+ * tile. Registers: setmaxnreg 136 for warpgroup 0 (producer, decoders), 184 for the consumers.
  * The decoders also remain the epilogue warps: the C of tile t (residual before, store after) is
  * handed over as in the plain kernel, but only once they have decoded the first DQP_SLOTS
  * k-tiles of the next tile, so the consumers start it while C is stored.
@@ -31,6 +32,11 @@ constexpr int DQP_BAR_OFF = DQP_C_OFF + C_BYTES;           /* afull[DQP_SLOTS], 
 constexpr int DQP_SMEM_BYTES = DQP_BAR_OFF + 2 * DQP_SLOTS * 8 + 1024;
 constexpr int DQP_GROUPS = BM * BK / 8;                                  /* 8-code groups a k-tile */
 constexpr int DQP_ITERS = (DQP_GROUPS + EPI_THREADS - 1) / EPI_THREADS; /* groups a decoder thread */
+/* setmaxnreg counts of this kernel: at the other kernels' 104 the decoders spill (11 groups a
+ * thread, unrolled: 12-40 B of spill stores with a single decoder instantiated); at 136 / 184
+ * ptxas reports no spills for the kernel (every decoder; the consumers' plain mainloop). */
+constexpr int DQP_REGS_WG0 = 136, DQP_REGS_CONSUMER = 184;
+static_assert(128 * DQP_REGS_WG0 + 256 * DQP_REGS_CONSUMER <= 384 * 168, "setmaxnreg counts exceed the launch's registers");
 static_assert(DQP_SMEM_BYTES + sizeof(agoq_smem_table) + 256 <= 232448, "decoder prologue exceeds 227 KB");
 static_assert(DQP_A_OFF % 1024 == 0 && A_BYTES % 1024 == 0, "bf16 A slots must start on 1024 B (swizzle)");
 
