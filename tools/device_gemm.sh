@@ -4,7 +4,7 @@
 #   make -j2 BUILD=build-dev build-dev/agoq build-dev/agoq_test_cuda && strip build-dev/agoq build-dev/agoq_test_cuda
 # carry the build dir and .carry (libcjson for the GPU machine), then on the GPU machine:
 #   tools/device_gemm.sh BUILD_DIR [PART...]     parts (default: tests bench genq): tests bench genq raster deq deqsmem
-#            knobtests knobs epi sass ncu
+#            knobtests knobs epi deqprod sass ncu
 #     tests  the GEMM GPU tests (wgmma layouts vs float64 and cuBLASLt, fused epilogue bit-exact;
 #            the mma.sync GEMM's tests too)
 #     bench  experiments/gemm_wg.json (ours vs cuBLASLt, fused vs cuBLASLt + quantize)
@@ -15,6 +15,9 @@
 #     deq    the prologue pairs alone (experiments/gemm_wg_deq.json): $OUT/gemm_wg_deq.json
 #     deqsmem the same with AGOQ_WG_DEQ_SMEM=1 (codes decoded through a shared-memory tile instead
 #            of the default A-operand registers): $OUT/logs/gemm_wg_deqsmem.json
+#     deqprod the prologue decoded by the epilogue warps (AGOQ_WG_DEQ_PRODUCER=1, gemm_wg_dqp.cuh):
+#            the GEMM GPU tests with it set (the prologue test runs it either way), then
+#            experiments/gemm_wg_deq.json with it off and on: $OUT/gemm_wg_deq_{def,prod}.json
 #     knobtests the GEMM GPU tests again with AGOQ_WG_STAGES=3 (every GEMM on 3 stages), then with AGOQ_WG_TILE_N=128
 #     knobs  experiments/gemm_wg_knobs.json four times: the default kernel ($OUT/gemm_wg_knobs.json),
 #            then (variants, kept with the logs) AGOQ_WG_STAGES=3 and =4 (every GEMM), AGOQ_WG_TILE_N=128 and
@@ -63,6 +66,12 @@ for p in "$@"; do
     deqsmem) [ "${hung:-0}" = 1 ] && continue; mkdir -p "$OUT/logs" # a variant of gemm_wg_deq.json's run: kept with the logs
              part deqsmem 60 env AGOQ_WG_DEQ_SMEM=1 "$B/agoq" run "$EXP/gemm_wg_deq.json" \
              --backend cuda --out "$OUT/logs/gemm_wg_deqsmem.json" ;;
+    deqprod) [ "${hung:-0}" = 1 ] && continue
+             part tests 60 env AGOQ_WG_DEQ_PRODUCER=1 AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" gemm
+             [ "${hung:-0}" = 1 ] && continue
+             part deq_def 60 "$B/agoq" run "$EXP/gemm_wg_deq.json" --backend cuda --out "$OUT/gemm_wg_deq_def.json"
+             part deq_prod 60 env AGOQ_WG_DEQ_PRODUCER=1 "$B/agoq" run "$EXP/gemm_wg_deq.json" --backend cuda \
+               --out "$OUT/gemm_wg_deq_prod.json" ;;
     knobtests) [ "${hung:-0}" = 1 ] && continue
              for kv in AGOQ_WG_STAGES=3 AGOQ_WG_TILE_N=128; do
                part tests 60 env $kv AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" wg_gemm

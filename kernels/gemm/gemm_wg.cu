@@ -40,7 +40,8 @@
  * next tile's mainloop.
  * Stored-A prologue (agoq_wg_fwd_deqa): the stage holds A's packed codes (a TMA box of bytes, no
  * swizzle) instead of its bf16 tile, and the consumers decode them with the standalone decoder,
- * by default straight into the registers of wgmma's A operand (gemm_wg_deq.cuh).
+ * by default straight into the registers of wgmma's A operand (gemm_wg_deq.cuh), or (AGOQ_WG_DEQ_PRODUCER=1)
+ * the epilogue warps decode it into a bf16 tile for the plain mainloop (gemm_wg_dqp.cuh).
  * A fourth stage for the bf16 kernels with a plain epilogue (the default; AGOQ_WG_STAGES=3|4
  * forces one ring for every GEMM, host code below): room made by staging C a consumer
  * warpgroup's 64 rows at a time (a hand-off per warpgroup: BAR_*1). Behind a benchmark knob (off
@@ -155,6 +156,7 @@ __device__ __forceinline__ void tile_origin(int t, int tiles_m, int tiles_n, int
 }
 
 #include "kernels/gemm/gemm_wg_deq.cuh"
+#include "kernels/gemm/gemm_wg_dqp.cuh"
 
 /* ST: stages of the ring, 3 or 4 (4: bf16 A only, no table encoder, C staged in halves).
  * TN: the tile's width, BN or 128 (bf16 A, general epilogue quantizer, 3 stages).
@@ -165,7 +167,8 @@ template <int TA, int TB, bool QOUT, int DQ, bool FASTQ, int ST = STAGES, int TN
 __global__ void __launch_bounds__(THREADS, 1)
     wg_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, wg_params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    constexpr bool DEQA = DQ != 0; /* A from its stored codes: 1 decoded in shared memory, 2-3 in registers */
+    constexpr bool DEQA = DQ != 0; /* A from its stored codes: 1 decoded in shared memory, 2-3 in registers,
+                                    * 4 by the epilogue warps (gemm_wg_dqp.cuh) */
     static_assert(ST == STAGES || (ST == 4 && !DEQA), "4 stages: the bf16 kernels only");
     static_assert(TN == BN || (TN == 128 && !DEQA && !FASTQ && ST == STAGES), "128-wide tiles: bf16 A, 3 stages");
     static_assert((ER == 1 && !BULK && !GQ) || (ST == STAGES && TN == BN && !DEQA), "epilogue variants: 3 stages, 256 wide");
@@ -189,6 +192,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             mbar_init(saddr(&empty[s]), 8); /* one arrival per consumer warp */
         }
         mbar_init(saddr(&rbar), 1);
+        if (DQ == 4) dqp_init(ring);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     if (QOUT && !HALF && p.q.enc == AGOQ_ENC_TABLE) agoq_dev_load_table(&tab, p.q.table);
@@ -199,7 +203,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         __syncthreads();
     }
     constexpr int SB = DEQA ? DQ_STAGE_BYTES : stage_bytes<TN>(), AB = DEQA ? CODE_BYTES : A_BYTES;
-    uint16_t *stage = reinterpret_cast<uint16_t *>(ring + ST * SB + (DQ == 1 ? 4 * DQ_TILE_BYTES : 0));
+    uint16_t *stage = reinterpret_cast<uint16_t *>(ring + (DQ == 4 ? DQP_C_OFF : ST * SB + (DQ == 1 ? 4 * DQ_TILE_BYTES : 0)));
     /* setmaxnreg: warpgroup 0 (producer + epilogue warps) gives registers to the consumers
      * (REGS_WG0 / REGS_CONSUMER); ptxas allocates each branch within its count, so the prologue's
      * decode fits beside the 128 accumulators without spills or serialized wgmma. */
@@ -207,7 +211,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     /* Persistent: CTA b runs tiles b, b + grid, ...; `it` counts k-tiles over all of them, so
      * stage it % ST is in its (it / ST)-th use and the barrier phases carry across tiles. */
     if (wg == 0) { /* producer (thread 0) and the epilogue warps (warps 1-3) */
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(ER == 8 ? REGS_WG0_ER8 : REGS_WG0));
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(DQ == 4 ? DQP_REGS_WG0 : ER == 8 ? REGS_WG0_ER8 : REGS_WG0));
         if (tid == 0) {
             int it = 0;
             for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
@@ -233,6 +237,8 @@ __global__ void __launch_bounds__(THREADS, 1)
                     }
                 }
             }
+        } else if (DQ == 4 && tid >= 32) { /* the epilogue warps decode A too */
+            dqp_run<DQ>(p, &tab, ring, full, stage, tid - 32, tiles_m, tiles_n, ntiles, ktiles);
         } else if (tid >= 32) { /* epilogue warps: NH hand-offs of the staging tile per tile */
             const int et = tid - 32, ew = et >> 5, lane = tid & 31;
             for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
@@ -256,7 +262,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             if constexpr (BULK) bulk_wait(); /* the C copies are written */
         }
     } else { /* consumers: rows 64 * (wg - 1) .. + 63 of each tile */
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(ER == 8 ? REGS_CONSUMER_ER8 : REGS_CONSUMER));
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(DQ == 4 ? DQP_REGS_CONSUMER : ER == 8 ? REGS_CONSUMER_ER8 : REGS_CONSUMER));
         const int cw = wg - 1;
         const int ct = tid - 128, lt = ct & 127; /* consumer thread, and its index in its warpgroup */
         const size_t nbpr = DEQA ? (size_t)(p.k / p.qa.block) : 0;
@@ -273,7 +279,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             /* register prologue: one mainloop per decoder and code width, the decoders split over
              * two kernels (DQ 2: integer and FP4, DQ 3: FP8 and table; all six in one kernel make
              * ptxas serialize the wgmma for want of registers) */
-            if constexpr (DQ >= 2) {
+            if constexpr (DQ == 2 || DQ == 3) {
                 constexpr int D0 = DQ == 2 ? AGOQ_ENC_INT_SYM : AGOQ_ENC_FP8_E4M3;
                 constexpr int D1 = DQ == 2 ? AGOQ_ENC_INT_ASYM : AGOQ_ENC_FP8_E5M2;
                 constexpr int D2 = DQ == 2 ? AGOQ_ENC_FP4 : AGOQ_ENC_TABLE;
@@ -289,7 +295,7 @@ __global__ void __launch_bounds__(THREADS, 1)
                     else dqr_mainloop<D2, 8>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, cw, lt, ktiles, it);
                 }
             }
-            for (int kt = 0; DQ < 2 && kt < ktiles; kt++, it++) {
+            for (int kt = 0; (DQ < 2 || DQ == 4) && kt < ktiles; kt++, it++) {
                 const int s = it % ST;
                 mbar_wait(saddr(&full[s]), (uint32_t)((it / ST) & 1));
                 uint32_t a = ring_s + s * SB + cw * 64 * 128;
@@ -304,6 +310,7 @@ __global__ void __launch_bounds__(THREADS, 1)
                     asm volatile("bar.sync %0, 128;" ::"r"(2 + cw) : "memory");
                     a = saddr(buf);
                 }
+                if constexpr (DQ == 4) a = dqp_acquire(ring, ring_s, it) + cw * 64 * 128;
                 wg_fence();
 #pragma unroll
                 for (int kk = 0; kk < BK / 16; kk++) {
@@ -315,10 +322,12 @@ __global__ void __launch_bounds__(THREADS, 1)
                 wg_commit();
                 wg_wait<1>(); /* the previous k-tile's wgmma are done: free its stage */
                 if (kt > 0 && (tid & 31) == 0) mbar_arrive(saddr(&empty[(it - 1) % ST]));
+                if (DQ == 4 && kt > 0 && (tid & 31) == 0) dqp_release(ring, it - 1);
             }
             wg_wait<0>();
             acc_fence(d);
             if ((tid & 31) == 0) mbar_arrive(saddr(&empty[(it - 1) % ST])); /* the tile's last stage */
+            if (DQ == 4 && (tid & 31) == 0) dqp_release(ring, it - 1);
             if constexpr (HALF) { /* this warpgroup's 64 rows in their own hand-off; warpgroup 1's
                                    * waits for the epilogue warps to finish warpgroup 0's */
                 nbar_sync(cw ? BAR_EMPTY1 : BAR_EMPTY, BAR_HALF);
@@ -380,7 +389,7 @@ long num_tiles(int m, int n, int tn) { return (long)((m + BM - 1) / BM) * ((n + 
 template <int TA, int TB, bool QOUT, int DQ = 0, bool FASTQ = false, int ST = STAGES, int TN = BN, int ER = 1,
           bool BULK = false, bool GQ = false>
 void launch(const CUtensorMap &ma, const CUtensorMap &mb, const wg_params &p, cudaStream_t s) {
-    constexpr int smem = DQ == 1 ? DQ_SMEM_BYTES : DQ >= 2 ? DQR_SMEM_BYTES : smem_bytes<ST, TN>();
+    constexpr int smem = DQ == 1 ? DQ_SMEM_BYTES : DQ == 4 ? DQP_SMEM_BYTES : DQ >= 2 ? DQR_SMEM_BYTES : smem_bytes<ST, TN>();
     static bool attr = false;
     if (!attr) {
         cudaCheck(cudaFuncSetAttribute(wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ>,
@@ -606,9 +615,11 @@ extern "C" int agoq_wg_fwd_deqa(int M, int N, int K, const agoq_fq *qx, agoq_dqt
     make_map(&ma, xq.codes, K * bits / 8, M, BM, true, BK * bits / 8); /* codes [M][K bits / 8] */
     make_map(&mb, W, K, N, BN);
     wg_params p = {M, N, K, R, Y, agoq_cuda_qparams{}, agoq_dqt{}, MN_BOX_BYTES, 1024u, qx->p, xq, group_m()};
-    /* the A fragments decoded in registers; AGOQ_WG_DEQ_SMEM=1: through shared memory (gemm_wg_deq.cuh) */
-    const char *sm = getenv("AGOQ_WG_DEQ_SMEM");
-    if (sm && !strcmp(sm, "1")) launch<0, 0, false, 1>(ma, mb, p, (cudaStream_t)stream);
+    /* the A fragments decoded in registers; AGOQ_WG_DEQ_SMEM=1: through shared memory (gemm_wg_deq.cuh);
+     * AGOQ_WG_DEQ_PRODUCER=1 (before SMEM): by the epilogue warps (gemm_wg_dqp.cuh) */
+    const char *sm = getenv("AGOQ_WG_DEQ_SMEM"), *pr = getenv("AGOQ_WG_DEQ_PRODUCER");
+    if (pr && !strcmp(pr, "1")) launch<0, 0, false, 4>(ma, mb, p, (cudaStream_t)stream);
+    else if (sm && !strcmp(sm, "1")) launch<0, 0, false, 1>(ma, mb, p, (cudaStream_t)stream);
     else if (p.qa.dec == AGOQ_ENC_INT_SYM || p.qa.dec == AGOQ_ENC_INT_ASYM || p.qa.dec == AGOQ_ENC_FP4)
         launch<0, 0, false, 2>(ma, mb, p, (cudaStream_t)stream);
     else launch<0, 0, false, 3>(ma, mb, p, (cudaStream_t)stream);

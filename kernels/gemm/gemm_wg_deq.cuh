@@ -114,20 +114,26 @@ __device__ __forceinline__ void dq_scales(const wg_params &p, int row0, int k0, 
         if (p.qa.kind == AGOQ_CODE_INT_ASYM) zc[i] = agoq_dev_load_scale(p.aq.zeros, blk, p.qa.bf16_scale);
     }
 }
+/* Group g of a bf16 tile (row g / 8, columns 8 (g % 8) .. + 7: four words of two bf16, the low
+ * half the even column) stored in the 128-byte-swizzled K-major layout of the TMA's A tiles. */
+__device__ __forceinline__ void dq_put8(uint8_t *buf, int g, const uint32_t (&h)[4]) {
+    const int r = g >> 3, c = g & 7;
+    *reinterpret_cast<uint4 *>(buf + r * 128 + ((c ^ (r & 7)) << 4)) = make_uint4(h[0], h[1], h[2], h[3]);
+}
 /* Codes of this consumer's 64 rows (row pitch BK bits / 8 bytes) -> bf16 values (the
  * standalone decoder's, rounded once to bf16) in the 128-byte-swizzled K-major layout. */
 __device__ __forceinline__ void dq_tile(const wg_params &p, const agoq_smem_table *tab, const uint8_t *codes,
                                         uint8_t *buf, int lt, const float (&sc)[4], const float (&zc)[4]) {
 #pragma unroll
     for (int i = 0; i < 4; i++) {
-        const int g = lt + 128 * i, r = g >> 3, c = g & 7;
+        const int g = lt + 128 * i;
         const uint64_t packed = agoq_dev_load_group(codes, (size_t)g, p.qa.bits);
         float v[8];
         fz_with_kind(p.qa.dec, [&](auto k) { agoq_dev_decode8<decltype(k)::value>(p.qa, tab, packed, sc[i], zc[i], v); });
         uint32_t h[4];
 #pragma unroll
         for (int e = 0; e < 4; e++) h[e] = (uint32_t)agoq_f32_to_bf16(v[2 * e]) | (uint32_t)agoq_f32_to_bf16(v[2 * e + 1]) << 16;
-        *reinterpret_cast<uint4 *>(buf + r * 128 + ((c ^ (r & 7)) << 4)) = make_uint4(h[0], h[1], h[2], h[3]);
+        dq_put8(buf, g, h);
     }
 }
 

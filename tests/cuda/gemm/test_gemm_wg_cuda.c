@@ -206,9 +206,11 @@ TEST(cuda_wg_gemm_epilogue_quant_bit_exact) {
  * in the epilogue warps, the other formats and N = 384 through the general one. */
 TEST(cuda_wg_gemm_epilogue_fast_fp4_bit_exact) { epilogue_quant_shapes(0, 3); }
 
-/* The stored-A prologue, both ways (A fragments decoded in registers, the default; through a
- * shared-memory tile, AGOQ_WG_DEQ_SMEM=1): bit-exact against the plain kernel on A dequantized
- * on the host (agoq_rowq_dequantize_ref, rounded to bf16), with and without the residual. */
+/* The stored-A prologue, three ways (A fragments decoded in registers, the default; through a
+ * shared-memory tile, AGOQ_WG_DEQ_SMEM=1; by the epilogue warps into the plain mainloop's bf16
+ * tile, AGOQ_WG_DEQ_PRODUCER=1): bit-exact against the plain kernel on A dequantized on the host
+ * (agoq_rowq_dequantize_ref, rounded to bf16), with and without the residual; the second shape
+ * on 2 CTAs (several tiles a CTA: the decoders' hand-off across tiles). */
 TEST(cuda_wg_gemm_prologue_dequant_bit_exact) {
     static const qcase cases[] = {
         {AGOQ_FMT_FP4_E2M1, 128, AGOQ_SCALE_FP32, AGOQ_ROUND_NEAREST}, {AGOQ_FMT_INT4, 64, AGOQ_SCALE_BF16, AGOQ_ROUND_NEAREST},
@@ -249,16 +251,19 @@ TEST(cuda_wg_gemm_prologue_dequant_bit_exact) {
                 CHECK(agoq_wg_fwd(m, n, k, dadq, db, R, dp, NULL, (agoq_dqt){0}, NULL) == 0);
                 agoq_fused_dsync();
                 uint16_t *want = down16(dp, (size_t)m * n);
-                for (int smem = 0; smem < 2; smem++) { /* A fragments decoded in registers, then through smem */
-                    if (smem) setenv("AGOQ_WG_DEQ_SMEM", "1", 1);
+                static const char *const way[] = {"registers", "smem", "producer"};
+                for (int smem = 0; smem < 3; smem++) { /* registers, then through smem, then by the epilogue warps */
+                    if (smem == 1) setenv("AGOQ_WG_DEQ_SMEM", "1", 1);
+                    if (smem == 2) setenv("AGOQ_WG_DEQ_PRODUCER", "1", 1);
                     CHECK(agoq_wg_fwd_deqa(m, n, k, &q, dq, db, R, dc, NULL) == 0);
                     unsetenv("AGOQ_WG_DEQ_SMEM");
+                    unsetenv("AGOQ_WG_DEQ_PRODUCER");
                     agoq_fused_dsync();
                     uint16_t *got = down16(dc, (size_t)m * n);
                     CHECK_MSG(agoq_validate_bytes("C deqa vs plain on dequantized A", (const uint8_t *)want,
                                                   (const uint8_t *)got, (size_t)m * n * 2) == 0,
                               "%s/%d M=%d N=%d K=%d residual=%d %s", agoq_formats[c.fmt].name, c.block, m, n, k, with_r,
-                              smem ? "smem" : "registers");
+                              way[smem]);
                     free(got);
                 }
                 free(want);
