@@ -73,7 +73,7 @@ int agoq_cuda_tile_opts(void) {
     if (g_tile_opts < 0) {
         const char *a = getenv("AGOQ_Q6_ASYM"), *g = getenv("AGOQ_Q6_NF4"), *k = getenv("AGOQ_Q6_PACK");
         g_tile_opts = (a && strcmp(a, "0") == 0 ? 0 : AGOQ_TILE_OPT_ASYM) | (g && strcmp(g, "0") == 0 ? 0 : AGOQ_TILE_OPT_GRID) |
-                      (k && strcmp(k, "1") == 0 ? AGOQ_TILE_OPT_PACK : 0);
+                      (k && strcmp(k, "0") == 0 ? 0 : AGOQ_TILE_OPT_PACK);
     }
     return g_tile_opts;
 }

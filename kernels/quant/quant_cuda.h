@@ -106,8 +106,9 @@ const char *agoq_cuda_deq_variant_name(int v);
 /* The tile quantizers' optional encoders (issue 15, q6), a mask of AGOQ_TILE_OPT_*, each
  * bit-exact (tests/quant/test_quant_math.c) and on by default; the environment turns each off
  * for A/B runs: AGOQ_Q6_ASYM=0 (asymmetric integers: the float-to-int conversion and integer
- * clamps again), AGOQ_Q6_NF4=0 (tables: the tab_lut.h LUT instead of the uniform grid), and
- * AGOQ_Q6_PACK=1 turns on the packed bf16 tiles (off by default: not yet run on a GPU). They
+ * clamps again), AGOQ_Q6_NF4=0 (tables: the tab_lut.h LUT instead of the uniform grid),
+ * AGOQ_Q6_PACK=0 (bf16 input tiles unpacked to fp32 at the load: faster or equal packed, H200
+ * A/B in results/h200/logs/s6_callB_11ce4b2/). They
  * apply to the quantizers (quant.cu) and the 8-bit gradient kernels (grad8.cu), not to the
  * fused kernels. agoq_cuda_tile_opts_force: a mask for tests, -1 = from the environment again
  * (not thread-safe). */
