@@ -96,20 +96,8 @@ __device__ __forceinline__ bool epi_rows_quantize(const agoq_cuda_qparams &p, co
         hi[k] = __int_as_float(0xff800000);
         agoq_tile_range<ENC, E, 1, CAREFUL>(&v[k], a[k], lo[k], hi[k]);
     }
-    if constexpr (kAsym) {
-        agoq_tile_reduce<G::K, G::LB, false, !CAREFUL>(lo, lane);
-        agoq_tile_reduce<G::K, G::LB, true, !CAREFUL>(hi, lane);
-    } else {
-        agoq_tile_reduce<G::K, G::LB, true, !CAREFUL>(a, lane);
-    }
     float s[G::H], m[G::H], inv[G::H];
-    bool finite = true;
-#pragma unroll
-    for (int i = 0; i < G::H; i++) {
-        agoq_dev_block_params(p, a[i], lo[i], hi[i], &s[i], &m[i], &inv[i]);
-        finite &= kAsym ? agoq_isfinite(lo[i]) && agoq_isfinite(hi[i]) && agoq_isfinite(s[i]) : agoq_isfinite(a[i]);
-    }
-    if (!CAREFUL && __any_sync(0xffffffffu, !finite)) return false;
+    if (!agoq_tile_params<ENC, G::K, G::LB, G::H, CAREFUL>(p, a, lo, hi, s, m, inv, lane)) return false;
     const int seg = lane / G::LB, pos = lane % G::LB;
     constexpr int kSpread = G::K <= G::LB ? G::LB / G::K : 1; /* lanes holding one slot */
 #pragma unroll
@@ -120,9 +108,8 @@ __device__ __forceinline__ bool epi_rows_quantize(const agoq_cuda_qparams &p, co
     }
 #pragma unroll
     for (int k = 0; k < G::K; k++) {
-        const int src = seg * G::LB + agoq_tile_holder(k, G::K, G::LB), i = agoq_tile_held_index(k, G::K, G::LB);
-        const float inv_k = __shfl_sync(0xffffffffu, inv[i], src);
-        const float m_k = kAsym ? __shfl_sync(0xffffffffu, m[i], src) : 0.0f;
+        float inv_k, m_k;
+        agoq_tile_held<G::K, G::LB, G::H, kAsym>(k, seg, inv, m, inv_k, m_k);
         const uint64_t packed = CAREFUL ? agoq_tile_encode_any<ENC, BITS, E>(p, t, v[k], inv_k, m_k)
                                         : agoq_tile_encode_finite<ENC, BITS, E, PACK8>(p, t, v[k], inv_k, m_k);
         agoq_tile_store_codes<BITS, E>(out.codes, (size_t)k * vstride + (size_t)lane * E, packed);

@@ -337,6 +337,37 @@ struct agoq_tile_view_bf16p {
     }
 };
 
+/* The reduced block ranges -> stored scale s, zero point m and 1/s of the ranges this lane holds
+ * after the transpose reduction (a for symmetric and table formats, lo / hi for asymmetric ones;
+ * all 32 lanes). Returns false when the fast path (!CAREFUL) meets a non-finite range anywhere in
+ * the warp (the caller then redoes its tile on the careful path). */
+template <int ENC, int K, int LB, int H, bool CAREFUL>
+__device__ __forceinline__ bool agoq_tile_params(const agoq_cuda_qparams &p, float (&a)[K], float (&lo)[K], float (&hi)[K],
+                                                 float (&s)[H], float (&m)[H], float (&inv)[H], int lane) {
+    constexpr bool kAsym = ENC == AGOQ_ENC_INT_ASYM;
+    if constexpr (kAsym) {
+        agoq_tile_reduce<K, LB, false, !CAREFUL>(lo, lane);
+        agoq_tile_reduce<K, LB, true, !CAREFUL>(hi, lane);
+    } else {
+        agoq_tile_reduce<K, LB, true, !CAREFUL>(a, lane);
+    }
+    bool finite = true;
+#pragma unroll
+    for (int i = 0; i < H; i++) {
+        agoq_dev_block_params(p, a[i], lo[i], hi[i], &s[i], &m[i], &inv[i]);
+        finite &= kAsym ? agoq_isfinite(lo[i]) && agoq_isfinite(hi[i]) && agoq_isfinite(s[i]) : agoq_isfinite(a[i]);
+    }
+    return CAREFUL || !__any_sync(0xffffffffu, !finite);
+}
+/* 1/s (and m) of block slot k of this lane's segment seg, fetched from the lane that holds it. */
+template <int K, int LB, int H, bool ASYM>
+__device__ __forceinline__ void agoq_tile_held(int k, int seg, const float (&inv)[H], const float (&m)[H], float &inv_k,
+                                               float &m_k) {
+    const int src = seg * LB + agoq_tile_holder(k, K, LB), i = agoq_tile_held_index(k, K, LB);
+    inv_k = __shfl_sync(0xffffffffu, inv[i], src);
+    m_k = ASYM ? __shfl_sync(0xffffffffu, m[i], src) : 0.0f;
+}
+
 /* One tile: ranges, reduction, parameters, scales, codes. Returns false (and writes nothing)
  * when the fast path meets a non-finite range; the caller then runs it with CAREFUL. U (the
  * vectors of v, deduced) sets the tile: TILE = 32*U*E elements starting at tile * TILE.
@@ -360,21 +391,8 @@ __device__ __forceinline__ bool agoq_tile_quantize_view(const agoq_cuda_qparams 
         hi[k] = __int_as_float(0xff800000);
         tv.template range<ENC, G::VB, CAREFUL>(k * G::VB, a[k], lo[k], hi[k]);
     }
-    if constexpr (kAsym) {
-        agoq_tile_reduce<G::K, G::LB, false, !CAREFUL>(lo, lane);
-        agoq_tile_reduce<G::K, G::LB, true, !CAREFUL>(hi, lane);
-    } else {
-        agoq_tile_reduce<G::K, G::LB, true, !CAREFUL>(a, lane);
-    }
-    /* the held ranges -> stored scale, zero point, 1/s */
     float s[G::H], m[G::H], inv[G::H];
-    bool finite = true;
-#pragma unroll
-    for (int i = 0; i < G::H; i++) {
-        agoq_dev_block_params(p, a[i], lo[i], hi[i], &s[i], &m[i], &inv[i]);
-        finite &= kAsym ? agoq_isfinite(lo[i]) && agoq_isfinite(hi[i]) && agoq_isfinite(s[i]) : agoq_isfinite(a[i]);
-    }
-    if (!CAREFUL && __any_sync(0xffffffffu, !finite)) return false;
+    if (!agoq_tile_params<ENC, G::K, G::LB, G::H, CAREFUL>(p, a, lo, hi, s, m, inv, lane)) return false;
     const int seg = lane / G::LB, pos = lane % G::LB;
     const size_t blk0 = tile * (size_t)(G::K * G::BPV) + (size_t)seg;
     constexpr int kSpread = G::K <= G::LB ? G::LB / G::K : 1; /* lanes holding one slot */
@@ -388,9 +406,8 @@ __device__ __forceinline__ bool agoq_tile_quantize_view(const agoq_cuda_qparams 
     const size_t e_tile = tile * (size_t)G::TILE;
 #pragma unroll
     for (int k = 0; k < G::K; k++) {
-        const int src = seg * G::LB + agoq_tile_holder(k, G::K, G::LB), i = agoq_tile_held_index(k, G::K, G::LB);
-        const float inv_k = __shfl_sync(0xffffffffu, inv[i], src);
-        const float m_k = kAsym ? __shfl_sync(0xffffffffu, m[i], src) : 0.0f;
+        float inv_k, m_k;
+        agoq_tile_held<G::K, G::LB, G::H, kAsym>(k, seg, inv, m, inv_k, m_k);
 #pragma unroll
         for (int jj = 0; jj < G::VB; jj++) {
             const int j = k * G::VB + jj;
