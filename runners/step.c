@@ -16,6 +16,10 @@
  *   rope_base [10000] norm_eps [1e-5]   (model cards carry no RoPE base: LLaMA-3 wants 500000)
  *   reps [5] warmup [2]   timed steps, untimed steps before them
  *   seed [the experiment seed]  weights, stage inputs and output gradients
+ *   gemm ["auto"]    forward GEMM sites whose output is stored quantized (out_proj, fc2, fc1):
+ *                    "cublaslt" (the consumer quantizes), "fused" (gemm_wg's epilogue writes the
+ *                    copy; falls back per site where it cannot), "auto" (both timed at setup on
+ *                    the GPU, the faster kept); step/gemm_site.c
  *   dump [none]      directory: after each measured run, a probe step (fresh weights, no
  *                    optimizer) is written there for validation/hf_step.py (step/dump.c)
  *   grad_error [false]  also the gradient error of every run against bf16 store-all on the same
@@ -217,9 +221,7 @@ static void record_memory(cJSON *o, const step_exp *x, const step_point *p, cons
                             : x->runs[p->ri].pol.moments.kind == AGOQ_STORE_QUANT
                                 ? "chunked: dequantize -> fp32 AdamW -> requantize"
                                 : "fp32 moments: one AdamW kernel");
-    /* issue 17: the project's Hopper GEMM (kernels/gemm/gemm_wg.h) is not wired in: it measured
-     * slower than cuBLASLt with or without its fused epilogue (README "GEMM fusion") */
-    add_str(o, "gemm", "cublaslt (bf16, fp32 accumulate)");
+    step_gemm_record(o, x->gemm, r->gemm_sites, x->dry);
     add_str(o, "attention", "cudnn fused sdpa (backend graph API)");
     add_str(o, "arena", r->arena_ends == 2 ? "two ends: transients from the bottom, the rest from the top"
                                             : "one end: first fit from the bottom");
@@ -522,6 +524,7 @@ static const agoq_flag step_flags[] = {
     {.name = "dry", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "dry", .arg = NULL, .help = "the allocation plan only, no GPU (records marked simulated)", .value = "true"},
     {.name = "budget", .short_opt = 0, .kind = AGOQ_FLAG_NUM, .key = "budget_gb", .arg = "GB", .help = "device budget"},
     {.name = "fit", .short_opt = 0, .kind = AGOQ_FLAG_STR, .key = "fit", .arg = "error|record", .help = "over the budget: an error, or a \"fits\": false record"},
+    {.name = "gemm", .short_opt = 0, .kind = AGOQ_FLAG_STR, .key = "gemm", .arg = "auto|cublaslt|fused", .help = "GEMM sites with a quantized copy: timed pick, cuBLASLt, fused GEMM (auto)"},
     {.name = "rope-base", .short_opt = 0, .kind = AGOQ_FLAG_NUM, .key = "rope_base", .arg = "X", .help = "RoPE base (10000)"},
     {.name = "norm-eps", .short_opt = 0, .kind = AGOQ_FLAG_NUM, .key = "norm_eps", .arg = "X", .help = "RMSNorm epsilon (1e-5)"},
     {.name = "ready", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "ready", .arg = NULL, .help = "exit 0 if a GPU and cuDNN are usable here, else say why, exit 1",
@@ -556,7 +559,8 @@ const agoq_runner agoq_runner_step = {
     .what = "measured training step of LLaMA layers on one GPU per policy (or its dry plan)",
     .usage = "[options]      (or: agoq run experiments/step_*.json)",
     .about = "A measured training step (forward, backward, AdamW) of a stack of LLaMA decoder layers on\n"
-             "one GPU, bf16 with fp32 accumulation, cuBLASLt GEMMs and cuDNN flash attention; activations\n"
+             "one GPU, bf16 with fp32 accumulation, cuBLASLt GEMMs (--gemm: the fused Hopper GEMM where it\n"
+             "writes a stored quantized copy) and cuDNN flash attention; activations\n"
              "really stored as each policy says (bf16, FP8, packed k-bit codes + scales, or recomputed) in\n"
              "one arena whose high-water mark is the peak. TP/PP communication is not run (\"comm\": \"omitted\").",
     .keys = step_exp_keys,

@@ -234,13 +234,13 @@ static int parse_runs(jconf c, const cJSON *cfg, step_exp *x) {
 
 const char *const step_exp_keys[] = {"model", "layers", "tp", "pp", "stage", "seq", "micro_batch", "micro_batches",
                                      "rope_base", "norm_eps", "reps", "warmup", "seed", "grad_error", "dry",
-                                     "budget_gb", "fit", "runs", "dump", NULL};
+                                     "budget_gb", "fit", "runs", "dump", "gemm", NULL};
 
 int step_exp_parse(const agoq_run_ctx *ctx, const cJSON *cfg, step_exp *x) {
     const char *const *keys = step_exp_keys;
     jconf c = ctx->where;
     memset(x, 0, sizeof *x);
-    const char *fit;
+    const char *fit, *gemm;
     double seed;
     if (jconf_only(c, cfg, keys) || parse_models(c, cfg, x) || jconf_long(c, cfg, "layers", 0, 1, 4096, 4, &x->layers) ||
         long_list(c, cfg, "tp", 1, 4096, 1, x->tp, &x->ntp) || jconf_long(c, cfg, "pp", 0, 1, AGOQ_MAX_STAGES, 1, &x->pp) ||
@@ -254,8 +254,12 @@ int step_exp_parse(const agoq_run_ctx *ctx, const cJSON *cfg, step_exp *x) {
         jconf_num(c, cfg, "seed", 0, 0, 9007199254740992.0, (double)ctx->seed, &seed) ||
         jconf_bool(c, cfg, "grad_error", 0, 0, &x->grad_error) || jconf_bool(c, cfg, "dry", 0, 0, &x->dry) ||
         jconf_num(c, cfg, "budget_gb", 0, 0, 1e6, 0, &x->budget_gb) || jconf_str(c, cfg, "fit", 0, "error", &fit) ||
-        jconf_str(c, cfg, "dump", 0, NULL, &x->dump))
+        jconf_str(c, cfg, "dump", 0, NULL, &x->dump) || jconf_str(c, cfg, "gemm", 0, "auto", &gemm))
         return -1;
+    if (agoq_step_gemm_parse(gemm, &x->gemm)) {
+        agoq_error("%s: key '%s.gemm': unknown value '%s' (auto, cublaslt or fused)", c.file, c.prefix, gemm);
+        return -1;
+    }
     if (seed != floor(seed)) {
         agoq_error("%s: key '%s.seed': expected an integer", c.file, c.prefix);
         return -1;
@@ -298,4 +302,24 @@ void step_exp_config(const step_exp *x, const step_axes *a, const step_run_spec 
     c->seed = x->seed;
     c->dry = x->dry;
     c->quiet = quiet;
+    c->gemm = x->gemm;
+}
+
+void step_gemm_record(cJSON *o, agoq_step_gemm key, const agoq_step_gemm_site *sites, int dry) {
+    cJSON *g = cJSON_AddObjectToObject(o, "gemm"), *t = NULL;
+    cJSON_AddStringToObject(g, "key", agoq_step_gemm_name(key));
+    cJSON_AddStringToObject(g, "library", "cublaslt (bf16, fp32 accumulate); fused: kernels/gemm/gemm_wg.h");
+    for (int s = 0; s < AGOQ_GEMM_SITE_COUNT; s++) {
+        const agoq_step_gemm_site *e = &sites[s];
+        char buf[200];
+        if (e->fallback[0]) snprintf(buf, sizeof buf, "cublaslt (fallback: %s)", e->fallback);
+        else snprintf(buf, sizeof buf, "%s", e->fused ? "fused" : "cublaslt");
+        cJSON_AddStringToObject(g, agoq_gemm_site_name((agoq_gemm_site)s), buf);
+        if (!e->timed) continue;
+        if (!t) t = cJSON_AddObjectToObject(g, "timed_ms");
+        cJSON *ts = cJSON_AddObjectToObject(t, agoq_gemm_site_name((agoq_gemm_site)s));
+        cJSON_AddNumberToObject(ts, "cublaslt", e->ms_cublaslt);
+        cJSON_AddNumberToObject(ts, "fused", e->ms_fused);
+    }
+    if (key == AGOQ_STEP_GEMM_AUTO && dry) cJSON_AddStringToObject(g, "timed_ms", "not timed (dry)");
 }

@@ -44,6 +44,7 @@ typedef struct {
     double budget_gb;        /* 0: no budget */
     int fit_record;          /* over budget: a "fits": false record (1) or an error (0) */
     int grad_error, dry;
+    agoq_step_gemm gemm;     /* "gemm": who writes the GEMM sites' quantized copies (step.h) */
     const char *dump; /* probe dumps of every measured run under this directory (or NULL) */
     uint64_t seed;
     step_run_spec runs[STEP_MAX_RUNS];
@@ -59,6 +60,10 @@ int step_exp_parse(const agoq_run_ctx *ctx, const cJSON *cfg, step_exp *x);
  * Not yet checked: agoq_step_run checks it (agoq_step_config_fix). */
 void step_exp_config(const step_exp *x, const step_axes *a, const step_run_spec *r, long k, int quiet,
                      agoq_step_config *c);
+
+/* The record's "gemm": the key, each site's choice ("cublaslt", "fused", "cublaslt (fallback:
+ * why)") and, for auto, the timed ms of both ways per site (a dry run: "not timed (dry)"). */
+void step_gemm_record(cJSON *o, agoq_step_gemm key, const agoq_step_gemm_site *sites, int dry);
 
 #ifdef __cplusplus
 }

@@ -19,7 +19,6 @@
 #include "step/dev.h"
 #include "step/step_internal.h"
 
-#define LT_WORKSPACE_BYTES ((size_t)32 << 20)
 #define SEED_INPUT 0x1000u
 #define SEED_DY 0x2000u
 #define SEED_W 0x3000u
@@ -92,9 +91,9 @@ int step_engine_open(step_engine *e, const agoq_step_config *c, void *base, size
     if (agoq_arena_init(&e->ar, base, capacity, arena_ends)) return -1;
     for (int r = 0; r < AGOQ_ROLE_COUNT; r++)
         if (p->has[r] && p->st[r].kind == AGOQ_STORE_QUANT) STEP_GPU(e, agoq_fq_make(&p->st[r].q, &e->fq[r]));
-    if (!(e->lt_ws = step_tmp(e, LT_WORKSPACE_BYTES, "cublasLt workspace"))) return -1;
+    if (!(e->lt_ws = step_tmp(e, STEP_LT_WORKSPACE_BYTES, "cublasLt workspace"))) return -1;
     if (attn_ws_bytes && !(e->attn_ws = step_tmp(e, attn_ws_bytes, "cudnn workspace"))) return -1;
-    STEP_GPU(e, agoq_lt_create(e->lt_ws, LT_WORKSPACE_BYTES, &e->lt));
+    STEP_GPU(e, agoq_lt_create(e->lt_ws, STEP_LT_WORKSPACE_BYTES, &e->lt));
     for (size_t i = 0; i < np; i++)
         if (!(e->w[i] = agoq_arena_alloc(&e->ar, p->pelems[i % AGOQ_PARAM_COUNT] * 2, AGOQ_MEM_WEIGHTS, -1, -1, "weight")))
             return -1;
@@ -129,19 +128,21 @@ static int fwd_mb(step_engine *e, long mb) {
         STEP_GPUV(e, step_dev_d2h(e->dump->x[mb], x, xb));
     }
     step_layer_saved *slot = &e->slots[(size_t)(mb % p->inflight) * (size_t)p->L];
+    memset(slot, 0, (size_t)p->L * sizeof *slot);
     for (int l = 0; l < p->L; l++) {
         step_layer_saved *S = &slot[l];
-        memset(S, 0, sizeof *S);
         uint16_t *y;
         /* the output outlives this layer when the next one checkpoints it or keeps it bf16 */
-        const int keep = l + 1 < p->L && (l + 1 < p->recompute_layers || p->st[AGOQ_ROLE_NORM_IN].kind != AGOQ_STORE_QUANT);
+        const int next_q = l + 1 < p->L && l + 1 >= p->recompute_layers && p->st[AGOQ_ROLE_NORM_IN].kind == AGOQ_STORE_QUANT;
+        const int keep = l + 1 < p->L && !next_q;
+        step_saved *next_x = next_q ? &slot[l + 1].x : NULL; /* its quantized copy (the fc2 site) */
         if (l < p->recompute_layers) { /* Megatron full recomputation: keep the input only */
             S->recomputed = 1;
             S->ckpt = x;
             if (agoq_arena_retag(&e->ar, x, AGOQ_MEM_SAVED, -1, l)) return -1;
             if (e->counting) e->saved_total += (double)xb;
-            if (step_layer_fwd(e, l, S, x, 0, keep, &y)) return -1;
-        } else if (step_layer_fwd(e, l, S, x, 1, keep, &y)) {
+            if (step_layer_fwd(e, l, S, x, 0, keep, next_x, &y)) return -1;
+        } else if (step_layer_fwd(e, l, S, x, 1, keep, next_x, &y)) {
             return -1;
         }
         x = y;
@@ -173,7 +174,7 @@ static int bwd_mb(step_engine *e, long mb) {
             uint16_t *y;
             uint16_t *ck = S->ckpt;
             S->ckpt = NULL;
-            if (step_layer_fwd(e, l, S, ck, 1, 0, &y)) return -1;
+            if (step_layer_fwd(e, l, S, ck, 1, 0, NULL, &y)) return -1;
             step_release(e, y);
         }
         uint16_t *dx;
@@ -326,6 +327,8 @@ int agoq_step_run(const agoq_step_config *cin, agoq_step_result *r) {
     size_t need = 0;
     int ends = 1;
     if (c->dry) {
+        step_plan dp;
+        if (step_plan_make(c, &dp) || step_gemm_resolve(&cfg, &dp, NULL, r->gemm_sites)) return -1;
         if (dry_size(c, 0, r, &need, &ends)) return -1;
         r->arena_bytes = (double)need;
         return 0;
@@ -354,7 +357,8 @@ int agoq_step_run(const agoq_step_config *cin, agoq_step_result *r) {
     int opened = 0;
     double *ms = calloc((size_t)c->reps, sizeof *ms);
     void *ev0 = step_dev_event_create(), *ev1 = step_dev_event_create();
-    if (!ms || dry_size(c, attn_ws, r, &need, &ends)) goto out;
+    /* the GEMM sites first: the dry run that sizes the arena follows their choice */
+    if (!ms || step_gemm_resolve(&cfg, &pl, stream, r->gemm_sites) || dry_size(c, attn_ws, r, &need, &ends)) goto out;
     if (c->budget_bytes > 0 && (double)need > c->budget_bytes) {
         agoq_error("step: policy %s needs %.3f GB of device memory, over the budget of %.3f GB",
                    agoq_policy_name(c->ms.pol.id), (double)need / 1e9, c->budget_bytes / 1e9);
@@ -481,7 +485,9 @@ int agoq_step_probe(const agoq_step_config *cin, agoq_step_dump *d) {
     void *stream = step_dev_stream_create(), *base = NULL;
     step_engine e;
     int rc = -1, opened = 0;
-    if (dry_size(c, ws, NULL, &need, &ends) || !(base = step_dev_malloc(need))) goto out;
+    agoq_step_gemm_site sites[AGOQ_GEMM_SITE_COUNT];
+    if (step_gemm_resolve(&cfg, &pl, stream, sites) || dry_size(c, ws, NULL, &need, &ends) || !(base = step_dev_malloc(need)))
+        goto out;
     if (step_engine_open(&e, c, base, need, ends, attn, ws, stream)) goto out;
     opened = 1;
     e.dump = d;

@@ -4,8 +4,10 @@
  * Every device tensor comes from the arena: temporaries are WORKSPACE and released as soon as
  * their last reader has been launched (one stream: later kernels are ordered after it); a
  * tensor the policy keeps bf16 is the very buffer its producer wrote, retagged SAVED; a
- * quantized copy is written by the producer kernel (fused RMSNorm / SwiGLU) or by the rowq
- * quantizer into SAVED planes of exactly the memory model's size (codes + scales + zeros).
+ * quantized copy is written by the producer kernel (fused RMSNorm / SwiGLU), by the fused GEMM
+ * whose output it is (gemm_site.c: the config's `gemm`; the planes are then allocated before
+ * that GEMM), or by the rowq quantizer into SAVED planes of exactly the memory model's size
+ * (codes + scales + zeros).
  * Backward reads a stored tensor directly (bf16), through the fused dequantize+recompute
  * kernels (norm inputs, SwiGLU input), or dequantizes it into a temporary. */
 #include <string.h>
@@ -13,6 +15,9 @@
 #include "core/common.h"
 #include "step/dev.h"
 #include "step/step_internal.h"
+#if AGOQ_HAVE_CUDA
+#include "kernels/gemm/gemm_wg.h"
+#endif
 
 #define ROWS_PER_GROUP 64 /* RMSNorm backward: rows summed per dweight partial */
 
@@ -114,23 +119,45 @@ static uint16_t *out_buf(step_engine *e, size_t elems, int keep, int role, int l
 
 static int kept(const step_engine *e, int role, int save) { return save && e->pl.st[role].kind == AGOQ_STORE_NATIVE; }
 
-int step_layer_fwd(step_engine *e, int l, step_layer_saved *S, uint16_t *x, int save, int keep_out, uint16_t **out) {
+/* Y[T, N] = X[T, K] W[N, K]^T (+ R) of a forward GEMM site: with q the fused GEMM, which also
+ * writes the rowq copy of Y into yq (gemm_site.c), else cuBLASLt. */
+static int gemm_fwd(step_engine *e, const agoq_fq *q, agoq_dqt yq, int N, int K, const uint16_t *X, const uint16_t *W,
+                    const uint16_t *R, uint16_t *Y) {
+    const int T = (int)e->pl.T;
+#if AGOQ_HAVE_CUDA
+    if (q) {
+        STEP_OP(e, STEP_OP_GEMM_FWD, agoq_wg_fwd(T, N, K, X, W, R, Y, q, yq, e->stream));
+        return 0;
+    }
+#endif
+    STEP_OP(e, STEP_OP_GEMM_FWD, agoq_lt_fwd(e->lt, T, N, K, X, W, R, Y, e->stream));
+    return 0;
+}
+
+int step_layer_fwd(step_engine *e, int l, step_layer_saved *S, uint16_t *x, int save, int keep_out, step_saved *next_x,
+                   uint16_t **out) {
     const step_plan *p = &e->pl;
     const agoq_step_config *c = e->cfg;
     const size_t T = (size_t)p->T, h = (size_t)p->h, F = (size_t)p->F;
     uint16_t *const *W = &e->w[STEP_W(e, l, 0)];
     const int qn = save && p->st[AGOQ_ROLE_NORM_IN].kind == AGOQ_STORE_QUANT;
     const agoq_fq *fqn = qn ? &e->fq[AGOQ_ROLE_NORM_IN] : NULL;
-    memset(&S->x, 0, sizeof S->x);
+    /* fused GEMM sites (gemm_site.c): the GEMM writes the copy, its consumer quantizes nothing */
+    const int f_out = qn && step_gemm_fused(e, AGOQ_GEMM_SITE_OUT_PROJ);
+    const int f_fc2 = next_x && step_gemm_fused(e, AGOQ_GEMM_SITE_FC2);
+    const int x_done = qn && S->x.quant; /* the previous layer's fused FC2 wrote this layer's copy */
+    if (!x_done) memset(&S->x, 0, sizeof S->x);
+    memset(&S->x2, 0, sizeof S->x2);
+    memset(&S->hh, 0, sizeof S->hh);
     if (save && !qn) {
         if (keep_bf16(e, &S->x, x, T * h, AGOQ_ROLE_NORM_IN, l)) return -1;
-    } else if (qn && alloc_q(e, &S->x, AGOQ_ROLE_NORM_IN, l, T, h)) {
+    } else if (qn && !x_done && alloc_q(e, &S->x, AGOQ_ROLE_NORM_IN, l, T, h)) {
         return -1;
     }
     /* attention block */
     OUT(y1, T * h, kept(e, AGOQ_ROLE_QKV_IN, save), AGOQ_ROLE_QKV_IN, "y1");
-    STEP_OP(e, STEP_OP_NORM_FWD, agoq_rmsnorm_fwd_cuda(fqn, x, W[AGOQ_PARAM_NORM1], (int)T, (int)h, c->norm_eps, y1, S->x.q, NULL,
-                                      e->stream));
+    STEP_OP(e, STEP_OP_NORM_FWD, agoq_rmsnorm_fwd_cuda(x_done ? NULL : fqn, x, W[AGOQ_PARAM_NORM1], (int)T, (int)h, c->norm_eps, y1,
+                                                       S->x.q, NULL, e->stream));
     OUT(qkv, T * (size_t)p->QKVN, kept(e, AGOQ_ROLE_ATTENTION, save), AGOQ_ROLE_ATTENTION, "qkv");
     STEP_OP(e, STEP_OP_GEMM_FWD, agoq_lt_fwd(e->lt, (int)T, (int)p->QKVN, (int)h, y1, W[AGOQ_PARAM_QKV], NULL, qkv, e->stream));
     if (store_output(e, &S->y1, y1, T, h, AGOQ_ROLE_QKV_IN, l, save)) return -1;
@@ -144,7 +171,8 @@ int step_layer_fwd(step_engine *e, int l, step_layer_saved *S, uint16_t *x, int 
     const uint16_t *k = qkv + p->AD, *v = qkv + p->AD + p->kv * p->d;
     STEP_OP(e, STEP_OP_ATTN_FWD, agoq_attn_fwd(e->attn, qkv, k, v, o, S->lse, e->attn_ws, e->stream));
     OUT(x2, T * h, save && !qn, AGOQ_ROLE_NORM_IN, "x2");
-    STEP_OP(e, STEP_OP_GEMM_FWD, agoq_lt_fwd(e->lt, (int)T, (int)h, (int)p->AD, o, W[AGOQ_PARAM_OUT], x, x2, e->stream));
+    if (f_out && alloc_q(e, &S->x2, AGOQ_ROLE_NORM_IN, l, T, h)) return -1;
+    if (gemm_fwd(e, f_out ? fqn : NULL, S->x2.q, (int)h, (int)p->AD, o, W[AGOQ_PARAM_OUT], x, x2)) return -1;
     if (!save) {
         step_release(e, S->lse);
         S->lse = NULL;
@@ -161,23 +189,25 @@ int step_layer_fwd(step_engine *e, int l, step_layer_saved *S, uint16_t *x, int 
     }
     if (qn) step_release(e, x); /* the quantized copy replaces it (l = 0: the received input) */
     /* MLP block */
-    memset(&S->x2, 0, sizeof S->x2);
     if (save && !qn) {
         if (keep_bf16(e, &S->x2, x2, T * h, AGOQ_ROLE_NORM_IN, l)) return -1;
-    } else if (qn && alloc_q(e, &S->x2, AGOQ_ROLE_NORM_IN, l, T, h)) {
+    } else if (qn && !f_out && alloc_q(e, &S->x2, AGOQ_ROLE_NORM_IN, l, T, h)) {
         return -1;
     }
     OUT(y2, T * h, kept(e, AGOQ_ROLE_FFN1_IN, save), AGOQ_ROLE_FFN1_IN, "y2");
-    STEP_OP(e, STEP_OP_NORM_FWD, agoq_rmsnorm_fwd_cuda(fqn, x2, W[AGOQ_PARAM_NORM2], (int)T, (int)h, c->norm_eps, y2, S->x2.q, NULL,
-                                      e->stream));
+    STEP_OP(e, STEP_OP_NORM_FWD, agoq_rmsnorm_fwd_cuda(f_out ? NULL : fqn, x2, W[AGOQ_PARAM_NORM2], (int)T, (int)h, c->norm_eps, y2,
+                                                       S->x2.q, NULL, e->stream));
     const int qh = save && p->st[AGOQ_ROLE_FC1_OUT].kind == AGOQ_STORE_QUANT;
+    const int f_fc1 = qh && step_gemm_fused(e, AGOQ_GEMM_SITE_FC1);
+    const agoq_fq *fqh = qh ? &e->fq[AGOQ_ROLE_FC1_OUT] : NULL;
     OUT(hh, T * 2 * F, save && !qh, AGOQ_ROLE_FC1_OUT, "fc1 out");
-    STEP_OP(e, STEP_OP_GEMM_FWD, agoq_lt_fwd(e->lt, (int)T, (int)(2 * F), (int)h, y2, W[AGOQ_PARAM_FC1], NULL, hh, e->stream));
+    /* the fused GEMM's copy of T rows of 2F is the rowq of [2T, F] (the block divides F) */
+    if (f_fc1 && alloc_q(e, &S->hh, AGOQ_ROLE_FC1_OUT, l, 2 * T, F)) return -1;
+    if (gemm_fwd(e, f_fc1 ? fqh : NULL, S->hh.q, (int)(2 * F), (int)h, y2, W[AGOQ_PARAM_FC1], NULL, hh)) return -1;
     if (store_output(e, &S->y2, y2, T, h, AGOQ_ROLE_FFN1_IN, l, save)) return -1;
     OUT(a, T * F, kept(e, AGOQ_ROLE_FFN2_IN, save), AGOQ_ROLE_FFN2_IN, "swiglu out");
-    memset(&S->hh, 0, sizeof S->hh);
-    if (qh && alloc_q(e, &S->hh, AGOQ_ROLE_FC1_OUT, l, 2 * T, F)) return -1;
-    STEP_OP(e, STEP_OP_SWIGLU_FWD, agoq_swiglu_fwd_cuda(qh ? &e->fq[AGOQ_ROLE_FC1_OUT] : NULL, hh, (int)T, (int)F, a, S->hh.q, e->stream));
+    if (qh && !f_fc1 && alloc_q(e, &S->hh, AGOQ_ROLE_FC1_OUT, l, 2 * T, F)) return -1;
+    STEP_OP(e, STEP_OP_SWIGLU_FWD, agoq_swiglu_fwd_cuda(f_fc1 ? NULL : fqh, hh, (int)T, (int)F, a, S->hh.q, e->stream));
     if (save && !qh) {
         if (keep_bf16(e, &S->hh, hh, T * 2 * F, AGOQ_ROLE_FC1_OUT, l)) return -1;
     } else {
@@ -185,7 +215,10 @@ int step_layer_fwd(step_engine *e, int l, step_layer_saved *S, uint16_t *x, int 
     }
     uint16_t *y = out_buf(e, T * h, keep_out, AGOQ_ROLE_NORM_IN, l + 1, "layer out");
     if (!y) return -1;
-    STEP_OP(e, STEP_OP_GEMM_FWD, agoq_lt_fwd(e->lt, (int)T, (int)h, (int)F, a, W[AGOQ_PARAM_FC2], x2, y, e->stream));
+    if (f_fc2 && alloc_q(e, next_x, AGOQ_ROLE_NORM_IN, l + 1, T, h)) return -1;
+    if (gemm_fwd(e, f_fc2 ? &e->fq[AGOQ_ROLE_NORM_IN] : NULL, f_fc2 ? next_x->q : (agoq_dqt){0}, (int)h, (int)F, a,
+                 W[AGOQ_PARAM_FC2], x2, y))
+        return -1;
     if (store_output(e, &S->a, a, T, F, AGOQ_ROLE_FFN2_IN, l, save)) return -1;
     if (qn || !save) step_release(e, x2);
     e->flops_done += p->fwd_flops;

@@ -71,7 +71,7 @@ static int lm_fwd(agoq_lm *m, int save, uint16_t **xL, uint16_t **yf_out, uint16
         memset(S, 0, sizeof *S);
         uint16_t *y;
         const int keep = save && l + 1 < p->L && p->st[AGOQ_ROLE_NORM_IN].kind != AGOQ_STORE_QUANT;
-        if (step_layer_fwd(e, l, S, x, save, keep, &y)) return -1;
+        if (step_layer_fwd(e, l, S, x, save, keep, NULL, &y)) return -1; /* gemm_fused unresolved: cuBLASLt */
         if (!save) step_release(e, x); /* a forward that saves nothing leaves its input to us */
         x = y;
     }

@@ -35,6 +35,7 @@ void agoq_step_config_default(agoq_step_config *c, const agoq_model_card *card) 
     c->adam = (agoq_adamw_hp){.lr = 3e-4f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f,
                               .grad_scale = 1.0f, .step = 0};
     c->seed = 1;
+    c->gemm = AGOQ_STEP_GEMM_AUTO;
 }
 
 /* The store of each role as the memory model resolves it for this stage (policy, per-stage
@@ -81,6 +82,7 @@ int agoq_step_config_fix(agoq_step_config *c) {
     AGOQ_REQUIRE(isfinite(c->norm_eps) && c->norm_eps > 0, "step: norm_eps %g must be > 0", (double)c->norm_eps);
     AGOQ_REQUIRE(isfinite(c->rope_base) && c->rope_base > 1, "step: rope_base %g must be > 1", (double)c->rope_base);
     AGOQ_REQUIRE(c->budget_bytes >= 0, "step: budget_bytes %g < 0", c->budget_bytes);
+    AGOQ_REQUIRE((unsigned)c->gemm < AGOQ_STEP_GEMM_KEY_COUNT, "step: gemm %d is not auto, cublaslt or fused", (int)c->gemm);
 
     agoq_store st[AGOQ_ROLE_COUNT];
     int has[AGOQ_ROLE_COUNT];

@@ -35,6 +35,29 @@
 extern "C" {
 #endif
 
+/* Forward GEMM sites whose output the plan may store quantized (step/gemm_site.c):
+ *   OUT_PROJ  x2 = x + o Wo^T      its copy: the second RMSNorm's saved input (NORM_IN)
+ *   FC2       y  = x2 + a W2^T     its copy: the next layer's saved input (NORM_IN)
+ *   FC1       hh = y2 W1^T         its copy: the SwiGLU input (FC1_OUT)
+ * The config's `gemm` says who writes each copy: cuBLASLt + the consumer kernel quantizing its
+ * input (RMSNorm / SwiGLU forward with a quantized copy, the engine's original path), or the
+ * project's Hopper GEMM (kernels/gemm/gemm_wg.h) with the copy fused into its epilogue and the
+ * consumer quantizing nothing; "auto" times both at setup on the GPU and keeps the faster. */
+typedef enum { AGOQ_STEP_GEMM_AUTO, AGOQ_STEP_GEMM_CUBLASLT, AGOQ_STEP_GEMM_FUSED, AGOQ_STEP_GEMM_KEY_COUNT } agoq_step_gemm;
+typedef enum { AGOQ_GEMM_SITE_OUT_PROJ, AGOQ_GEMM_SITE_FC2, AGOQ_GEMM_SITE_FC1, AGOQ_GEMM_SITE_COUNT } agoq_gemm_site;
+const char *agoq_step_gemm_name(agoq_step_gemm g);      /* "auto", "cublaslt", "fused" */
+int agoq_step_gemm_parse(const char *s, agoq_step_gemm *out); /* 0, or -1 (no message) */
+const char *agoq_gemm_site_name(agoq_gemm_site s);      /* "out_proj", "fc2", "fc1" */
+
+/* What one site used (agoq_step_result.gemm_sites). */
+typedef struct {
+    int applies;        /* the plan stores this site's output quantized (else cuBLASLt, untouched) */
+    int fused;          /* 1: the fused GEMM wrote the copy; 0: cuBLASLt + the quantizing consumer */
+    char fallback[160]; /* why fused/auto could not take the fused GEMM ("" when it could) */
+    int timed;          /* auto on a GPU: both ways timed at setup */
+    double ms_cublaslt, ms_fused; /* their medians, ms per GEMM + consumer (timed only) */
+} agoq_step_gemm_site;
+
 /* Parameter tensors of one layer, in this order. */
 typedef enum {
     AGOQ_PARAM_NORM1, AGOQ_PARAM_QKV, AGOQ_PARAM_OUT, AGOQ_PARAM_NORM2, AGOQ_PARAM_FC1, AGOQ_PARAM_FC2,
@@ -58,9 +81,13 @@ typedef struct {
     uint64_t seed;
     int quiet;             /* no progress on stderr */
     int dry;               /* plan + arena bookkeeping only: no GPU, no kernels (host tests, sizing) */
+    agoq_step_gemm gemm;   /* who writes the quantized copies of the GEMM sites' outputs (above) */
+    /* resolved by agoq_step_run / agoq_step_probe from gemm (step/gemm_site.c): 1 where a site
+     * takes the fused GEMM; callers leave it zero */
+    unsigned char gemm_fused[AGOQ_GEMM_SITE_COUNT];
 } agoq_step_config;
 
-/* Defaults: 4 layers, reps 5, warmup 2, grad_error 0, rope 10000, eps 1e-5, AdamW(3e-4, 0.9,
+/* Defaults: 4 layers, reps 5, warmup 2, grad_error 0, gemm auto, rope 10000, eps 1e-5, AdamW(3e-4, 0.9,
  * 0.95, 1e-8, wd 0.1), seed 1; ms from agoq_mem_setup_default with the card. */
 void agoq_step_config_default(agoq_step_config *c, const agoq_model_card *card);
 /* Points ms.model at the copy, sets card.layers = layers * pp; checks what the engine needs
@@ -110,6 +137,8 @@ typedef struct {
        little above step_ms; names in agoq_step_op_name) */
     double op_ms[16], op_calls[16];
     int profiled;
+    /* per forward GEMM site: what ran (dry runs: the plan, never timed) */
+    agoq_step_gemm_site gemm_sites[AGOQ_GEMM_SITE_COUNT];
 } agoq_step_result;
 const char *agoq_step_op_name(int op); /* NULL past the last */
 

@@ -98,12 +98,23 @@ void step_engine_close(step_engine *e);
 
 /* layer.c */
 /* keep_out: the caller keeps the output long-lived (the next layer's saved bf16 input or its
- * checkpoint), so it is allocated at the arena's long-lived end as that layer's NORM_IN. */
-int step_layer_fwd(step_engine *e, int l, step_layer_saved *S, uint16_t *x, int save, int keep_out, uint16_t **out);
+ * checkpoint), so it is allocated at the arena's long-lived end as that layer's NORM_IN.
+ * next_x: the next layer's saved input when that layer stores it quantized (else NULL); where
+ * the FC2 site is fused this layer's FC2 writes that copy, and the next layer, finding its
+ * S->x already quantized on entry, quantizes nothing. */
+int step_layer_fwd(step_engine *e, int l, step_layer_saved *S, uint16_t *x, int save, int keep_out, step_saved *next_x,
+                   uint16_t **out);
 int step_layer_bwd(step_engine *e, int l, step_layer_saved *S, uint16_t *dout, uint16_t **dx);
 /* arena helpers (layer.c) */
 void *step_tmp(step_engine *e, size_t bytes, const char *label);
 void step_release(step_engine *e, void *p);
+/* gemm_site.c: the `gemm` key per forward GEMM site (step.h). resolve: which sites take the
+ * fused GEMM (auto: timed on the GPU; a dry run plans cuBLASLt), into c->gemm_fused and out;
+ * 0 or -1. fused: site s of this engine runs the fused GEMM (and its consumer quantizes
+ * nothing). */
+#define STEP_LT_WORKSPACE_BYTES ((size_t)32 << 20)
+int step_gemm_resolve(agoq_step_config *c, const step_plan *p, void *stream, agoq_step_gemm_site out[AGOQ_GEMM_SITE_COUNT]);
+int step_gemm_fused(const step_engine *e, agoq_gemm_site s);
 /* optim.c: gradients and the optimizer */
 int step_grads_alloc(step_engine *e);
 int step_grad_wgrad(step_engine *e, int l, agoq_param_kind k, int M, int N, int K, const uint16_t *dY,

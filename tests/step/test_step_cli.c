@@ -216,6 +216,58 @@ TEST(step_cli_stage_and_microbatch_lists) {
                    "key 'config.stage': 2 is not a stage of pp 2"));
 }
 
+/* "gemm" (step/gemm_site.c): dry records carry the key and each site's choice; auto is "not timed
+ * (dry)"; fused takes every site AGoQ quantizes (CUDA builds; a CPU build falls back, saying so)
+ * with the same saved bytes; a site whose block the fused GEMM refuses falls back with the reason;
+ * policies that quantize nothing keep cuBLASLt. */
+TEST(step_cli_gemm_key_dry_records) {
+    static const char *const keys[] = {"auto", "cublaslt", "fused"};
+    static const char *const sites[] = {"out_proj", "fc2", "fc1"};
+    double saved[3] = {0}, peak[3] = {0}, copy = 0;
+    for (int k = 0; k < 3; k++) {
+        char args[256], name[64];
+        snprintf(args, sizeof args, "step --dry --layers 2 --seq 1024 --runs bf16,agoq%s%s", k ? " --gemm " : "", k ? keys[k] : "");
+        snprintf(name, sizeof name, "step_gemm_%s", keys[k]);
+        cJSON *doc = run_ok(name, args);
+        CHECK(doc != NULL);
+        const cJSON *recs = cJSON_GetObjectItem(doc, "records");
+        const cJSON *ag = cJSON_GetObjectItem(by_name(recs, "agoq"), "gemm"), *bf = cJSON_GetObjectItem(by_name(recs, "bf16"), "gemm");
+        CHECK(cJSON_IsObject(ag) && cJSON_IsObject(bf));
+        CHECK(strcmp(str(ag, "key"), keys[k]) == 0 && strcmp(str(bf, "key"), keys[k]) == 0);
+        for (int s = 0; s < 3; s++) {
+            CHECK_MSG(strcmp(str(bf, sites[s]), "cublaslt") == 0, "bf16 %s: %s", sites[s], str(bf, sites[s]));
+            const char *want = k < 2 ? "cublaslt" : AGOQ_HAVE_CUDA ? "fused" : "cublaslt (fallback: built without CUDA";
+            CHECK_MSG(strncmp(str(ag, sites[s]), want, strlen(want)) == 0, "gemm %s, agoq %s: %s", keys[k], sites[s],
+                      str(ag, sites[s]));
+        }
+        CHECK(k == 0 ? strcmp(str(ag, "timed_ms"), "not timed (dry)") == 0 : !cJSON_GetObjectItem(ag, "timed_ms"));
+        saved[k] = num(by_name(recs, "agoq"), "saved_activation_bytes");
+        peak[k] = num(by_name(recs, "agoq"), "peak_bytes");
+        copy = num(cJSON_GetObjectItem(by_name(recs, "agoq"), "saved_by_role"), "norm_in") / 2; /* x's, or x2's */
+        cJSON_Delete(doc);
+    }
+    /* the same tensors stored; the fused plan allocates a copy's planes before its GEMM, while the
+       GEMM's inputs are live (cuBLASLt's path allocates them after some are freed): its peak may
+       hold one more norm-input copy (its two planes, 256-byte aligned, 8 bytes of slack each) */
+    printf("    agoq peak bytes: auto (dry: cuBLASLt) %.0f, cublaslt %.0f, fused %.0f (one norm_in copy %.0f)\n", peak[0],
+           peak[1], peak[2], copy);
+    CHECK(saved[0] == saved[1] && saved[1] == saved[2] && peak[0] == peak[1]);
+    CHECK(peak[2] >= peak[1] && peak[2] - peak[1] <= copy + 2 * 512);
+#if AGOQ_HAVE_CUDA
+    /* a block the fused epilogue cannot take (it must divide 256): that site falls back, named */
+    char file[512], args[600];
+    snprintf(file, sizeof file, "%s/step_gemm_fallback.json", agoq_test_tmpdir());
+    agoq_test_write(file, "{\"kind\": \"step\", \"config\": {\"dry\": true, \"layers\": 2, \"seq\": 1024, \"gemm\": \"fused\","
+                          " \"runs\": [{\"name\": \"agoq\", \"store\": {\"fc1_out\": \"fp4_e2m1/512\"}}]}}");
+    snprintf(args, sizeof args, "run %s", file);
+    cJSON *doc = run_ok("step_gemm_fallback", args);
+    const cJSON *g = doc ? cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "records"), 0), "gemm") : NULL;
+    CHECK(g && strcmp(str(g, "out_proj"), "fused") == 0 && strcmp(str(g, "fc2"), "fused") == 0);
+    CHECK_MSG(strstr(str(g, "fc1"), "cublaslt (fallback: ") && strstr(str(g, "fc1"), "block 512"), "fc1: %s", str(g, "fc1"));
+    cJSON_Delete(doc);
+#endif
+}
+
 TEST(step_cli_bad_input_one_line_no_results) {
     CHECK(bad_step("model", "{\"dry\": true, \"model\": \"llama9\"}", 1, "key 'config.model': unknown model 'llama9'"));
     CHECK(bad_step("run", "{\"dry\": true, \"runs\": [\"bf16\", \"fast\"]}", 1, "key 'config.runs[1]': unknown run 'fast'"));
@@ -242,6 +294,9 @@ TEST(step_cli_bad_input_one_line_no_results) {
     CHECK(bad_step("nobudget", "{\"dry\": true, \"runs\": [{\"name\": \"recompute\", \"recompute_layers\": \"min_fit\"}]}", 1,
                    "\"min_fit\" needs a budget"));
     CHECK(bad_step("fit", "{\"dry\": true, \"fit\": \"maybe\"}", 1, "key 'config.fit': unknown value 'maybe'"));
+    CHECK(bad_step("gemm", "{\"dry\": true, \"gemm\": \"cublas\"}", 1,
+                   "key 'config.gemm': unknown value 'cublas' (auto, cublaslt or fused)"));
+    CHECK(bad_step("gemmnum", "{\"dry\": true, \"gemm\": 1}", 1, "key 'config.gemm'"));
     CHECK(bad_step("typo", "{\"dry\": true, \"layer\": 2}", 1, "unknown key 'config.layer'"));
     CHECK(bad_step("runkey", "{\"dry\": true, \"runs\": [{\"name\": \"bf16\", \"recompute\": 1}]}", 1,
                    "unknown key 'config.runs[0].recompute'"));
@@ -264,6 +319,10 @@ TEST(step_cli_flags_and_no_gpu) {
     CHECK(agoq_test_run_cli("step -b 1M", msg, sizeof msg) == 2 && strstr(msg, "-b does not apply"));
     CHECK(agoq_test_run_cli("step --seq 4k2", msg, sizeof msg) == 2 && strstr(msg, "bad value '4k2' for --seq"));
     CHECK(agoq_test_run_cli("step --dry extra", msg, sizeof msg) == 2 && strstr(msg, "unexpected argument 'extra'"));
+    snprintf(out, sizeof out, "%s/step_badgemm.json", agoq_test_tmpdir());
+    snprintf(args, sizeof args, "step --dry --gemm fast -q -o %s", out);
+    CHECK(agoq_test_run_cli(args, msg, sizeof msg) == 1 && strstr(msg, "key 'config.gemm': unknown value 'fast'") &&
+          strchr(msg, '\n') == msg + strlen(msg) - 1 && !agoq_test_file_exists(out));
     char why[256];
     if (agoq_cuda_devices(why, sizeof why) > 0) {
         printf("    no-GPU cases skipped: a GPU is visible here\n");

@@ -17,13 +17,31 @@
  *    q from the formats' SNR on normal data (README: FP4 E2M1/128 19.3 dB -> 0.108, FP8 E4M3
  *    31.8 dB -> 0.026, INT8 43.8 dB -> 0.0065): bounds agoq 0.3, int4 0.4 (attention too),
  *    coat 0.08, int8 0.03. A policy that quantized nothing would sit at the spread, so each
- *    also has a floor: its error must exceed 10x the spread (it really stored packed data). */
+ *    also has a floor: its error must exceed 10x the spread (it really stored packed data).
+ *  - gemm = fused vs cublaslt (AGoQ, step/gemm_site.c): the same plan (saved bytes per role
+ *    equal) and the same math except the GEMM that produces out_proj / fc2 / fc1 outputs.
+ *    Stack output: each of those GEMMs' outputs differs from cuBLASLt's by at most one bf16
+ *    rounding (<= 2^-7 relative per element: the fp32 sums differ in order only, tests/cuda/
+ *    gemm), 5 such GEMMs on the 2-layer path (out_proj x 2, fc1 x 2, fc2 of layer 0), added
+ *    without assuming independence: 5 * 2^-7 ~ 0.04. Gradients: a bf16 difference |d| <= 2^-7 |x|
+ *    can flip an FP4 E2M1 code only within |d| of a rounding boundary; the step there is >= 1/4
+ *    of the value, so at most 2^-5 of the elements flip, each by one step (~sqrt(12) times the
+ *    rms quantization error q = 0.108): the stored tensor moves by <= sqrt(2^-5) sqrt(12) q ~
+ *    0.066, doubled for block scales moved by a changed block maximum, through <= 3 stored
+ *    inputs per gradient: sqrt(3) * 0.13 ~ 0.23, plus twice store-all's run-to-run spread. The
+ *    fused copy itself is bit-exact with agoq_rowq_quantize_ref of the GEMM's own output
+ *    (tests/cuda/gemm/test_gemm_wg_cuda.c); here it is also checked equal, byte for byte, to
+ *    the copy the consumer kernel (RMSNorm / SwiGLU forward) would have written of the same
+ *    output, FC1's [T, 2F] copy against SwiGLU's [2T, F] view. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/backend.h"
 #include "core/metrics.h"
+#include "kernels/gemm/gemm_wg.h"
 #include "step/step.h"
+#include "tests/cuda/fused/test_fused_util.h"
 #include "tests/test.h"
 #include "train/layers.h"
 
@@ -350,4 +368,138 @@ TEST(cuda_step_run_records_every_policy) {
                 r.saved_activation_bytes / 1e6);
         agoq_step_result_free(&r);
     }
+}
+
+/* 1 when the fused GEMM can run here (sm_90); else prints why the gemm tests are skipped. */
+static int hopper(void) {
+    agoq_gpu_info gi;
+    if (agoq_gpu_query(0, &gi) == 0 && gi.cc_major == 9 && gi.cc_minor == 0) return 1;
+    fprintf(stderr, "    skipped: the fused GEMM needs sm_90\n");
+    return 0;
+}
+
+/* gemm = cublaslt vs fused on AGoQ: the same accounting, every site fused, the stack output and
+ * the gradients within the bounds above. */
+TEST(cuda_step_gemm_fused_vs_cublaslt) {
+    if (!hopper()) return;
+    agoq_step_config c;
+    agoq_step_result r[2];
+    for (int f = 0; f < 2; f++) {
+        tiny_cfg(&c, "agoq");
+        c.gemm = f ? AGOQ_STEP_GEMM_FUSED : AGOQ_STEP_GEMM_CUBLASLT;
+        c.reps = 2;
+        c.warmup = 1;
+        CHECK(agoq_step_run(&c, &r[f]) == 0);
+        for (int s = 0; s < AGOQ_GEMM_SITE_COUNT; s++) {
+            const agoq_step_gemm_site *g = &r[f].gemm_sites[s];
+            CHECK_MSG(g->applies && g->fused == f && !g->fallback[0] && !g->timed, "gemm %d site %s: applies %d fused %d %s", f,
+                      agoq_gemm_site_name((agoq_gemm_site)s), g->applies, g->fused, g->fallback);
+        }
+    }
+    for (int i = 0; i < AGOQ_ROLE_COUNT; i++) CHECK(r[0].saved_by_role[i] == r[1].saved_by_role[i]);
+    CHECK(r[0].saved_activation_bytes == r[1].saved_activation_bytes);
+    /* the fused path allocates a copy's planes before its GEMM (whose inputs are live) instead of
+       after: at most one more norm-input copy at the peak (tests/step/test_step_cli.c) */
+    fprintf(stderr, "    peak %.0f / %.0f B (cublaslt / fused), live %.0f / %.0f, step %.2f / %.2f ms\n", r[0].peak_bytes,
+            r[1].peak_bytes, r[0].peak_live_bytes, r[1].peak_live_bytes, r[0].step_ms_median, r[1].step_ms_median);
+    const double copy = r[0].saved_by_role[AGOQ_ROLE_NORM_IN] / 2 + 2 * 512;
+    CHECK(r[1].peak_bytes >= r[0].peak_bytes && r[1].peak_bytes - r[0].peak_bytes <= copy);
+    CHECK(fabs(r[1].peak_live_bytes - r[0].peak_live_bytes) <= copy);
+    agoq_step_result_free(&r[0]);
+    agoq_step_result_free(&r[1]);
+    agoq_step_dump d[3];
+    for (int k = 0; k < 3; k++) {
+        tiny_cfg(&c, "agoq");
+        c.gemm = k == 2 ? AGOQ_STEP_GEMM_FUSED : AGOQ_STEP_GEMM_CUBLASLT;
+        CHECK(agoq_step_probe(&c, &d[k]) == 0);
+    }
+    double spread = 0, worst = 0, worst_y = 0;
+    const size_t th = d[0].tokens * d[0].hidden;
+    float *a = malloc(th * sizeof *a), *b = malloc(th * sizeof *b);
+    for (size_t mb = 0; mb < d[0].nmb; mb++) {
+        for (size_t i = 0; i < th; i++) a[i] = bf(d[0].y[mb][i]), b[i] = bf(d[2].y[mb][i]);
+        const double e = rel(a, b, th);
+        worst_y = e > worst_y ? e : worst_y;
+    }
+    free(a), free(b);
+    for (size_t i = 0; i < d[0].nparams; i++) {
+        const size_t n = (size_t)d[0].prow[i % 6] * (size_t)d[0].pcol[i % 6];
+        const double s = rel(d[0].grads[i], d[1].grads[i], n), e = rel(d[0].grads[i], d[2].grads[i], n);
+        spread = s > spread ? s : spread;
+        worst = e > worst ? e : worst;
+        fprintf(stderr, "      layer %zu %-5s grad rel L2 fused vs cublaslt %.2e\n", i / 6, agoq_param_name((agoq_param_kind)(i % 6)), e);
+    }
+    fprintf(stderr, "    stack output rel L2 fused vs cublaslt %.2e (bound 0.04); gradients worst %.2e (bound 0.23 + 2 x spread %.2e)\n",
+            worst_y, worst, spread);
+    CHECK(worst_y <= 0.04 && worst <= 0.23 + 2 * spread);
+    for (int k = 0; k < 3; k++) agoq_step_dump_free(&d[k]);
+}
+
+/* gemm = auto: every site the plan quantizes is timed both ways and keeps the faster; a policy
+ * that quantizes nothing times nothing. */
+TEST(cuda_step_gemm_auto_records_a_choice) {
+    if (!hopper()) return;
+    static const char *const pols[] = {"agoq", "bf16"};
+    for (int k = 0; k < 2; k++) {
+        agoq_step_config c;
+        tiny_cfg(&c, pols[k]);
+        c.gemm = AGOQ_STEP_GEMM_AUTO;
+        c.reps = 1;
+        c.warmup = 0;
+        agoq_step_result r;
+        CHECK(agoq_step_run(&c, &r) == 0);
+        for (int s = 0; s < AGOQ_GEMM_SITE_COUNT; s++) {
+            const agoq_step_gemm_site *g = &r.gemm_sites[s];
+            fprintf(stderr, "    %-4s %-8s applies %d timed %d: cublaslt %.4f ms, fused %.4f ms -> %s\n", pols[k],
+                    agoq_gemm_site_name((agoq_gemm_site)s), g->applies, g->timed, g->ms_cublaslt, g->ms_fused,
+                    g->fused ? "fused" : "cublaslt");
+            CHECK(g->applies == (k == 0) && g->timed == g->applies && !g->fallback[0]);
+            if (g->timed) CHECK(g->ms_cublaslt > 0 && g->ms_fused > 0 && g->fused == (g->ms_fused < g->ms_cublaslt));
+            else CHECK(!g->fused);
+        }
+        agoq_step_result_free(&r);
+    }
+}
+
+/* The fused GEMM's copy of its output (FP4 E2M1/128, AGoQ's format) is byte for byte the copy
+ * the consumer would write of that output: RMSNorm's of x2 (out_proj, with the residual) and
+ * SwiGLU's [2T, F] view of hh (fc1 [T, 2F]); and the reference quantizer's. */
+TEST(cuda_step_fused_copy_equals_consumer_copy) {
+    if (!hopper()) return;
+    const agoq_qconfig qc = agoq_qconfig_default(AGOQ_FMT_FP4_E2M1);
+    agoq_fq fq;
+    CHECK(agoq_fq_make(&qc, &fq) == 0);
+    static const struct { int M, N, K, swiglu; } sites[] = {{256, 256, 256, 0}, {256, 1024, 256, 1}, {384, 768, 512, 1}};
+    for (size_t k = 0; k < sizeof sites / sizeof sites[0]; k++) {
+        const int M = sites[k].M, N = sites[k].N, K = sites[k].K, sw = sites[k].swiglu;
+        uint16_t *hx = rand_bf16((size_t)M * K, 11 + k), *hw = rand_bf16((size_t)N * K, 12 + k), *hr = rand_bf16((size_t)M * N, 13 + k);
+        uint16_t *x = up16(hx, (size_t)M * K), *w = up16(hw, (size_t)N * K), *r = sw ? NULL : up16(hr, (size_t)M * N);
+        uint16_t *y = agoq_fused_dmalloc((size_t)M * N * 2), *out = agoq_fused_dmalloc((size_t)M * N * 2), *nw = up16(hr, (size_t)N);
+        agoq_dqt g, p;
+        CHECK(agoq_dqt_alloc(&qc, M, N, &g) == 0 && agoq_dqt_alloc(&qc, M, N, &p) == 0);
+        CHECK(agoq_wg_fwd(M, N, K, x, w, r, y, &fq, g, NULL) == 0);
+        CHECK((sw ? agoq_swiglu_fwd_cuda(&fq, y, M, N / 2, out, p, NULL)
+                  : agoq_rmsnorm_fwd_cuda(&fq, y, nw, M, N, 1e-5f, out, p, NULL, NULL)) == 0);
+        agoq_fused_dsync();
+        uint16_t *hy = down16(y, (size_t)M * N);
+        const size_t nq = agoq_rowq_alloc_n(&qc, M, N);
+        agoq_qtensor want, got, cons;
+        CHECK(agoq_qtensor_alloc(&want, &qc, nq) == 0 && agoq_qtensor_alloc(&got, &qc, nq) == 0 &&
+              agoq_qtensor_alloc(&cons, &qc, nq) == 0);
+        agoq_rowq_quantize_ref(&qc, hy, M, N, &want);
+        agoq_dqt_download(&qc, M, N, g, &got);
+        agoq_dqt_download(&qc, M, N, p, &cons);
+        const size_t cb = agoq_codes_bytes(&qc, nq), sb = agoq_scales_bytes(&qc, nq);
+        CHECK_MSG(agoq_validate_bytes("codes", want.codes, got.codes, cb) == 0 &&
+                      agoq_validate_bytes("scales", want.scales, got.scales, sb) == 0 &&
+                      agoq_validate_bytes("consumer codes", cons.codes, got.codes, cb) == 0 &&
+                      agoq_validate_bytes("consumer scales", cons.scales, got.scales, sb) == 0,
+                  "M=%d N=%d K=%d %s", M, N, K, sw ? "swiglu [2T, F]" : "rmsnorm");
+        agoq_qtensor_free(&want), agoq_qtensor_free(&got), agoq_qtensor_free(&cons);
+        agoq_dqt_free(&g), agoq_dqt_free(&p);
+        void *dev[] = {x, w, r, y, out, nw};
+        for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) agoq_fused_dfree(dev[i]);
+        free(hx), free(hw), free(hr), free(hy);
+    }
+    agoq_fq_free(&fq);
 }
