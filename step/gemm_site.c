@@ -15,7 +15,10 @@
  *             arena is sized by the dry run, and the dry run must already know the choice (the
  *             fused path allocates the copy's planes before its GEMM, not after). A dry run
  *             does not time: auto plans cuBLASLt there and says "not timed (dry)".
- * Only sites whose output the plan stores quantized are affected; the rest keep cuBLASLt.
+ * Only sites whose output the plan stores quantized are affected; the rest keep cuBLASLt. A
+ * fused out_proj / fc1 site runs the fused GEMM in every forward of every layer, without the copy
+ * where nothing is stored (a fully recomputed layer's first forward), so the recomputing forward
+ * reproduces the first one bit for bit.
  * FC2's copy is the next layer's saved input: it applies to layers l with a next layer that
  * is not fully recomputed (recompute_layers <= l + 1 < L); the last layer's output leaves the
  * stage in bf16. FC1's output hh [T, 2F] is stored as the rowq of its [2T, F] view: the GEMM's

@@ -119,13 +119,15 @@ static uint16_t *out_buf(step_engine *e, size_t elems, int keep, int role, int l
 
 static int kept(const step_engine *e, int role, int save) { return save && e->pl.st[role].kind == AGOQ_STORE_NATIVE; }
 
-/* Y[T, N] = X[T, K] W[N, K]^T (+ R) of a forward GEMM site: with q the fused GEMM, which also
- * writes the rowq copy of Y into yq (gemm_site.c), else cuBLASLt. */
-static int gemm_fwd(step_engine *e, const agoq_fq *q, agoq_dqt yq, int N, int K, const uint16_t *X, const uint16_t *W,
-                    const uint16_t *R, uint16_t *Y) {
+/* Y[T, N] = X[T, K] W[N, K]^T (+ R) of a forward GEMM site: with fused the project's Hopper GEMM
+ * (gemm_site.c), which with q also writes the rowq copy of Y into yq; else cuBLASLt. A fused site
+ * takes that GEMM in every forward of a layer, storing or not, so a recomputed layer's second
+ * forward reproduces its first bit for bit. */
+static int gemm_fwd(step_engine *e, int fused, const agoq_fq *q, agoq_dqt yq, int N, int K, const uint16_t *X,
+                    const uint16_t *W, const uint16_t *R, uint16_t *Y) {
     const int T = (int)e->pl.T;
 #if AGOQ_HAVE_CUDA
-    if (q) {
+    if (fused) {
         STEP_OP(e, STEP_OP_GEMM_FWD, agoq_wg_fwd(T, N, K, X, W, R, Y, q, yq, e->stream));
         return 0;
     }
@@ -143,7 +145,7 @@ int step_layer_fwd(step_engine *e, int l, step_layer_saved *S, uint16_t *x, int 
     const int qn = save && p->st[AGOQ_ROLE_NORM_IN].kind == AGOQ_STORE_QUANT;
     const agoq_fq *fqn = qn ? &e->fq[AGOQ_ROLE_NORM_IN] : NULL;
     /* fused GEMM sites (gemm_site.c): the GEMM writes the copy, its consumer quantizes nothing */
-    const int f_out = qn && step_gemm_fused(e, AGOQ_GEMM_SITE_OUT_PROJ);
+    const int g_out = step_gemm_fused(e, AGOQ_GEMM_SITE_OUT_PROJ), f_out = qn && g_out;
     const int f_fc2 = next_x && step_gemm_fused(e, AGOQ_GEMM_SITE_FC2);
     const int x_done = qn && S->x.quant; /* the previous layer's fused FC2 wrote this layer's copy */
     if (!x_done) memset(&S->x, 0, sizeof S->x);
@@ -172,7 +174,7 @@ int step_layer_fwd(step_engine *e, int l, step_layer_saved *S, uint16_t *x, int 
     STEP_OP(e, STEP_OP_ATTN_FWD, agoq_attn_fwd(e->attn, qkv, k, v, o, S->lse, e->attn_ws, e->stream));
     OUT(x2, T * h, save && !qn, AGOQ_ROLE_NORM_IN, "x2");
     if (f_out && alloc_q(e, &S->x2, AGOQ_ROLE_NORM_IN, l, T, h)) return -1;
-    if (gemm_fwd(e, f_out ? fqn : NULL, S->x2.q, (int)h, (int)p->AD, o, W[AGOQ_PARAM_OUT], x, x2)) return -1;
+    if (gemm_fwd(e, g_out, f_out ? fqn : NULL, S->x2.q, (int)h, (int)p->AD, o, W[AGOQ_PARAM_OUT], x, x2)) return -1;
     if (!save) {
         step_release(e, S->lse);
         S->lse = NULL;
@@ -198,12 +200,12 @@ int step_layer_fwd(step_engine *e, int l, step_layer_saved *S, uint16_t *x, int 
     STEP_OP(e, STEP_OP_NORM_FWD, agoq_rmsnorm_fwd_cuda(f_out ? NULL : fqn, x2, W[AGOQ_PARAM_NORM2], (int)T, (int)h, c->norm_eps, y2,
                                                        S->x2.q, NULL, e->stream));
     const int qh = save && p->st[AGOQ_ROLE_FC1_OUT].kind == AGOQ_STORE_QUANT;
-    const int f_fc1 = qh && step_gemm_fused(e, AGOQ_GEMM_SITE_FC1);
+    const int g_fc1 = step_gemm_fused(e, AGOQ_GEMM_SITE_FC1), f_fc1 = qh && g_fc1;
     const agoq_fq *fqh = qh ? &e->fq[AGOQ_ROLE_FC1_OUT] : NULL;
     OUT(hh, T * 2 * F, save && !qh, AGOQ_ROLE_FC1_OUT, "fc1 out");
     /* the fused GEMM's copy of T rows of 2F is the rowq of [2T, F] (the block divides F) */
     if (f_fc1 && alloc_q(e, &S->hh, AGOQ_ROLE_FC1_OUT, l, 2 * T, F)) return -1;
-    if (gemm_fwd(e, f_fc1 ? fqh : NULL, S->hh.q, (int)(2 * F), (int)h, y2, W[AGOQ_PARAM_FC1], NULL, hh)) return -1;
+    if (gemm_fwd(e, g_fc1, f_fc1 ? fqh : NULL, S->hh.q, (int)(2 * F), (int)h, y2, W[AGOQ_PARAM_FC1], NULL, hh)) return -1;
     if (store_output(e, &S->y2, y2, T, h, AGOQ_ROLE_FFN1_IN, l, save)) return -1;
     OUT(a, T * F, kept(e, AGOQ_ROLE_FFN2_IN, save), AGOQ_ROLE_FFN2_IN, "swiglu out");
     if (qh && !f_fc1 && alloc_q(e, &S->hh, AGOQ_ROLE_FC1_OUT, l, 2 * T, F)) return -1;
@@ -216,7 +218,7 @@ int step_layer_fwd(step_engine *e, int l, step_layer_saved *S, uint16_t *x, int 
     uint16_t *y = out_buf(e, T * h, keep_out, AGOQ_ROLE_NORM_IN, l + 1, "layer out");
     if (!y) return -1;
     if (f_fc2 && alloc_q(e, next_x, AGOQ_ROLE_NORM_IN, l + 1, T, h)) return -1;
-    if (gemm_fwd(e, f_fc2 ? &e->fq[AGOQ_ROLE_NORM_IN] : NULL, f_fc2 ? next_x->q : (agoq_dqt){0}, (int)h, (int)F, a,
+    if (gemm_fwd(e, f_fc2, f_fc2 ? &e->fq[AGOQ_ROLE_NORM_IN] : NULL, f_fc2 ? next_x->q : (agoq_dqt){0}, (int)h, (int)F, a,
                  W[AGOQ_PARAM_FC2], x2, y))
         return -1;
     if (store_output(e, &S->a, a, T, F, AGOQ_ROLE_FFN2_IN, l, save)) return -1;
