@@ -12,10 +12,12 @@
 #     kernels  experiments/kernels.json, fused: experiments/kernels_fused.json (with the peer)
 #     quick    experiments/kernels_quick.json (1 MiB .. 256 MiB)
 #     deq_ab   issue 15's dequantizer A/B: experiments/kernels_deq_ab.json once per AGOQ_DEQ_VAR
-#              setting (kernels/quant/quant.cu, DEQ_VARS), DEQ_ROUNDS rounds (default 2; even
-#              rounds in reverse order), DEQ_VARS_LIST the settings (default 0 .. 17) ->
+#              setting (kernels/quant/quant.cu, DEQ_VARS 0 .. 17; the flat kernels of
+#              kernels/quant/quant_flat.cuh 18 .. 22), DEQ_ROUNDS rounds (default 2; even
+#              rounds in reverse order), DEQ_VARS_LIST the settings (default 0 .. 22) ->
 #              $OUT/deq_ab.tsv (round, var, case, format, bytes, median_ms, copy_ratio; one row per
-#              record) and $OUT/deq_ab_json.tgz (every run's JSON); ~10 s a run
+#              record) and $OUT/deq_ab_json.tgz (every run's JSON); ~1.5 s a run (s6 call A);
+#              tools/deq_ab_pick.py picks each (format, output)'s variant from the tsv
 #     ncu      Speed Of Light + memory + occupancy + instruction + warp-state sections at 256 MiB of
 #              the dyn8 / nf4 / fp4 quantizers from bf16, the fused RMSNorm / SwiGLU / GELU
 #              forwards and the int8 / fp8 reduce core -> $OUT/ncu.log
@@ -78,7 +80,7 @@ for p in "$@"; do
       part "$exp" "${T_KERNELS:-120}" "$B/agoq" run "$file" -q --out "$OUT/$exp.json" ;;
     deq_ab)
       d=/tmp/agoq_deq_ab; rm -rf "$d"; mkdir -p "$d"
-      vars=${DEQ_VARS_LIST:-$(seq 0 17)}
+      vars=${DEQ_VARS_LIST:-$(seq 0 22)}
       for r in $(seq 1 "${DEQ_ROUNDS:-2}"); do
         order=$vars; [ $((r % 2)) = 0 ] && order=$(echo $vars | tr ' ' '\n' | tac)
         for v in $order; do

@@ -22,6 +22,7 @@
 #include "core/common.h"
 #include "kernels/quant/quant_cuda.h"
 #include "kernels/quant/quant_device.cuh"
+#include "kernels/quant/quant_flat.cuh"
 #include "kernels/quant/quant_launch.cuh"
 #include "kernels/quant/quant_ldst.cuh"
 #include "kernels/quant/quant_tile.cuh"
@@ -366,32 +367,61 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, MINB) dequant_tile_kernel(
     X(16, 0, AGOQ_LD_PLAIN, AGOQ_ST_PLAIN, 3, "BC_st_plain_minb3")                \
     X(17, 1, AGOQ_LD_PLAIN, AGOQ_ST_PLAIN, 4, "ABC_codes16_smem_st_plain_minb4")
 #define DEQ_VAR_NAME(I, CM, LD, ST, MB, NAME) NAME,
-static const char *const deq_var_names[] = {DEQ_VARS(DEQ_VAR_NAME)};
+#define DEQ_FLAT_NAME(I, THREADS, U, P, MINB, ST, NAME) NAME,
+static const char *const deq_tile_var_names[] = {DEQ_VARS(DEQ_VAR_NAME)};
+static const char *const deq_var_names[] = {DEQ_VARS(DEQ_VAR_NAME) AGOQ_DEQ_FLAT_VARS(DEQ_FLAT_NAME)};
 #undef DEQ_VAR_NAME
+#undef DEQ_FLAT_NAME
 #define DEQ_NVARS ((int)(sizeof deq_var_names / sizeof deq_var_names[0]))
-static int g_deq_var = -1; /* -1: from AGOQ_DEQ_VAR at the first launch */
+static_assert(sizeof deq_tile_var_names / sizeof deq_tile_var_names[0] == AGOQ_DEQ_FLAT_FIRST,
+              "the flat variants (quant_flat.cuh) follow DEQ_VARS");
+static int g_deq_var = -2; /* -2: from AGOQ_DEQ_VAR at the first launch; -1: the defaults below */
+
+/* The variant each (format, output) runs when AGOQ_DEQ_VAR is not set: {format, fp32 out, bf16
+ * out}, one row per format with variants (the rest: 0). Set from the A/B runs (issue 15). */
+static const struct {
+    int fmt, var_f32, var_bf16;
+} deq_defaults[] = {
+    {AGOQ_FMT_FP4_E2M1, 0, 0}, {AGOQ_FMT_INT4, 0, 0},     {AGOQ_FMT_INT4_ASYM, 0, 0},
+    {AGOQ_FMT_NF4, 0, 0},      {AGOQ_FMT_INT8, 0, 0},     {AGOQ_FMT_INT8_ASYM, 0, 0},
+    {AGOQ_FMT_FP8_E4M3, 0, 0}, {AGOQ_FMT_FP8_E5M2, 0, 0}, {AGOQ_FMT_DYN8, 0, 0},
+};
+static int deq_default_variant(int fmt, bool bf16_out) {
+    for (size_t i = 0; i < sizeof deq_defaults / sizeof deq_defaults[0]; i++)
+        if (deq_defaults[i].fmt == fmt) return bf16_out ? deq_defaults[i].var_bf16 : deq_defaults[i].var_f32;
+    return 0;
+}
 
 int agoq_cuda_deq_variant_count(void) { return DEQ_NVARS; }
 const char *agoq_cuda_deq_variant_name(int v) { return v >= 0 && v < DEQ_NVARS ? deq_var_names[v] : NULL; }
 void agoq_cuda_deq_variant_force(int v) {
     if (v >= DEQ_NVARS) agoq_die("agoq_cuda_deq_variant_force: variant %d (valid: -1 .. %d)", v, DEQ_NVARS - 1);
-    g_deq_var = v < 0 ? -1 : v;
+    g_deq_var = v < 0 ? -2 : v;
 }
 int agoq_cuda_deq_variant(void) {
-    if (g_deq_var < 0) {
+    if (g_deq_var == -2) {
         const char *e = getenv("AGOQ_DEQ_VAR");
         char *end = NULL;
-        const long v = e && *e ? strtol(e, &end, 10) : 0;
+        const long v = e && *e ? strtol(e, &end, 10) : -1;
         if (e && *e && (*end || v < 0 || v >= DEQ_NVARS))
-            agoq_die("AGOQ_DEQ_VAR=%s: expected an integer 0 .. %d (kernels/quant/quant.cu, DEQ_VARS)", e, DEQ_NVARS - 1);
+            agoq_die("AGOQ_DEQ_VAR=%s: expected an integer 0 .. %d (kernels/quant/quant.cu, DEQ_VARS and "
+                     "quant_flat.cuh)", e, DEQ_NVARS - 1);
         g_deq_var = (int)v;
     }
     return g_deq_var;
 }
 
-/* Whole tiles through dequant_tile_kernel when the planes allow; returns the elements done. */
+/* Whole tiles through dequant_tile_kernel, or whole units through a flat variant
+ * (quant_flat.cuh), when the planes allow; returns the elements done (from element 0). */
 template <int DEC, typename T>
 static size_t dequantize_tiles(const agoq_cuda_qparams &p, const agoq_cuda_qtensor *q, T *y, void *stream) {
+    int var = agoq_cuda_deq_variant();
+    if (var < 0) var = deq_default_variant(p.fmt, std::is_same<T, uint16_t>::value);
+    if (var >= AGOQ_DEQ_FLAT_FIRST) { /* quant_flat.cuh, where the config allows; else the default tile kernel */
+        const size_t done = agoq_dequantize_flat<DEC>(p, q, y, var, stream);
+        if (done) return done;
+        var = 0;
+    }
     constexpr int E = 16 / (int)sizeof(T);
     const size_t tile = (size_t)32 * AGOQ_TILE_U * E, ntiles = q->n / tile;
     const size_t vec_code_bytes = (size_t)E * (size_t)p.bits / 8;
@@ -400,9 +430,8 @@ static size_t dequantize_tiles(const agoq_cuda_qparams &p, const agoq_cuda_qtens
         ((uintptr_t)y & 15u) != 0 || ((uintptr_t)q->codes & (vec_code_bytes - 1)) != 0)
         return 0;
     const int log2b = __builtin_ctz((unsigned)p.block);
-    /* AGOQ_DEQ_VAR's variant; those with 16-byte code loads (CM != 0) need a 16-byte aligned
-     * codes plane and run the default kernel otherwise */
-    const int var = agoq_cuda_deq_variant();
+    /* the variant's; those with 16-byte code loads (CM != 0) need a 16-byte aligned codes plane
+     * and run the default kernel otherwise */
     auto launch = [&](auto dec, auto bits) {
         constexpr int D = decltype(dec)::value, B = decltype(bits)::value;
         /* The register bound: 5 CTAs per SM for the 4-bit table / FP4 decoders, none for the rest.

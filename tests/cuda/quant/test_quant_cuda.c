@@ -252,7 +252,8 @@ TEST(cuda_quant_tile_kernels_every_eligible_config) {
     CHECK_MSG(bad == 0, "%zu mismatches over %zu configs", bad, configs);
 }
 
-/* The tile dequantizer's A/B variants (quant.cu, DEQ_VARS; AGOQ_DEQ_VAR): every variant, every
+/* The dequantizer's A/B variants (quant.cu, DEQ_VARS, and the flat kernels of quant_flat.cuh
+ * from AGOQ_DEQ_FLAT_FIRST: whole and partial CTAs, 32-byte units; AGOQ_DEQ_VAR): every variant, every
  * format with a tile path, blocks 32..256, fp32 and bf16 scales and outputs, sizes that are not
  * a multiple of the tile, against the reference bit for bit; then, per variant, a resident grid
  * over more tiles than it keeps resident (each warp loops: the staged code pieces of
