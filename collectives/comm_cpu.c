@@ -6,8 +6,10 @@
  * fp8: load, add in fp32, store in the dtype; wire.h's agoq_ring_sum, shared with cuda-local).
  * NCCL may choose a tree or NVLS algorithm instead of the ring; the ring is the model here.
  * Fault injection (tests of the watchdog without a GPU): AGOQ_TEST_COMM_FAULT=hang:R makes rank
- * R never complete, =error:R makes it report an asynchronous error; sync then goes through
- * agoq_comm_wait exactly like the nccl backend's (watchdog.h) and exits 1 with its message. */
+ * R never complete, =error:R makes it report an asynchronous error (anything else: one line,
+ * exit 1); sync then goes through agoq_comm_wait exactly like the nccl backend's (watchdog.h)
+ * and exits 1 with its message. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +17,7 @@
 #include "collectives/watchdog.h"
 #include "collectives/wire.h"
 #include "core/common.h"
+#include "core/knob.h"
 #include "kernels/grad8/grad8.h"
 #include "kernels/quant/quant_math.h"
 #include "kernels/quant/quant_ref.h"
@@ -157,10 +160,14 @@ agoq_comm *agoq_comm_cpu_create(int nranks) {
     cpu_state *s = calloc(1, sizeof *s);
     if (!c || !s) abort();
     s->fault_rank = -1;
-    const char *f = getenv("AGOQ_TEST_COMM_FAULT");
-    if (f && (strncmp(f, "hang:", 5) == 0 || strncmp(f, "error:", 6) == 0)) {
+    const char *f = agoq_knob_str("AGOQ_TEST_COMM_FAULT");
+    if (f) {
+        const char *r = strncmp(f, "hang:", 5) == 0 ? f + 5 : strncmp(f, "error:", 6) == 0 ? f + 6 : NULL;
+        char *end = NULL;
+        const long rank = r && *r >= '0' && *r <= '9' ? strtol(r, &end, 10) : -1;
+        if (rank < 0 || rank > INT_MAX || *end) agoq_knob_bad("AGOQ_TEST_COMM_FAULT", f, "hang:R or error:R (R a rank)");
         s->fault_hang = f[0] == 'h';
-        s->fault_rank = atoi(strchr(f, ':') + 1);
+        s->fault_rank = (int)rank;
     }
     c->impl = s;
     c->ops = &cpu_ops;

@@ -14,6 +14,7 @@
  * aborts every communicator (ncclCommAbort) and exits 1 with one line naming the rank, instead
  * of hanging in cudaStreamSynchronize. */
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <nccl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #include "collectives/driver.h"
 #include "core/check.h"
 #include "core/common.h"
+#include "core/knob.h"
 
 #define AGOQ_NCCL_HAS_FP8 (NCCL_VERSION_CODE >= NCCL_VERSION(2, 24, 0))
 
@@ -170,8 +172,7 @@ agoq_comm *agoq_comm_nccl_create(int ngpus) {
     s->r.abort_all = nccl_abort_all;
     c->nlocal = nlocal;
     if (size > 1) {
-        const char *lrank = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-        s->r.dev[0] = (lrank ? atoi(lrank) : rank) % visible;
+        s->r.dev[0] = agoq_knob_int("OMPI_COMM_WORLD_LOCAL_RANK", rank, 0, INT_MAX) % visible;
         ncclUniqueId id;
         if (rank == 0) ncclCheck(ncclGetUniqueId(&id));
         agoq_coll_mpi_bcast(&id, sizeof id);

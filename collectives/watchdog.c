@@ -5,12 +5,16 @@
 #include <time.h>
 
 #include "core/common.h"
+#include "core/knob.h"
 
 double agoq_comm_timeout_s(void) {
-    const char *s = getenv("AGOQ_COMM_TIMEOUT_S");
+    const char *s = agoq_knob_str("AGOQ_COMM_TIMEOUT_S");
+    if (!s) return 300.0;
     char *end = NULL;
-    double t = s ? strtod(s, &end) : 0.0;
-    return s && end != s && *end == '\0' && t > 0 && t < 1e7 ? t : 300.0;
+    const double t = strtod(s, &end);
+    if (end == s || *end != '\0' || !(t > 0 && t < 1e7))
+        agoq_knob_bad("AGOQ_COMM_TIMEOUT_S", s, "seconds, a number > 0 and < 1e7");
+    return t;
 }
 
 int agoq_comm_wait(const agoq_comm_waiter *w, const char *backend, int nlocal, int rank0, double timeout_s,

@@ -30,7 +30,8 @@ typedef struct {
  * aborted" when a rank failed or was still pending after timeout_s seconds. */
 int agoq_comm_wait(const agoq_comm_waiter *w, const char *backend, int nlocal, int rank0, double timeout_s,
                    const char *what);
-/* The timeout of every communicator wait: $AGOQ_COMM_TIMEOUT_S (seconds, > 0), default 300.
+/* The timeout of every communicator wait: $AGOQ_COMM_TIMEOUT_S (seconds, > 0 and < 1e7; another
+ * value exits after one line, core/knob.h), default 300.
  * Generous: the longest collective of a sweep (4 GiB over PCIe) takes seconds, a hang forever. */
 double agoq_comm_timeout_s(void);
 

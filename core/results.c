@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/common.h"
+#include "core/knob.h"
 #include "core/metrics.h"
 #include "core/provenance.h"
 
@@ -281,11 +282,10 @@ int results_write_tsv(const agoq_results *r, const char *path, const char *const
 }
 
 /* Milliseconds to wait between writing the temporaries and renaming them: a test hook
- * (AGOQ_TEST_PUBLISH_DELAY_MS) that lets tests kill a run in the middle of a publish. */
-static void test_delay(void) {
-    const char *d = getenv("AGOQ_TEST_PUBLISH_DELAY_MS");
-    long ms = d ? strtol(d, NULL, 10) : 0;
-    if (ms > 0 && ms <= 60000) {
+ * (AGOQ_TEST_PUBLISH_DELAY_MS, 0..60000, default 0, read before anything is written) that lets
+ * tests kill a run in the middle of a publish. */
+static void test_delay(long ms) {
+    if (ms > 0) {
         struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
     }
@@ -293,6 +293,7 @@ static void test_delay(void) {
 
 int results_publish(const agoq_results *r, const char *json_path, const char *tsv_path, const char *const *cols,
                     size_t ncols) {
+    const long delay_ms = agoq_knob_int("AGOQ_TEST_PUBLISH_DELAY_MS", 0, 0, 60000);
     size_t jlen, tlen = 0;
     char *jtext = json_text(r, &jlen), *ttext = tsv_path ? tsv_text(r, cols, ncols, &tlen) : NULL;
     char jtmp[4200], ttmp[4200];
@@ -309,7 +310,7 @@ int results_publish(const agoq_results *r, const char *json_path, const char *ts
         if (write_temp(tsv_path, ttext, tlen, ttmp, sizeof ttmp)) goto done;
         have_t = 1;
     }
-    test_delay();
+    test_delay(delay_ms);
     /* Two runs publishing to the same directory take turns (flock on the directory), so the
      * JSON and TSV in place always come from one run. */
     char dir[4200];

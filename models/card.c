@@ -11,12 +11,13 @@
 #include <string.h>
 
 #include "core/common.h"
+#include "core/knob.h"
 #include "core/results.h"
 #include "models/memory.h"
 
 static const char *models_dir(void) {
-    const char *d = getenv("AGOQ_MODELS_DIR");
-    return d && *d ? d : "models";
+    const char *d = agoq_knob_str("AGOQ_MODELS_DIR");
+    return d ? d : "models";
 }
 
 int agoq_model_parse(jconf c, const cJSON *obj, agoq_model_card *out) {

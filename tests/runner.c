@@ -113,6 +113,43 @@ int agoq_test_expect_error(const char *args, const char *want, const char *out_p
     return 0;
 }
 
+int agoq_test_expect_die(void (*fn)(void *), void *arg, const char *want) {
+    int fd[2];
+    if (pipe(fd) != 0) return 0;
+    fflush(stdout);
+    fflush(stderr);
+    const pid_t pid = fork();
+    if (pid < 0) return 0;
+    if (pid == 0) { /* the child: its stderr into the pipe; fn should not return */
+        dup2(fd[1], 2);
+        close(fd[0]);
+        close(fd[1]);
+        fn(arg);
+        _exit(0);
+    }
+    close(fd[1]);
+    char err[4096];
+    size_t len = 0;
+    for (ssize_t got; len + 1 < sizeof err && (got = read(fd[0], err + len, sizeof err - 1 - len)) > 0;)
+        len += (size_t)got;
+    err[len] = '\0';
+    close(fd[0]);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    size_t lines = 0;
+    for (size_t i = 0; i < len; i++) lines += err[i] == '\n';
+    const char *why = NULL;
+    if (!WIFEXITED(st)) why = "killed by a signal";
+    else if (WEXITSTATUS(st) != 1) why = "exit status not 1";
+    else if (lines != 1 || err[len - 1] != '\n') why = "not exactly one line on stderr";
+    else if (strncmp(err, "agoq: ", 6) != 0) why = "no 'agoq: ' prefix";
+    else if (want && !strstr(err, want)) why = "message lacks the expected text";
+    if (!why) return 1;
+    fprintf(stderr, "    -> exit %d, %s (want '%s'); stderr:\n%s", WIFEXITED(st) ? WEXITSTATUS(st) : -1, why,
+            want ? want : "", err);
+    return 0;
+}
+
 const char *agoq_test_tmpdir(void) { return g_tmpdir; }
 
 int agoq_test_capture_stderr(int (*fn)(void *), void *arg, char *msg, size_t len) {
@@ -179,8 +216,10 @@ size_t agoq_validate_floats(const char *what, const float *ref, const float *got
     return bad;
 }
 
+static pid_t g_main_pid; /* forked children (agoq_test_expect_die) leave the directory alone */
+
 static void cleanup(void) {
-    if (!g_tmpdir[0]) return;
+    if (!g_tmpdir[0] || getpid() != g_main_pid) return;
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmpdir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_tmpdir);
@@ -199,6 +238,7 @@ int main(int argc, char **argv) {
         perror("mkdtemp");
         return 1;
     }
+    g_main_pid = getpid();
     atexit(cleanup);
     int passed = 0, failed = 0, skipped = 0;
     for (int i = 0; i < g_ntests; i++) {

@@ -25,6 +25,10 @@ int agoq_test_run_cli_stderr(const char *args, char *err, size_t len);
  * line on stderr, "agoq: ..." containing want, and leaves neither out_path (if non-NULL), nor
  * its .tsv sibling, nor any temporary "out_path.tmp.*". Returns 1, or 0 after saying why. */
 int agoq_test_expect_error(const char *args, const char *want, const char *out_path);
+/* The contract for a bad setting read in-process (e.g. an environment knob, core/knob.h):
+ * fn(arg), run in a forked child, exits 1 after exactly one line on stderr, "agoq: ..."
+ * containing want. Returns 1, or 0 after saying why. */
+int agoq_test_expect_die(void (*fn)(void *), void *arg, const char *want);
 /* Runs fn(arg) in this process with its stderr captured into msg (NUL-terminated, truncated to
  * len); returns fn's result, or -2 when stderr could not be redirected. */
 int agoq_test_capture_stderr(int (*fn)(void *), void *arg, char *msg, size_t len);

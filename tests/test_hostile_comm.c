@@ -98,3 +98,29 @@ TEST(watchdog_cpu_backend_fault_fails_the_run_naming_the_rank) {
     CHECK(ok && ok2);
     CHECK_MSG(el < 10.0, "took %.1f s", el);
 }
+
+/* The watchdog's knobs set to values they do not accept: one line naming the variable, the
+ * value and what is valid (core/knob.h), no results; before, the timeout fell back to 300 s
+ * and a malformed fault to none, silently. */
+TEST(watchdog_bad_knob_values_fail_the_run_in_one_line) {
+    char out[512], args[1024];
+    snprintf(out, sizeof out, "%s/coll_badknob.json", agoq_test_tmpdir());
+    snprintf(args, sizeof args, "collectives --backend cpu --algo agoq --ranks 4 -b 4K -e 4K -n 1 -w 0 -q -o %s", out);
+    static const char *const bad[][3] = {
+        {"AGOQ_COMM_TIMEOUT_S", "0", "AGOQ_COMM_TIMEOUT_S=0: expected seconds, a number > 0 and < 1e7"},
+        {"AGOQ_COMM_TIMEOUT_S", "5min", "AGOQ_COMM_TIMEOUT_S=5min: expected seconds"},
+        {"AGOQ_TEST_COMM_FAULT", "hang", "AGOQ_TEST_COMM_FAULT=hang: expected hang:R or error:R"},
+        {"AGOQ_TEST_COMM_FAULT", "error:x", "AGOQ_TEST_COMM_FAULT=error:x: expected hang:R or error:R"},
+        {"AGOQ_TEST_COMM_FAULT", "crash:1", "AGOQ_TEST_COMM_FAULT=crash:1: expected hang:R or error:R"},
+    };
+    int ok = 1;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        /* the cpu backend reads the timeout where it waits: for an injected fault */
+        if (!strcmp(bad[i][0], "AGOQ_COMM_TIMEOUT_S")) setenv("AGOQ_TEST_COMM_FAULT", "error:3", 1);
+        setenv(bad[i][0], bad[i][1], 1);
+        ok &= agoq_test_expect_error(args, bad[i][2], out);
+        unsetenv(bad[i][0]);
+        unsetenv("AGOQ_TEST_COMM_FAULT");
+    }
+    CHECK(ok);
+}

@@ -102,6 +102,19 @@ TEST(hostile_sigterm_during_publish_leaves_one_pair_and_no_temporary) {
     }
 }
 
+/* The publish hold set to a value it does not accept: one line, read before anything is
+ * written (no results, no temporary); before, anything but 1..60000 meant no hold, silently. */
+TEST(hostile_bad_publish_delay_fails_in_one_line_before_writing) {
+    char dir[512], json[600], tsv[600], args[1024];
+    paths("baddelay", dir, json, tsv);
+    snprintf(args, sizeof args, "quant --backend cpu --formats int4 --dist normal -b 4K -e 4K -n 1 -q -o %s", json);
+    setenv("AGOQ_TEST_PUBLISH_DELAY_MS", "60001", 1);
+    const int ok = agoq_test_expect_error(args, "AGOQ_TEST_PUBLISH_DELAY_MS=60001: expected an integer in 0..60000", json);
+    unsetenv("AGOQ_TEST_PUBLISH_DELAY_MS");
+    CHECK(ok);
+    CHECK(!agoq_test_file_exists(dir) || count_temporaries(dir) == 0);
+}
+
 TEST(hostile_failed_write_keeps_the_previous_pair) {
     char dir[512], json[600], tsv[600];
     paths("failed", dir, json, tsv);

@@ -24,7 +24,8 @@
  * Workspace layout of agoq_attn_workspace_bytes: backward [dQacc fp32 | Dsum fp32 | plan ws],
  * forward [plan ws]; offsets 256-byte aligned.
  * AGOQ_ATTN_VERBOSE=1 prints the chosen engine, workspace and every refused engine config;
- * AGOQ_ATTN_NO_BWD_PAD=1 leaves the padding workaround out (to test whether a runtime needs it). */
+ * AGOQ_ATTN_NO_BWD_PAD=1 leaves the padding workaround out (to test whether a runtime needs it);
+ * both 0 or 1, default 0 (core/knob.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,7 @@
 #include <cudnn.h>
 
 #include "core/check.h"
+#include "core/knob.h"
 #include "kernels/attn/attn_graph.cuh"
 
 typedef struct {
@@ -182,10 +184,7 @@ static void build_bwd(agoq_attn *a, graph_t *g) {
     pw(g, CUDNN_POINTWISE_IDENTITY, CUDNN_DATA_FLOAT, DQACC, NULL, NULL, dQ, 0);
 }
 
-static int verbose(void) {
-    const char *v = getenv("AGOQ_ATTN_VERBOSE");
-    return v && *v && *v != '0';
-}
+static int verbose(void) { return agoq_knob_int("AGOQ_ATTN_VERBOSE", 0, 0, 1); }
 
 /* Operation graph -> heuristics (mode A, then fallback) -> first engine config whose plan
  * finalizes. 0 or -1 (reason in g->what). */
@@ -313,8 +312,8 @@ int agoq_attn_create(const agoq_attn_desc *d, agoq_attn **out) {
     a->scale = d->scale;
     a->one = 1.0f;
     a->ninf = a->version < 91000 ? -3.402823466e38f : -INFINITY; /* older engines want lowest() */
-    const char *nopad = getenv("AGOQ_ATTN_NO_BWD_PAD"); /* diagnostic: build without the workaround */
-    a->pad_bwd = d->s % 128 != 0 && a->version <= 91500 && !(nopad && *nopad == '1');
+    const int nopad = agoq_knob_int("AGOQ_ATTN_NO_BWD_PAD", 0, 0, 1); /* diagnostic: build without the workaround */
+    a->pad_bwd = d->s % 128 != 0 && a->version <= 91500 && !nopad;
     cudnnStatus_t s = cudnnCreate(&a->h);
     if (s != CUDNN_STATUS_SUCCESS) {
         fprintf(stderr, "agoq: attn: cudnnCreate: %s\n", cudnnGetErrorString(s));

@@ -17,10 +17,12 @@
  * one and they are quant.cu's quantizers (agoq_cuda_quantize_bf16 / dequantize_bf16), else
  * the general kernels with the op off. */
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <stdlib.h>
 
 #include "core/check.h"
 #include "core/common.h"
+#include "core/knob.h"
 #include "kernels/fused/fused_dev.cuh"
 
 /* ---- general forward ---- */
@@ -245,22 +247,12 @@ extern "C" int agoq_rowq_dequantize_cuda(const agoq_fq *q, agoq_dqt xq, int rows
 
 /* ---- host helpers ---- */
 unsigned fz_grid_cap(unsigned grid) {
-    const char *e = getenv("AGOQ_FUSED_GRID_CAP");
-    const long cap = e ? strtol(e, NULL, 10) : 0;
-    return cap > 0 && (unsigned long)cap < grid ? (unsigned)cap : grid;
+    const int cap = agoq_knob_int("AGOQ_FUSED_GRID_CAP", 0, 0, INT_MAX);
+    return cap > 0 && (unsigned)cap < grid ? (unsigned)cap : grid;
 }
-bool fz_no_fast(void) {
-    const char *e = getenv("AGOQ_FUSED_NO_FAST");
-    return e && *e && *e != '0';
-}
-bool fz_f5_old(void) {
-    const char *e = getenv("AGOQ_F5_OLD");
-    return e && *e && *e != '0';
-}
-bool fz_f6(void) {
-    const char *e = getenv("AGOQ_F6");
-    return e && *e && *e != '0';
-}
+bool fz_no_fast(void) { return agoq_knob_int("AGOQ_FUSED_NO_FAST", 0, 0, 1); }
+bool fz_f5_old(void) { return agoq_knob_int("AGOQ_F5_OLD", 0, 0, 1); }
+bool fz_f6(void) { return agoq_knob_int("AGOQ_F6", 0, 0, 1); }
 int fz_smem_optin(const void *kernel, size_t smem, unsigned *done, int *per_sm) {
     int dev = 0;
     cudaCheck(cudaGetDevice(&dev));

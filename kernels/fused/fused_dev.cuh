@@ -300,8 +300,9 @@ static void fz_dispatch_dequant(const agoq_cuda_qparams &p, F f) {
     } while (0)
 
 /* Grid of a grid-stride kernel: quant_launch.cuh's agoq_grid_units (one unit per warp, or what
- * stays resident for kernels that stage the LUT), capped by AGOQ_FUSED_GRID_CAP. fz_no_fast:
- * AGOQ_FUSED_NO_FAST is set. (fused.cu) */
+ * stays resident for kernels that stage the LUT), capped by AGOQ_FUSED_GRID_CAP=N (>= 0; 0,
+ * the default: no cap). fz_no_fast: AGOQ_FUSED_NO_FAST=1 (0 or 1, default 0). Every knob here is
+ * read at every launch (core/knob.h: a bad value exits after one line). (fused.cu) */
 unsigned fz_grid_cap(unsigned grid);
 bool fz_no_fast(void);
 /* AGOQ_F5_OLD=1 (read at every launch): the kernels issue 15's second round replaced (RMSNorm

@@ -1,0 +1,34 @@
+/* The environment knobs of the Hopper GEMM (gemm_wg.cu; what each variant does, and what was
+ * measured: gemm_wg_launch.cuh, docs/gemm.md), read at every call through core/knob.h (the tests
+ * switch them between calls). Unset or empty: the default; any other value than those listed is
+ * refused in one line naming the variable, the value and what is valid (exit 1). Plain C: the
+ * host tests (tests/gemm/test_gemm_wg_knobs.c) read them without a GPU. */
+#ifndef AGOQ_GEMM_WG_KNOBS_H
+#define AGOQ_GEMM_WG_KNOBS_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    int grid_cap;     /* AGOQ_WG_GRID_CAP=N (>= 0): at most N persistent CTAs; 0 (default): one per SM */
+    int one_tile;     /* AGOQ_WG_ONE_TILE=0|1: one tile per CTA, not persistent (a diagnostic; default 0) */
+    int tile_n;       /* AGOQ_WG_TILE_N=256|128|auto: the bf16 tile's width, 256 (default), 128, 0 = auto */
+    int stages;       /* AGOQ_WG_STAGES=auto|3|4: the bf16 ring, 0 = auto (default: by epilogue), 3, 4 */
+    int epi_rows;     /* AGOQ_WG_EPI_ROWS=1|4|8: rows a warp iteration; 0 when unset (by epilogue) */
+    int bulk;         /* AGOQ_WG_BULK=0|1: bulk copies of the residual and C (default 0) */
+    int gen_rows;     /* AGOQ_WG_EPI_GEN=rows|blocks: the general formats' copy, 1 = rows (default) */
+    int group_m;      /* AGOQ_WG_GROUP_M=1..64: row tiles of a rasterization group (default 8) */
+    int fast_epi;     /* AGOQ_WG_FAST_EPI=0|1: the fast FP4 epilogue where it applies (default 1) */
+    int mn_swap;      /* AGOQ_WG_MN_SWAP=0|1: swap the MN-major LBO and SBO (a diagnostic; default 0) */
+    int deq_smem;     /* AGOQ_WG_DEQ_SMEM=0|1: stored-A decode through shared memory (default 0) */
+    int deq_producer; /* AGOQ_WG_DEQ_PRODUCER=0|1: stored-A decode by the epilogue warps (default 0) */
+} agoq_wg_knobs;
+
+/* Every knob above, read now. */
+agoq_wg_knobs agoq_wg_knobs_read(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

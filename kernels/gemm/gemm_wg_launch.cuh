@@ -1,0 +1,232 @@
+/* Host side of the Hopper GEMM: the TMA maps, the grid, the choice of kernel variant from the
+ * arguments and the environment knobs (gemm_wg_knobs.h, read once a call), and the entry points
+ * of gemm_wg.h. Included last by gemm_wg.cu (and only there): the launches instantiate its kernel
+ * templates, and the helpers below share its anonymous namespace (one per translation unit). */
+#include "kernels/gemm/gemm_wg_knobs.h"
+
+namespace {
+PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
+    static PFN_cuTensorMapEncodeTiled_v12000 fn = NULL;
+    if (!fn) {
+        cudaDriverEntryPointQueryResult st;
+        void *f = NULL;
+        cudaCheck(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &st));
+        if (st != cudaDriverEntryPointSuccess || !f) agoq_die("gemm_wg: cuTensorMapEncodeTiled not found in the driver");
+        fn = (PFN_cuTensorMapEncodeTiled_v12000)f;
+    }
+    return fn;
+}
+/* A row-major bf16 matrix [outer][inner] as a TMA map with a box of box_outer x 64 and the
+ * 128-byte swizzle; codes (bytes = true): [outer][inner] bytes, a box of box_outer x box_inner
+ * bytes, no swizzle. */
+void make_map(CUtensorMap *map, const void *ptr, int inner, int outer, int box_outer, bool bytes = false,
+              int box_inner = 64) {
+    const cuuint64_t dims[2] = {(cuuint64_t)inner, (cuuint64_t)outer};
+    const cuuint64_t strides[1] = {(cuuint64_t)inner * (bytes ? 1u : 2u)};
+    const cuuint32_t box[2] = {(cuuint32_t)box_inner, (cuuint32_t)box_outer}, elem[2] = {1u, 1u};
+    const CUresult r = encode_fn()(map, bytes ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2,
+                                   (void *)ptr, dims, strides, box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                   bytes ? CU_TENSOR_MAP_SWIZZLE_NONE : CU_TENSOR_MAP_SWIZZLE_128B,
+                                   CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) agoq_die("gemm_wg: cuTensorMapEncodeTiled failed (%d) for [%d][%d]", (int)r, outer, inner);
+}
+
+int num_sms() {
+    static int nsm = 0;
+    if (!nsm) {
+        int dev = 0;
+        cudaCheck(cudaGetDevice(&dev));
+        cudaCheck(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
+    }
+    return nsm;
+}
+long num_tiles(int m, int n, int tn) { return (long)((m + BM - 1) / BM) * ((n + tn - 1) / tn); }
+
+/* One GEMM's launch: its TMA maps, kernel parameters, stream and grid knobs. */
+struct wg_launch {
+    CUtensorMap ma, mb;
+    wg_params p;
+    cudaStream_t s;
+    int grid_cap;  /* AGOQ_WG_GRID_CAP (0: none) */
+    bool one_tile; /* AGOQ_WG_ONE_TILE */
+    wg_launch(const agoq_wg_knobs &kn, void *stream)
+        : s((cudaStream_t)stream), grid_cap(kn.grid_cap), one_tile(kn.one_tile) {}
+};
+
+template <int TA, int TB, bool QOUT, int DQ = 0, bool FASTQ = false, int ST = STAGES, int TN = BN, int ER = 1,
+          bool BULK = false, bool GQ = false>
+void launch(const wg_launch &l) {
+    constexpr int smem = DQ == 1 ? DQ_SMEM_BYTES : DQ == 4 ? DQP_SMEM_BYTES : DQ >= 2 ? DQR_SMEM_BYTES : smem_bytes<ST, TN>();
+    static bool attr = false;
+    if (!attr) {
+        cudaCheck(cudaFuncSetAttribute(wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        attr = true;
+    }
+    /* persistent: one CTA per SM at most; AGOQ_WG_GRID_CAP=N caps the grid (the tests use it to
+     * run several tiles per CTA on small shapes); AGOQ_WG_ONE_TILE=1: one tile per CTA */
+    long grid = num_tiles(l.p.m, l.p.n, TN);
+    if (!l.one_tile) {
+        if (grid > num_sms()) grid = num_sms();
+        if (l.grid_cap > 0 && grid > l.grid_cap) grid = l.grid_cap;
+    }
+    wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ><<<(unsigned)grid, THREADS, smem, l.s>>>(l.ma, l.mb, l.p);
+    cudaCheckLaunch();
+}
+template <bool QOUT, int ST, int TN = BN>
+void launch_t(int ta, int tb, const wg_launch &l) {
+    if (!ta && !tb) launch<0, 0, QOUT, 0, false, ST, TN>(l);
+    else if (!ta && tb) launch<0, 1, QOUT, 0, false, ST, TN>(l);
+    else if (ta && !tb) launch<1, 0, QOUT, 0, false, ST, TN>(l);
+    else launch<1, 1, QOUT, 0, false, ST, TN>(l);
+}
+/* The epilogue variants (gemm_wg_epi.cuh): AGOQ_WG_EPI_ROWS=1|4|8 rows a warp iteration (unset:
+ * 4 for the fast FP4 copy and the plain epilogues, 8 for the general formats' row tiles),
+ * AGOQ_WG_BULK=0|1 bulk copies of the residual and C (default 0), AGOQ_WG_EPI_GEN=rows|blocks:
+ * the quantized copy in a format other than the fast FP4 one through the row tiles
+ * (epi_rows_general: int sym / asym, fp8, tables with 4- or 8-bit codes, blocks of 128, round
+ * to nearest, N % 256 == 0, A and B K-major, 3 stages; the default) or a thread a block
+ * (quant_blocks, every other format).
+ * Measured on the H200 at 2ed72c8 (experiments/gemm_wg_epi.json, results/h200/logs/
+ * gemm_wg_epirows_g7/), vs cuBLASLt (+ quantize) at 4096 / 65536 tokens: 4 rows raise the FP4
+ * copies of TP=8 out-projection 0.53 / 0.48 -> 0.78 / 0.69 and TP=8 FC2 0.70 / 0.69 -> 0.94 /
+ * 0.92, the plain residual TP=8 out-projection 0.82 / 0.98 -> 0.93 / 1.10; bulk copies lose
+ * (0.46-0.64 fused with 1 row, 0.64-0.86 with 4).
+ * Measured at 5883341 (results/h200/logs/gemm_wg_epi_g8/, docs/gemm.md): 8 rows leave the FP4
+ * copy within the noise of 4 (4 stays its default); the general formats at block 128 (INT8, FP8
+ * E4M3, INT4-asym) go from a thread a block (0.46-0.55 of cuBLASLt + quantize, TP=8 out) to row
+ * tiles of 4 (0.63-0.78) and of 8 (0.69-0.87; TP=8 FC2 0.65-0.72 -> 0.80-0.95 -> 0.91-1.01).
+ * launch_epi: the 3-stage forward kernels (A, B K-major, 256 wide) with the epilogue variants er
+ * (1, 4 or 8) and bulk: FASTQ, the fast FP4 copy; else a plain epilogue (+ residual). */
+template <bool FASTQ>
+void launch_epi(int er, bool bulk, const wg_launch &l) {
+    if (er == 8 && bulk) launch<0, 0, FASTQ, 0, FASTQ, STAGES, BN, 8, true>(l);
+    else if (er == 8) launch<0, 0, FASTQ, 0, FASTQ, STAGES, BN, 8, false>(l);
+    else if (er == 4 && bulk) launch<0, 0, FASTQ, 0, FASTQ, STAGES, BN, 4, true>(l);
+    else if (er == 4) launch<0, 0, FASTQ, 0, FASTQ, STAGES, BN, 4, false>(l);
+    else if (bulk) launch<0, 0, FASTQ, 0, FASTQ, STAGES, BN, 1, true>(l);
+    else launch<0, 0, FASTQ, 0, FASTQ, STAGES, BN, 1, false>(l);
+}
+/* The general formats' copy through the row tiles (AGOQ_WG_EPI_GEN=rows): 8 rows a warp
+ * iteration (the default, er = 8), else 4 (no bulk copies). */
+void launch_gen(int er, const wg_launch &l) {
+    if (er == 8) launch<0, 0, true, 0, false, STAGES, BN, 8, false, true>(l);
+    else launch<0, 0, true, 0, false, STAGES, BN, 4, false, true>(l);
+}
+/* Width of the bf16 kernels' tile: BN (256); AGOQ_WG_TILE_N=128 a 128-wide tile (3 stages, the
+ * general epilogue quantizer; a benchmark knob, the tests cover both); AGOQ_WG_TILE_N=auto 128
+ * where it fills the last wave of persistent CTAs better by > 10% of a wave and the fast FP4
+ * epilogue does not apply. 128 needs the fused copy's block to divide 128 (else BN). */
+int tile_n(const agoq_wg_args *g, int knob, bool fast) {
+    if (knob == BN) return BN;
+    if (g->q && 128 % g->q->p.block) return BN;
+    if (knob == 128) return 128;
+    if (fast) return BN;
+    const long nsm = num_sms(), t2 = num_tiles(g->m, g->n, BN), t1 = num_tiles(g->m, g->n, 128);
+    const double fill2 = (double)t2 / (double)(((t2 + nsm - 1) / nsm) * nsm), /* busy share of the waves */
+        fill1 = (double)t1 / (double)(((t1 + nsm - 1) / nsm) * nsm);
+    return fill1 > fill2 + 0.1 ? 128 : BN;
+}
+/* Stages of the bf16 kernels' ring (AGOQ_WG_STAGES): by epilogue (the default: 4 for a plain
+ * epilogue, 3 with a residual or a quantized copy), or 3 or 4 for every GEMM; table encoders
+ * stay on 3 (no shared memory left for the table). Measured on the H200 at fb7cc8a
+ * (experiments/gemm_wg_knobs.json, results/h200/logs/gemm_wg_knobs_s5/): 4 stages raise the
+ * plain GEMMs (7B FC1 dgrad 0.84 -> 0.97 of cuBLASLt at 65536 tokens, wgrad 0.81 -> 0.97, FC1
+ * 0.90 -> 0.93, 13B QKV 0.87 -> 0.90) and lower those whose epilogue has more to do with C
+ * staged in halves (the residual out-projection 0.95 -> 0.82, TP=8 FC2 1.04 -> 0.96, fused FP4
+ * copies 0.98-1.02 -> 0.82-0.88). */
+bool four_stages(const agoq_wg_args *g, int knob) {
+    return (knob == 4 || (knob == 0 && !g->q && !g->r)) && !(g->q && g->q->p.enc == AGOQ_ENC_TABLE);
+}
+bool al16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+} // namespace
+
+extern "C" int agoq_wg_check(int m, int n, int k, const agoq_qconfig *eq) {
+    AGOQ_REQUIRE(m > 0 && n > 0 && k > 0 && m % 8 == 0 && n % 8 == 0 && k % 8 == 0,
+                 "gemm_wg: shape M=%d N=%d K=%d unsupported (need positive multiples of 8)", m, n, k);
+    if (!eq) return 0;
+    if (agoq_qconfig_check(eq)) return -1;
+    AGOQ_REQUIRE(eq->block >= 8 && BN % eq->block == 0 && n % eq->block == 0,
+                 "gemm_wg: fused epilogue needs block %d to divide %d and N=%d", eq->block, BN, n);
+    return 0;
+}
+
+extern "C" int agoq_wg_gemm(const agoq_wg_args *g, void *stream) {
+    AGOQ_REQUIRE(g && g->a && g->b && g->c, "gemm_wg: missing operand");
+    if (agoq_wg_check(g->m, g->n, g->k, g->q ? &g->q->c : NULL)) return -1;
+    AGOQ_REQUIRE(al16(g->a) && al16(g->b) && al16(g->c) && (!g->r || al16(g->r)),
+                 "gemm_wg: operands must be 16-byte aligned");
+    AGOQ_REQUIRE(!g->q || g->cq.codes, "gemm_wg: quantized copy requested without its planes");
+    const agoq_wg_knobs kn = agoq_wg_knobs_read();
+    /* The fast FP4 epilogue encoder where it applies (store_rows); AGOQ_WG_FAST_EPI=0 sends
+     * every format through the general per-block path (the tests cover both) */
+    bool fast = g->q && kn.fast_epi && !g->a_mn && !g->b_mn && g->q->c.fmt == AGOQ_FMT_FP4_E2M1 &&
+                g->q->p.block == 128 && g->q->p.enc == AGOQ_ENC_FP4 && !g->q->p.stochastic && g->n % 256 == 0;
+    const int tn = tile_n(g, kn.tile_n, fast);
+    if (tn != BN) fast = false; /* the fast encoder takes rows of 256 */
+    /* the general formats' row-tile copy (AGOQ_WG_EPI_GEN) */
+    const bool gen = g->q && !fast && tn == BN && kn.fast_epi && !g->a_mn && !g->b_mn && g->q->p.block == 128 &&
+                     g->q->p.enc != AGOQ_ENC_FP4 && fz_fast_quant(g->q->p, g->cq) && g->n % 256 == 0 && kn.gen_rows;
+    wg_launch l(kn, stream);
+    if (g->a_mn) make_map(&l.ma, g->a, g->m, g->k, 64); /* A stored [K][M] */
+    else make_map(&l.ma, g->a, g->k, g->m, BM);         /* A stored [M][K] */
+    if (g->b_mn) make_map(&l.mb, g->b, g->n, g->k, 64); /* B stored [K][N] */
+    else make_map(&l.mb, g->b, g->k, g->n, tn);         /* B stored [N][K] */
+    /* AGOQ_WG_MN_SWAP=1 swaps the MN-major LBO and SBO: a diagnostic for the one reading of the
+     * descriptor that the device test did not confirm (gemm_wg.cu's top comment); not for use. */
+    const uint32_t lbo = kn.mn_swap ? 1024u : (uint32_t)MN_BOX_BYTES, sbo = kn.mn_swap ? (uint32_t)MN_BOX_BYTES : 1024u;
+    l.p = {g->m, g->n, g->k, g->r, g->c, g->q ? g->q->p : agoq_cuda_qparams{}, g->cq, lbo, sbo,
+           agoq_cuda_qparams{}, agoq_dqt{}, kn.group_m};
+    const bool st4 = four_stages(g, kn.stages), bk = kn.bulk;
+    const int er = kn.epi_rows;
+    if (tn == 128 && g->q) launch_t<true, STAGES, 128>(g->a_mn, g->b_mn, l);
+    else if (tn == 128) launch_t<false, STAGES, 128>(g->a_mn, g->b_mn, l);
+    else if (fast && st4) launch<0, 0, true, 0, true, 4>(l);
+    else if (fast) launch_epi<true>(er ? er : 4, bk, l);
+    else if (gen && !st4) launch_gen(er ? er : 8, l);
+    else if (g->q && st4) launch_t<true, 4>(g->a_mn, g->b_mn, l);
+    else if (g->q) launch_t<true, STAGES>(g->a_mn, g->b_mn, l);
+    else if (st4) launch_t<false, 4>(g->a_mn, g->b_mn, l);
+    else if (!g->a_mn && !g->b_mn) launch_epi<false>(er ? er : 4, bk, l);
+    else launch_t<false, STAGES>(g->a_mn, g->b_mn, l);
+    return 0;
+}
+
+extern "C" int agoq_wg_fwd(int M, int N, int K, const uint16_t *X, const uint16_t *W, const uint16_t *R, uint16_t *Y,
+                           const agoq_fq *q, agoq_dqt yq, void *stream) {
+    const agoq_wg_args g = {M, N, K, X, 0, W, 0, R, Y, q, yq};
+    return agoq_wg_gemm(&g, stream);
+}
+extern "C" int agoq_wg_dgrad(int M, int N, int K, const uint16_t *dY, const uint16_t *W, const uint16_t *R, uint16_t *dX,
+                             void *stream) {
+    const agoq_wg_args g = {M, K, N, dY, 0, W, 1, R, dX, NULL, agoq_dqt{}};
+    return agoq_wg_gemm(&g, stream);
+}
+extern "C" int agoq_wg_wgrad(int M, int N, int K, const uint16_t *dY, const uint16_t *X, uint16_t *dW, void *stream) {
+    const agoq_wg_args g = {N, K, M, dY, 1, X, 1, NULL, dW, NULL, agoq_dqt{}};
+    return agoq_wg_gemm(&g, stream);
+}
+
+extern "C" int agoq_wg_fwd_deqa(int M, int N, int K, const agoq_fq *qx, agoq_dqt xq, const uint16_t *W,
+                                const uint16_t *R, uint16_t *Y, void *stream) {
+    AGOQ_REQUIRE(qx && xq.codes && xq.scales && W && Y, "gemm_wg deqa: missing operand");
+    if (agoq_wg_check(M, N, K, NULL) || agoq_qconfig_check(&qx->c)) return -1;
+    const int bits = qx->p.bits, block = qx->p.block;
+    AGOQ_REQUIRE(bits == 4 || bits == 8, "gemm_wg deqa: stored A must be 4- or 8-bit codes, not %d-bit", bits);
+    AGOQ_REQUIRE(block % BK == 0 && K % block == 0, "gemm_wg deqa: block %d must be a multiple of %d dividing K=%d",
+                 block, BK, K);
+    AGOQ_REQUIRE(al16(xq.codes) && al16(W) && al16(Y) && (!R || al16(R)), "gemm_wg deqa: operands must be 16-byte aligned");
+    const agoq_wg_knobs kn = agoq_wg_knobs_read();
+    wg_launch l(kn, stream);
+    make_map(&l.ma, xq.codes, K * bits / 8, M, BM, true, BK * bits / 8); /* codes [M][K bits / 8] */
+    make_map(&l.mb, W, K, N, BN);
+    l.p = {M, N, K, R, Y, agoq_cuda_qparams{}, agoq_dqt{}, MN_BOX_BYTES, 1024u, qx->p, xq, kn.group_m};
+    /* the A fragments decoded in registers; AGOQ_WG_DEQ_SMEM=1: through shared memory (gemm_wg_deq.cuh);
+     * AGOQ_WG_DEQ_PRODUCER=1 (before SMEM): by the epilogue warps (gemm_wg_dqp.cuh) */
+    if (kn.deq_producer) launch<0, 0, false, 4>(l);
+    else if (kn.deq_smem) launch<0, 0, false, 1>(l);
+    else if (l.p.qa.dec == AGOQ_ENC_INT_SYM || l.p.qa.dec == AGOQ_ENC_INT_ASYM || l.p.qa.dec == AGOQ_ENC_FP4)
+        launch<0, 0, false, 2>(l);
+    else launch<0, 0, false, 3>(l);
+    return 0;
+}
