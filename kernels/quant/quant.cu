@@ -68,13 +68,14 @@ int agoq_grid_resident_only(void) {
 
 void agoq_cuda_grid_force(int mode) { g_grid_resident = mode < 0 ? -1 : mode != 0; }
 
-static int g_tile_opts = -1; /* -1: from AGOQ_Q6_* at the first launch */
+static int g_tile_opts = -1; /* -1: from AGOQ_Q6_* and AGOQ_Q7 at the first launch */
 
 int agoq_cuda_tile_opts(void) {
     if (g_tile_opts < 0) {
         const char *a = getenv("AGOQ_Q6_ASYM"), *g = getenv("AGOQ_Q6_NF4"), *k = getenv("AGOQ_Q6_PACK");
+        const char *q7 = getenv("AGOQ_Q7");
         g_tile_opts = (a && strcmp(a, "0") == 0 ? 0 : AGOQ_TILE_OPT_ASYM) | (g && strcmp(g, "0") == 0 ? 0 : AGOQ_TILE_OPT_GRID) |
-                      (k && strcmp(k, "0") == 0 ? 0 : AGOQ_TILE_OPT_PACK);
+                      (k && strcmp(k, "0") == 0 ? 0 : AGOQ_TILE_OPT_PACK) | (q7 && strcmp(q7, "1") == 0 ? AGOQ_TILE_OPT_Q7 : 0);
     }
     return g_tile_opts;
 }

@@ -26,6 +26,7 @@
 #include "kernels/quant/quant_fast.h"
 #include "kernels/quant/quant_tile_geom.h"
 
+#include "kernels/quant/quant_q7.cuh"
 #include "kernels/quant/quant_tile_dec.cuh"
 
 #include <type_traits>
@@ -272,7 +273,8 @@ struct agoq_tile_view_f32 {
  * so the result is the absmax, +Inf, or a NaN exactly when the fp32 max.NaN gives one;
  * asymmetric: min.NaN / max.NaN on bf16x2 pairs (exact: the values are bf16; a NaN gives NaN,
  * the zero's sign is canonicalised later), the two halves then folded in fp32. The careful
- * path unpacks each vector for agoq_tile_range. */
+ * path unpacks each vector for agoq_tile_range. Q7 (AGOQ_TILE_OPT_Q7, fast path): the absmax by
+ * agoq_bf16x2_absmax_xs (quant_q7.cuh), and FP4 codes from the words (agoq_q7_fp4_pack_bf16). */
 __device__ __forceinline__ uint32_t agoq_u16x2_max(uint32_t a, uint32_t b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     uint32_t r;
@@ -291,7 +293,7 @@ __device__ __forceinline__ uint32_t agoq_bf16x2_minmax_nan(uint32_t a, uint32_t 
     memcpy(&u, &r, 4);
     return u;
 }
-template <int U>
+template <int U, bool Q7 = false>
 struct agoq_tile_view_bf16p {
     const uint32_t (&w)[U][4];
     template <int ENC, int VB, bool CAREFUL>
@@ -319,7 +321,9 @@ struct agoq_tile_view_bf16p {
 #pragma unroll
             for (int jj = 0; jj < VB; jj++)
 #pragma unroll
-                for (int k = 0; k < 4; k++) m = agoq_u16x2_max(m, w[j0 + jj][k] & 0x7fff7fffu);
+                for (int k = 0; k < 4; k++)
+                    m = Q7 ? agoq_bf16x2_absmax_xs(m, w[j0 + jj][k]) : agoq_u16x2_max(m, w[j0 + jj][k] & 0x7fff7fffu);
+            if (Q7) m &= 0x7fff7fffu; /* the xorsign max's signs */
             const uint32_t m2 = max(m << 16, m & 0xffff0000u); /* the larger magnitude (NaN above all) */
             a = agoq_max_nan(a, __uint_as_float(m2));
         }
@@ -413,8 +417,12 @@ __device__ __forceinline__ bool agoq_tile_quantize_view(const agoq_cuda_qparams 
             const int j = k * G::VB + jj;
             float buf[E];
             const float(&x)[E] = tv.vec(j, buf);
-            const uint64_t packed = CAREFUL ? agoq_tile_encode_any<ENC, BITS, E>(p, t, x, inv_k, m_k)
-                                            : agoq_tile_encode_finite<ENC, BITS, E, PACK8, LUT_SMEM, OPT>(p, t, x, inv_k, m_k);
+            uint64_t packed;
+            if constexpr (!CAREFUL && ENC == AGOQ_ENC_FP4 && (OPT & AGOQ_TILE_OPT_Q7) != 0) /* packed bf16 view */
+                packed = agoq_q7_fp4_pack_bf16(tv.w[j], inv_k);
+            else
+                packed = CAREFUL ? agoq_tile_encode_any<ENC, BITS, E>(p, t, x, inv_k, m_k)
+                                 : agoq_tile_encode_finite<ENC, BITS, E, PACK8, LUT_SMEM, OPT>(p, t, x, inv_k, m_k);
             const size_t hj = split && j >= U / 2 ? split - (size_t)(U / 2 * 32 * E) : 0;
             agoq_tile_store_codes<BITS, E>(out.codes, e_tile + (size_t)j * 32 * E + (size_t)lane * E + hj, packed);
         }
@@ -433,7 +441,7 @@ template <int ENC, int BITS, int LOG2B, bool CAREFUL, int U, bool LUT_SMEM = fal
 __device__ __forceinline__ bool agoq_tile_quantize_bf16p(const agoq_cuda_qparams &p, const agoq_smem_table *t,
                                                          const uint32_t (&w)[U][4], size_t tile, agoq_cuda_qtensor out,
                                                          int lane) {
-    const agoq_tile_view_bf16p<U> tv{w};
+    const agoq_tile_view_bf16p<U, !CAREFUL && (OPT & AGOQ_TILE_OPT_Q7) != 0> tv{w};
     return agoq_tile_quantize_view<ENC, BITS, LOG2B, 8, CAREFUL, U, false, LUT_SMEM, OPT>(p, t, tv, tile, out, lane, 0);
 }
 

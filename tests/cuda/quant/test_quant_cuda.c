@@ -325,16 +325,18 @@ TEST(cuda_quant_dequant_tile_variants) {
 }
 
 TEST(cuda_quant_tile_options_each_setting) {
-    /* the tile kernels' optional encoders (issue 15 q6: AGOQ_Q6_ASYM, AGOQ_Q6_NF4, AGOQ_Q6_PACK)
-     * in every combination, fp32 and bf16 input and scales, every tile block size, also with
-     * resident grids: the formats asym and grid touch (and dyn8, which has no grid: the LUT
-     * either way); with packed bf16 tiles every tile format (packing changes their range) */
+    /* the tile kernels' optional encoders (issue 15 q6: AGOQ_Q6_ASYM, AGOQ_Q6_NF4, AGOQ_Q6_PACK;
+     * q7: AGOQ_Q7, which acts on packed tiles only) in every combination, fp32 and bf16 input
+     * and scales, every tile block size, also with resident grids: the formats asym and grid
+     * touch (and dyn8, which has no grid: the LUT either way); with packed bf16 tiles every
+     * tile format (packing changes their range, q7 the absmax of all and the fp4 encoder) */
     static const int fmts[] = {AGOQ_FMT_INT4_ASYM, AGOQ_FMT_INT8_ASYM, AGOQ_FMT_NF4,      AGOQ_FMT_DYN8,     AGOQ_FMT_FP4_E2M1,
                                AGOQ_FMT_INT4,      AGOQ_FMT_INT8,      AGOQ_FMT_FP8_E4M3, AGOQ_FMT_FP8_E5M2, AGOQ_FMT_INT2};
     static const int blocks[] = {32, 64, 128, 256};
     size_t bad = 0, configs = 0;
-    for (int opts = 0; opts < 8; opts++)
+    for (int opts = 0; opts < 16; opts++)
         for (int resident = 0; resident < 2; resident++) {
+            if ((opts & AGOQ_TILE_OPT_Q7) && !(opts & AGOQ_TILE_OPT_PACK)) continue;
             agoq_cuda_tile_opts_force(opts);
             agoq_cuda_grid_force(resident);
             for (size_t f = 0; f < ((opts & AGOQ_TILE_OPT_PACK) ? 10 : 4); f++)
