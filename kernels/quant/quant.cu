@@ -20,6 +20,7 @@
 
 #include "core/check.h"
 #include "core/common.h"
+#include "core/knob.h"
 #include "kernels/quant/quant_cuda.h"
 #include "kernels/quant/quant_device.cuh"
 #include "kernels/quant/quant_flat.cuh"
@@ -60,8 +61,8 @@ static int g_grid_resident = -1; /* -1: from AGOQ_GRID at the first launch */
 
 int agoq_grid_resident_only(void) {
     if (g_grid_resident < 0) {
-        const char *e = getenv("AGOQ_GRID");
-        g_grid_resident = e && strcmp(e, "resident") == 0;
+        static const char *const grids[] = {"units", "resident", NULL};
+        g_grid_resident = agoq_knob_choice("AGOQ_GRID", 0, grids) == 1;
     }
     return g_grid_resident;
 }
@@ -72,10 +73,10 @@ static int g_tile_opts = -1; /* -1: from AGOQ_Q6_* and AGOQ_Q7 at the first laun
 
 int agoq_cuda_tile_opts(void) {
     if (g_tile_opts < 0) {
-        const char *a = getenv("AGOQ_Q6_ASYM"), *g = getenv("AGOQ_Q6_NF4"), *k = getenv("AGOQ_Q6_PACK");
-        const char *q7 = getenv("AGOQ_Q7");
-        g_tile_opts = (a && strcmp(a, "0") == 0 ? 0 : AGOQ_TILE_OPT_ASYM) | (g && strcmp(g, "0") == 0 ? 0 : AGOQ_TILE_OPT_GRID) |
-                      (k && strcmp(k, "0") == 0 ? 0 : AGOQ_TILE_OPT_PACK) | (q7 && strcmp(q7, "1") == 0 ? AGOQ_TILE_OPT_Q7 : 0);
+        g_tile_opts = (agoq_knob_int("AGOQ_Q6_ASYM", 1, 0, 1) ? AGOQ_TILE_OPT_ASYM : 0) |
+                      (agoq_knob_int("AGOQ_Q6_NF4", 1, 0, 1) ? AGOQ_TILE_OPT_GRID : 0) |
+                      (agoq_knob_int("AGOQ_Q6_PACK", 1, 0, 1) ? AGOQ_TILE_OPT_PACK : 0) |
+                      (agoq_knob_int("AGOQ_Q7", 0, 0, 1) ? AGOQ_TILE_OPT_Q7 : 0);
     }
     return g_tile_opts;
 }
@@ -156,8 +157,7 @@ int agoq_cuda_check_qtensor(const char *fn, const agoq_qconfig *c, const agoq_cu
 int agoq_q5_old(void) {
     static int v = -1;
     if (v < 0) {
-        const char *e = getenv("AGOQ_Q5_OLD");
-        v = e && strcmp(e, "1") == 0;
+        v = agoq_knob_int("AGOQ_Q5_OLD", 0, 0, 1);
     }
     return v;
 }
@@ -401,13 +401,7 @@ void agoq_cuda_deq_variant_force(int v) {
 }
 int agoq_cuda_deq_variant(void) {
     if (g_deq_var == -2) {
-        const char *e = getenv("AGOQ_DEQ_VAR");
-        char *end = NULL;
-        const long v = e && *e ? strtol(e, &end, 10) : -1;
-        if (e && *e && (*end || v < 0 || v >= DEQ_NVARS))
-            agoq_die("AGOQ_DEQ_VAR=%s: expected an integer 0 .. %d (kernels/quant/quant.cu, DEQ_VARS and "
-                     "quant_flat.cuh)", e, DEQ_NVARS - 1);
-        g_deq_var = (int)v;
+        g_deq_var = agoq_knob_int("AGOQ_DEQ_VAR", -1, 0, DEQ_NVARS - 1); /* DEQ_VARS and quant_flat.cuh */
     }
     return g_deq_var;
 }
@@ -443,7 +437,7 @@ static size_t dequantize_tiles(const agoq_cuda_qparams &p, const agoq_cuda_qtens
          * overrides it for every decoder (1: no bound) for A/B runs (variant 0 only). */
         constexpr int kMb = B == 4 && (D == AGOQ_ENC_TABLE || D == AGOQ_ENC_FP4) ? 5 : 1;
         static int env_mb = -1;
-        if (env_mb < 0) env_mb = getenv("AGOQ_DEQ_MINB") ? atoi(getenv("AGOQ_DEQ_MINB")) : 0;
+        if (env_mb < 0) env_mb = agoq_knob_int("AGOQ_DEQ_MINB", 0, 1, 16);
         const int mb = env_mb > 0 ? env_mb : kMb;
 #define DEQ_GO(K)                                                                                                  \
     do {                                                                                                           \
