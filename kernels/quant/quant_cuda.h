@@ -117,7 +117,8 @@ const char *agoq_cuda_deq_variant_name(int v);
 #define AGOQ_TILE_OPT_ASYM 1 /* quant_tile.cuh: int asym codes by the magic add */
 #define AGOQ_TILE_OPT_GRID 2 /* quant_tile.cuh: table codes by the uniform grid (tables that have one) */
 #define AGOQ_TILE_OPT_PACK 4 /* quant_tile.cuh: bf16 input tiles kept packed until the encoder */
-/* issue 15 (q7), off by default, AGOQ_Q7=1 turns it on (with packed tiles only): the packed
+/* issue 15 (q7), on by default since the A/B at a16a6c6 (bf16 FP4 0.80 -> 0.87 of copy at 4 GiB),
+ * AGOQ_Q7=0 turns it off (it acts with packed tiles only): the packed
  * tiles' absmax by max.NaN.xorsign.abs.bf16x2 (one instruction a word instead of two) and
  * FP4 codes by agoq_q7_fp4_pack_bf16 (quant_q7.h) */
 #define AGOQ_TILE_OPT_Q7 8
