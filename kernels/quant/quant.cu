@@ -381,9 +381,9 @@ static int g_deq_var = -2; /* -2: from AGOQ_DEQ_VAR at the first launch; -1: the
 /* The variant each (format, output) runs when AGOQ_DEQ_VAR is not set: {format, fp32 out, bf16
  * out}, one row per format with variants (the rest: 0). Set from the A/B runs (issue 15): at
  * a16a6c6 (results/h200/logs/s7_a16a6c6/deq_ab.tsv, 256 MiB / 1 / 4 GiB, two rounds) the flat
- * variant 21 was ahead of 0 on the mean over the sizes for every pair and lost more than 0.01 of
- * copy at no size except int4 (to bf16 -0.013 at 1 GiB; to fp32 -0.094 at 4 GiB, the bimodal
- * 4 GiB mode): 21 everywhere but int4. */
+ * variant 21 was ahead of 0 on the mean over the sizes for every pair but int4 and lost more than
+ * 0.01 of copy at no size of those (int4: to bf16 -0.013 at 1 GiB; to fp32 -0.094 at 4 GiB, the
+ * bimodal 4 GiB mode): 21 everywhere but int4. */
 static const struct {
     int fmt, var_f32, var_bf16;
 } deq_defaults[] = {
