@@ -52,7 +52,7 @@ if has peer "$@"; then
   done_flag="$OUT/.tests_done"; rm -f "$done_flag"
   has tests "$@" || touch "$done_flag"
   # compiles while the tests run, times after them (the GPU is then free)
-  timeout $(( ${PEER_COMPILE_S:-300} + ${T_TESTS:-150} + ${PEER_TIME_S:-150} + 30 )) \
+  timeout $(( ${PEER_COMPILE_S:-300} + ${T_TESTS:-150} + ${PEER_TIME_S:-150} + 30 )) env \
     AGOQ_COMMIT="$(cat "$B/commit.stamp" 2>/dev/null)" python3 validation/torch_kernels.py --out "$peer" --wait-for "$done_flag" \
     --compile-budget-s "${PEER_COMPILE_S:-300}" --budget-s "${PEER_TIME_S:-150}" --modes "${PEER_MODES:-static}" > "$OUT/torch_kernels.log" 2>&1 &
   peer_pid=$!
