@@ -24,6 +24,7 @@ agoq_wg_knobs agoq_wg_knobs_read(void) {
         .mn_swap = agoq_knob_int("AGOQ_WG_MN_SWAP", 0, 0, 1),
         .deq_smem = agoq_knob_int("AGOQ_WG_DEQ_SMEM", 0, 0, 1),
         .deq_producer = agoq_knob_int("AGOQ_WG_DEQ_PRODUCER", 0, 0, 1),
+        .cluster = agoq_knob_int("AGOQ_WG_CLUSTER", 1, 1, 2),
     };
     return k;
 }
