@@ -50,7 +50,11 @@
  * by default): AGOQ_WG_TILE_N=128|auto, 128 x 128 tiles (wgmma m64n128k16; template argument TN)
  * against partly empty last waves. The epilogue warps' functions and their variants
  * (AGOQ_WG_EPI_ROWS: 4 rows a warp iteration by default, 8 for the general formats' row tiles;
- * AGOQ_WG_EPI_GEN: those row tiles, by default; AGOQ_WG_BULK, off): gemm_wg_epi.cuh. */
+ * AGOQ_WG_EPI_GEN: those row tiles, by default; AGOQ_WG_BULK, off): gemm_wg_epi.cuh.
+ * AGOQ_WG_CLUSTER=2 (template argument CL; default 1, the kernels as before): the 4-stage kernels
+ * without a quantized copy in clusters of two CTAs along M (tile_walk) that share the B tile:
+ * each producer multicasts half of B into both CTAs, and a stage is refilled only after the
+ * consumers of both freed it (free_stage; 16 arrivals a phase). */
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
@@ -168,7 +172,7 @@ __device__ __forceinline__ void free_stage(uint32_t bar) {
         mbar_arrive_cluster(bar, 1);
     }
 }
-/* The tiles of a persistent CTA, t = first, first + step, ... < count, at walk_origin. CL = 1:
+/* The tiles of a persistent CTA, t = first(), + step(), ... < count, at origin(). CL = 1:
  * tiles blockIdx.x, + gridDim.x, ... of tile_origin's order. CL = 2 (AGOQ_WG_CLUSTER=2, clusters
  * of two CTAs along M): cluster c = blockIdx.x / 2 walks pairs of row tiles c, c + clusters, ...
  * in tile_origin's order over (tiles_m + 1) / 2 pair rows (groups of group_m / 2 pairs: the

@@ -281,6 +281,23 @@ TEST(cuda_wg_gemm_prologue_dequant_bit_exact) {
     free(tile_n);
 }
 
+/* The op as g's GEMM with N(0, 1) operands on the device (A, B and the returned residual [m][n]
+ * from seeds seed, seed + 2, seed + 6) and C allocated. */
+static uint16_t *wg_operands(wcase w, uint64_t seed, agoq_wg_args *g) {
+    as_gemm(w, &g->m, &g->n, &g->k, &g->a_mn, &g->b_mn);
+    const size_t na = (size_t)g->m * g->k, nb = (size_t)g->n * g->k, nc = (size_t)g->m * g->n;
+    uint16_t *a = rand_bf16(na, seed), *b = rand_bf16(nb, seed + 2), *r = rand_bf16(nc, seed + 6);
+    g->a = up16(a, na);
+    g->b = up16(b, nb);
+    uint16_t *dr = up16(r, nc);
+    g->c = agoq_fused_dmalloc(nc * 2);
+    free(a); free(b); free(r);
+    return dr;
+}
+static void wg_operands_free(agoq_wg_args *g, uint16_t *dr) {
+    agoq_fused_dfree((void *)g->a); agoq_fused_dfree((void *)g->b); agoq_fused_dfree(dr); agoq_fused_dfree(g->c);
+}
+
 /* A bf16 bit pattern as an integer that orders like the value (+0 and -0 both 0). */
 static int ord16(uint16_t x) { return x & 0x8000 ? -(int)(x & 0x7fff) : (int)x; }
 
@@ -352,13 +369,7 @@ TEST(cuda_wg_gemm_knob_variants_match_default) {
         if (ci & 1) setenv("AGOQ_WG_GRID_CAP", "2", 1);
         else unsetenv("AGOQ_WG_GRID_CAP");
         agoq_wg_args g = {0};
-        as_gemm(cases[ci], &g.m, &g.n, &g.k, &g.a_mn, &g.b_mn);
-        uint16_t *a = rand_bf16((size_t)g.m * g.k, 41 + ci), *b = rand_bf16((size_t)g.n * g.k, 43 + ci);
-        uint16_t *r = rand_bf16((size_t)g.m * g.n, 47 + ci);
-        g.a = up16(a, (size_t)g.m * g.k);
-        g.b = up16(b, (size_t)g.n * g.k);
-        uint16_t *dr = up16(r, (size_t)g.m * g.n);
-        g.c = agoq_fused_dmalloc((size_t)g.m * g.n * 2);
+        uint16_t *dr = wg_operands(cases[ci], 41 + ci, &g);
         /* v: 0 plain, 1 residual, 2.. fused copy in fmts[v - 2] (+ residual; fwd layout only) */
         const int nv = cases[ci].op == OP_WGRAD ? 1 : cases[ci].op == OP_DGRAD ? 2 : 2 + NF;
         size_t ulp1 = 0;
@@ -397,8 +408,7 @@ TEST(cuda_wg_gemm_knob_variants_match_default) {
         }
         printf("    knobs vs default: %s M=%d N=%d K=%d, %d variant(s); 128-wide tile: %zu entries one ulp apart\n",
                kOpName[cases[ci].op], cases[ci].M, cases[ci].N, cases[ci].K, nv, ulp1);
-        agoq_fused_dfree((void *)g.a); agoq_fused_dfree((void *)g.b); agoq_fused_dfree(dr); agoq_fused_dfree(g.c);
-        free(a); free(b); free(r);
+        wg_operands_free(&g, dr);
     }
     unsetenv("AGOQ_WG_GRID_CAP");
     for (int i = 0; i < NK; i++) {
@@ -443,13 +453,7 @@ TEST(cuda_wg_gemm_cluster_matches_default) {
     }
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         agoq_wg_args g = {0};
-        as_gemm(cases[ci], &g.m, &g.n, &g.k, &g.a_mn, &g.b_mn);
-        uint16_t *a = rand_bf16((size_t)g.m * g.k, 61 + ci), *b = rand_bf16((size_t)g.n * g.k, 67 + ci);
-        uint16_t *r = rand_bf16((size_t)g.m * g.n, 71 + ci);
-        g.a = up16(a, (size_t)g.m * g.k);
-        g.b = up16(b, (size_t)g.n * g.k);
-        uint16_t *dr = up16(r, (size_t)g.m * g.n);
-        g.c = agoq_fused_dmalloc((size_t)g.m * g.n * 2);
+        uint16_t *dr = wg_operands(cases[ci], 61 + ci, &g);
         size_t nan_entries = 0;
         for (int v = 0; v < 2; v++) { /* plain; the residual on 4 stages (fwd, dgrad) */
             if (v && cases[ci].op == OP_WGRAD) continue;
@@ -474,8 +478,7 @@ TEST(cuda_wg_gemm_cluster_matches_default) {
         CHECK_MSG(nan_entries == 0, "AGOQ_WG_CLUSTER=2 %s: %zu entries left unwritten", kOpName[cases[ci].op], nan_entries);
         printf("    cluster 2 vs 1: %s M=%d N=%d K=%d (C %d x %d, %d row tiles): bit-exact\n", kOpName[cases[ci].op],
                cases[ci].M, cases[ci].N, cases[ci].K, g.m, g.n, (g.m + 127) / 128);
-        agoq_fused_dfree((void *)g.a); agoq_fused_dfree((void *)g.b); agoq_fused_dfree(dr); agoq_fused_dfree(g.c);
-        free(a); free(b); free(r);
+        wg_operands_free(&g, dr);
     }
     for (int i = 0; i < 2; i++) {
         if (saved[i]) setenv(names[i], saved[i], 1);
