@@ -28,7 +28,7 @@
 #            and the row tiles of 4 and of 8 (the default): $OUT/gemm_wg_epi_gen_{blocks,rows4,rows8}.json
 #     cluster the GEMM GPU tests with AGOQ_WG_CLUSTER=2 (2-CTA clusters sharing B by TMA multicast;
 #            the cluster test compares it with =1 bit for bit either way), then
-#            experiments/gemm_wg_cluster.json with AGOQ_WG_CLUSTER=1 and =2: $OUT/gemm_wg_cluster_{cl1,cl2}.json
+#            experiments/gemm_wg_cluster.json with AGOQ_WG_CLUSTER=1, =2, =1, =2: $OUT/gemm_wg_cluster_{cl1,cl2,cl1b,cl2b}.json
 #     sass   HGMMA / UTMALDG counts of the binary (is the wgmma path in it)
 #     ncu    one FC1 launch of ours and of cuBLASLt under ncu (tensor pipe, stalls)
 # EXP=DIR reads the experiment files from DIR instead of experiments/ (a carried copy).
@@ -99,9 +99,9 @@ for p in "$@"; do
     cluster) [ "${hung:-0}" = 1 ] && continue
              part tests 60 env AGOQ_WG_CLUSTER=2 AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" wg_gemm
              [ "${hung:-0}" = 1 ] && continue
-             for cl in 1 2; do
-               part "cluster_cl$cl" 45 env AGOQ_WG_CLUSTER=$cl "$B/agoq" run "$EXP/gemm_wg_cluster.json" --backend cuda \
-                 --out "$OUT/gemm_wg_cluster_cl$cl.json"
+             for r in cl1 cl2 cl1b cl2b; do # interleaved twice: drift between runs shows as cl1 vs cl1b
+               part "cluster_$r" 45 env AGOQ_WG_CLUSTER=${r:2:1} "$B/agoq" run "$EXP/gemm_wg_cluster.json" --backend cuda \
+                 --out "$OUT/gemm_wg_cluster_$r.json"
              done ;;
     sass)  part sass 120 bash -c "cuobjdump --dump-sass '$B/agoq' | grep -oE 'HGMMA[.A-Za-z0-9]*|UTMALDG[.A-Za-z0-9]*|HMMA[.A-Za-z0-9]*|UCGABAR[._A-Za-z0-9]*|MEMBAR[.A-Za-z0-9]*' | sort | uniq -c" ;;
     ncu)   [ "${hung:-0}" = 1 ] && continue; part ncu 90 ncu --clock-control none -k regex:"wg_kernel|sm90" -c 12 --section SpeedOfLight --section WarpStateStats \

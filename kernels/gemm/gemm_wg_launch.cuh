@@ -71,6 +71,8 @@ void launch_cluster(K kernel, int smem, const wg_launch &l, int tn, int *fit) {
             cfg.gridDim = dim3(2 * (unsigned)(num_sms() / 2), 1, 1);
             cudaCheck(cudaOccupancyMaxActiveClusters(fit, kernel, &cfg));
             if (*fit <= 0) agoq_die("gemm_wg: no cluster of 2 CTAs of %d B shared memory fits on this device", smem);
+            /* once a kernel and process: fewer than num_sms() / 2 leaves SMs idle, a cost to weigh */
+            fprintf(stderr, "gemm_wg: AGOQ_WG_CLUSTER=2: %d clusters of 2 CTAs fit at once (%d SMs)\n", *fit, num_sms());
         }
         if (clusters > *fit) clusters = *fit;
         if (l.grid_cap > 0 && clusters > l.grid_cap / 2) clusters = l.grid_cap > 1 ? l.grid_cap / 2 : 1;
