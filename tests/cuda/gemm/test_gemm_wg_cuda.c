@@ -445,9 +445,9 @@ TEST(cuda_wg_gemm_cluster_matches_default) {
         {OP_DGRAD, 520, 264, 776},  {OP_DGRAD, 200, 136, 328},  {OP_WGRAD, 200, 264, 456}, {OP_WGRAD, 1024, 1160, 384},
     };
     static const char *caps[] = {NULL, "2", "5"};
-    const char *names[2] = {"AGOQ_WG_STAGES", "AGOQ_WG_GRID_CAP"};
-    char *saved[2];
-    for (int i = 0; i < 2; i++) {
+    const char *names[3] = {"AGOQ_WG_STAGES", "AGOQ_WG_GRID_CAP", "AGOQ_WG_CLUSTER"}; /* restored at the end */
+    char *saved[3];
+    for (int i = 0; i < 3; i++) {
         saved[i] = getenv(names[i]) ? strdup(getenv(names[i])) : NULL;
         unsetenv(names[i]);
     }
@@ -480,7 +480,7 @@ TEST(cuda_wg_gemm_cluster_matches_default) {
                cases[ci].M, cases[ci].N, cases[ci].K, g.m, g.n, (g.m + 127) / 128);
         wg_operands_free(&g, dr);
     }
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         if (saved[i]) setenv(names[i], saved[i], 1);
         else unsetenv(names[i]);
         free(saved[i]);
