@@ -418,8 +418,8 @@ TEST(cuda_wg_gemm_knob_variants_match_default) {
 }
 
 /* One run of g with AGOQ_WG_CLUSTER = cl (1: unset) into a C prefilled with NaN (0xffff: an entry
- * the kernel does not write is caught), downloaded. */
-static uint16_t *run_cluster(const agoq_wg_args *g, int cl) {
+ * the kernel does not write is caught), downloaded; *rc: agoq_wg_gemm's. */
+static uint16_t *run_cluster(const agoq_wg_args *g, int cl, int *rc) {
     const size_t n = (size_t)g->m * (size_t)g->n;
     uint16_t *nan = malloc(n * 2);
     memset(nan, 0xff, n * 2);
@@ -427,7 +427,7 @@ static uint16_t *run_cluster(const agoq_wg_args *g, int cl) {
     free(nan);
     if (cl == 2) setenv("AGOQ_WG_CLUSTER", "2", 1);
     else unsetenv("AGOQ_WG_CLUSTER");
-    CHECK(agoq_wg_gemm(g, NULL) == 0);
+    *rc = agoq_wg_gemm(g, NULL);
     agoq_fused_dsync();
     unsetenv("AGOQ_WG_CLUSTER");
     return down16(g->c, n);
@@ -462,7 +462,9 @@ TEST(cuda_wg_gemm_cluster_matches_default) {
             for (size_t k = 0; k < sizeof caps / sizeof caps[0]; k++) {
                 if (caps[k]) setenv("AGOQ_WG_GRID_CAP", caps[k], 1);
                 else unsetenv("AGOQ_WG_GRID_CAP");
-                uint16_t *c1 = run_cluster(&g, 1), *c2 = run_cluster(&g, 2);
+                int rc1, rc2;
+                uint16_t *c1 = run_cluster(&g, 1, &rc1), *c2 = run_cluster(&g, 2, &rc2);
+                CHECK(rc1 == 0 && rc2 == 0);
                 size_t diff = 0, first = (size_t)-1;
                 for (size_t e = 0; e < (size_t)g.m * g.n; e++) {
                     if (c1[e] != c2[e] && !diff++) first = e;
