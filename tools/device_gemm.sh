@@ -4,7 +4,7 @@
 #   make -j2 BUILD=build-dev build-dev/agoq build-dev/agoq_test_cuda && strip build-dev/agoq build-dev/agoq_test_cuda
 # carry the build dir and .carry (libcjson for the GPU machine), then on the GPU machine:
 #   tools/device_gemm.sh BUILD_DIR [PART...]     parts (default: tests bench genq): tests bench genq raster deq deqsmem
-#            knobtests knobs epi deqprod sass ncu
+#            knobtests knobs epi deqprod cluster sass ncu
 #     tests  the GEMM GPU tests (wgmma layouts vs float64 and cuBLASLt, fused epilogue bit-exact;
 #            the mma.sync GEMM's tests too)
 #     bench  experiments/gemm_wg.json (ours vs cuBLASLt, fused vs cuBLASLt + quantize)
@@ -26,6 +26,9 @@
 #            =4 (the default) and =8, 1 and 4 also with AGOQ_WG_BULK=1: $OUT/gemm_wg_epi_{rows1,rows4,rows8,bulk1,bulk4}.json;
 #            then experiments/gemm_wg_epi_gen.json (INT8 / FP8 / INT4-asym copies) with AGOQ_WG_EPI_GEN=blocks,
 #            and the row tiles of 4 and of 8 (the default): $OUT/gemm_wg_epi_gen_{blocks,rows4,rows8}.json
+#     cluster the GEMM GPU tests with AGOQ_WG_CLUSTER=2 (2-CTA clusters sharing B by TMA multicast;
+#            the cluster test compares it with =1 bit for bit either way), then
+#            experiments/gemm_wg_cluster.json with AGOQ_WG_CLUSTER=1, =2, =1, =2: $OUT/gemm_wg_cluster_{cl1,cl2,cl1b,cl2b}.json
 #     sass   HGMMA / UTMALDG counts of the binary (is the wgmma path in it)
 #     ncu    one FC1 launch of ours and of cuBLASLt under ncu (tensor pipe, stalls)
 # EXP=DIR reads the experiment files from DIR instead of experiments/ (a carried copy).
@@ -93,7 +96,14 @@ for p in "$@"; do
                part "epigen_${kv%%:*}" 45 env "${kv#*:}" "$B/agoq" run "$EXP/gemm_wg_epi_gen.json" --backend cuda \
                  --out "$OUT/gemm_wg_epi_gen_${kv%%:*}.json"
              done ;;
-    sass)  part sass 120 bash -c "cuobjdump --dump-sass '$B/agoq' | grep -oE 'HGMMA[.A-Za-z0-9]*|UTMALDG[.A-Za-z0-9]*|HMMA[.A-Za-z0-9]*' | sort | uniq -c" ;;
+    cluster) [ "${hung:-0}" = 1 ] && continue
+             part tests 60 env AGOQ_WG_CLUSTER=2 AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" wg_gemm
+             [ "${hung:-0}" = 1 ] && continue
+             for r in cl1 cl2 cl1b cl2b; do # interleaved twice: drift between runs shows as cl1 vs cl1b
+               part "cluster_$r" 45 env AGOQ_WG_CLUSTER=${r:2:1} "$B/agoq" run "$EXP/gemm_wg_cluster.json" --backend cuda \
+                 --out "$OUT/gemm_wg_cluster_$r.json"
+             done ;;
+    sass)  part sass 120 bash -c "cuobjdump --dump-sass '$B/agoq' | grep -oE 'HGMMA[.A-Za-z0-9]*|UTMALDG[.A-Za-z0-9]*|HMMA[.A-Za-z0-9]*|UCGABAR[._A-Za-z0-9]*|MEMBAR[.A-Za-z0-9]*' | sort | uniq -c" ;;
     ncu)   [ "${hung:-0}" = 1 ] && continue; part ncu 90 ncu --clock-control none -k regex:"wg_kernel|sm90" -c 12 --section SpeedOfLight --section WarpStateStats \
              --section ComputeWorkloadAnalysis "$B/agoq" run "$EXP/gemm_wg_ncu.json" --backend cuda --out /tmp/agoq_gemm_wg_ncu.json ;;
     *) echo "device_gemm: unknown part $p" | tee -a "$log"; rc=1 ;;

@@ -50,7 +50,11 @@
  * by default): AGOQ_WG_TILE_N=128|auto, 128 x 128 tiles (wgmma m64n128k16; template argument TN)
  * against partly empty last waves. The epilogue warps' functions and their variants
  * (AGOQ_WG_EPI_ROWS: 4 rows a warp iteration by default, 8 for the general formats' row tiles;
- * AGOQ_WG_EPI_GEN: those row tiles, by default; AGOQ_WG_BULK, off): gemm_wg_epi.cuh. */
+ * AGOQ_WG_EPI_GEN: those row tiles, by default; AGOQ_WG_BULK, off): gemm_wg_epi.cuh.
+ * AGOQ_WG_CLUSTER=2 (template argument CL; default 1, the kernels as before): the 4-stage kernels
+ * without a quantized copy in clusters of two CTAs along M (tile_walk) that share the B tile:
+ * each producer multicasts half of B into both CTAs, and a stage is refilled only after the
+ * consumers of both freed it (free_stage; 16 arrivals a phase). */
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
@@ -156,6 +160,53 @@ __device__ __forceinline__ void tile_origin(int t, int tiles_m, int tiles_n, int
     *n0 = local / gsize * TN;
 }
 
+/* A consumer warp frees a stage: one arrival on its empty barrier; CL = 2: on the empty barriers
+ * of both CTAs (each stage's B halves came from both, so each producer refills only after the
+ * consumers of both are done with it). */
+template <int CL>
+__device__ __forceinline__ void free_stage(uint32_t bar) {
+    if constexpr (CL == 1) {
+        mbar_arrive(bar);
+    } else {
+        mbar_arrive_cluster(bar, 0);
+        mbar_arrive_cluster(bar, 1);
+    }
+}
+/* The tiles of a persistent CTA, t = first(), + step(), ... < count, at origin(). CL = 1:
+ * tiles blockIdx.x, + gridDim.x, ... of tile_origin's order. CL = 2 (AGOQ_WG_CLUSTER=2, clusters
+ * of two CTAs along M): cluster c = blockIdx.x / 2 walks pairs of row tiles c, c + clusters, ...
+ * in tile_origin's order over (tiles_m + 1) / 2 pair rows (groups of group_m / 2 pairs: the
+ * same rows as group_m row tiles), and cluster rank r takes row tile 2 pair + r of each: the two
+ * CTAs run column n0 together, the same number of tiles and k-tiles, so their rings stay in
+ * lock-step. With tiles_m odd, rank 1's tile of the last pair row lies below C: a dummy whose
+ * TMA boxes are all out of bounds (zeros) and whose rows the epilogue skips (m0 >= m). */
+template <int TN, int CL>
+struct tile_walk {
+    int count, tiles_m, tiles_n, rank;
+    /* tm, tn, nt: row and column tiles of C, and their product (made where a loop starts; the
+     * block indices and group_m read where the loops read them before clusters: CL = 1 compiles
+     * to the same PTX) */
+    __device__ __forceinline__ tile_walk(int tm, int tn, int nt) {
+        tiles_n = tn;
+        if constexpr (CL == 1) {
+            count = nt, tiles_m = tm, rank = 0;
+        } else {
+            tiles_m = (tm + 1) / 2, count = tiles_m * tn, rank = (int)cluster_rank();
+        }
+    }
+    __device__ __forceinline__ int first() const { return CL == 1 ? (int)blockIdx.x : (int)blockIdx.x / CL; }
+    __device__ __forceinline__ int step() const { return CL == 1 ? (int)gridDim.x : (int)gridDim.x / CL; }
+    /* group_m: wg_params' row tiles of a rasterization group */
+    __device__ __forceinline__ void origin(int t, int group_m, int *m0, int *n0) const {
+        if constexpr (CL == 1) {
+            tile_origin<TN>(t, tiles_m, tiles_n, group_m, m0, n0);
+        } else {
+            tile_origin<TN>(t, tiles_m, tiles_n, max(1, group_m / 2), m0, n0);
+            *m0 = 2 * *m0 + rank * BM;
+        }
+    }
+};
+
 #include "kernels/gemm/gemm_wg_deq.cuh"
 #include "kernels/gemm/gemm_wg_dqp.cuh"
 
@@ -164,7 +215,7 @@ __device__ __forceinline__ void tile_origin(int t, int tiles_m, int tiles_n, int
  * ER, BULK: the epilogue's AGOQ_WG_EPI_ROWS and AGOQ_WG_BULK; GQ: the general formats' copy
  * through the row tiles (AGOQ_WG_EPI_GEN=rows; gemm_wg_epi.cuh). */
 template <int TA, int TB, bool QOUT, int DQ, bool FASTQ, int ST = STAGES, int TN = BN, int ER = 1, bool BULK = false,
-          bool GQ = false>
+          bool GQ = false, int CL = 1>
 __global__ void __launch_bounds__(THREADS, 1)
     wg_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, wg_params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -174,6 +225,8 @@ __global__ void __launch_bounds__(THREADS, 1)
     static_assert(TN == BN || (TN == 128 && !DEQA && !FASTQ && ST == STAGES), "128-wide tiles: bf16 A, 3 stages");
     static_assert((ER == 1 && !BULK && !GQ) || (ST == STAGES && TN == BN && !DEQA), "epilogue variants: 3 stages, 256 wide");
     static_assert(!GQ || (QOUT && !FASTQ && !BULK), "the general row-tile copy: no fast FP4, no bulk copies");
+    static_assert(CL == 1 || (CL == 2 && !DEQA && !BULK), "clusters of 2: the bf16 kernels, no bulk residual");
+    constexpr bool CLW = CL == 2; /* waits on barriers that the partner CTA also completes */
     constexpr bool HALF = ST == 4;               /* C staged a consumer warpgroup's 64 rows at a time */
     constexpr int NH = HALF ? 2 : 1, RS = BM / NH; /* hand-offs a tile, rows staged in each */
     extern __shared__ uint8_t raw[];
@@ -190,7 +243,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     if (tid == 0) {
         for (int s = 0; s < ST; s++) {
             mbar_init(saddr(&full[s]), 1);
-            mbar_init(saddr(&empty[s]), 8); /* one arrival per consumer warp */
+            mbar_init(saddr(&empty[s]), 8 * CL); /* one arrival per consumer warp (of both CTAs: CL = 2) */
         }
         mbar_init(saddr(&rbar), 1);
         if (DQ == 4) dqp_init(ring);
@@ -199,6 +252,8 @@ __global__ void __launch_bounds__(THREADS, 1)
     if (QOUT && !HALF && p.q.enc == AGOQ_ENC_TABLE) agoq_dev_load_table(&tab, p.q.table);
     if (DEQA) agoq_dev_load_table(&tab, p.qa.table); /* table decoders (NULL: nothing) */
     __syncthreads();
+    /* CL = 2: both CTAs' barriers initialized before any multicast copy or remote arrival */
+    if constexpr (CL == 2) cluster_sync();
     if (DQ == 3 && p.qa.dec == AGOQ_ENC_TABLE && p.qa.bits == 4) {
         for (int i = tid; i < 256; i += THREADS) dq_pairs[i] = make_float2(tab.value[i & 15], tab.value[i >> 4]);
         __syncthreads();
@@ -214,15 +269,20 @@ __global__ void __launch_bounds__(THREADS, 1)
     if (wg == 0) { /* producer (thread 0) and the epilogue warps (warps 1-3) */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(DQ == 4 ? DQP_REGS_WG0 : ER == 8 ? REGS_WG0_ER8 : REGS_WG0));
         if (tid == 0) {
+            const tile_walk<TN, CL> w(tiles_m, tiles_n, ntiles);
             int it = 0;
-            for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+            for (int t = w.first(); t < w.count; t += w.step()) {
                 int m0, n0;
-                tile_origin<TN>(t, tiles_m, tiles_n, p.group_m, &m0, &n0);
+                w.origin(t, p.group_m, &m0, &n0);
                 for (int kt = 0; kt < ktiles; kt++, it++) {
                     const int s = it % ST, k0 = kt * BK;
-                    if (it >= ST) mbar_wait(saddr(&empty[s]), (uint32_t)((it / ST - 1) & 1));
+                    /* CL = 2: the consumers of both CTAs have freed the stage */
+                    if (it >= ST) mbar_wait<CLW>(saddr(&empty[s]), (uint32_t)((it / ST - 1) & 1));
                     const uint32_t bar = saddr(&full[s]), a = ring_s + s * SB, b = a + AB;
-                    /* out-of-bounds box elements are zeros and count */
+                    /* out-of-bounds box elements are zeros and count; CL = 2: A + the whole B, half of
+                     * it multicast by the partner (its bytes may land before this arms the phase:
+                     * the transaction count may go negative, the phase cannot complete without
+                     * this arrival) */
                     mbar_expect_tx(bar, DEQA ? (uint32_t)(BM * BK * p.qa.bits / 8 + B_BYTES) : (uint32_t)SB);
                     if (DEQA) {
                         tma_load(a, &map_a, k0 * p.qa.bits / 8, m0, bar); /* codes: [m][k bits / 8] bytes */
@@ -231,7 +291,12 @@ __global__ void __launch_bounds__(THREADS, 1)
                     } else {
                         tma_load(a, &map_a, k0, m0, bar);
                     }
-                    if (TB) {
+                    if (CL == 2 && TB) { /* this rank's half of B's boxes, into both CTAs */
+                        for (int j = w.rank * TN / 128; j < (w.rank + 1) * TN / 128; j++)
+                            tma_load_mc(b + j * MN_BOX_BYTES, &map_b, n0 + 64 * j, k0, bar, 0x3);
+                    } else if (CL == 2) { /* rows n0 + rank TN / 2 .. of B (the map's box: TN / 2 rows) */
+                        tma_load_mc(b + w.rank * (TN / 2) * 128, &map_b, k0, n0 + w.rank * (TN / 2), bar, 0x3);
+                    } else if (TB) {
                         for (int j = 0; j < TN / 64; j++) tma_load(b + j * MN_BOX_BYTES, &map_b, n0 + 64 * j, k0, bar);
                     } else {
                         tma_load(b, &map_b, k0, n0, bar);
@@ -242,9 +307,10 @@ __global__ void __launch_bounds__(THREADS, 1)
             dqp_run<DQ>(p, &tab, ring, full, stage, tid - 32, tiles_m, tiles_n, ntiles, ktiles);
         } else if (tid >= 32) { /* epilogue warps: NH hand-offs of the staging tile per tile */
             const int et = tid - 32, ew = et >> 5, lane = tid & 31;
-            for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+            const tile_walk<TN, CL> w(tiles_m, tiles_n, ntiles);
+            for (int t = w.first(); t < w.count; t += w.step()) {
                 int m0, n0;
-                tile_origin<TN>(t, tiles_m, tiles_n, p.group_m, &m0, &n0);
+                w.origin(t, p.group_m, &m0, &n0);
 #pragma unroll 1
                 for (int h = 0; h < NH; h++) { /* half h: consumer warpgroup h's rows (HALF) */
                     const int mh = m0 + h * RS;
@@ -268,10 +334,11 @@ __global__ void __launch_bounds__(THREADS, 1)
         const int ct = tid - 128, lt = ct & 127; /* consumer thread, and its index in its warpgroup */
         const size_t nbpr = DEQA ? (size_t)(p.k / p.qa.block) : 0;
         float sc[4] = {0.0f, 0.0f, 0.0f, 0.0f}, zc[4] = {0.0f, 0.0f, 0.0f, 0.0f}; /* this k-tile's scales */
+        const tile_walk<TN, CL> w(tiles_m, tiles_n, ntiles);
         int it = 0;
-        for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+        for (int t = w.first(); t < w.count; t += w.step()) {
             int m0, n0;
-            tile_origin<TN>(t, tiles_m, tiles_n, p.group_m, &m0, &n0);
+            w.origin(t, p.group_m, &m0, &n0);
             float d[TN / 2];
 #pragma unroll
             for (int i = 0; i < TN / 2; i++) d[i] = 0.0f;
@@ -298,7 +365,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             }
             for (int kt = 0; (DQ < 2 || DQ == 4) && kt < ktiles; kt++, it++) {
                 const int s = it % ST;
-                mbar_wait(saddr(&full[s]), (uint32_t)((it / ST) & 1));
+                mbar_wait<CLW>(saddr(&full[s]), (uint32_t)((it / ST) & 1));
                 uint32_t a = ring_s + s * SB + cw * 64 * 128;
                 const uint32_t b = ring_s + s * SB + AB;
                 if constexpr (DQ == 1) {
@@ -322,12 +389,12 @@ __global__ void __launch_bounds__(THREADS, 1)
                 }
                 wg_commit();
                 wg_wait<1>(); /* the previous k-tile's wgmma are done: free its stage */
-                if (kt > 0 && (tid & 31) == 0) mbar_arrive(saddr(&empty[(it - 1) % ST]));
+                if (kt > 0 && (tid & 31) == 0) free_stage<CL>(saddr(&empty[(it - 1) % ST]));
                 if (DQ == 4 && kt > 0 && (tid & 31) == 0) dqp_release(ring, it - 1);
             }
             wg_wait<0>();
             acc_fence(d);
-            if ((tid & 31) == 0) mbar_arrive(saddr(&empty[(it - 1) % ST])); /* the tile's last stage */
+            if ((tid & 31) == 0) free_stage<CL>(saddr(&empty[(it - 1) % ST])); /* the tile's last stage */
             if (DQ == 4 && (tid & 31) == 0) dqp_release(ring, it - 1);
             if constexpr (HALF) { /* this warpgroup's 64 rows in their own hand-off; warpgroup 1's
                                    * waits for the epilogue warps to finish warpgroup 0's */
@@ -337,13 +404,15 @@ __global__ void __launch_bounds__(THREADS, 1)
             } else {
                 nbar_sync(BAR_EMPTY, BAR_HANDOFF); /* the epilogue warps are done with the previous tile */
                 if (BULK && p.r) /* the residual's bulk copies, the CTA's (t - blockIdx.x) / gridDim.x-th phase */
-                    mbar_wait(saddr(&rbar), (uint32_t)(((t - (int)blockIdx.x) / (int)gridDim.x) & 1));
+                    mbar_wait(saddr(&rbar), (uint32_t)(((t - w.first()) / w.step()) & 1));
                 stage_acc<TN>(p, d, stage, ct, m0, n0);
                 if constexpr (BULK) fence_proxy_async(); /* the staged tile visible to the bulk stores */
                 nbar_arrive(BAR_FULL, BAR_HANDOFF); /* hand the tile over; on to the next one's mainloop */
             }
         }
     }
+    /* CL = 2: no CTA exits while its partner may still multicast into it or arrive on its barriers */
+    if constexpr (CL == 2) cluster_sync();
 #else
     __trap(); /* built without sm_90a: no wgmma */
 #endif

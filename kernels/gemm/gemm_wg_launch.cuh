@@ -53,15 +53,49 @@ struct wg_launch {
         : s((cudaStream_t)stream), grid_cap(kn.grid_cap), one_tile(kn.one_tile) {}
 };
 
+/* AGOQ_WG_CLUSTER=2: the kernel in clusters of two CTAs along M (cudaLaunchKernelEx with a
+ * cluster dimension), grid 2 x (pairs of row tiles x column tiles), at most as many clusters as
+ * fit at once (cudaOccupancyMaxActiveClusters, asked once per kernel: *fit; persistent) and
+ * AGOQ_WG_GRID_CAP / 2 (at least 1). */
+template <typename K>
+void launch_cluster(K kernel, int smem, const wg_launch &l, int tn, int *fit) {
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = 2, at[0].val.clusterDim.y = 1, at[0].val.clusterDim.z = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.blockDim = dim3(THREADS, 1, 1), cfg.dynamicSmemBytes = (size_t)smem, cfg.stream = l.s;
+    cfg.attrs = at, cfg.numAttrs = 1;
+    long clusters = (long)((l.p.m + BM - 1) / BM + 1) / 2 * ((l.p.n + tn - 1) / tn);
+    if (!l.one_tile) {
+        if (!*fit) {
+            cfg.gridDim = dim3(2 * (unsigned)(num_sms() / 2), 1, 1);
+            cudaCheck(cudaOccupancyMaxActiveClusters(fit, kernel, &cfg));
+            if (*fit <= 0) agoq_die("gemm_wg: no cluster of 2 CTAs of %d B shared memory fits on this device", smem);
+            /* once a kernel and process: fewer than num_sms() / 2 leaves SMs idle, a cost to weigh */
+            fprintf(stderr, "gemm_wg: AGOQ_WG_CLUSTER=2: %d clusters of 2 CTAs fit at once (%d SMs)\n", *fit, num_sms());
+        }
+        if (clusters > *fit) clusters = *fit;
+        if (l.grid_cap > 0 && clusters > l.grid_cap / 2) clusters = l.grid_cap > 1 ? l.grid_cap / 2 : 1;
+    }
+    cfg.gridDim = dim3(2 * (unsigned)clusters, 1, 1);
+    cudaCheck(cudaLaunchKernelEx(&cfg, kernel, l.ma, l.mb, l.p));
+}
+
 template <int TA, int TB, bool QOUT, int DQ = 0, bool FASTQ = false, int ST = STAGES, int TN = BN, int ER = 1,
-          bool BULK = false, bool GQ = false>
+          bool BULK = false, bool GQ = false, int CL = 1>
 void launch(const wg_launch &l) {
     constexpr int smem = DQ == 1 ? DQ_SMEM_BYTES : DQ == 4 ? DQP_SMEM_BYTES : DQ >= 2 ? DQR_SMEM_BYTES : smem_bytes<ST, TN>();
     static bool attr = false;
     if (!attr) {
-        cudaCheck(cudaFuncSetAttribute(wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ>,
+        cudaCheck(cudaFuncSetAttribute(wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ, CL>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         attr = true;
+    }
+    if constexpr (CL == 2) {
+        static int fit = 0; /* clusters of this kernel that fit at once */
+        launch_cluster(wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ, CL>, smem, l, TN, &fit);
+        cudaCheckLaunch();
+        return;
     }
     /* persistent: one CTA per SM at most; AGOQ_WG_GRID_CAP=N caps the grid (the tests use it to
      * run several tiles per CTA on small shapes); AGOQ_WG_ONE_TILE=1: one tile per CTA */
@@ -73,12 +107,12 @@ void launch(const wg_launch &l) {
     wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ><<<(unsigned)grid, THREADS, smem, l.s>>>(l.ma, l.mb, l.p);
     cudaCheckLaunch();
 }
-template <bool QOUT, int ST, int TN = BN>
+template <bool QOUT, int ST, int TN = BN, int CL = 1>
 void launch_t(int ta, int tb, const wg_launch &l) {
-    if (!ta && !tb) launch<0, 0, QOUT, 0, false, ST, TN>(l);
-    else if (!ta && tb) launch<0, 1, QOUT, 0, false, ST, TN>(l);
-    else if (ta && !tb) launch<1, 0, QOUT, 0, false, ST, TN>(l);
-    else launch<1, 1, QOUT, 0, false, ST, TN>(l);
+    if (!ta && !tb) launch<0, 0, QOUT, 0, false, ST, TN, 1, false, false, CL>(l);
+    else if (!ta && tb) launch<0, 1, QOUT, 0, false, ST, TN, 1, false, false, CL>(l);
+    else if (ta && !tb) launch<1, 0, QOUT, 0, false, ST, TN, 1, false, false, CL>(l);
+    else launch<1, 1, QOUT, 0, false, ST, TN, 1, false, false, CL>(l);
 }
 /* The epilogue variants (gemm_wg_epi.cuh): AGOQ_WG_EPI_ROWS=1|4|8 rows a warp iteration (unset:
  * 4 for the fast FP4 copy and the plain epilogues, 8 for the general formats' row tiles),
@@ -167,17 +201,20 @@ extern "C" int agoq_wg_gemm(const agoq_wg_args *g, void *stream) {
     /* the general formats' row-tile copy (AGOQ_WG_EPI_GEN) */
     const bool gen = g->q && !fast && tn == BN && kn.fast_epi && !g->a_mn && !g->b_mn && g->q->p.block == 128 &&
                      g->q->p.enc != AGOQ_ENC_FP4 && fz_fast_quant(g->q->p, g->cq) && g->n % 256 == 0 && kn.gen_rows;
+    const bool st4 = four_stages(g, kn.stages), bk = kn.bulk;
+    /* AGOQ_WG_CLUSTER=2: the 4-stage kernels without a quantized copy (plain, or a residual with
+     * AGOQ_WG_STAGES=4) in clusters of two CTAs along M sharing B; every other kernel as before */
+    const bool cl2 = kn.cluster == 2 && st4 && !g->q && tn == BN;
     wg_launch l(kn, stream);
     if (g->a_mn) make_map(&l.ma, g->a, g->m, g->k, 64); /* A stored [K][M] */
     else make_map(&l.ma, g->a, g->k, g->m, BM);         /* A stored [M][K] */
     if (g->b_mn) make_map(&l.mb, g->b, g->n, g->k, 64); /* B stored [K][N] */
-    else make_map(&l.mb, g->b, g->k, g->n, tn);         /* B stored [N][K] */
+    else make_map(&l.mb, g->b, g->k, g->n, cl2 ? tn / 2 : tn); /* B stored [N][K]; CL = 2: a rank's half */
     /* AGOQ_WG_MN_SWAP=1 swaps the MN-major LBO and SBO: a diagnostic for the one reading of the
      * descriptor that the device test did not confirm (gemm_wg.cu's top comment); not for use. */
     const uint32_t lbo = kn.mn_swap ? 1024u : (uint32_t)MN_BOX_BYTES, sbo = kn.mn_swap ? (uint32_t)MN_BOX_BYTES : 1024u;
     l.p = {g->m, g->n, g->k, g->r, g->c, g->q ? g->q->p : agoq_cuda_qparams{}, g->cq, lbo, sbo,
            agoq_cuda_qparams{}, agoq_dqt{}, kn.group_m};
-    const bool st4 = four_stages(g, kn.stages), bk = kn.bulk;
     const int er = kn.epi_rows;
     if (tn == 128 && g->q) launch_t<true, STAGES, 128>(g->a_mn, g->b_mn, l);
     else if (tn == 128) launch_t<false, STAGES, 128>(g->a_mn, g->b_mn, l);
@@ -186,6 +223,7 @@ extern "C" int agoq_wg_gemm(const agoq_wg_args *g, void *stream) {
     else if (gen && !st4) launch_gen(er ? er : 8, l);
     else if (g->q && st4) launch_t<true, 4>(g->a_mn, g->b_mn, l);
     else if (g->q) launch_t<true, STAGES>(g->a_mn, g->b_mn, l);
+    else if (cl2) launch_t<false, 4, BN, 2>(g->a_mn, g->b_mn, l);
     else if (st4) launch_t<false, 4>(g->a_mn, g->b_mn, l);
     else if (!g->a_mn && !g->b_mn) launch_epi<false>(er ? er : 4, bk, l);
     else launch_t<false, STAGES>(g->a_mn, g->b_mn, l);

@@ -1,5 +1,6 @@
 /* PTX helpers of the Hopper GEMM (gemm_wg.cu): mbarriers, TMA tile loads, 16-byte cp.async,
- * 1-D bulk copies (the epilogue's AGOQ_WG_BULK), named barriers and the wgmma m64n256k16 /
+ * 1-D bulk copies (the epilogue's AGOQ_WG_BULK), cluster multicast, remote arrivals and cluster
+ * barriers (AGOQ_WG_CLUSTER=2), named barriers and the wgmma m64n256k16 /
  * m64n128k16 bf16 instructions with their shared-memory descriptor.
  * Only gemm_wg.cu includes it; the wgmma / setmaxnreg parts need sm_90a. */
 #ifndef AGOQ_GEMM_WG_PTX_CUH
@@ -20,18 +21,31 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
 /* Waits until the phase with this parity has completed (parity 1 on a fresh barrier: at once).
- * A wait that outlives ~2^25 polls (seconds) traps: a broken pipeline fails loudly, not hangs. */
+ * A wait that outlives ~2^25 polls (seconds) traps: a broken pipeline fails loudly, not hangs.
+ * CLUSTER: acquire at cluster scope (AGOQ_WG_CLUSTER=2: the barrier also takes arrivals and
+ * multicast copies from the partner CTA). */
+template <bool CLUSTER = false>
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
     for (uint32_t polls = 0;; polls++) {
         uint32_t done;
-        asm volatile("{\n"
-                     ".reg .pred p;\n"
-                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                     "selp.u32 %0, 1, 0, p;\n"
-                     "}\n"
-                     : "=r"(done)
-                     : "r"(bar), "r"(parity)
-                     : "memory");
+        if constexpr (CLUSTER)
+            asm volatile("{\n"
+                         ".reg .pred p;\n"
+                         "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+                         "selp.u32 %0, 1, 0, p;\n"
+                         "}\n"
+                         : "=r"(done)
+                         : "r"(bar), "r"(parity)
+                         : "memory");
+        else
+            asm volatile("{\n"
+                         ".reg .pred p;\n"
+                         "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                         "selp.u32 %0, 1, 0, p;\n"
+                         "}\n"
+                         : "=r"(done)
+                         : "r"(bar), "r"(parity)
+                         : "memory");
         if (done) return;
         if (polls > (1u << 25)) __trap();
     }
@@ -41,6 +55,39 @@ __device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap *map, i
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
                  ::"r"(dst), "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(bar)
                  : "memory");
+}
+
+/* ---- thread-block clusters (AGOQ_WG_CLUSTER=2: two CTAs along M share the B tile) ---- */
+/* The same 2-D copy multicast: the box lands at offset dst of the shared memory of every CTA in
+ * cta_mask (bit i: cluster rank i) and completes its bytes on the mbarrier at offset bar of each. */
+__device__ __forceinline__ void tma_load_mc(uint32_t dst, const CUtensorMap *map, int c0, int c1, uint32_t bar,
+                                            uint16_t cta_mask) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%2, %3}], [%4], %5;"
+                 ::"r"(dst), "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(bar), "h"(cta_mask)
+                 : "memory");
+}
+/* One arrival on the mbarrier at offset bar of cluster CTA `rank` (this one included), released at
+ * cluster scope: this thread's earlier accesses (the consumers' reads of a stage) happen before
+ * whatever the waiter does after it sees the phase complete. */
+__device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank) {
+    asm volatile("{\n"
+                 ".reg .b32 ra;\n"
+                 "mapa.shared::cluster.u32 ra, %0, %1;\n"
+                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n"
+                 "}\n" ::"r"(bar), "r"(rank)
+                 : "memory");
+}
+/* This CTA's rank in its cluster. */
+__device__ __forceinline__ uint32_t cluster_rank() {
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+/* Every thread of every CTA of the cluster: none passes until all have arrived (release / acquire:
+ * what each did before is visible after). Not .aligned: callers may be diverged warps. */
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
 }
 
 /* ---- 1-D bulk copies (16-byte aligned addresses, sizes a multiple of 16) ---- */

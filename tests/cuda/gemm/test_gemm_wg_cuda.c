@@ -9,11 +9,12 @@
  *    that sends FP4 E2M1/128 through the fast tile encoder);
  *  - the stored-A prologue: bit-exact against the plain kernel on the host-dequantized A, on
  *    both decode paths (into wgmma's A registers, the default; through shared memory).
+ *  - AGOQ_WG_CLUSTER=2 (clusters of two CTAs, B multicast) bit-exact against the default;
  *  - the knob variants against the default: AGOQ_WG_STAGES=4 (C staged a consumer warpgroup's
  *    half at a time), AGOQ_WG_EPI_ROWS=1|4 / AGOQ_WG_BULK=1 (the epilogue variants) bit-exact,
  *    AGOQ_WG_TILE_N=128 / auto (128-wide tiles) within one ulp, the fused copy bit-exact against
  *    the reference on each variant's C; invalid settings fall back.
- * Every test above also runs whatever AGOQ_WG_STAGES / AGOQ_WG_TILE_N the environment sets.
+ * Every test above also runs whatever AGOQ_WG_STAGES / AGOQ_WG_TILE_N / AGOQ_WG_CLUSTER the environment sets.
  * Error bound (each entry): |c - ref| <= 2^-8 |ref| + K 2^-23 sum|a||b|: the first term is the
  * one rounding of the fp32 result to bf16 (8-bit significand, round to nearest: at most 2^-8
  * relative), the second a fp32 sum of K products in any order (K 2^-24 sum|a||b|), doubled for
@@ -280,6 +281,23 @@ TEST(cuda_wg_gemm_prologue_dequant_bit_exact) {
     free(tile_n);
 }
 
+/* The op as g's GEMM with N(0, 1) operands on the device (A, B and the returned residual [m][n]
+ * from seeds seed, seed + 2, seed + 6) and C allocated. */
+static uint16_t *wg_operands(wcase w, uint64_t seed, agoq_wg_args *g) {
+    as_gemm(w, &g->m, &g->n, &g->k, &g->a_mn, &g->b_mn);
+    const size_t na = (size_t)g->m * g->k, nb = (size_t)g->n * g->k, nc = (size_t)g->m * g->n;
+    uint16_t *a = rand_bf16(na, seed), *b = rand_bf16(nb, seed + 2), *r = rand_bf16(nc, seed + 6);
+    g->a = up16(a, na);
+    g->b = up16(b, nb);
+    uint16_t *dr = up16(r, nc);
+    g->c = agoq_fused_dmalloc(nc * 2);
+    free(a); free(b); free(r);
+    return dr;
+}
+static void wg_operands_free(agoq_wg_args *g, uint16_t *dr) {
+    agoq_fused_dfree((void *)g->a); agoq_fused_dfree((void *)g->b); agoq_fused_dfree(dr); agoq_fused_dfree(g->c);
+}
+
 /* A bf16 bit pattern as an integer that orders like the value (+0 and -0 both 0). */
 static int ord16(uint16_t x) { return x & 0x8000 ? -(int)(x & 0x7fff) : (int)x; }
 
@@ -315,7 +333,7 @@ static void run_knob(const char *knob, const char *val, const agoq_wg_args *g, c
  * (m64n128 wgmma) within one bf16 ulp of it, entry by entry (the sums run in the same order; a
  * difference is reported); AGOQ_WG_EPI_ROWS=1, =4 and =8 (defaults: 4, and 8 for the general row
  * tiles), AGOQ_WG_BULK=1 with 1 and 8, AGOQ_WG_EPI_GEN=blocks and =rows (the default),
- * AGOQ_WG_FAST_EPI=0 bit-exact (C, codes and
+ * AGOQ_WG_FAST_EPI=0, AGOQ_WG_CLUSTER=2 bit-exact (C, codes and
  * scales; the forward cases' plain, residual and quantized copies); AGOQ_WG_STAGES=auto and
  * AGOQ_WG_TILE_N=256 (the defaults spelled out) bit-exact. An invalid setting exits after one
  * line (core/knob.h; tested on the host by tests/gemm/test_gemm_wg_knobs.c). */
@@ -328,7 +346,7 @@ TEST(cuda_wg_gemm_knob_variants_match_default) {
         {"AGOQ_WG_BULK", "1", 1, NULL}, {"AGOQ_WG_EPI_ROWS", "1", 1, "AGOQ_WG_BULK"},
         {"AGOQ_WG_EPI_ROWS", "8", 1, NULL}, {"AGOQ_WG_EPI_ROWS", "8", 1, "AGOQ_WG_BULK"},
         {"AGOQ_WG_EPI_GEN", "blocks", 1, NULL}, {"AGOQ_WG_EPI_GEN", "rows", 1, NULL},
-        {"AGOQ_WG_FAST_EPI", "0", 1, NULL},
+        {"AGOQ_WG_FAST_EPI", "0", 1, NULL}, {"AGOQ_WG_CLUSTER", "2", 1, NULL},
     };
     static const wcase cases[] = {
         {OP_FWD, 200, 328, 136}, {OP_FWD, 512, 1536, 512}, {OP_FWD, 384, 1024, 2048}, {OP_DGRAD, 200, 136, 328},
@@ -339,9 +357,9 @@ TEST(cuda_wg_gemm_knob_variants_match_default) {
     static const agoq_format fmts[] = {AGOQ_FMT_FP4_E2M1, AGOQ_FMT_INT4, AGOQ_FMT_NF4, AGOQ_FMT_INT8,
                                        AGOQ_FMT_FP8_E4M3, AGOQ_FMT_INT4_ASYM, AGOQ_FMT_NF4};
     static const int blocks[] = {128, 32, 64, 128, 128, 128, 128};
-    enum { NF = sizeof fmts / sizeof fmts[0], NK = 6 };
+    enum { NF = sizeof fmts / sizeof fmts[0], NK = 7 };
     const char *names[NK] = {"AGOQ_WG_STAGES", "AGOQ_WG_TILE_N", "AGOQ_WG_EPI_ROWS", "AGOQ_WG_BULK", "AGOQ_WG_EPI_GEN",
-                             "AGOQ_WG_FAST_EPI"};
+                             "AGOQ_WG_FAST_EPI", "AGOQ_WG_CLUSTER"};
     char *saved[NK];
     for (int i = 0; i < NK; i++) {
         saved[i] = getenv(names[i]) ? strdup(getenv(names[i])) : NULL;
@@ -351,13 +369,7 @@ TEST(cuda_wg_gemm_knob_variants_match_default) {
         if (ci & 1) setenv("AGOQ_WG_GRID_CAP", "2", 1);
         else unsetenv("AGOQ_WG_GRID_CAP");
         agoq_wg_args g = {0};
-        as_gemm(cases[ci], &g.m, &g.n, &g.k, &g.a_mn, &g.b_mn);
-        uint16_t *a = rand_bf16((size_t)g.m * g.k, 41 + ci), *b = rand_bf16((size_t)g.n * g.k, 43 + ci);
-        uint16_t *r = rand_bf16((size_t)g.m * g.n, 47 + ci);
-        g.a = up16(a, (size_t)g.m * g.k);
-        g.b = up16(b, (size_t)g.n * g.k);
-        uint16_t *dr = up16(r, (size_t)g.m * g.n);
-        g.c = agoq_fused_dmalloc((size_t)g.m * g.n * 2);
+        uint16_t *dr = wg_operands(cases[ci], 41 + ci, &g);
         /* v: 0 plain, 1 residual, 2.. fused copy in fmts[v - 2] (+ residual; fwd layout only) */
         const int nv = cases[ci].op == OP_WGRAD ? 1 : cases[ci].op == OP_DGRAD ? 2 : 2 + NF;
         size_t ulp1 = 0;
@@ -396,12 +408,83 @@ TEST(cuda_wg_gemm_knob_variants_match_default) {
         }
         printf("    knobs vs default: %s M=%d N=%d K=%d, %d variant(s); 128-wide tile: %zu entries one ulp apart\n",
                kOpName[cases[ci].op], cases[ci].M, cases[ci].N, cases[ci].K, nv, ulp1);
-        agoq_fused_dfree((void *)g.a); agoq_fused_dfree((void *)g.b); agoq_fused_dfree(dr); agoq_fused_dfree(g.c);
-        free(a); free(b); free(r);
+        wg_operands_free(&g, dr);
     }
     unsetenv("AGOQ_WG_GRID_CAP");
     for (int i = 0; i < NK; i++) {
         if (saved[i]) setenv(names[i], saved[i], 1);
+        free(saved[i]);
+    }
+}
+
+/* One run of g with AGOQ_WG_CLUSTER = cl (1: unset) into a C prefilled with NaN (0xffff: an entry
+ * the kernel does not write is caught), downloaded; *rc: agoq_wg_gemm's. */
+static uint16_t *run_cluster(const agoq_wg_args *g, int cl, int *rc) {
+    const size_t n = (size_t)g->m * (size_t)g->n;
+    uint16_t *nan = malloc(n * 2);
+    memset(nan, 0xff, n * 2);
+    agoq_fused_h2d(g->c, nan, n * 2);
+    free(nan);
+    if (cl == 2) setenv("AGOQ_WG_CLUSTER", "2", 1);
+    else unsetenv("AGOQ_WG_CLUSTER");
+    *rc = agoq_wg_gemm(g, NULL);
+    agoq_fused_dsync();
+    unsetenv("AGOQ_WG_CLUSTER");
+    return down16(g->c, n);
+}
+
+/* AGOQ_WG_CLUSTER=2 (clusters of two CTAs along M sharing B by TMA multicast; the 4-stage
+ * kernels without a quantized copy) bit-exact against AGOQ_WG_CLUSTER=1 (the same wgmma in the
+ * same k order per tile), every layout, ragged M, N and K, odd numbers of row tiles (the
+ * partner's dummy tile: 1, 3, 5, 9), each on the full grid and on grids capped at 2 and 5 CTAs
+ * (one and two clusters: several tile pairs per cluster, the rings' phases carried across
+ * them), plain and (AGOQ_WG_STAGES=4) with the residual; every entry written (NaN prefill). */
+TEST(cuda_wg_gemm_cluster_matches_default) {
+    static const wcase cases[] = {
+        {OP_FWD, 328, 600, 200},    {OP_FWD, 128, 256, 64},     {OP_FWD, 1032, 1544, 520}, {OP_FWD, 512, 1536, 512},
+        {OP_DGRAD, 520, 264, 776},  {OP_DGRAD, 200, 136, 328},  {OP_WGRAD, 200, 264, 456}, {OP_WGRAD, 1024, 1160, 384},
+    };
+    static const char *caps[] = {NULL, "2", "5"};
+    const char *names[3] = {"AGOQ_WG_STAGES", "AGOQ_WG_GRID_CAP", "AGOQ_WG_CLUSTER"}; /* restored at the end */
+    char *saved[3];
+    for (int i = 0; i < 3; i++) {
+        saved[i] = getenv(names[i]) ? strdup(getenv(names[i])) : NULL;
+        unsetenv(names[i]);
+    }
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        agoq_wg_args g = {0};
+        uint16_t *dr = wg_operands(cases[ci], 61 + ci, &g);
+        size_t nan_entries = 0;
+        for (int v = 0; v < 2; v++) { /* plain; the residual on 4 stages (fwd, dgrad) */
+            if (v && cases[ci].op == OP_WGRAD) continue;
+            g.r = v ? dr : NULL;
+            if (v) setenv("AGOQ_WG_STAGES", "4", 1);
+            for (size_t k = 0; k < sizeof caps / sizeof caps[0]; k++) {
+                if (caps[k]) setenv("AGOQ_WG_GRID_CAP", caps[k], 1);
+                else unsetenv("AGOQ_WG_GRID_CAP");
+                int rc1, rc2;
+                uint16_t *c1 = run_cluster(&g, 1, &rc1), *c2 = run_cluster(&g, 2, &rc2);
+                CHECK(rc1 == 0 && rc2 == 0);
+                size_t diff = 0, first = (size_t)-1;
+                for (size_t e = 0; e < (size_t)g.m * g.n; e++) {
+                    if (c1[e] != c2[e] && !diff++) first = e;
+                    nan_entries += c2[e] == 0xffff;
+                }
+                CHECK_MSG(diff == 0, "AGOQ_WG_CLUSTER=2 %s M=%d N=%d K=%d residual=%d cap=%s: %zu entries differ, first (%zu, %zu): %04x vs %04x",
+                          kOpName[cases[ci].op], cases[ci].M, cases[ci].N, cases[ci].K, v, caps[k] ? caps[k] : "-", diff,
+                          diff ? first / g.n : 0, diff ? first % g.n : 0, diff ? c2[first] : 0, diff ? c1[first] : 0);
+                free(c1); free(c2);
+            }
+            unsetenv("AGOQ_WG_STAGES");
+        }
+        CHECK_MSG(nan_entries == 0, "AGOQ_WG_CLUSTER=2 %s: %zu entries left unwritten", kOpName[cases[ci].op], nan_entries);
+        printf("    cluster 2 vs 1: %s M=%d N=%d K=%d (C %d x %d, %d row tiles): bit-exact\n", kOpName[cases[ci].op],
+               cases[ci].M, cases[ci].N, cases[ci].K, g.m, g.n, (g.m + 127) / 128);
+        wg_operands_free(&g, dr);
+    }
+    for (int i = 0; i < 3; i++) {
+        if (saved[i]) setenv(names[i], saved[i], 1);
+        else unsetenv(names[i]);
         free(saved[i]);
     }
 }
