@@ -66,6 +66,19 @@ __device__ __forceinline__ void fz_quantize(const agoq_cuda_qparams &p, const ag
         agoq_tile_quantize<ENC, BITS, LOG2B, 8, true, U, PACK8>(p, t, v, tile, q, lane, split);
 }
 
+/* fz_quantize over U packed bf16 vectors as loaded (4 words of 2 bf16 each; AGOQ_F8, the fused
+ * SwiGLU forward): the quantizers' packed tile with the q7 options (quant_tile.cuh: the absmax by
+ * max.NaN.xorsign.abs.bf16x2, FP4 codes by agoq_q7_fp4_pack_bf16 from the words; other encoders
+ * unpack each vector), split as in fz_quantize. */
+template <int ENC, int BITS, int LOG2B, int U>
+__device__ __forceinline__ void fz_quantize_bf16p(const agoq_cuda_qparams &p, const agoq_smem_table *t,
+                                                  const uint32_t (&w)[U][4], const agoq_cuda_qtensor &q, int lane,
+                                                  size_t split) {
+    constexpr int OPT = AGOQ_TILE_OPT_PACK | AGOQ_TILE_OPT_Q7;
+    if (!agoq_tile_quantize_bf16p<ENC, BITS, LOG2B, false, U, false, OPT>(p, t, w, 0, q, lane, split))
+        agoq_tile_quantize_bf16p<ENC, BITS, LOG2B, true, U>(p, t, w, 0, q, lane, split);
+}
+
 /* The planes of q from element e0 on (a multiple of 256, so of the block): agoq_tile_quantize
  * writes tile 0 of this view = elements [e0, e0 + 256 U) of q. */
 template <int BITS, int LOG2B>
@@ -151,9 +164,11 @@ __device__ __forceinline__ void row_tree_sum(float (&v)[NV], float *red) {
 /* row_tree_sum with one barrier instead of three (AGOQ_F6, the staged RMSNorm backward): every
  * warp sums the NW warp partials itself with warp 0's shuffle tree above (the same bits), from
  * a buffer picked by the call's parity (alternate it call by call: the barrier of call n + 1
- * orders every read of call n before the writes of call n + 2). red: 2 * NV * NW floats. */
+ * orders every read of call n before the writes of call n + 2). red: 2 * NV * NW floats.
+ * In two halves for callers that work between them (AGOQ_F8): row_sum_post (the warp trees,
+ * lane 0 writes the warp sums) and row_sum_finish (the barrier, the tree over the warp sums). */
 template <int NV>
-__device__ __forceinline__ void row_tree_sum_1bar(float (&v)[NV], float *red, int parity) {
+__device__ __forceinline__ void row_sum_post(float (&v)[NV], float *red, int parity) {
     constexpr int NW = AGOQ_ROW_THREADS / 32;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     float *buf = red + parity * NV * NW;
@@ -163,6 +178,12 @@ __device__ __forceinline__ void row_tree_sum_1bar(float (&v)[NV], float *red, in
         for (int off = 16; off > 0; off >>= 1) v[i] = v[i] + __shfl_down_sync(0xffffffffu, v[i], off);
         if (lane == 0) buf[i * NW + warp] = v[i];
     }
+}
+template <int NV>
+__device__ __forceinline__ void row_sum_finish(float (&v)[NV], const float *red, int parity) {
+    constexpr int NW = AGOQ_ROW_THREADS / 32;
+    const int lane = threadIdx.x & 31;
+    const float *buf = red + parity * NV * NW;
     __syncthreads();
 #pragma unroll
     for (int i = 0; i < NV; i++) {
@@ -171,6 +192,11 @@ __device__ __forceinline__ void row_tree_sum_1bar(float (&v)[NV], float *red, in
         for (int off = NW / 2; off > 0; off >>= 1) w = w + __shfl_down_sync(0xffffffffu, w, off);
         v[i] = __shfl_sync(0xffffffffu, w, 0);
     }
+}
+template <int NV>
+__device__ __forceinline__ void row_tree_sum_1bar(float (&v)[NV], float *red, int parity) {
+    row_sum_post<NV>(v, red, parity);
+    row_sum_finish<NV>(v, red, parity);
 }
 
 /* ---- general path: 8-element groups of the rowq layout, runtime kinds ---- */
@@ -312,6 +338,13 @@ bool fz_f5_old(void);
  * forward's loads staged through shared memory, fused_swiglu.cu; the staged RMSNorm backward's
  * row sums with one barrier, row_tree_sum_1bar). (fused.cu) */
 bool fz_f6(void);
+/* AGOQ_F8=1|2 (0, the default: off; read at every launch): issue 15's fourth round, A/B against
+ * the default (fused_swiglu.cu: the quantized SwiGLU forward's unit kept as loaded bf16 words and
+ * quantized by fz_quantize_bf16p, 2: the same at 3 CTAs per SM; the plain bf16 forward in units
+ * of 4 vectors; fused_rms_bwd.cu: the staged RMSNorm backward's rows pipelined; the dweight
+ * reduction with loads in flight). It takes precedence over AGOQ_F6, AGOQ_F5_OLD over both.
+ * (fused.cu) */
+int fz_f8(void);
 /* Dynamic shared memory above 48 KB for `kernel` (cudaFuncSetAttribute once per device: done is
  * the caller's per-kernel mask of devices, bit d; racing sets are benign); with per_sm, also its
  * resident CTAs per SM at FZ_THREADS threads with `smem` bytes (>= 1), queried once into the

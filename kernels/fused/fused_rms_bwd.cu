@@ -20,7 +20,12 @@
  * (zero) planes aligned to 4 bytes (a bf16 scale is taken from its aligned 4-byte word, which
  * for the last block of an odd count reaches 2 bytes past the plane, inside its allocation).
  * AGOQ_F6=1 (A/B): the two row sums with one barrier per row instead of three
- * (row_tree_sum_1bar, the same bits). */
+ * (row_tree_sum_1bar, the same bits). AGOQ_F8=1 (A/B, issue 15's fourth round): the same, and
+ * the rows pipelined: row r + 1's first pass and warp trees run before row r's second pass, so
+ * the shuffle latency and the barrier's wait for the slowest warp overlap with independent work
+ * (the CTA-per-row-group structure leaves ~4 CTAs per SM at ~512 groups, each a chain of
+ * rows: the latency per row, not the ~25-30 instructions per element, is the limit; 0.85 of
+ * copy allows ~60). */
 #include <cuda_runtime.h>
 
 #include "core/check.h"
@@ -56,7 +61,7 @@ __device__ __forceinline__ float fz_scale_of(uint32_t word, size_t blk, int bf16
     return bf16 ? __uint_as_float((blk & 1 ? word >> 16 : word & 0xffffu) << 16) : __uint_as_float(word);
 }
 
-template <bool DEQ, int DEC, int BITS, int NG, bool F6 = false>
+template <bool DEQ, int DEC, int BITS, int NG, bool F6 = false, bool F8 = false>
 __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_STAGED_CTAS(NG))
     rms_bwd_staged_kernel(agoq_cuda_qparams p, agoq_cuda_qtensor q, const uint16_t *__restrict__ x,
                           const uint16_t *__restrict__ dy, const uint16_t *__restrict__ w, int rows, int cols,
@@ -66,8 +71,8 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_STAGED_CTAS(NG))
     using stage_t = rms_stage<NG>;
     extern __shared__ uint4 fz_dyn_smem[];
     stage_t *st = (stage_t *)fz_dyn_smem;
-    __shared__ float red[4 * AGOQ_ROW_THREADS / 32]; /* F6: double-buffered (row_tree_sum_1bar) */
-    int nrow = 0;                                    /* F6: rows done by this CTA, the buffer's parity */
+    __shared__ float red[4 * AGOQ_ROW_THREADS / 32]; /* F6, F8: double-buffered (row_tree_sum_1bar) */
+    int nrow = 0;                                    /* F6, F8: rows done by this CTA, the buffer's parity */
     (void)nrow;
     __shared__ agoq_smem_table tab;
     if constexpr (DEQ && DEC == AGOQ_ENC_TABLE) {
@@ -111,6 +116,47 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_STAGED_CTAS(NG))
             agoq_bf16x8_to_f32(st[k].x[j][tid], v);
         }
     };
+    /* the row's first pass: this thread's partials of sum x^2 and sum (dy w) x (row in stage k) */
+    auto pass1 = [&](int k, size_t o, float(&acc)[2]) {
+        acc[0] = acc[1] = 0.0f;
+#pragma unroll
+        for (int j = 0; j < NG; j++) {
+            const int g = tid + j * AGOQ_ROW_THREADS;
+            if (g >= ngroups) continue;
+            float v[8], dd[8], wf[8];
+            input(k, j, o + (size_t)(8 * g), v);
+            agoq_bf16x8_to_f32(st[k].dy[j][tid], dd);
+            agoq_bf16x8_to_f32(__ldg((const uint4 *)(w + 8 * g)), wf); /* an L1 hit after the first row */
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                acc[0] = acc[0] + v[e] * v[e];
+                acc[1] = acc[1] + (dd[e] * wf[e]) * v[e];
+            }
+        }
+    };
+    /* the second pass: dx, y and the dweight partials dw of the row, given its rstd and coef */
+    auto pass2 = [&](int k, size_t o, float rstd, float coef, float(&dw)[NG][8]) {
+#pragma unroll
+        for (int j = 0; j < NG; j++) {
+            const int g = tid + j * AGOQ_ROW_THREADS;
+            if (g >= ngroups) continue;
+            float v[8], dd[8], wf[8], dxv[8];
+            input(k, j, o + (size_t)(8 * g), v);
+            agoq_bf16x8_to_f32(st[k].dy[j][tid], dd);
+            agoq_bf16x8_to_f32(__ldg((const uint4 *)(w + 8 * g)), wf); /* an L1 hit after the first row */
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                dxv[e] = agoq_rms_dx(v[e], dd[e] * wf[e], rstd, coef);
+                dw[j][e] = dw[j][e] + dd[e] * (v[e] * rstd);
+                v[e] = agoq_rms_out(v[e], rstd, wf[e]);
+            }
+            fz_store(dx + o + (size_t)(8 * g), agoq_f32x8_to_bf16(dxv));
+            fz_store(y + o + (size_t)(8 * g), agoq_f32x8_to_bf16(v));
+        }
+    };
+    auto row_of = [&](int r) { return (size_t)r * (size_t)cols; };
+    constexpr int S = RMS_STAGES;
+    auto next = [](int k) { return k == S - 1 ? 0 : k + 1; };
     for (int grp = blockIdx.x; grp < ngrp; grp += gridDim.x) { /* CTA-uniform */
         const int r0 = grp * rpg, r1 = min(rows, r0 + rpg);
         float dw[NG][8];
@@ -119,48 +165,51 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_STAGED_CTAS(NG))
 #pragma unroll
             for (int e = 0; e < 8; e++) dw[j][e] = 0.0f;
 #pragma unroll
-        for (int i = 0; i < RMS_STAGES - 1; i++) issue(i, r0 + i, r1);
-        int k = 0; /* stage of row r */
-        for (int r = r0; r < r1; r++) {
-            issue(k == 0 ? RMS_STAGES - 1 : k - 1, r + RMS_STAGES - 1, r1); /* the stage row r - 1 used */
-            fz_cp_wait<RMS_STAGES - 1>(); /* this thread's copies of row r have landed */
-            const size_t o = (size_t)r * (size_t)cols;
-            float acc[2] = {0.0f, 0.0f}; /* sum x^2, sum (dy w) x */
-#pragma unroll
-            for (int j = 0; j < NG; j++) {
-                const int g = tid + j * AGOQ_ROW_THREADS;
-                if (g >= ngroups) continue;
-                float v[8], dd[8], wf[8];
-                input(k, j, o + (size_t)(8 * g), v);
-                agoq_bf16x8_to_f32(st[k].dy[j][tid], dd);
-                agoq_bf16x8_to_f32(__ldg((const uint4 *)(w + 8 * g)), wf); /* an L1 hit after the first row */
-#pragma unroll
-                for (int e = 0; e < 8; e++) {
-                    acc[0] = acc[0] + v[e] * v[e];
-                    acc[1] = acc[1] + (dd[e] * wf[e]) * v[e];
+        for (int i = 0; i < S - 1; i++) issue(i, r0 + i, r1);
+        if constexpr (F8) {
+            /* Rows pipelined: while row r + 1's warp sums are in flight (shuffles, the barrier),
+             * the CTA runs row r's second pass; one barrier per row. Stages: r (second pass), r + 1
+             * (first pass), r + 2 (in flight, into the stage row r - 1 used: only this thread
+             * read it). Same operations in the same order per row: the same bits. */
+            static_assert(S == 3, "F8: stages of rows r, r + 1, r + 2");
+            float acc[2], rstd, coef;
+            fz_cp_wait<S - 2>(); /* row r0 has landed */
+            pass1(0, row_of(r0), acc);
+            row_sum_post<2>(acc, red, nrow & 1);
+            row_sum_finish<2>(acc, red, nrow++ & 1);
+            rstd = agoq_rms_rstd(acc[0], cols, eps);
+            coef = agoq_rms_coef(acc[1], cols, rstd);
+            int k = 0; /* stage of row r */
+            for (int r = r0; r < r1; r++) {
+                const int kn = next(k);
+                issue(next(kn), r + 2, r1);
+                fz_cp_wait<S - 2>(); /* row r + 1 has landed (an empty group past the end) */
+                const bool more = r + 1 < r1; /* CTA-uniform */
+                if (more) {
+                    pass1(kn, row_of(r + 1), acc);
+                    row_sum_post<2>(acc, red, nrow & 1);
                 }
-            }
-            if constexpr (F6) row_tree_sum_1bar<2>(acc, red, nrow++ & 1);
-            else row_tree_sum<2>(acc, red);
-            const float rstd = agoq_rms_rstd(acc[0], cols, eps), coef = agoq_rms_coef(acc[1], cols, rstd);
-#pragma unroll
-            for (int j = 0; j < NG; j++) {
-                const int g = tid + j * AGOQ_ROW_THREADS;
-                if (g >= ngroups) continue;
-                float v[8], dd[8], wf[8], dxv[8];
-                input(k, j, o + (size_t)(8 * g), v);
-                agoq_bf16x8_to_f32(st[k].dy[j][tid], dd);
-                agoq_bf16x8_to_f32(__ldg((const uint4 *)(w + 8 * g)), wf); /* an L1 hit after the first row */
-#pragma unroll
-                for (int e = 0; e < 8; e++) {
-                    dxv[e] = agoq_rms_dx(v[e], dd[e] * wf[e], rstd, coef);
-                    dw[j][e] = dw[j][e] + dd[e] * (v[e] * rstd);
-                    v[e] = agoq_rms_out(v[e], rstd, wf[e]);
+                pass2(k, row_of(r), rstd, coef, dw);
+                if (more) {
+                    row_sum_finish<2>(acc, red, nrow++ & 1);
+                    rstd = agoq_rms_rstd(acc[0], cols, eps);
+                    coef = agoq_rms_coef(acc[1], cols, rstd);
                 }
-                fz_store(dx + o + (size_t)(8 * g), agoq_f32x8_to_bf16(dxv));
-                fz_store(y + o + (size_t)(8 * g), agoq_f32x8_to_bf16(v));
+                k = kn;
             }
-            k = k == RMS_STAGES - 1 ? 0 : k + 1;
+        } else {
+            int k = 0; /* stage of row r */
+            for (int r = r0; r < r1; r++) {
+                issue(k == 0 ? S - 1 : k - 1, r + S - 1, r1); /* the stage row r - 1 used */
+                fz_cp_wait<S - 1>(); /* this thread's copies of row r have landed */
+                float acc[2]; /* sum x^2, sum (dy w) x */
+                pass1(k, row_of(r), acc);
+                if constexpr (F6) row_tree_sum_1bar<2>(acc, red, nrow++ & 1);
+                else row_tree_sum<2>(acc, red);
+                const float rstd = agoq_rms_rstd(acc[0], cols, eps), coef = agoq_rms_coef(acc[1], cols, rstd);
+                pass2(k, row_of(r), rstd, coef, dw);
+                k = next(k);
+            }
         }
         fz_cp_wait<0>(); /* only empty groups are left; nothing outlives the group */
         float *dst = dw_partial + (size_t)grp * (size_t)cols;
@@ -175,16 +224,34 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_STAGED_CTAS(NG))
 }
 
 /* ---- host side ---- */
-template <bool DEQ, int DEC, int BITS, int NG, bool F6>
+template <bool DEQ, int DEC, int BITS, int NG, bool F6, bool F8>
 static void rms_bwd_staged_launch(const agoq_cuda_qparams &p, const agoq_cuda_qtensor &qt, const uint16_t *x,
                                   const uint16_t *dy, const uint16_t *w, int rows, int cols, float eps, int rpg,
                                   uint16_t *dx, uint16_t *y, float *dw_partial, int log2b, cudaStream_t s) {
-    constexpr auto k = rms_bwd_staged_kernel<DEQ, DEC, BITS, NG, F6>;
+    constexpr auto k = rms_bwd_staged_kernel<DEQ, DEC, BITS, NG, F6, F8>;
     constexpr size_t smem = RMS_STAGES * sizeof(rms_stage<NG>); /* 48 KB (NG = 2), 96 KB */
     static unsigned done = 0; /* per instantiation (fz_smem_optin) */
     fz_smem_optin((const void *)k, smem, &done, NULL);
     const unsigned ngrp = (unsigned)((rows + rpg - 1) / rpg);
     k<<<fz_grid_cap(ngrp), AGOQ_ROW_THREADS, smem, s>>>(p, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, log2b);
+}
+/* The launch of <DEQ, DEC, BITS> for NG (ng2: 2, else 4) and the round (AGOQ_F8 before AGOQ_F6). */
+template <bool DEQ, int DEC, int BITS>
+static void rms_bwd_staged_pick(bool ng2, const agoq_cuda_qparams &p, const agoq_cuda_qtensor &qt, const uint16_t *x,
+                                const uint16_t *dy, const uint16_t *w, int rows, int cols, float eps, int rpg,
+                                uint16_t *dx, uint16_t *y, float *dw_partial, int log2b, cudaStream_t s) {
+    const bool f8 = fz_f8(), f6 = !f8 && fz_f6();
+    auto go = [&](auto ng, auto r6, auto r8) {
+        rms_bwd_staged_launch<DEQ, DEC, BITS, decltype(ng)::value, decltype(r6)::value != 0, decltype(r8)::value != 0>(
+            p, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, log2b, s);
+    };
+    auto with_ng = [&](auto ng) {
+        if (f8) go(ng, agoq_enc_t<0>(), agoq_enc_t<1>());
+        else if (f6) go(ng, agoq_enc_t<1>(), agoq_enc_t<0>());
+        else go(ng, agoq_enc_t<0>(), agoq_enc_t<0>());
+    };
+    if (ng2) with_ng(agoq_enc_t<2>());
+    else with_ng(agoq_enc_t<4>());
 }
 
 bool fz_rms_bwd_staged(const agoq_fq *q, agoq_dqt xq, const uint16_t *x, const uint16_t *dy, const uint16_t *w,
@@ -194,16 +261,10 @@ bool fz_rms_bwd_staged(const agoq_fq *q, agoq_dqt xq, const uint16_t *x, const u
         !fz_al16(dw_partial) || fz_no_fast() || fz_f5_old())
         return false;
     const agoq_cuda_qtensor qt = fz_qt(xq, (size_t)rows * (size_t)cols);
-    const bool f6 = fz_f6(), ng2 = cols <= 2 * AGOQ_ROW_THREADS * 8;
+    const bool ng2 = cols <= 2 * AGOQ_ROW_THREADS * 8;
     if (!q) {
         if (!fz_al16(x)) return false;
-        if (ng2) {
-            if (f6) rms_bwd_staged_launch<false, 0, 0, 2, true>(agoq_cuda_qparams{}, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, 0, s);
-            else rms_bwd_staged_launch<false, 0, 0, 2, false>(agoq_cuda_qparams{}, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, 0, s);
-        } else {
-            if (f6) rms_bwd_staged_launch<false, 0, 0, 4, true>(agoq_cuda_qparams{}, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, 0, s);
-            else rms_bwd_staged_launch<false, 0, 0, 4, false>(agoq_cuda_qparams{}, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, 0, s);
-        }
+        rms_bwd_staged_pick<false, 0, 0>(ng2, agoq_cuda_qparams{}, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, 0, s);
         return true;
     }
     if (cols % q->p.block || !fz_fast_dequant(q->p, xq) || ((uintptr_t)xq.scales & 3u) ||
@@ -211,14 +272,8 @@ bool fz_rms_bwd_staged(const agoq_fq *q, agoq_dqt xq, const uint16_t *x, const u
         return false;
     const int lb = __builtin_ctz((unsigned)q->p.block);
     fz_dispatch_dequant(q->p, [&](auto dec, auto bits) {
-        constexpr int DEC = decltype(dec)::value, BITS = decltype(bits)::value;
-        if (ng2) {
-            if (f6) rms_bwd_staged_launch<true, DEC, BITS, 2, true>(q->p, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, lb, s);
-            else rms_bwd_staged_launch<true, DEC, BITS, 2, false>(q->p, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, lb, s);
-        } else {
-            if (f6) rms_bwd_staged_launch<true, DEC, BITS, 4, true>(q->p, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, lb, s);
-            else rms_bwd_staged_launch<true, DEC, BITS, 4, false>(q->p, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, lb, s);
-        }
+        rms_bwd_staged_pick<true, decltype(dec)::value, decltype(bits)::value>(ng2, q->p, qt, x, dy, w, rows, cols, eps,
+                                                                               rpg, dx, y, dw_partial, lb, s);
     });
     return true;
 }

@@ -419,11 +419,25 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS) rms_bwd_gen_kernel(agoq_cuda
         for (int e = 0; e < fz_nvalid(cols, 8 * g); e++) dst[8 * g + e] = dw_acc[8 * g + e];
 }
 
+/* dw[j] = the sum of the groups' partials of column j in group order (a thread per column). B
+ * partials are loaded before they are added (AGOQ_F8: B = 16 in CTAs of 64 threads, so the
+ * 8 MB of partials of ~512 groups x 4096 columns are read with 16 loads in flight per thread on
+ * 64 SMs, not one or a few on 16; the same additions in the same order). */
+template <int B>
 __global__ void dw_reduce_kernel(const float *__restrict__ partial, int groups, int cols, float *__restrict__ dw) {
     const int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= cols) return;
+    const float *col = partial + (size_t)j;
     float acc = 0.0f;
-    for (int g = 0; g < groups; g++) acc = acc + partial[(size_t)g * (size_t)cols + (size_t)j];
+    int g = 0;
+    for (; g + B <= groups; g += B) {
+        float v[B];
+#pragma unroll
+        for (int i = 0; i < B; i++) v[i] = col[(size_t)(g + i) * (size_t)cols];
+#pragma unroll
+        for (int i = 0; i < B; i++) acc = acc + v[i];
+    }
+    for (; g < groups; g++) acc = acc + col[(size_t)g * (size_t)cols];
     dw[j] = acc;
 }
 
@@ -510,7 +524,8 @@ extern "C" int agoq_rmsnorm_bwd_cuda(const agoq_fq *q, agoq_dqt xq, const uint16
 
 extern "C" int agoq_dw_reduce_cuda(const float *partial, int groups, int cols, float *dw, void *stream) {
     if (fz_check_shape("dw reduce", groups, cols)) return -1;
-    dw_reduce_kernel<<<(unsigned)((cols + 255) / 256), 256, 0, (cudaStream_t)stream>>>(partial, groups, cols, dw);
+    if (fz_f8()) dw_reduce_kernel<16><<<(unsigned)((cols + 63) / 64), 64, 0, (cudaStream_t)stream>>>(partial, groups, cols, dw);
+    else dw_reduce_kernel<1><<<(unsigned)((cols + 255) / 256), 256, 0, (cudaStream_t)stream>>>(partial, groups, cols, dw);
     cudaCheckLaunch();
     return 0;
 }

@@ -22,7 +22,18 @@
  * SWI_STAGES unit-sized shared-memory stages: every lane copies its own 16-byte pieces of the
  * unit SWI_STAGES - 1 ahead with cp.async and waits only for its own copies (no barrier), so
  * 2 units (4 KB) per warp stay in flight while it computes, in no registers. The math, tiles
- * and stores are F5's / the default's. */
+ * and stores are F5's / the default's.
+ * Forward F8 (AGOQ_F8=1, for A/B; issue 15's fourth round: F5 issue-bound at 0.74 of copy, ~28
+ * instructions per input element): a whole unit stays as the loaded bf16 words; the SwiGLU
+ * outputs are computed from them, then the 4 vectors are ONE split tile of the quantizers'
+ * packed path with the q7 options (fz_quantize_bf16p: absmax by max.NaN.xorsign.abs.bf16x2,
+ * half an instruction per element instead of an unpack and a max; FP4 by agoq_q7_fp4_pack_bf16:
+ * three magic adds and two mins per element, the signs permuted from the words, no binade).
+ * The codes and scales are the same bits (quant_q7.h, proved by tests/quant/test_quant_q7.c).
+ * At 4 CTAs per SM (64 registers) ptxas spills 32 bytes (F5: 20); AGOQ_F8=2 runs the same
+ * kernel at 3 CTAs per SM (79 registers, no spill), for the A/B.
+ * The plain bf16 forward under AGOQ_F8: units of SWI_BF16_V = 4 vectors (8 loads per lane in
+ * flight instead of 4; the same math per element). */
 #include <cuda_runtime.h>
 
 #include "core/check.h"
@@ -33,6 +44,7 @@
 #define SWI_FWD_V 2 /* per forward unit (and its quantizer tiles): 4 loads per lane in flight at
                        FZ_FWD_CTAS CTAs per SM (4 vectors need > 64 registers: 0.64 of copy at 2 CTAs) */
 
+#define SWI_BF16_V 4 /* per unit of the plain bf16 forward under AGOQ_F8: 8 loads per lane in flight */
 #define SWI_STAGES 3 /* F6 ring: stages per warp, SWI_STAGES - 1 units in flight */
 /* One F6 stage: a unit's gate vectors, then its up vectors, lane l's 16 bytes at [i][l] (2 KB). */
 struct swi_stage {
@@ -57,14 +69,25 @@ __device__ __forceinline__ swi_unit swi_at(size_t u, uint32_t upr, uint32_t vpr)
     return a;
 }
 
+/* 8 outputs silu(gate) * up from a lane's gate and up vectors, stored at dst */
+__device__ __forceinline__ void swi_out_vec(uint4 g, uint4 u, uint16_t *dst) {
+    float a[8], b[8];
+    agoq_bf16x8_to_f32(g, a);
+    agoq_bf16x8_to_f32(u, b);
+#pragma unroll
+    for (int e = 0; e < 8; e++) a[e] = agoq_fast_silu(a[e]) * b[e];
+    fz_store(dst, agoq_f32x8_to_bf16(a));
+}
+
 /* ---- SwiGLU forward: out[r, c] = silu(h[r, c]) * h[r, F + c]. QUANT needs F % 256 == 0 (whole
  * warp vectors): a whole unit's 2 gate (up) vectors are one tile of 2 (U = 2, planes offset to
  * its first element: the gate and up of an output run are F apart); a row's last partial unit
  * is quantized vector by vector (U = 1). ---- */
-template <int ENC, int BITS, int LOG2B, bool QUANT, bool F5 = false, bool F6 = false>
-__global__ void __launch_bounds__(FZ_THREADS, FZ_FWD_CTAS(ENC))
+template <int ENC, int BITS, int LOG2B, bool QUANT, bool F5 = false, bool F6 = false, int F8 = 0, int V = SWI_FWD_V>
+__global__ void __launch_bounds__(FZ_THREADS, F8 == 2 ? 3 : FZ_FWD_CTAS(ENC))
     swiglu_fwd_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ h, uint16_t *__restrict__ out,
                       agoq_cuda_qtensor q, int f, uint32_t vpr, uint32_t upr, size_t nunits) {
+    static_assert(V == SWI_FWD_V || (!QUANT && !F6), "units of V != SWI_FWD_V: the plain bf16 kernel only");
     __shared__ agoq_smem_table tab;
     if constexpr (QUANT && ENC == AGOQ_ENC_TABLE) {
         AGOQ_STAGE_TABLE_LUT(tab, p.table);
@@ -95,13 +118,13 @@ __global__ void __launch_bounds__(FZ_THREADS, FZ_FWD_CTAS(ENC))
 #pragma unroll
         for (int i = 0; i < SWI_STAGES - 1; i++) issue(i, warp + (size_t)i * nwarps);
     for (size_t u = warp; u < nunits; u += nwarps) {
-        const swi_unit at = swi_at<SWI_FWD_V>(u, upr, vpr);
+        const swi_unit at = swi_at<V>(u, upr, vpr);
         const size_t hrow = 2 * at.r * (size_t)f, orow = at.r * (size_t)f;
-        int c[SWI_FWD_V];
-        uint4 g[SWI_FWD_V], up[SWI_FWD_V];
+        int c[V];
+        uint4 g[V], up[V];
         if constexpr (F6) fz_cp_wait<SWI_STAGES - 2>(); /* this lane's copies of unit u have landed */
 #pragma unroll
-        for (int i = 0; i < SWI_FWD_V; i++) {
+        for (int i = 0; i < V; i++) {
             c[i] = (int)(at.cv0 + (uint32_t)i) * FZ_WVEC + 8 * lane;
             const bool ok = i < at.nv && c[i] < f;
             if constexpr (F6) {
@@ -116,40 +139,57 @@ __global__ void __launch_bounds__(FZ_THREADS, FZ_FWD_CTAS(ENC))
             issue(k == 0 ? SWI_STAGES - 1 : k - 1, u + (size_t)(SWI_STAGES - 1) * nwarps);
             k = k == SWI_STAGES - 1 ? 0 : k + 1;
         }
-        if constexpr (QUANT && F5) { /* warp-uniform: at is the warp's */
-            if (at.nv == SWI_FWD_V) { /* the whole unit: unpacked once, one split tile, SwiGLU from it */
-                float v[2 * SWI_FWD_V][8]; /* gate vectors, then up vectors */
+        if constexpr (QUANT && F8 != 0) { /* warp-uniform: at is the warp's */
+            if (at.nv == V) { /* the whole unit: the words as loaded, one split packed tile */
+                uint32_t w[2 * V][4]; /* gate vectors, then up vectors */
 #pragma unroll
-                for (int i = 0; i < SWI_FWD_V; i++) {
-                    agoq_bf16x8_to_f32(g[i], v[i]);
-                    agoq_bf16x8_to_f32(up[i], v[SWI_FWD_V + i]);
+                for (int i = 0; i < V; i++) {
+                    w[i][0] = g[i].x; w[i][1] = g[i].y; w[i][2] = g[i].z; w[i][3] = g[i].w;
+                    w[V + i][0] = up[i].x; w[V + i][1] = up[i].y;
+                    w[V + i][2] = up[i].z; w[V + i][3] = up[i].w;
                 }
 #pragma unroll
-                for (int i = 0; i < SWI_FWD_V; i++) { /* first, so that only v is live in the quantizer */
+                for (int i = 0; i < V; i++) swi_out_vec(g[i], up[i], out + orow + (size_t)c[i]);
+                const size_t e0 = hrow + (size_t)at.cv0 * FZ_WVEC;
+                fz_quantize_bf16p<ENC, BITS, LOG2B, 2 * V>(p, &tab, w, fz_qt_at<BITS, LOG2B>(p, q, e0), lane,
+                                                                  (size_t)f);
+                continue;
+            }
+        }
+        if constexpr (QUANT && F5) { /* warp-uniform: at is the warp's */
+            if (at.nv == V) { /* the whole unit: unpacked once, one split tile, SwiGLU from it */
+                float v[2 * V][8]; /* gate vectors, then up vectors */
+#pragma unroll
+                for (int i = 0; i < V; i++) {
+                    agoq_bf16x8_to_f32(g[i], v[i]);
+                    agoq_bf16x8_to_f32(up[i], v[V + i]);
+                }
+#pragma unroll
+                for (int i = 0; i < V; i++) { /* first, so that only v is live in the quantizer */
                     float o[8];
 #pragma unroll
-                    for (int e = 0; e < 8; e++) o[e] = agoq_fast_silu(v[i][e]) * v[SWI_FWD_V + i][e];
+                    for (int e = 0; e < 8; e++) o[e] = agoq_fast_silu(v[i][e]) * v[V + i][e];
                     fz_store(out + orow + (size_t)c[i], agoq_f32x8_to_bf16(o));
                 }
                 const size_t e0 = hrow + (size_t)at.cv0 * FZ_WVEC;
-                fz_quantize<ENC, BITS, LOG2B, 2 * SWI_FWD_V, true>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, e0), lane,
+                fz_quantize<ENC, BITS, LOG2B, 2 * V, true>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, e0), lane,
                                                                    (size_t)f);
                 continue;
             }
         }
         if constexpr (QUANT) { /* warp-uniform branches: at is the warp's */
             const size_t e0 = hrow + (size_t)at.cv0 * FZ_WVEC;
-            if (at.nv == SWI_FWD_V) {
-                float v[SWI_FWD_V][8];
+            if (at.nv == V) {
+                float v[V][8];
 #pragma unroll
-                for (int i = 0; i < SWI_FWD_V; i++) agoq_bf16x8_to_f32(g[i], v[i]);
-                fz_quantize<ENC, BITS, LOG2B, SWI_FWD_V>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, e0), lane);
+                for (int i = 0; i < V; i++) agoq_bf16x8_to_f32(g[i], v[i]);
+                fz_quantize<ENC, BITS, LOG2B, V>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, e0), lane);
 #pragma unroll
-                for (int i = 0; i < SWI_FWD_V; i++) agoq_bf16x8_to_f32(up[i], v[i]);
-                fz_quantize<ENC, BITS, LOG2B, SWI_FWD_V>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, e0 + f), lane);
+                for (int i = 0; i < V; i++) agoq_bf16x8_to_f32(up[i], v[i]);
+                fz_quantize<ENC, BITS, LOG2B, V>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, e0 + f), lane);
             } else {
 #pragma unroll
-                for (int i = 0; i < SWI_FWD_V; i++) {
+                for (int i = 0; i < V; i++) {
                     if (i >= at.nv) continue;
                     const size_t ei = e0 + (size_t)(i * FZ_WVEC);
                     float v[1][8];
@@ -161,14 +201,9 @@ __global__ void __launch_bounds__(FZ_THREADS, FZ_FWD_CTAS(ENC))
             }
         }
 #pragma unroll
-        for (int i = 0; i < SWI_FWD_V; i++) {
+        for (int i = 0; i < V; i++) {
             if (i >= at.nv || c[i] >= f) continue;
-            float a[8], b[8];
-            agoq_bf16x8_to_f32(g[i], a);
-            agoq_bf16x8_to_f32(up[i], b);
-#pragma unroll
-            for (int e = 0; e < 8; e++) a[e] = agoq_fast_silu(a[e]) * b[e];
-            fz_store(out + orow + (size_t)c[i], agoq_f32x8_to_bf16(a));
+            swi_out_vec(g[i], up[i], out + orow + (size_t)c[i]);
         }
     }
 }
@@ -239,14 +274,25 @@ extern "C" int agoq_swiglu_fwd_cuda(const agoq_fq *q, const uint16_t *h, int row
     const size_t nunits = (size_t)rows * upr;
     const bool vec = f % 8 == 0 && nunits < ((size_t)1 << 32) && fz_al16(h) && fz_al16(out) && !fz_no_fast();
     const agoq_cuda_qtensor qt = fz_qt(hq, 2 * (size_t)rows * (size_t)f);
-    if (!q && vec) {
+    if (!q && vec && fz_f8() && !fz_f5_old()) { /* units of SWI_BF16_V vectors */
+        const size_t upr8 = (vpr + SWI_BF16_V - 1) / SWI_BF16_V, n8 = (size_t)rows * upr8;
+        constexpr auto k = swiglu_fwd_kernel<0, 0, 0, false, false, false, 1, SWI_BF16_V>;
+        FZ_LAUNCH(k, n8, false, agoq_cuda_qparams{}, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr8, n8);
+    } else if (!q && vec) {
         constexpr auto k = swiglu_fwd_kernel<0, 0, 0, false>;
         FZ_LAUNCH(k, nunits, false, agoq_cuda_qparams{}, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits);
     } else if (q && vec && f % FZ_WVEC == 0 && fz_fast_quant(q->p, hq)) {
-        const bool f5 = !fz_f5_old(), f6 = f5 && fz_f6();
+        const int f8 = fz_f5_old() ? 0 : fz_f8();
+        const bool f5 = !fz_f5_old(), f6 = f5 && !f8 && fz_f6();
         fz_dispatch_quant(q->p, [&](auto enc, auto bits, auto lb) {
             constexpr int ENC = decltype(enc)::value, BITS = decltype(bits)::value, LB = decltype(lb)::value;
-            if (f6) {
+            if (f8 == 2) {
+                constexpr auto k = swiglu_fwd_kernel<ENC, BITS, LB, true, true, false, 2>;
+                FZ_LAUNCH(k, nunits, ENC == AGOQ_ENC_TABLE, q->p, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits);
+            } else if (f8) {
+                constexpr auto k = swiglu_fwd_kernel<ENC, BITS, LB, true, true, false, 1>;
+                FZ_LAUNCH(k, nunits, ENC == AGOQ_ENC_TABLE, q->p, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits);
+            } else if (f6) {
                 constexpr auto k = swiglu_fwd_kernel<ENC, BITS, LB, true, true, true>;
                 swi_fwd_f6_launch<k>(nunits, s, q->p, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits);
             } else if (f5) {

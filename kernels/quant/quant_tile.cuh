@@ -436,13 +436,14 @@ __device__ __forceinline__ bool agoq_tile_quantize(const agoq_cuda_qparams &p, c
     const agoq_tile_view_f32<U, E> tv{v};
     return agoq_tile_quantize_view<ENC, BITS, LOG2B, E, CAREFUL, U, PACK8, LUT_SMEM, OPT>(p, t, tv, tile, out, lane, split);
 }
-/* The same over packed bf16 vectors (agoq_tile_view_bf16p; E = 8). */
+/* The same over packed bf16 vectors (agoq_tile_view_bf16p; E = 8); split as above (the fused
+ * SwiGLU forward under AGOQ_F8). */
 template <int ENC, int BITS, int LOG2B, bool CAREFUL, int U, bool LUT_SMEM = false, int OPT = 0>
 __device__ __forceinline__ bool agoq_tile_quantize_bf16p(const agoq_cuda_qparams &p, const agoq_smem_table *t,
                                                          const uint32_t (&w)[U][4], size_t tile, agoq_cuda_qtensor out,
-                                                         int lane) {
+                                                         int lane, size_t split = 0) {
     const agoq_tile_view_bf16p<U, !CAREFUL && (OPT & AGOQ_TILE_OPT_Q7) != 0> tv{w};
-    return agoq_tile_quantize_view<ENC, BITS, LOG2B, 8, CAREFUL, U, false, LUT_SMEM, OPT>(p, t, tv, tile, out, lane, 0);
+    return agoq_tile_quantize_view<ENC, BITS, LOG2B, 8, CAREFUL, U, false, LUT_SMEM, OPT>(p, t, tv, tile, out, lane, split);
 }
 
 /* Tile sources deliver a whole tile: vector j of lane l, E = Src::kVec elements, starts at

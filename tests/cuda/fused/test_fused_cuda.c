@@ -7,7 +7,7 @@
  * (fused_dev.cuh) on a shape with several tiles plus a tail and NaN/Inf in a few tiles (fast and
  * careful quantizer paths in one launch); the grid-stride loops (one CTA) and the general
  * kernels on fast shapes (AGOQ_FUSED_GRID_CAP / AGOQ_FUSED_NO_FAST), the replaced kernels
- * (AGOQ_F5_OLD), issue 15's third round (AGOQ_F6). Both sides produce NaN in
+ * (AGOQ_F5_OLD), issue 15's third and fourth rounds (AGOQ_F6, AGOQ_F8). Both sides produce NaN in
  * the same places but not the same NaN payload (x86 keeps the operand's, CUDA returns the
  * canonical one), so NaNs compare equal to NaNs. Run by `make test-cuda`. */
 #include <math.h>
@@ -251,16 +251,22 @@ TEST(cuda_fused_gelu) { CHECK(run_all(OP_GELU) == 0); }
 static const agoq_format kFastFmts[] = {AGOQ_FMT_FP4_E2M1, AGOQ_FMT_INT4,     AGOQ_FMT_INT8,
                                         AGOQ_FMT_INT4_ASYM, AGOQ_FMT_INT8_ASYM, AGOQ_FMT_FP8_E4M3,
                                         AGOQ_FMT_FP8_E5M2, AGOQ_FMT_NF4,      AGOQ_FMT_DYN8};
-TEST(cuda_fused_fast_paths_every_eligible_config) {
+static size_t run_fast_configs(size_t *configs) {
     static const int blocks[] = {32, 64, 128, 256};
-    size_t bad = 0, configs = 0;
+    size_t bad = 0;
+    *configs = 0;
     for (int op = OP_RMS; op <= OP_GELU; op++)
         for (size_t f = 0; f < sizeof kFastFmts / sizeof kFastFmts[0]; f++)
-            for (size_t b = 0; b < 4; b++, configs++) {
-                const qcase k = {kFastFmts[f], blocks[b], configs % 3 ? AGOQ_SCALE_FP32 : AGOQ_SCALE_BF16,
+            for (size_t b = 0; b < 4; b++, (*configs)++) {
+                const qcase k = {kFastFmts[f], blocks[b], *configs % 3 ? AGOQ_SCALE_FP32 : AGOQ_SCALE_BF16,
                                  AGOQ_ROUND_NEAREST};
                 bad += run_op((op_kind)op, &k, 5, 4352, 1);
             }
+    return bad;
+}
+TEST(cuda_fused_fast_paths_every_eligible_config) {
+    size_t configs;
+    const size_t bad = run_fast_configs(&configs);
     CHECK_MSG(bad == 0, "%zu mismatches over %zu configs", bad, configs);
 }
 
@@ -298,6 +304,24 @@ TEST(cuda_fused_grid_stride_and_general_paths) {
     bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 37, 4352, 1);
     unsetenv("AGOQ_F6");
     CHECK(bad == 0);
+}
+
+/* Issue 15's fourth round (AGOQ_F8=1|2: the SwiGLU forwards' packed split tile / units of 4
+ * vectors, the RMSNorm backward's pipelined rows and dweight reduction): every eligible config
+ * of the fast kernels, the general paths beside them, and the grid-stride loops with one CTA
+ * (37 rows: the reduction's batches of 16 groups and its tail). */
+TEST(cuda_fused_f8_every_eligible_config) {
+    static const char *const vals[] = {"1", "2"};
+    size_t bad = 0, configs = 0;
+    for (int v = 0; v < 2; v++) {
+        setenv("AGOQ_F8", vals[v], 1);
+        bad += run_fast_configs(&configs);
+        bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 37, 4352, 1);
+        unsetenv("AGOQ_F8");
+        bad += run_env("AGOQ_F8", vals[v], 7, 1536, 0);
+        bad += run_env("AGOQ_F8", vals[v], 3, 4096, 1);
+    }
+    CHECK_MSG(bad == 0, "%zu mismatches (AGOQ_F8=1 and 2, %zu fast configs each)", bad, configs);
 }
 
 /* The unfused baseline's standalone kernels: quantize == rowq reference, dequantize == bf16
