@@ -11,6 +11,7 @@
 
 #include "core/check.h"
 #include "core/common.h"
+#include "core/knob.h"
 #include "kernels/grad8/grad8_cuda.h"
 #include "kernels/quant/quant_cuda.h"
 #include "kernels/quant/quant_device.cuh"
@@ -69,10 +70,12 @@ struct src_reduce {
  * the replicated value table (VREP, quant_tile.cuh agoq_tile_vrep), and the bf16 accumulation
  * of table codes takes tiles of U = 4 vectors (8 spilled at the 80-register bound, like the
  * bf16 quantizer); the same values in the same order: bit-exact either way. */
-template <int DEC, typename TG, int U = AGOQ_TILE_U, bool VREP = false>
+template <int DEC, typename TG, int U = AGOQ_TILE_U, int VREP = 0, bool LUT32 = false>
 struct tile_accumulate {
     static constexpr int kVec = 16 / (int)sizeof(TG), kBits = 8, kU = U, kMinCtas = 0;
-    static constexpr bool kTable = DEC == AGOQ_ENC_TABLE, kVrep = VREP && kTable;
+    static constexpr bool kTable = DEC == AGOQ_ENC_TABLE;
+    static constexpr int kVrep = kTable ? VREP : 0; /* replicas of the value table (0: none) */
+    static constexpr bool kLut32 = LUT32 && kVrep != 0; /* the CTA's encode LUT in 32-bit entries */
     const uint8_t *codes, *scales, *zeros;
     const TG *g;
     size_t nblocks;
@@ -98,7 +101,7 @@ struct tile_accumulate {
         for (int j = 0; j < U; j++) {
             float s, m;
             sc.get(j, lane, s, m);
-            if constexpr (kVrep && kVec == 8) agoq_tile_decode_vrep8(c[j], s, lane, v[j]);
+            if constexpr (kVrep != 0 && kVec == 8) agoq_tile_decode_vrep8<kVrep != 0 ? kVrep : AGOQ_VREP>(c[j], s, lane, v[j]);
             else agoq_tile_decode<DEC, 8, kVec>(p, t, c[j], s, m, v[j]);
 #pragma unroll
             for (int e = 0; e < kVec; e++) v[j][e] = v[j][e] + x[j][e];
@@ -114,23 +117,56 @@ struct tile_accumulate {
  * after every add (a kernel each, so the inner loop carries no select). */
 #define RED_U 2
 #define RED_RB 8
-/* RB (chunks loaded per batch): 4 for asymmetric codes, whose scales and zero points of 8 chunks
- * spilled at the 80-register bound (124-byte spill stores per thread: int8_asym 0.44 of copy,
- * 0.68 with 4); dyn8 measured alike at 4 and 8 (0.505, results/h200/logs/q5_ab_s5.log). */
-template <int DEC, bool BF16_SUM, bool VREP = false, int RB = RED_RB>
+/* The scales and zero points of one chunk's tile in ONE register per lane (issue 15 g8, asymmetric
+ * codes): lanes 0-15 load the scales of the tile's blocks, lanes 16-31 their zero points (a tile
+ * of 512 elements holds at most 16 blocks of >= 32); get() shuffles each from its lane. Half the
+ * registers and load instructions of agoq_tile_scales<8, true> (two per lane). The same values:
+ * bit-exact. With it 8 asymmetric chunks per batch still spilled at the 80-register bound (ptxas:
+ * 76-byte spill stores, from 124), so the SZ reduce runs at 2 CTAs per SM (128 registers):
+ * 16 warps x 4 KB of loads in flight per SM against 24 x 2 KB at 4 chunks per batch. */
+struct red_scales_sz {
+    float x;
+    int log2b;
+    __device__ __forceinline__ void load(const agoq_cuda_qparams &p, const uint8_t *scales, const uint8_t *zeros,
+                                         size_t e_tile, int log2b_, size_t nblocks, int lane) {
+        static_assert(RED_U * 8 * 32 / 32 <= 16, "a tile holds at most 16 blocks");
+        log2b = log2b_;
+        const int k = lane & 15, tile_blocks = (RED_U * 8 * 32) >> log2b; /* >= 2: blocks <= 256 */
+        const size_t blk = (e_tile >> log2b) + (size_t)k;
+        x = blk < nblocks && k < tile_blocks ? agoq_dev_load_scale(lane < 16 ? scales : zeros, blk, p.bf16_scale) : 0.0f;
+    }
+    __device__ __forceinline__ void get(int j, int lane, float &sj, float &mj) const {
+        const int rel = ((j * 256 + lane * 8) >> log2b) & 15;
+        sj = __shfl_sync(0xffffffffu, x, rel);
+        mj = __shfl_sync(0xffffffffu, x, 16 + rel);
+    }
+};
+
+/* RB (chunks loaded per batch): 4 for asymmetric codes with agoq_tile_scales, whose scales and
+ * zero points of 8 chunks spilled at the 80-register bound (124-byte spill stores per thread:
+ * int8_asym 0.44 of copy, 0.68 with 4); dyn8 measured alike at 4 and 8 (0.505,
+ * results/h200/logs/q5_ab_s5.log). SZ: red_scales_sz (asymmetric codes only). */
+template <int DEC, bool BF16_SUM, int VREP = 0, int RB = RED_RB, bool SZ = false, bool LUT32 = false>
 struct tile_reduce {
-    static constexpr int kVec = 8, kBits = 8, kU = RED_U, kMinCtas = 3;
-    static constexpr bool kTable = DEC == AGOQ_ENC_TABLE, kVrep = VREP && kTable;
-    using scales_t = agoq_tile_scales<8, DEC == AGOQ_ENC_INT_ASYM, RED_U>;
+    static constexpr int kVec = 8, kBits = 8, kU = RED_U, kMinCtas = SZ ? 2 : 3;
+    static constexpr bool kTable = DEC == AGOQ_ENC_TABLE;
+    static constexpr int kVrep = kTable ? VREP : 0;
+    static constexpr bool kLut32 = LUT32 && kVrep != 0;
+    static_assert(!SZ || DEC == AGOQ_ENC_INT_ASYM, "red_scales_sz: asymmetric codes");
+    using scales_t = typename std::conditional<SZ, red_scales_sz, agoq_tile_scales<8, DEC == AGOQ_ENC_INT_ASYM, RED_U>>::type;
     chunk_view in[AGOQ_CUDA_MAX_CHUNKS];
     int nin, log2b;
     size_t nblocks;
     float *sum_out;
     __device__ __forceinline__ void load_chunk(const agoq_cuda_qparams &p, int r, size_t e_tile, int lane,
                                                scales_t &sc, uint64_t (&c)[RED_U]) const {
-        sc.load(p, in[r].scales, in[r].zeros, e_tile, log2b, nblocks, lane);
+        const uint8_t *codes = in[r].codes, *scales = in[r].scales, *zeros = in[r].zeros;
+        /* SZ: the chunks' plane pointers taken afresh in every tile (not hoisted out of the tile
+         * loop as 8 x 3 base addresses held in registers) */
+        if constexpr (SZ) asm volatile("" : "+l"(codes), "+l"(scales), "+l"(zeros));
+        sc.load(p, scales, zeros, e_tile, log2b, nblocks, lane);
 #pragma unroll
-        for (int j = 0; j < RED_U; j++) c[j] = agoq_tile_load_codes<8, 8>(in[r].codes, e_tile + (size_t)(j * 256 + lane * 8));
+        for (int j = 0; j < RED_U; j++) c[j] = agoq_tile_load_codes<8, 8>(codes, e_tile + (size_t)(j * 256 + lane * 8));
     }
     __device__ __forceinline__ void load_tile(const agoq_cuda_qparams &p, const agoq_smem_table *t, size_t e_tile,
                                               int lane, float (&v)[RED_U][8]) const {
@@ -151,7 +187,7 @@ struct tile_reduce {
                 for (int j = 0; j < RED_U; j++) {
                     float s, m, d[8];
                     sc[i].get(j, lane, s, m);
-                    if constexpr (kVrep) agoq_tile_decode_vrep8(c[i][j], s, lane, d);
+                    if constexpr (kVrep != 0) agoq_tile_decode_vrep8<kVrep != 0 ? kVrep : AGOQ_VREP>(c[i][j], s, lane, d);
                     else agoq_tile_decode<DEC, 8, 8>(p, t, c[i][j], s, m, d);
 #pragma unroll
                     for (int e = 0; e < 8; e++) {
@@ -171,6 +207,20 @@ struct tile_reduce {
     }
 };
 
+/* AGOQ_G8 (issue 15 g8), a mask, default 0 (the kernels before it):
+ *   1: the dyn8 reduce and bf16 accumulation decode through the 32-times replicated value table
+ *      (AGOQ_VREP32, quant_tile_dec.cuh: no bank conflicts) instead of the 16-times one, and
+ *      encode through the CTA's LUT in 32-bit entries (quant_tile.cuh agoq_tile_table_pos<true>:
+ *      about half the bank conflicts) instead of 8-byte ones; the 32 KB table fits the 48 KB of
+ *      static shared memory only beside the 11 KB LUT, not the 22 KB one;
+ *   2: the int8_asym reduce loads 8 chunks per batch with red_scales_sz (one register of scale or
+ *      zero point per chunk) at 2 CTAs per SM instead of 4 with agoq_tile_scales at 3.
+ * The two bits change disjoint (case, format) pairs: one A/B of 0 against 3 measures both.
+ * Read at every launch (the tests switch it). */
+#define G8_TABLE 1
+#define G8_ASYM_SZ 2
+static int g8_mask(void) { return agoq_knob_int("AGOQ_G8", 0, 0, 3); }
+
 /* The tile sources need 8-bit codes and a power-of-two block >= 32 (agoq_tile_scales); the
  * launcher checks the rest (rounding, block <= 256, alignment of the output codes). */
 static bool tile_grad_ok(const agoq_cuda_qparams &p) {
@@ -186,6 +236,7 @@ int agoq_cuda_grad_accumulate(const agoq_qconfig *c, agoq_cuda_qtensor *acc, con
     AGOQ_REQUIRE(acc->n == 0 || g_f32 || g_bf16, "%s: both gradient pointers are NULL", fn);
     if (acc->n == 0) return 0;
     const agoq_cuda_qtensor out = *acc;
+    const int g8 = g8_mask();
     agoq_dispatch_pair(p.enc, p.dec, [&](auto enc, auto dec) {
         constexpr int E = decltype(enc)::value, D = decltype(dec)::value;
         const size_t nblocks = (acc->n + (size_t)p.block - 1) / (size_t)p.block;
@@ -202,8 +253,13 @@ int agoq_cuda_grad_accumulate(const agoq_qconfig *c, agoq_cuda_qtensor *acc, con
             tile_accumulate<D, uint16_t> tile = {acc->codes, acc->scales, acc->zeros, g_bf16, nblocks, log2b};
             if constexpr (E == D && D == AGOQ_ENC_TABLE) {
                 if (!agoq_q5_old() && p.tab_ident) {
-                    tile_accumulate<D, uint16_t, 4, true> tile4 = {acc->codes, acc->scales, acc->zeros, g_bf16, nblocks, log2b};
-                    agoq_launch_quant<E>(p, src, out, stream, ok ? &tile4 : nullptr);
+                    auto go4 = [&](auto vrep, auto lut32) {
+                        tile_accumulate<D, uint16_t, 4, decltype(vrep)::value, decltype(lut32)::value != 0> tile4 = {
+                            acc->codes, acc->scales, acc->zeros, g_bf16, nblocks, log2b};
+                        agoq_launch_quant<E>(p, src, out, stream, ok ? &tile4 : nullptr);
+                    };
+                    if (g8 & G8_TABLE) go4(agoq_enc_t<AGOQ_VREP32>(), agoq_enc_t<1>());
+                    else go4(agoq_enc_t<AGOQ_VREP>(), agoq_enc_t<0>());
                     return;
                 }
             }
@@ -227,6 +283,7 @@ int agoq_cuda_grad_reduce(const agoq_qconfig *c, const agoq_cuda_qtensor *in, in
         if (agoq_cuda_check_qtensor(fn, c, &in[r])) return -1;
     }
     if (out->n == 0) return 0;
+    const int g8 = g8_mask();
     agoq_dispatch_pair(p.enc, p.dec, [&](auto enc, auto dec) {
         constexpr int E = decltype(enc)::value, D = decltype(dec)::value;
         src_reduce<D> src;
@@ -238,8 +295,10 @@ int agoq_cuda_grad_reduce(const agoq_qconfig *c, const agoq_cuda_qtensor *in, in
         src.vec_sum = ((uintptr_t)sum_out & 15u) == 0;
         bool aligned = sum_out == NULL || aligned16(sum_out);
         for (int r = 0; r < nin; r++) aligned &= ((uintptr_t)in[r].codes & 7u) == 0; /* 8 codes per load */
-        auto with_tile = [&](auto bf16, auto vrep, auto rb) {
-            tile_reduce<D, decltype(bf16)::value != 0, decltype(vrep)::value != 0, decltype(rb)::value> tile;
+        auto with_tile = [&](auto bf16, auto vrep, auto rb, auto sz, auto lut32) {
+            tile_reduce<D, decltype(bf16)::value != 0, decltype(vrep)::value, decltype(rb)::value, decltype(sz)::value != 0,
+                        decltype(lut32)::value != 0>
+                tile;
             memset(&tile, 0, sizeof tile);
             memcpy(tile.in, src.in, sizeof tile.in);
             tile.nin = nin;
@@ -249,13 +308,18 @@ int agoq_cuda_grad_reduce(const agoq_qconfig *c, const agoq_cuda_qtensor *in, in
             agoq_launch_quant<E>(p, src, *out, stream, aligned && tile_grad_ok(p) ? &tile : nullptr);
         };
         if constexpr (E == D) {
+            const agoq_enc_t<0> no;
             auto go = [&](auto bf16) { /* q5 variants: table (replicated values) and asymmetric decoders */
                 if constexpr (D == AGOQ_ENC_TABLE) {
-                    if (!agoq_q5_old() && p.tab_ident) return with_tile(bf16, agoq_enc_t<1>(), agoq_enc_t<RED_RB>());
+                    if (!agoq_q5_old() && p.tab_ident) {
+                        if (g8 & G8_TABLE) return with_tile(bf16, agoq_enc_t<AGOQ_VREP32>(), agoq_enc_t<RED_RB>(), no, agoq_enc_t<1>());
+                        return with_tile(bf16, agoq_enc_t<AGOQ_VREP>(), agoq_enc_t<RED_RB>(), no, no);
+                    }
                 } else if constexpr (D == AGOQ_ENC_INT_ASYM) {
-                    if (!agoq_q5_old()) return with_tile(bf16, agoq_enc_t<0>(), agoq_enc_t<4>());
+                    if (!agoq_q5_old() && (g8 & G8_ASYM_SZ)) return with_tile(bf16, no, agoq_enc_t<RED_RB>(), agoq_enc_t<1>(), no);
+                    if (!agoq_q5_old()) return with_tile(bf16, no, agoq_enc_t<4>(), no, no);
                 }
-                with_tile(bf16, agoq_enc_t<0>(), agoq_enc_t<RED_RB>());
+                with_tile(bf16, no, agoq_enc_t<RED_RB>(), no, no);
             };
             if (src.bf16_sum) go(agoq_enc_t<1>());
             else go(agoq_enc_t<0>());

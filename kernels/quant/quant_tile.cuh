@@ -28,6 +28,7 @@
 
 #include "kernels/quant/quant_q7.cuh"
 #include "kernels/quant/quant_tile_dec.cuh"
+#include "kernels/quant/tab_lut32.h"
 
 #include <type_traits>
 
@@ -89,23 +90,47 @@ __device__ __forceinline__ void agoq_tile_reduce(float (&p)[K], int lane) {
  * (agoq_tile_lut_smem), read with 32-bit shared addresses (agoq_smem_table::lut is a generic
  * pointer: 64-bit address arithmetic and generic loads per element), for tables whose code is
  * the sorted position (dyn8: no code lookup). Entries are copies and the index is
- * agoq_tab_lut_index: agoq_dev_table_code_rn's codes bit for bit. Sources with kVrep = true
+ * agoq_tab_lut_index: agoq_dev_table_code_rn's codes bit for bit. Sources with kVrep != 0
  * (the 8-bit gradient kernels, grad8.cu) select it; their launchers check ident. ---- */
 __device__ __forceinline__ uint2 *agoq_tile_lut_smem() {
     __shared__ uint2 lut[AGOQ_TAB_LUT_MAX];
     return lut;
 }
-/* All threads of the CTA; then __syncthreads(). */
-__device__ __forceinline__ void agoq_tile_stage_lut(const agoq_cuda_qparams &p) {
-    uint2 *lut = agoq_tile_lut_smem();
-    const uint2 *g = (const uint2 *)p.table->lut.e;
-    for (int i = (int)threadIdx.x, ne = 2 * p.tab_nb; i < ne; i += (int)blockDim.x) lut[i] = g[i];
+/* LUT32: the same LUT in 32-bit entries (tab_lut32.h: half the shared memory and about half the
+ * bank conflicts of the 8-byte entries, two more integer operations per code), built by each
+ * CTA from the device table's entries; sources with kLut32 = true (the gradient kernels'
+ * AGOQ_G8 variant, grad8.cu; with kVrep != 0: the 32 KB value table fits the 48 KB of static
+ * shared memory only beside this 11 KB LUT) select it (AGOQ_TILE_OPT_LUT32, not an
+ * agoq_cuda_tile_opts knob: the tile kernel sets it). */
+#define AGOQ_TILE_OPT_LUT32 16
+__device__ __forceinline__ uint32_t *agoq_tile_lut32_smem() {
+    __shared__ uint32_t lut32[AGOQ_TAB_LUT_MAX];
+    return lut32;
 }
+/* All threads of the CTA; then __syncthreads(). */
+template <bool LUT32 = false>
+__device__ __forceinline__ void agoq_tile_stage_lut(const agoq_cuda_qparams &p) {
+    const uint2 *g = (const uint2 *)p.table->lut.e;
+    const uint32_t m = (1u << p.tab_shift) - 1u;
+    for (int i = (int)threadIdx.x, ne = 2 * p.tab_nb; i < ne; i += (int)blockDim.x) {
+        if constexpr (LUT32) agoq_tile_lut32_smem()[i] = agoq_tab_lut32_entry(g[i].x, g[i].y, m);
+        else agoq_tile_lut_smem()[i] = g[i];
+    }
+}
+template <bool LUT32 = false>
 __device__ __forceinline__ uint32_t agoq_tile_table_pos(const agoq_cuda_qparams &p, float y) {
     const int i = agoq_tab_lut_index(p.tab_shift, p.tab_base, p.tab_nb, p.tab_lo, p.tab_hi, y);
-    const uint2 e = agoq_tile_lut_smem()[i];
-    return agoq_tab_lut_pos(e.x, e.y, y);
+    if constexpr (LUT32) {
+        return agoq_tab_lut32_pos(agoq_tile_lut32_smem()[i], y, (1u << p.tab_shift) - 1u);
+    } else {
+        const uint2 e = agoq_tile_lut_smem()[i];
+        return agoq_tab_lut_pos(e.x, e.y, y);
+    }
 }
+template <class S, class = void>
+struct agoq_src_lut32 : std::false_type {};
+template <class S>
+struct agoq_src_lut32<S, std::void_t<decltype(S::kLut32)>> : std::integral_constant<bool, S::kLut32> {};
 
 /* ---- the uniform grid of tab_lut.h (AGOQ_TILE_OPT_GRID; tables that have one, whose code is
  * the position: NF4), staged in the tile kernel's own 1 KB shared array: the entry index is one
@@ -196,7 +221,8 @@ __device__ __forceinline__ uint64_t agoq_tile_encode_finite(const agoq_cuda_qpar
         packed = agoq_fp8_clear_neg_zero(packed);
     } else if constexpr (ENC == AGOQ_ENC_TABLE && LUT_SMEM) {
 #pragma unroll
-        for (int j = 0; j < N; j++) packed |= (uint64_t)agoq_tile_table_pos(p, v[j] * inv) << (j * BITS);
+        for (int j = 0; j < N; j++)
+            packed |= (uint64_t)agoq_tile_table_pos<(OPT & AGOQ_TILE_OPT_LUT32) != 0>(p, v[j] * inv) << (j * BITS);
     } else if constexpr (ENC == AGOQ_ENC_TABLE) { /* x * inv of finite x and inv is never NaN */
 #pragma unroll
         for (int j = 0; j < N; j++) packed |= (uint64_t)agoq_dev_table_code_rn(p, t, v[j] * inv) << (j * BITS);
@@ -467,12 +493,14 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS(ENC, Sr
     constexpr int E = Src::kVec;
     using G = agoq_tile_geom<LOG2B, E, Src::kU>;
     __shared__ agoq_smem_table tab;
-    if constexpr (agoq_src_vrep<Src>::value) { /* Src::kTable: synchronised below */
-        float *vrep = agoq_tile_vrep();
-        for (int i = (int)threadIdx.x; i < 256 * AGOQ_VREP; i += (int)blockDim.x)
-            vrep[i] = p.table->value[i / AGOQ_VREP];
+    constexpr int kVrep = agoq_src_vrep<Src>::value; /* replicas of the value table, 0: none */
+    if constexpr (kVrep != 0) { /* Src::kTable: synchronised below */
+        float *vrep = agoq_tile_vrep<kVrep != 0 ? kVrep : AGOQ_VREP>();
+        for (int i = (int)threadIdx.x; i < 256 * kVrep; i += (int)blockDim.x) vrep[i] = p.table->value[i / kVrep];
     }
-    constexpr bool kLutSmem = ENC == AGOQ_ENC_TABLE && agoq_src_vrep<Src>::value;
+    constexpr bool kLutSmem = ENC == AGOQ_ENC_TABLE && kVrep != 0;
+    constexpr bool kLut32 = kLutSmem && agoq_src_lut32<Src>::value; /* the CTA's LUT in 32-bit entries */
+    constexpr int kOpt = OPT | (kLut32 ? AGOQ_TILE_OPT_LUT32 : 0);
     constexpr bool kGrid = ENC == AGOQ_ENC_TABLE && (OPT & AGOQ_TILE_OPT_GRID) != 0;
     static_assert(!(kGrid && kLutSmem), "the grid and the CTA LUT are alternatives");
     if constexpr (kGrid) {
@@ -481,7 +509,7 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS(ENC, Sr
         __syncthreads();
     } else if constexpr (kLutSmem) { /* the careful path reads the device table's LUT (tab.lut) */
         agoq_dev_load_table(&tab, p.table);
-        agoq_tile_stage_lut(p);
+        agoq_tile_stage_lut<kLut32>(p);
         __syncthreads();
     } else if constexpr (ENC == AGOQ_ENC_TABLE) {
         AGOQ_STAGE_TABLE_LUT(tab, p.table);
@@ -497,12 +525,12 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS(ENC, Sr
         if constexpr ((OPT & AGOQ_TILE_OPT_PACK) != 0) { /* Src: agoq_tile_src_bf16 (the launcher checks) */
             uint32_t w[G::U][4];
             src.load_tile_packed(tile * (size_t)G::TILE, lane, w);
-            if (!agoq_tile_quantize_bf16p<ENC, BITS, LOG2B, false, G::U, kLutSmem, OPT>(p, &tab, w, tile, out, lane))
+            if (!agoq_tile_quantize_bf16p<ENC, BITS, LOG2B, false, G::U, kLutSmem, kOpt>(p, &tab, w, tile, out, lane))
                 agoq_tile_quantize_bf16p<ENC, BITS, LOG2B, true, G::U>(p, &tab, w, tile, out, lane);
         } else {
             float v[G::U][E];
             src.load_tile(p, &tab, tile * (size_t)G::TILE, lane, v);
-            if (!agoq_tile_quantize<ENC, BITS, LOG2B, E, false, G::U, false, kLutSmem, OPT>(p, &tab, v, tile, out, lane))
+            if (!agoq_tile_quantize<ENC, BITS, LOG2B, E, false, G::U, false, kLutSmem, kOpt>(p, &tab, v, tile, out, lane))
                 agoq_tile_quantize<ENC, BITS, LOG2B, E, true>(p, &tab, v, tile, out, lane);
         }
     }

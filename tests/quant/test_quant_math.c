@@ -21,6 +21,7 @@
 #include "kernels/quant/quant_ref.h"
 #include "kernels/quant/quant_tile_geom.h"
 #include "kernels/quant/tab_lut.h"
+#include "kernels/quant/tab_lut32.h"
 #include "tests/test.h"
 
 /* The reference's encode of a scaled value y for a table format, round to nearest. */
@@ -103,12 +104,15 @@ TEST(fast_fp4_fp8_encoders_equal_table_search_at_every_midpoint) {
 }
 
 /* The round-to-nearest LUT of every table format (tab_lut.h; NF4 and dyn8 encode with it on
- * the GPU) against the reference's search: the strided sweep, dense denormals, every midpoint
+ * the GPU), and its 32-bit entries, against the reference's search: the strided sweep, dense denormals, every midpoint
  * with 3 ulp either side, the specials (NaN excluded: the callers map it to 0 first). */
 static size_t lut_compare(const agoq_code_table *t, const agoq_tab_lut *lut, float y, size_t *bad) {
     if (agoq_isnan(y)) return 0;
     const uint32_t *e = lut->e[agoq_tab_lut_index(lut->shift, lut->base, lut->nb, lut->lo, lut->hi, y)];
     const uint32_t pos = agoq_tab_lut_pos(e[0], e[1], y);
+    /* the 32-bit entries (tab_lut.h, the gradient kernels' CTA copy) give the same position */
+    const uint32_t m = (1u << lut->shift) - 1u, pos32 = agoq_tab_lut32_pos(agoq_tab_lut32_entry(e[0], e[1], m), y, m);
+    if (pos32 != pos && (*bad)++ < 5) fprintf(stderr, "    y = %a: LUT position %u, 32-bit entry %u\n", y, pos, pos32);
     const uint32_t got = lut->ident ? pos : t->sorted_code[pos];
     const uint32_t want = t->sorted_code[agoq_table_pos(t->sorted, t->mid, t->sorted_code, t->nsorted, y, -1.0f)];
     if (want != got && (*bad)++ < 5)

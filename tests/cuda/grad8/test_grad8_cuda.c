@@ -2,7 +2,8 @@
  * micro-batch accumulation (fp32 and bf16 new gradient, in place) and the reduce core
  * (N = 1..64 chunks, fp32 and bf16 summation, sum_out, in place into one of the inputs)
  * for the gradient formats int8, fp8_e4m3 and dyn8 plus a 4-bit and an asymmetric format,
- * blocks of the segment and the warp kernels, both roundings, odd sizes, edge-case data. */
+ * blocks of the segment and the warp kernels, both roundings, odd sizes, edge-case data, and
+ * the AGOQ_G8 variants of the tile kernels. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -169,6 +170,34 @@ TEST(cuda_grad_int8_asym_tile_options) {
             }
     }
     agoq_cuda_tile_opts_force(-1);
+    CHECK_MSG(bad == 0, "%zu mismatches over %zu runs", bad, runs);
+}
+
+TEST(cuda_grad_g8_variants) {
+    /* AGOQ_G8 (grad8.cu), every mask 0..3, against the reference: dyn8 (32-times replicated
+     * value table, 32-bit encode LUT: reduce and bf16 accumulation) and int8_asym (8-chunk
+     * batches with one scale / zero register per chunk: reduce), several whole tiles plus a
+     * tail, both scale types, fp32 and bf16 sums, sum_out, in place, chunk counts around the
+     * batch of 8 */
+    static const int fmts[] = {AGOQ_FMT_DYN8, AGOQ_FMT_INT8_ASYM};
+    static const int blocks[] = {32, 64, 128, 256};
+    static const int nins[] = {1, 5, 8, 11};
+    size_t bad = 0, runs = 0;
+    for (int g8 = 0; g8 < 4; g8++) {
+        char v[4];
+        snprintf(v, sizeof v, "%d", g8);
+        setenv("AGOQ_G8", v, 1);
+        for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++)
+            for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++)
+                for (int sc = 0; sc < 2; sc++) {
+                    agoq_qconfig c = cfg(fmts[f], blocks[b], sc, 0);
+                    const size_t n = 5 * 2048 + 3 * (size_t)blocks[b] + 5;
+                    for (int gb = 0; gb < 2; gb++, runs++) bad += check_accumulate(&c, n, gb, 90 + runs);
+                    for (size_t k = 0; k < sizeof nins / sizeof nins[0]; k++, runs++)
+                        bad += check_reduce(&c, n, nins[k], (agoq_sum_precision)(runs & 1), (int)(k == 2));
+                }
+    }
+    unsetenv("AGOQ_G8");
     CHECK_MSG(bad == 0, "%zu mismatches over %zu runs", bad, runs);
 }
 
