@@ -102,6 +102,28 @@ __device__ __forceinline__ void agoq_tile_stage_lut(const agoq_cuda_qparams &p) 
     const uint2 *g = (const uint2 *)p.table->lut.e;
     for (int i = (int)threadIdx.x, ne = 2 * p.tab_nb; i < ne; i += (int)blockDim.x) lut[i] = g[i];
 }
+/* q8's staging (AGOQ_TILE_OPT_Q8; CTAs of AGOQ_QUANT_THREADS): every load of the table and the
+ * LUT issued before the first store (the loop above waits one L2 round trip per 256 entries: the
+ * generic source may alias the shared copy), then the table (agoq_dev_load_table's copy, for the
+ * careful path) and the LUT stores. All threads; then __syncthreads(). */
+__device__ __forceinline__ void agoq_tile_stage_q8(agoq_smem_table *tab, const agoq_cuda_qparams &p) {
+    constexpr int kPer = (AGOQ_TAB_LUT_MAX + AGOQ_QUANT_THREADS - 1) / AGOQ_QUANT_THREADS;
+    const uint2 *__restrict__ g = (const uint2 *)p.table->lut.e;
+    const int ne = 2 * p.tab_nb;
+    uint2 r[kPer];
+#pragma unroll
+    for (int k = 0; k < kPer; k++) {
+        const int i = (int)threadIdx.x + k * AGOQ_QUANT_THREADS;
+        if (i < ne) r[k] = __ldg(g + i);
+    }
+    agoq_dev_load_table(tab, p.table);
+    uint2 *lut = agoq_tile_lut_smem();
+#pragma unroll
+    for (int k = 0; k < kPer; k++) {
+        const int i = (int)threadIdx.x + k * AGOQ_QUANT_THREADS;
+        if (i < ne) lut[i] = r[k];
+    }
+}
 __device__ __forceinline__ uint32_t agoq_tile_table_pos(const agoq_cuda_qparams &p, float y) {
     const int i = agoq_tab_lut_index(p.tab_shift, p.tab_base, p.tab_nb, p.tab_lo, p.tab_hi, y);
     const uint2 e = agoq_tile_lut_smem()[i];
@@ -504,8 +526,12 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS_OPT(ENC
         agoq_tile_stage_grid(p);
         __syncthreads();
     } else if constexpr (kLutSmem) { /* the careful path reads the device table's LUT (tab.lut) */
-        agoq_dev_load_table(&tab, p.table);
-        agoq_tile_stage_lut(p);
+        if constexpr ((OPT & AGOQ_TILE_OPT_Q8) != 0) {
+            agoq_tile_stage_q8(&tab, p);
+        } else {
+            agoq_dev_load_table(&tab, p.table);
+            agoq_tile_stage_lut(p);
+        }
         __syncthreads();
     } else if constexpr (ENC == AGOQ_ENC_TABLE) {
         AGOQ_STAGE_TABLE_LUT(tab, p.table);
