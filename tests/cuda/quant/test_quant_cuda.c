@@ -369,22 +369,24 @@ TEST(cuda_quant_tile_options_each_setting) {
 
 TEST(cuda_quant_q8_pf_loops_over_tiles) {
     /* issue 15's q8 / pf (AGOQ_Q8, AGOQ_Q8_PF) where pf's warps loop: above what 132 SMs keep
-     * resident at pf's 2 CTAs (2 x 8 warps x 2048 bf16 elements = 4.3M), with a tail; the
-     * formats each touches (dyn8: the q8 LUT encoder; int4_asym: q8's register bound; fp4) */
-    const size_t n = ((size_t)3 << 22) + 7 * 256 + 5;
-    const agoq_qconfig cs[] = {make_cfg(AGOQ_FMT_DYN8, 256, 0, 0), make_cfg(AGOQ_FMT_INT4_ASYM, 128, 1, 0),
-                               make_cfg(AGOQ_FMT_FP4_E2M1, 128, 0, 0)};
+     * resident at pf's 2 CTAs (2 x 8 warps x 2048 bf16 elements = 4.3M), with a tail; each
+     * format under the settings that give it distinct kernels (dyn8: pf with the old and the q8
+     * encoder; int4_asym: pf overrides q8's register bound; fp4: q8 does not touch it) */
+    const size_t n = ((size_t)1 << 23) + 7 * 256 + 5;
     const int base = AGOQ_TILE_OPT_ASYM | AGOQ_TILE_OPT_GRID | AGOQ_TILE_OPT_PACK | AGOQ_TILE_OPT_Q7;
-    const int settings[] = {base | AGOQ_TILE_OPT_Q8 | AGOQ_TILE_OPT_PF, base | AGOQ_TILE_OPT_PF};
+    const int pf = base | AGOQ_TILE_OPT_PF, q8pf = pf | AGOQ_TILE_OPT_Q8;
+    const struct {
+        agoq_qconfig c;
+        int opts;
+    } runs[] = {{make_cfg(AGOQ_FMT_DYN8, 256, 0, 0), q8pf}, {make_cfg(AGOQ_FMT_DYN8, 256, 1, 0), pf},
+                {make_cfg(AGOQ_FMT_INT4_ASYM, 128, 1, 0), q8pf}, {make_cfg(AGOQ_FMT_FP4_E2M1, 128, 0, 0), pf}};
     size_t bad = 0;
-    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
-        float *x = tile_data(n, cs[k].block, 91 + k); /* NaN / Inf in every third tile: most take the fast path */
-        for (size_t si = 0; si < sizeof settings / sizeof settings[0]; si++) {
-            agoq_cuda_tile_opts_force(settings[si]);
-            const size_t b = check_config(&cs[k], x, n, 0, 0, 0);
-            if (b) fprintf(stderr, "    (tile options %d)\n", settings[si]);
-            bad += b;
-        }
+    for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
+        float *x = tile_data(n, runs[k].c.block, 91 + k); /* NaN / Inf in every third tile: most take the fast path */
+        agoq_cuda_tile_opts_force(runs[k].opts);
+        const size_t b = check_config(&runs[k].c, x, n, 0, 0, 0);
+        if (b) fprintf(stderr, "    (tile options %d)\n", runs[k].opts);
+        bad += b;
         free(x);
     }
     agoq_cuda_tile_opts_force(-1);
