@@ -138,9 +138,8 @@ static size_t agoq_launch_quant_tiles(const agoq_cuda_qparams &p, const TileSrc 
                                         (ENC == AGOQ_ENC_INT_ASYM ||
                                          (p.tab_ident && p.qmax == 1.0f && agoq_q8_lut_ok(p.tab_shift, p.tab_hi)));
                         auto with_pf = [&](auto o) {
-                            constexpr int kO = decltype(o)::value;
                             if constexpr (kPf)
-                                if (opts & AGOQ_TILE_OPT_PF) return go(agoq_enc_t<kO | AGOQ_TILE_OPT_PF>());
+                                if (opts & AGOQ_TILE_OPT_PF) return go(agoq_enc_t<decltype(o)::value | AGOQ_TILE_OPT_PF>());
                             go(o);
                         };
                         if (opts & AGOQ_TILE_OPT_Q7) {
