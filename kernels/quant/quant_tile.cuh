@@ -27,7 +27,6 @@
 #include "kernels/quant/quant_tile_geom.h"
 
 #include "kernels/quant/quant_q7.cuh"
-#include "kernels/quant/quant_q8.h"
 #include "kernels/quant/quant_tile_dec.cuh"
 
 #include <type_traits>
@@ -102,28 +101,6 @@ __device__ __forceinline__ void agoq_tile_stage_lut(const agoq_cuda_qparams &p) 
     const uint2 *g = (const uint2 *)p.table->lut.e;
     for (int i = (int)threadIdx.x, ne = 2 * p.tab_nb; i < ne; i += (int)blockDim.x) lut[i] = g[i];
 }
-/* q8's staging (AGOQ_TILE_OPT_Q8; CTAs of AGOQ_QUANT_THREADS): every load of the table and the
- * LUT issued before the first store (the loop above waits one L2 round trip per 256 entries: the
- * generic source may alias the shared copy), then the table (agoq_dev_load_table's copy, for the
- * careful path) and the LUT stores. All threads; then __syncthreads(). */
-__device__ __forceinline__ void agoq_tile_stage_q8(agoq_smem_table *tab, const agoq_cuda_qparams &p) {
-    constexpr int kPer = (AGOQ_TAB_LUT_MAX + AGOQ_QUANT_THREADS - 1) / AGOQ_QUANT_THREADS;
-    const uint2 *__restrict__ g = (const uint2 *)p.table->lut.e;
-    const int ne = 2 * p.tab_nb;
-    uint2 r[kPer];
-#pragma unroll
-    for (int k = 0; k < kPer; k++) {
-        const int i = (int)threadIdx.x + k * AGOQ_QUANT_THREADS;
-        if (i < ne) r[k] = __ldg(g + i);
-    }
-    agoq_dev_load_table(tab, p.table);
-    uint2 *lut = agoq_tile_lut_smem();
-#pragma unroll
-    for (int k = 0; k < kPer; k++) {
-        const int i = (int)threadIdx.x + k * AGOQ_QUANT_THREADS;
-        if (i < ne) lut[i] = r[k];
-    }
-}
 __device__ __forceinline__ uint32_t agoq_tile_table_pos(const agoq_cuda_qparams &p, float y) {
     const int i = agoq_tab_lut_index(p.tab_shift, p.tab_base, p.tab_nb, p.tab_lo, p.tab_hi, y);
     const uint2 e = agoq_tile_lut_smem()[i];
@@ -167,22 +144,7 @@ __device__ __forceinline__ uint64_t agoq_tile_pack_low(const uint32_t (&w)[N]) {
     return packed;
 }
 
-/* q8 (AGOQ_TILE_OPT_Q8, quant_q8.h): N table positions of v * inv by the CTA's LUT at a 32-bit
- * shared address (agoq_q8_lut_index as an address: one select of the sign's half, one shift,
- * one LEA), packed by agoq_tile_pack_low. Contract: the fast path, ident, agoq_q8_lut_ok. */
-template <int BITS, int N>
-__device__ __forceinline__ uint64_t agoq_tile_q8_table(const agoq_cuda_qparams &p, const float (&v)[N], float inv) {
-    uint32_t pos0, neg0, w[N];
-    agoq_q8_lut_bases((uint32_t)__cvta_generic_to_shared(agoq_tile_lut_smem()), p.tab_base, p.tab_nb, &pos0, &neg0);
-#pragma unroll
-    for (int j = 0; j < N; j++) {
-        const float y = v[j] * inv;
-        uint32_t thr, pos;
-        asm("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(thr), "=r"(pos) : "r"(agoq_q8_lut_addr(pos0, neg0, p.tab_shift, p.tab_lo, y)));
-        w[j] = agoq_tab_lut_pos(thr, pos, y);
-    }
-    return agoq_tile_pack_low<BITS, N>(w);
-}
+#include "kernels/quant/quant_q8.cuh" /* q8's staging and encoder: over the LUT and packing above */
 
 /* ---- branch-free encoders of finite scaled values (the block's range is finite) ----
  * int symmetric: |y| <= ~qmax (1 + 2^-8) < qmax + 1/2 (the scale's bf16 rounding is the
