@@ -69,14 +69,16 @@ int agoq_grid_resident_only(void) {
 
 void agoq_cuda_grid_force(int mode) { g_grid_resident = mode < 0 ? -1 : mode != 0; }
 
-static int g_tile_opts = -1; /* -1: from AGOQ_Q6_* and AGOQ_Q7 (each default 1) at the first launch */
+static int g_tile_opts = -1; /* -1: from AGOQ_Q6_*, AGOQ_Q7 (each default 1), AGOQ_Q8 and AGOQ_Q8_PF (0) at the first launch */
 
 int agoq_cuda_tile_opts(void) {
     if (g_tile_opts < 0) {
         g_tile_opts = (agoq_knob_int("AGOQ_Q6_ASYM", 1, 0, 1) ? AGOQ_TILE_OPT_ASYM : 0) |
                       (agoq_knob_int("AGOQ_Q6_NF4", 1, 0, 1) ? AGOQ_TILE_OPT_GRID : 0) |
                       (agoq_knob_int("AGOQ_Q6_PACK", 1, 0, 1) ? AGOQ_TILE_OPT_PACK : 0) |
-                      (agoq_knob_int("AGOQ_Q7", 1, 0, 1) ? AGOQ_TILE_OPT_Q7 : 0);
+                      (agoq_knob_int("AGOQ_Q7", 1, 0, 1) ? AGOQ_TILE_OPT_Q7 : 0) |
+                      (agoq_knob_int("AGOQ_Q8", 0, 0, 1) ? AGOQ_TILE_OPT_Q8 : 0) |
+                      (agoq_knob_int("AGOQ_Q8_PF", 0, 0, 1) ? AGOQ_TILE_OPT_PF : 0);
     }
     return g_tile_opts;
 }

@@ -116,7 +116,9 @@ static size_t agoq_launch_quant_tiles(const agoq_cuda_qparams &p, const TileSrc 
         } else {
             auto go = [&](auto opt) {
                 constexpr auto kernel = agoq_quant_tile_kernel<ENC, BITS, LOG2B, TileSrc, decltype(opt)::value>;
-                kernel<<<agoq_grid_units<kernel>(ntiles, ENC == AGOQ_ENC_TABLE), AGOQ_QUANT_THREADS, 0,
+                /* resident grids: the CTAs that stage the LUT, and pf's warps (they loop over tiles) */
+                constexpr bool kResident = ENC == AGOQ_ENC_TABLE || (decltype(opt)::value & AGOQ_TILE_OPT_PF) != 0;
+                kernel<<<agoq_grid_units<kernel>(ntiles, kResident), AGOQ_QUANT_THREADS, 0,
                          (cudaStream_t)stream>>>(p, src, q, ntiles);
             };
             /* the optional encoders (agoq_cuda_tile_opts): asym for every source; the grid for the
@@ -127,8 +129,27 @@ static size_t agoq_launch_quant_tiles(const agoq_cuda_qparams &p, const TileSrc 
             auto with_pack = [&](auto enc_opt) {
                 if constexpr (kPackable)
                     if (opts & AGOQ_TILE_OPT_PACK) {
-                        if (opts & AGOQ_TILE_OPT_Q7) return go(agoq_enc_t<decltype(enc_opt)::value | AGOQ_TILE_OPT_PACK | AGOQ_TILE_OPT_Q7>());
-                        return go(agoq_enc_t<decltype(enc_opt)::value | AGOQ_TILE_OPT_PACK>());
+                        constexpr int kOpt = decltype(enc_opt)::value | AGOQ_TILE_OPT_PACK;
+                        /* q8: asym integers; ident tables off the grid whose LUT needs no upper clamp.
+                         * pf: with q7, for the encoders of issue 15's targets (dyn8, int4_asym, fp4) */
+                        constexpr bool kQ8 = ENC == AGOQ_ENC_INT_ASYM || (ENC == AGOQ_ENC_TABLE && !(kOpt & AGOQ_TILE_OPT_GRID));
+                        constexpr bool kPf = ENC == AGOQ_ENC_INT_ASYM || ENC == AGOQ_ENC_TABLE || ENC == AGOQ_ENC_FP4;
+                        const bool q8 = kQ8 && (opts & AGOQ_TILE_OPT_Q8) &&
+                                        (ENC == AGOQ_ENC_INT_ASYM ||
+                                         (p.tab_ident && p.qmax == 1.0f && agoq_q8_lut_ok(p.tab_shift, p.tab_hi)));
+                        auto with_pf = [&](auto o) {
+                            if constexpr (kPf)
+                                if (opts & AGOQ_TILE_OPT_PF) return go(agoq_enc_t<decltype(o)::value | AGOQ_TILE_OPT_PF>());
+                            go(o);
+                        };
+                        if (opts & AGOQ_TILE_OPT_Q7) {
+                            if constexpr (kQ8)
+                                if (q8) return with_pf(agoq_enc_t<kOpt | AGOQ_TILE_OPT_Q7 | AGOQ_TILE_OPT_Q8>());
+                            return with_pf(agoq_enc_t<kOpt | AGOQ_TILE_OPT_Q7>());
+                        }
+                        if constexpr (kQ8)
+                            if (q8) return go(agoq_enc_t<kOpt | AGOQ_TILE_OPT_Q8>());
+                        return go(agoq_enc_t<kOpt>());
                     }
                 go(enc_opt);
             };

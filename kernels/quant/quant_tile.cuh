@@ -101,8 +101,7 @@ __device__ __forceinline__ uint2 *agoq_tile_lut_smem() {
  * CTA from the device table's entries; sources with kLut32 = true (the gradient kernels'
  * AGOQ_G8 variant, grad8.cu; with kVrep != 0: the 32 KB value table fits the 48 KB of static
  * shared memory only beside this 11 KB LUT) select it (AGOQ_TILE_OPT_LUT32, not an
- * agoq_cuda_tile_opts knob: the tile kernel sets it). */
-#define AGOQ_TILE_OPT_LUT32 16
+ * agoq_cuda_tile_opts knob: the tile kernel sets it; its bit is defined in quant_cuda.h beside the others). */
 __device__ __forceinline__ uint32_t *agoq_tile_lut32_smem() {
     __shared__ uint32_t lut32[AGOQ_TAB_LUT_MAX];
     return lut32;
@@ -169,6 +168,8 @@ __device__ __forceinline__ uint64_t agoq_tile_pack_low(const uint32_t (&w)[N]) {
     return packed;
 }
 
+#include "kernels/quant/quant_q8.cuh" /* q8's staging and encoder: over the LUT and packing above */
+
 /* ---- branch-free encoders of finite scaled values (the block's range is finite) ----
  * int symmetric: |y| <= ~qmax (1 + 2^-8) < qmax + 1/2 (the scale's bf16 rounding is the
  * largest error; tests/quant/test_quant_math.c sweeps every absmax), so
@@ -197,6 +198,8 @@ __device__ __forceinline__ uint64_t agoq_tile_encode_finite(const agoq_cuda_qpar
             for (int j = 0; j < N; j++) w[j] = agoq_int_asym_magic_word((v[j] - m) * inv);
         }
         packed = agoq_tile_pack_low<BITS, N>(w);
+    } else if constexpr (ENC == AGOQ_ENC_TABLE && LUT_SMEM && (OPT & AGOQ_TILE_OPT_Q8)) {
+        packed = agoq_tile_q8_table<BITS, N>(p, v, inv);
     } else if constexpr (ENC == AGOQ_ENC_TABLE && (OPT & AGOQ_TILE_OPT_GRID)) {
 #pragma unroll
         for (int j = 0; j < N; j++) packed |= (uint64_t)agoq_tile_grid_pos(p, v[j] * inv) << (j * BITS);
@@ -484,11 +487,16 @@ __device__ __forceinline__ bool agoq_tile_quantize_bf16p(const agoq_cuda_qparams
  * (80 registers) for table encoders (NF4, dyn8: the LUT lookups are independent, and unbounded
  * ptxas keeps all of a tile's in flight at 112-128 registers, 2 CTAs). */
 #define AGOQ_TILE_MIN_CTAS(ENC, Src) ((ENC) == AGOQ_ENC_TABLE && (Src::kMinCtas) < 3 ? 3 : (Src::kMinCtas))
+/* q8: asymmetric integers bounded to 3 CTAs too (unbounded: 127 registers, 2 CTAs, 16 warps an
+ * SM); pf: 2 CTAs for every encoder (two tiles of registers: spills at 3) */
+#define AGOQ_TILE_MIN_CTAS_OPT(ENC, Src, OPT)                                              \
+    (((OPT) & AGOQ_TILE_OPT_PF) ? 2                                                         \
+     : (ENC) == AGOQ_ENC_INT_ASYM && ((OPT) & AGOQ_TILE_OPT_Q8) ? 3 : AGOQ_TILE_MIN_CTAS(ENC, Src))
 /* OPT: agoq_tile_encode_finite's optional encoders (the launcher picks them, quant_launch.cuh);
  * with GRID the CTA stages the 1 KB grid, not the 22 KB LUT (the careful path reads the device
  * table's LUT through L1). */
 template <int ENC, int BITS, int LOG2B, class Src, int OPT = 0>
-__global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS(ENC, Src))
+__global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS_OPT(ENC, Src, OPT))
     agoq_quant_tile_kernel(agoq_cuda_qparams p, Src src, agoq_cuda_qtensor out, size_t ntiles) {
     constexpr int E = Src::kVec;
     using G = agoq_tile_geom<LOG2B, E, Src::kU>;
@@ -498,18 +506,23 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS(ENC, Sr
         float *vrep = agoq_tile_vrep<kVrep != 0 ? kVrep : AGOQ_VREP>();
         for (int i = (int)threadIdx.x; i < 256 * kVrep; i += (int)blockDim.x) vrep[i] = p.table->value[i / kVrep];
     }
-    constexpr bool kLutSmem = ENC == AGOQ_ENC_TABLE && kVrep != 0;
+    constexpr bool kGrid = ENC == AGOQ_ENC_TABLE && (OPT & AGOQ_TILE_OPT_GRID) != 0;
+    constexpr bool kLutSmem = ENC == AGOQ_ENC_TABLE && (kVrep != 0 || (!kGrid && (OPT & AGOQ_TILE_OPT_Q8)));
     constexpr bool kLut32 = kLutSmem && agoq_src_lut32<Src>::value; /* the CTA's LUT in 32-bit entries */
     constexpr int kOpt = OPT | (kLut32 ? AGOQ_TILE_OPT_LUT32 : 0);
-    constexpr bool kGrid = ENC == AGOQ_ENC_TABLE && (OPT & AGOQ_TILE_OPT_GRID) != 0;
     static_assert(!(kGrid && kLutSmem), "the grid and the CTA LUT are alternatives");
     if constexpr (kGrid) {
         agoq_dev_load_table(&tab, p.table);
         agoq_tile_stage_grid(p);
         __syncthreads();
     } else if constexpr (kLutSmem) { /* the careful path reads the device table's LUT (tab.lut) */
-        agoq_dev_load_table(&tab, p.table);
-        agoq_tile_stage_lut<kLut32>(p);
+        if constexpr ((OPT & AGOQ_TILE_OPT_Q8) != 0) {
+            static_assert(!kLut32, "q8 stages its own LUT");
+            agoq_tile_stage_q8(&tab, p);
+        } else {
+            agoq_dev_load_table(&tab, p.table);
+            agoq_tile_stage_lut<kLut32>(p);
+        }
         __syncthreads();
     } else if constexpr (ENC == AGOQ_ENC_TABLE) {
         AGOQ_STAGE_TABLE_LUT(tab, p.table);
@@ -521,6 +534,20 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS(ENC, Sr
     const int lane = (int)(threadIdx.x & 31u);
     const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5;
+    if constexpr ((OPT & AGOQ_TILE_OPT_PF) != 0) { /* packed tiles, resident grid: the next tile in flight */
+        uint32_t w[G::U][4];
+        if (warp < ntiles) src.load_tile_packed(warp * (size_t)G::TILE, lane, w);
+        for (size_t tile = warp; tile < ntiles; tile += nwarps) {
+            uint32_t wn[G::U][4];
+            if (tile + nwarps < ntiles) src.load_tile_packed((tile + nwarps) * (size_t)G::TILE, lane, wn);
+            if (!agoq_tile_quantize_bf16p<ENC, BITS, LOG2B, false, G::U, kLutSmem, kOpt>(p, &tab, w, tile, out, lane))
+                agoq_tile_quantize_bf16p<ENC, BITS, LOG2B, true, G::U>(p, &tab, w, tile, out, lane);
+#pragma unroll
+            for (int j = 0; j < G::U; j++)
+#pragma unroll
+                for (int k = 0; k < 4; k++) w[j][k] = wn[j][k];
+        }
+    } else {
     for (size_t tile = warp; tile < ntiles; tile += nwarps) {
         if constexpr ((OPT & AGOQ_TILE_OPT_PACK) != 0) { /* Src: agoq_tile_src_bf16 (the launcher checks) */
             uint32_t w[G::U][4];
@@ -533,6 +560,7 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS(ENC, Sr
             if (!agoq_tile_quantize<ENC, BITS, LOG2B, E, false, G::U, false, kLutSmem, kOpt>(p, &tab, v, tile, out, lane))
                 agoq_tile_quantize<ENC, BITS, LOG2B, E, true>(p, &tab, v, tile, out, lane);
         }
+    }
     }
 }
 

@@ -334,9 +334,14 @@ TEST(cuda_quant_tile_options_each_setting) {
                                AGOQ_FMT_INT4,      AGOQ_FMT_INT8,      AGOQ_FMT_FP8_E4M3, AGOQ_FMT_FP8_E5M2, AGOQ_FMT_INT2};
     static const int blocks[] = {32, 64, 128, 256};
     size_t bad = 0, configs = 0;
-    for (int opts = 0; opts < 16; opts++)
+    const int packed_only = AGOQ_TILE_OPT_Q7 | AGOQ_TILE_OPT_Q8 | AGOQ_TILE_OPT_PF;
+    for (int opts = 0; opts < 64; opts++)
         for (int resident = 0; resident < 2; resident++) {
-            if ((opts & AGOQ_TILE_OPT_Q7) && !(opts & AGOQ_TILE_OPT_PACK)) continue;
+            if ((opts & packed_only) && !(opts & AGOQ_TILE_OPT_PACK)) continue;
+            /* q8 / pf (issue 15): pf acts with q7 only, forces resident grids itself; both on the
+             * default grid only (their loops over several tiles: the test below) */
+            if ((opts & AGOQ_TILE_OPT_PF) && !(opts & AGOQ_TILE_OPT_Q7)) continue;
+            if ((opts & (AGOQ_TILE_OPT_Q8 | AGOQ_TILE_OPT_PF)) && resident) continue;
             agoq_cuda_tile_opts_force(opts);
             agoq_cuda_grid_force(resident);
             for (size_t f = 0; f < ((opts & AGOQ_TILE_OPT_PACK) ? 10 : 4); f++)
@@ -360,6 +365,32 @@ TEST(cuda_quant_tile_options_each_setting) {
     agoq_cuda_tile_opts_force(-1);
     agoq_cuda_grid_force(-1);
     CHECK_MSG(bad == 0, "%zu mismatches over %zu configs", bad, configs);
+}
+
+TEST(cuda_quant_q8_pf_loops_over_tiles) {
+    /* issue 15's q8 / pf (AGOQ_Q8, AGOQ_Q8_PF) where pf's warps loop: above what 132 SMs keep
+     * resident at pf's 2 CTAs (2 x 8 warps x 2048 bf16 elements = 4.3M), with a tail; each
+     * format under the settings that give it distinct kernels (dyn8: pf with the old and the q8
+     * encoder; int4_asym: pf overrides q8's register bound; fp4: q8 does not touch it) */
+    const size_t n = ((size_t)1 << 23) + 7 * 256 + 5;
+    const int base = AGOQ_TILE_OPT_ASYM | AGOQ_TILE_OPT_GRID | AGOQ_TILE_OPT_PACK | AGOQ_TILE_OPT_Q7;
+    const int pf = base | AGOQ_TILE_OPT_PF, q8pf = pf | AGOQ_TILE_OPT_Q8;
+    const struct {
+        agoq_qconfig c;
+        int opts;
+    } runs[] = {{make_cfg(AGOQ_FMT_DYN8, 256, 0, 0), q8pf}, {make_cfg(AGOQ_FMT_DYN8, 256, 1, 0), pf},
+                {make_cfg(AGOQ_FMT_INT4_ASYM, 128, 1, 0), q8pf}, {make_cfg(AGOQ_FMT_FP4_E2M1, 128, 0, 0), pf}};
+    size_t bad = 0;
+    for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
+        float *x = tile_data(n, runs[k].c.block, 91 + k); /* NaN / Inf in every third tile: most take the fast path */
+        agoq_cuda_tile_opts_force(runs[k].opts);
+        const size_t b = check_config(&runs[k].c, x, n, 0, 0, 0);
+        if (b) fprintf(stderr, "    (tile options %d)\n", runs[k].opts);
+        bad += b;
+        free(x);
+    }
+    agoq_cuda_tile_opts_force(-1);
+    CHECK_MSG(bad == 0, "%zu mismatches", bad);
 }
 
 TEST(cuda_quant_unaligned_pointers_use_scalar_paths) {

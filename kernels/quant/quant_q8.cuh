@@ -1,0 +1,51 @@
+/* Device pieces of issue 15's q8 option (AGOQ_TILE_OPT_Q8, AGOQ_Q8=1) for the tile quantizers
+ * (quant_tile.cuh, which includes this after the CTA LUT agoq_tile_lut_smem and
+ * agoq_tile_pack_low it uses); the address arithmetic is host and device code in quant_q8.h. */
+#ifndef AGOQ_QUANT_Q8_CUH
+#define AGOQ_QUANT_Q8_CUH
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "kernels/quant/quant_cuda.h"
+#include "kernels/quant/quant_device.cuh"
+#include "kernels/quant/quant_q8.h"
+
+/* q8's staging (AGOQ_TILE_OPT_Q8; CTAs of AGOQ_QUANT_THREADS): every load of the table and the
+ * LUT issued before the first store (the loop above waits one L2 round trip per 256 entries: the
+ * generic source may alias the shared copy), then the table (agoq_dev_load_table's copy, for the
+ * careful path) and the LUT stores. All threads; then __syncthreads(). */
+__device__ __forceinline__ void agoq_tile_stage_q8(agoq_smem_table *tab, const agoq_cuda_qparams &p) {
+    constexpr int kPer = (AGOQ_TAB_LUT_MAX + AGOQ_QUANT_THREADS - 1) / AGOQ_QUANT_THREADS;
+    const uint2 *__restrict__ g = (const uint2 *)p.table->lut.e;
+    const int ne = 2 * p.tab_nb;
+    uint2 r[kPer];
+#pragma unroll
+    for (int k = 0; k < kPer; k++) {
+        const int i = (int)threadIdx.x + k * AGOQ_QUANT_THREADS;
+        if (i < ne) r[k] = __ldg(g + i);
+    }
+    agoq_dev_load_table(tab, p.table);
+    uint2 *lut = agoq_tile_lut_smem();
+#pragma unroll
+    for (int k = 0; k < kPer; k++) {
+        const int i = (int)threadIdx.x + k * AGOQ_QUANT_THREADS;
+        if (i < ne) lut[i] = r[k];
+    }
+}
+/* q8 (AGOQ_TILE_OPT_Q8, quant_q8.h): N table positions of v * inv by the CTA's LUT at a 32-bit
+ * shared address (agoq_q8_lut_index as an address: one select of the sign's half, one shift,
+ * one LEA), packed by agoq_tile_pack_low. Contract: the fast path, ident, agoq_q8_lut_ok. */
+template <int BITS, int N>
+__device__ __forceinline__ uint64_t agoq_tile_q8_table(const agoq_cuda_qparams &p, const float (&v)[N], float inv) {
+    uint32_t pos0, neg0, w[N];
+    agoq_q8_lut_bases((uint32_t)__cvta_generic_to_shared(agoq_tile_lut_smem()), p.tab_base, p.tab_nb, &pos0, &neg0);
+#pragma unroll
+    for (int j = 0; j < N; j++) {
+        const float y = v[j] * inv;
+        uint32_t thr, pos;
+        asm("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(thr), "=r"(pos) : "r"(agoq_q8_lut_addr(pos0, neg0, p.tab_shift, p.tab_lo, y)));
+        w[j] = agoq_tab_lut_pos(thr, pos, y);
+    }
+    return agoq_tile_pack_low<BITS, N>(w);
+}
+#endif
