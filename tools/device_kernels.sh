@@ -13,8 +13,8 @@
 #     quick    experiments/kernels_quick.json (1 MiB .. 256 MiB)
 #     deq_ab   issue 15's dequantizer A/B: experiments/kernels_deq_ab.json once per AGOQ_DEQ_VAR
 #              setting (kernels/quant/quant.cu, DEQ_VARS 0 .. 17; the flat kernels of
-#              kernels/quant/quant_flat.cuh 18 .. 24), DEQ_ROUNDS rounds (default 2; even
-#              rounds in reverse order), DEQ_VARS_LIST the settings (default 0 .. 24) ->
+#              kernels/quant/quant_flat.cuh 18 .. 22), DEQ_ROUNDS rounds (default 2; even
+#              rounds in reverse order), DEQ_VARS_LIST the settings (default 0 .. 22) ->
 #              $OUT/deq_ab.tsv (round, var, case, format, bytes, median_ms, copy_ratio; one row per
 #              record) and $OUT/deq_ab_json.tgz (every run's JSON); ~1.5 s a run (s6 call A);
 #              tools/deq_ab_pick.py picks each (format, output)'s variant from the tsv
@@ -80,7 +80,7 @@ for p in "$@"; do
       part "$exp" "${T_KERNELS:-120}" "$B/agoq" run "$file" -q --out "$OUT/$exp.json" ;;
     deq_ab)
       d=/tmp/agoq_deq_ab; rm -rf "$d"; mkdir -p "$d"
-      vars=${DEQ_VARS_LIST:-$(seq 0 24)}
+      vars=${DEQ_VARS_LIST:-$(seq 0 22)}
       for r in $(seq 1 "${DEQ_ROUNDS:-2}"); do
         order=$vars; [ $((r % 2)) = 0 ] && order=$(echo $vars | tr ' ' '\n' | tac)
         for v in $order; do

@@ -338,13 +338,17 @@ bool fz_f5_old(void);
  * forward's loads staged through shared memory, fused_swiglu.cu; the staged RMSNorm backward's
  * row sums with one barrier, row_tree_sum_1bar). (fused.cu) */
 bool fz_f6(void);
-/* AGOQ_F8=1|2 (0, the default: off; read at every launch): issue 15's fourth round, A/B against
- * the default (fused_swiglu.cu: the quantized SwiGLU forward's unit kept as loaded bf16 words and
+/* AGOQ_F8=0|1|2 (read at every launch; unset: each launch site's default, fz_f8_or): issue 15's
+ * fourth round. The eighth session's A/B (H200, ca17d3f, logs/s8_callB_ca17d3f/, two rounds,
+ * FP4 E2M1/128, copy ratio at 256 MiB / 1 GiB / 4 GiB) made 1 the default of the quantized SwiGLU
+ * forward only (0.70 / 0.74 / 0.75 -> 0.77 / 0.81 / 0.81; 2: 0.75 / 0.79 / 0.79); the plain bf16
+ * forward (within noise) and the RMSNorm backward (-0.005) keep 0. Against the default (fused_swiglu.cu: the quantized SwiGLU forward's unit kept as loaded bf16 words and
  * quantized by fz_quantize_bf16p, 2: the same at 3 CTAs per SM; the plain bf16 forward in units
  * of 4 vectors; fused_rms_bwd.cu: the staged RMSNorm backward's rows pipelined; the dweight
  * reduction with loads in flight). It takes precedence over AGOQ_F6, AGOQ_F5_OLD over both.
  * (fused.cu) */
 int fz_f8(void);
+int fz_f8_or(int def); /* AGOQ_F8 when set, else def */
 /* Dynamic shared memory above 48 KB for `kernel` (cudaFuncSetAttribute once per device: done is
  * the caller's per-kernel mask of devices, bit d; racing sets are benign); with per_sm, also its
  * resident CTAs per SM at FZ_THREADS threads with `smem` bytes (>= 1), queried once into the

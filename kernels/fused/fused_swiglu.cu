@@ -282,7 +282,7 @@ extern "C" int agoq_swiglu_fwd_cuda(const agoq_fq *q, const uint16_t *h, int row
         constexpr auto k = swiglu_fwd_kernel<0, 0, 0, false>;
         FZ_LAUNCH(k, nunits, false, agoq_cuda_qparams{}, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits);
     } else if (q && vec && f % FZ_WVEC == 0 && fz_fast_quant(q->p, hq)) {
-        const int f8 = fz_f5_old() ? 0 : fz_f8();
+        const int f8 = fz_f5_old() ? 0 : fz_f8_or(1); /* 1 unless AGOQ_F8 says otherwise (fused_dev.cuh) */
         const bool f5 = !fz_f5_old(), f6 = f5 && !f8 && fz_f6();
         fz_dispatch_quant(q->p, [&](auto enc, auto bits, auto lb) {
             constexpr int ENC = decltype(enc)::value, BITS = decltype(bits)::value, LB = decltype(lb)::value;

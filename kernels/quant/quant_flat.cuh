@@ -39,9 +39,11 @@
 #include "kernels/quant/quant_tile.cuh"
 #include "kernels/quant/quant_tile_dec.cuh"
 
-/* The variants: X(index, THREADS, U, P, MINB, ST, name); 23 and 24 (one unit a thread: the shape
- * of Inductor's elementwise kernel, which reached 0.97 of copy on int8 -> bf16 at 4 GiB where
- * the U = 2..4 variants read 0.86-0.87) were added in session 8 for the A/B. THREADS: CTA size; U: units per
+/* The variants: X(index, THREADS, U, P, MINB, ST, name). One unit a thread (the shape of
+ * Inductor's elementwise kernel, 0.97 of copy on int8 -> bf16 at 4 GiB in the sixth session's
+ * peer run) was tried in the eighth (128 threads at 16 CTAs/SM, and 256 threads; H200 A/B at
+ * ca17d3f, logs/s8_callB_ca17d3f/deq/): never ahead of variant 21 by more than the noise, up to
+ * 0.06 behind (INT4-asym, dyn8), so removed again. THREADS: CTA size; U: units per
  * thread (loads in flight); P: 16-byte vectors per unit; MINB: __launch_bounds__' CTAs per SM
  * (16 x 128 threads: <= 32 registers); ST: the store operator (quant_ldst.cuh). Indices
  * continue quant.cu's DEQ_VARS. */
@@ -51,9 +53,7 @@
     X(19, 128, 4, 1, 16, AGOQ_ST_PLAIN, "F_flat16_u4_minb16")         \
     X(20, 128, 2, 2, 1, AGOQ_ST_PLAIN, "F_flat32_u2")                 \
     X(21, 128, 2, 1, 16, AGOQ_ST_PLAIN, "F_flat16_u2_minb16")         \
-    X(22, 128, 4, 1, 1, AGOQ_ST_CS, "F_flat16_u4_stcs")                \
-    X(23, 128, 1, 1, 16, AGOQ_ST_PLAIN, "F_flat16_u1_minb16")         \
-    X(24, 256, 1, 1, 8, AGOQ_ST_PLAIN, "F_flat16_u1_t256")
+    X(22, 128, 4, 1, 1, AGOQ_ST_CS, "F_flat16_u4_stcs")
 
 /* The codes of the P vectors of E elements at vector v0: one load of P * E * BITS / 8 bytes
  * (1-16, aligned), vector k's codes in c[k] from bit 0 (bits above them are ignored by the

@@ -124,7 +124,7 @@ static size_t agoq_launch_quant_tiles(const agoq_cuda_qparams &p, const TileSrc 
             /* the optional encoders (agoq_cuda_tile_opts): asym for every source; the grid for the
              * quantizers' 4-bit tables that have one (NF4), not for the gradient sources; packed
              * tiles for the quantizers' bf16 source, with q7 on top when asked */
-            const int opts = agoq_cuda_tile_opts();
+            const int opts = agoq_cuda_tile_opts_enc(ENC, BITS);
             constexpr bool kPackable = std::is_same<TileSrc, agoq_tile_src_bf16>::value;
             auto with_pack = [&](auto enc_opt) {
                 if constexpr (kPackable)

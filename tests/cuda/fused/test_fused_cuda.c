@@ -311,9 +311,10 @@ TEST(cuda_fused_grid_stride_and_general_paths) {
  * of the fast kernels, the general paths beside them, and the grid-stride loops with one CTA
  * (37 rows: the reduction's batches of 16 groups and its tail). */
 TEST(cuda_fused_f8_every_eligible_config) {
-    static const char *const vals[] = {"1", "2"};
+    /* unset is 1 at the quantized SwiGLU forward and 0 elsewhere (fz_f8_or): all three forced */
+    static const char *const vals[] = {"0", "1", "2"};
     size_t bad = 0, configs = 0;
-    for (int v = 0; v < 2; v++) {
+    for (int v = 0; v < 3; v++) {
         setenv("AGOQ_F8", vals[v], 1);
         bad += run_fast_configs(&configs);
         bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 37, 4352, 1);
@@ -321,7 +322,7 @@ TEST(cuda_fused_f8_every_eligible_config) {
         bad += run_env("AGOQ_F8", vals[v], 7, 1536, 0);
         bad += run_env("AGOQ_F8", vals[v], 3, 4096, 1);
     }
-    CHECK_MSG(bad == 0, "%zu mismatches (AGOQ_F8=1 and 2, %zu fast configs each)", bad, configs);
+    CHECK_MSG(bad == 0, "%zu mismatches (AGOQ_F8=0, 1 and 2, %zu fast configs each)", bad, configs);
 }
 
 /* The unfused baseline's standalone kernels: quantize == rowq reference, dequantize == bf16
