@@ -1,0 +1,93 @@
+/* The tile quantizer's staged tables (quant_tile.cuh, moved out of it unchanged): the
+ * round-to-nearest LUT of tab_lut.h in the kernel's shared array (8-byte entries, or 32-bit
+ * ones for AGOQ_TILE_OPT_LUT32), the uniform grid (AGOQ_TILE_OPT_GRID) and the code packing the
+ * table encoders share. Included by quant_tile.cuh only. */
+#ifndef AGOQ_QUANT_TILE_LUT_CUH
+#define AGOQ_QUANT_TILE_LUT_CUH
+#include <type_traits>
+
+#include "kernels/quant/quant_device.cuh"
+#include "kernels/quant/tab_lut32.h"
+
+/* ---- the round-to-nearest LUT of tab_lut.h staged in the tile kernel's own shared array
+ * (agoq_tile_lut_smem), read with 32-bit shared addresses (agoq_smem_table::lut is a generic
+ * pointer: 64-bit address arithmetic and generic loads per element), for tables whose code is
+ * the sorted position (dyn8: no code lookup). Entries are copies and the index is
+ * agoq_tab_lut_index: agoq_dev_table_code_rn's codes bit for bit. Sources with kVrep != 0
+ * (the 8-bit gradient kernels, grad8.cu) select it; their launchers check ident. ---- */
+__device__ __forceinline__ uint2 *agoq_tile_lut_smem() {
+    __shared__ uint2 lut[AGOQ_TAB_LUT_MAX];
+    return lut;
+}
+/* LUT32: the same LUT in 32-bit entries (tab_lut32.h: half the shared memory and about half the
+ * bank conflicts of the 8-byte entries, two more integer operations per code), built by each
+ * CTA from the device table's entries; sources with kLut32 = true (the gradient kernels'
+ * AGOQ_G8 variant, grad8.cu; with kVrep != 0: the 32 KB value table fits the 48 KB of static
+ * shared memory only beside this 11 KB LUT) select it (AGOQ_TILE_OPT_LUT32, not an
+ * agoq_cuda_tile_opts knob: the tile kernel sets it; its bit is defined in quant_cuda.h beside the others). */
+__device__ __forceinline__ uint32_t *agoq_tile_lut32_smem() {
+    __shared__ uint32_t lut32[AGOQ_TAB_LUT_MAX];
+    return lut32;
+}
+/* All threads of the CTA; then __syncthreads(). */
+template <bool LUT32 = false>
+__device__ __forceinline__ void agoq_tile_stage_lut(const agoq_cuda_qparams &p) {
+    const uint2 *g = (const uint2 *)p.table->lut.e;
+    const uint32_t m = (1u << p.tab_shift) - 1u;
+    for (int i = (int)threadIdx.x, ne = 2 * p.tab_nb; i < ne; i += (int)blockDim.x) {
+        if constexpr (LUT32) agoq_tile_lut32_smem()[i] = agoq_tab_lut32_entry(g[i].x, g[i].y, m);
+        else agoq_tile_lut_smem()[i] = g[i];
+    }
+}
+template <bool LUT32 = false>
+__device__ __forceinline__ uint32_t agoq_tile_table_pos(const agoq_cuda_qparams &p, float y) {
+    const int i = agoq_tab_lut_index(p.tab_shift, p.tab_base, p.tab_nb, p.tab_lo, p.tab_hi, y);
+    if constexpr (LUT32) {
+        return agoq_tab_lut32_pos(agoq_tile_lut32_smem()[i], y, (1u << p.tab_shift) - 1u);
+    } else {
+        const uint2 e = agoq_tile_lut_smem()[i];
+        return agoq_tab_lut_pos(e.x, e.y, y);
+    }
+}
+template <class S, class = void>
+struct agoq_src_lut32 : std::false_type {};
+template <class S>
+struct agoq_src_lut32<S, std::void_t<decltype(S::kLut32)>> : std::integral_constant<bool, S::kLut32> {};
+
+/* ---- the uniform grid of tab_lut.h (AGOQ_TILE_OPT_GRID; tables that have one, whose code is
+ * the position: NF4), staged in the tile kernel's own 1 KB shared array: the entry index is one
+ * FFMA and a mask (agoq_tab_grid_index), no |y| clamp, shift or sign select. Its contract |y| <=
+ * AGOQ_TAB_GRID_YMAX holds on the fast path (|y| < 1.004, tab_lut.h). ---- */
+__device__ __forceinline__ uint2 *agoq_tile_grid_smem() {
+    __shared__ uint2 grid[AGOQ_TAB_GRID_MAX];
+    return grid;
+}
+/* All threads of the CTA; then __syncthreads(). */
+__device__ __forceinline__ void agoq_tile_stage_grid(const agoq_cuda_qparams &p) {
+    uint2 *g = agoq_tile_grid_smem();
+    const uint2 *src = (const uint2 *)p.table->grid.e;
+    for (int i = (int)threadIdx.x, ne = (int)agoq_tab_grid_mask(p.tab_gk); i <= ne; i += (int)blockDim.x) g[i] = src[i];
+}
+__device__ __forceinline__ uint32_t agoq_tile_grid_pos(const agoq_cuda_qparams &p, float y) {
+    const uint2 e = agoq_tile_grid_smem()[agoq_tab_grid_index(p.tab_gk, agoq_tab_grid_mask(p.tab_gk), y)];
+    return agoq_tab_lut_pos(e.x, e.y, y);
+}
+
+/* N codes of BITS in the low bits of the words w (the magic-add encoders: the bits above the
+ * code are the magic's), packed LSB first: 8-bit codes by byte permutes (3 per 4 codes). */
+template <int BITS, int N>
+__device__ __forceinline__ uint64_t agoq_tile_pack_low(const uint32_t (&w)[N]) {
+    uint64_t packed = 0;
+    if constexpr (BITS == 8 && N % 4 == 0) {
+#pragma unroll
+        for (int q = 0; q < N / 4; q++) {
+            const uint32_t lo = __byte_perm(w[4 * q], w[4 * q + 1], 0x0040u), hi = __byte_perm(w[4 * q + 2], w[4 * q + 3], 0x0040u);
+            packed |= (uint64_t)__byte_perm(lo, hi, 0x5410u) << (32 * q);
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < N; j++) packed |= (uint64_t)(w[j] & ((1u << BITS) - 1u)) << (j * BITS);
+    }
+    return packed;
+}
+#endif
