@@ -57,54 +57,7 @@ int agoq_cuda_sm_count(void) {
     return g_sm_count[dev];
 }
 
-static int g_grid_resident = -1; /* -1: from AGOQ_GRID at the first launch */
-
-int agoq_grid_resident_only(void) {
-    if (g_grid_resident < 0) {
-        static const char *const grids[] = {"units", "resident", NULL};
-        g_grid_resident = agoq_knob_choice("AGOQ_GRID", 0, grids) == 1;
-    }
-    return g_grid_resident;
-}
-
-void agoq_cuda_grid_force(int mode) { g_grid_resident = mode < 0 ? -1 : mode != 0; }
-
-static int g_tile_opts = -1; /* -1: from AGOQ_Q6_*, AGOQ_Q7 (each default 1), AGOQ_Q8 and AGOQ_Q8_PF at the first launch */
-static int g_tile_auto = 0;  /* AGOQ_TILE_OPT_Q8 / _PF: that knob unset, so each encoder's default below */
-
-int agoq_cuda_tile_opts(void) {
-    if (g_tile_opts < 0) {
-        g_tile_auto = (agoq_knob_str("AGOQ_Q8") ? 0 : AGOQ_TILE_OPT_Q8) | (agoq_knob_str("AGOQ_Q8_PF") ? 0 : AGOQ_TILE_OPT_PF);
-        g_tile_opts = (agoq_knob_int("AGOQ_Q6_ASYM", 1, 0, 1) ? AGOQ_TILE_OPT_ASYM : 0) |
-                      (agoq_knob_int("AGOQ_Q6_NF4", 1, 0, 1) ? AGOQ_TILE_OPT_GRID : 0) |
-                      (agoq_knob_int("AGOQ_Q6_PACK", 1, 0, 1) ? AGOQ_TILE_OPT_PACK : 0) |
-                      (agoq_knob_int("AGOQ_Q7", 1, 0, 1) ? AGOQ_TILE_OPT_Q7 : 0) |
-                      (agoq_knob_int("AGOQ_Q8", 0, 0, 1) ? AGOQ_TILE_OPT_Q8 : 0) |
-                      (agoq_knob_int("AGOQ_Q8_PF", 0, 0, 1) ? AGOQ_TILE_OPT_PF : 0);
-    }
-    return g_tile_opts;
-}
-
-/* q8 and pf where AGOQ_Q8 / AGOQ_Q8_PF are unset, per encoder and code width, from the A/B of
- * the eighth session (H200, ca17d3f, two rounds, results/h200/logs/s8_callB_ca17d3f/), bf16 input,
- * copy ratio at 256 MiB / 1 GiB / 4 GiB:
- *   INT4-asym  q8: 0.81 / 0.85 / 0.86 -> 0.95 / 0.96 / 0.96 (pf: 0.93-0.94; q8 alone kept)
- *   dyn8       q8 + pf: 0.64 / 0.72 / 0.74 -> 0.70 / 0.78 / 0.80 (q8 alone 0.70 / 0.77 / 0.79)
- *   FP4 E2M1   pf: 0.87 / 0.92 / 0.93 -> 0.93 / 0.93 / 0.92
- * Not measured, so left off: INT8-asym, NF4. */
-int agoq_cuda_tile_opts_enc(int enc, int bits) {
-    int o = agoq_cuda_tile_opts();
-    int def = 0;
-    if (enc == AGOQ_ENC_INT_ASYM && bits == 4) def = AGOQ_TILE_OPT_Q8;
-    else if (enc == AGOQ_ENC_TABLE && bits == 8) def = AGOQ_TILE_OPT_Q8 | AGOQ_TILE_OPT_PF;
-    else if (enc == AGOQ_ENC_FP4) def = AGOQ_TILE_OPT_PF;
-    return o | (def & g_tile_auto);
-}
-
-void agoq_cuda_tile_opts_force(int mask) {
-    g_tile_opts = mask < 0 ? -1 : mask;
-    g_tile_auto = 0; /* a forced mask is taken as it is; -1 reads the environment (and its defaults) again */
-}
+/* The launch options (AGOQ_GRID, the tile encoders' knobs and defaults): quant_opts.cu. */
 
 /* The device table of f (built on first use) and its LUT grid. */
 static const agoq_dev_table *device_table(agoq_format f, agoq_cuda_qparams *p) {
