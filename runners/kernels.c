@@ -10,7 +10,10 @@
  * int4, nf4, int8, fp8_e4m3, dyn8], blocks [n] (default: each format's own), scales
  * ["fp32","bf16"], roundings ["nearest","stochastic"], min_bytes, max_bytes, factor (logical
  * fp32 bytes: n = bytes / 4 elements), iters, warmup, cols (row length of row-wise cases),
- * nchunks (inputs of grad_reduce), check (bool), peer (path of the JSON written by
+ * nchunks (inputs of grad_reduce), check (bool), arena (bool, default true: every case's
+ * buffers and the copy reference's are carved from one allocation made at the start and reset
+ * after each case, so no case runs on memory another case just freed; kernels/quant/quant_rt.cu
+ * gives the measurement behind it; false or --no-arena: cudaMalloc / cudaFree per case), peer (path of the JSON written by
  * validation/torch_kernels.py in the same device call: each record whose (case, format, block,
  * bytes) the peer also timed gets torch_ms, the peer's median (the fastest of its compilation
  * modes there, named in torch_mode), and vs_torch = torch_ms / our median_ms: > 1 means ours
@@ -26,6 +29,7 @@
 #include "kernels/quant/qspec.h"
 #if AGOQ_HAVE_CUDA
 #include "kernels/bench/bench_cases.h"
+#include "kernels/quant/quant_cuda.h"
 #endif
 
 typedef struct {
@@ -34,7 +38,7 @@ typedef struct {
     size_t ncases;
     cli_sweep sweep;
     long iters, warmup, cols, nchunks;
-    int check;
+    int check, arena; /* arena: the buffers of every case from one allocation (quant_rt.cu says why) */
     cJSON *peer; /* the torch.compile peer's records (validation/torch_kernels.py), or NULL */
 } kplan;
 
@@ -43,7 +47,7 @@ static const agoq_format kDefaultFormats[] = {AGOQ_FMT_FP4_E2M1, AGOQ_FMT_INT4, 
 
 static const char *const kernels_keys[] = {"cases", "formats", "blocks", "scales", "roundings", "min_bytes",
                                            "max_bytes", "factor", "iters", "warmup", "cols", "nchunks", "check",
-                                           "seed", "peer", NULL};
+                                           "arena", "seed", "peer", NULL};
 
 /* Loads the peer file named by the config's "peer" (schema agoq-torch-peer/1) into p->peer. */
 static int load_peer(jconf c, const cJSON *cfg, kplan *p) {
@@ -74,6 +78,7 @@ static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, kplan *p) {
         jconf_long(c, cfg, "warmup", 0, 0, 100000, 5, &p->warmup) ||
         jconf_long(c, cfg, "cols", 0, 8, 1 << 20, 4096, &p->cols) ||
         jconf_long(c, cfg, "nchunks", 0, 1, 64, 8, &p->nchunks) || jconf_bool(c, cfg, "check", 0, 1, &p->check) ||
+        jconf_bool(c, cfg, "arena", 0, 1, &p->arena) ||
         load_peer(c, cfg, p))
         return -1;
     return cli_sweep_check(c.file, &p->sweep);
@@ -111,6 +116,24 @@ static int check_case_names(jconf c, const kplan *p) {
         }
     }
     return 0;
+}
+
+/* The arena of a run (quant_rt.cu): 12 x the largest size of the sweep (the largest case, the
+ * fused RMSNorm backward's eight tensors, needs ~10 x), leaving 8 GiB for cuBLASLt, cuDNN and the
+ * GEMM cases' own buffers. A case that does not fit takes cudaMalloc for the rest (its records
+ * say "alloc": "arena+cudaMalloc"). */
+static void open_arena(const kplan *p) {
+    const size_t n = cli_sweep_count(&p->sweep), top = cli_sweep_bytes(&p->sweep, n ? n - 1 : 0, 64);
+    if (agoq_cuda_arena_open(12 * top + ((size_t)1 << 30), (size_t)8 << 30))
+        fprintf(stderr, "agoq: kernels: no benchmark arena (too little free device memory): buffers from cudaMalloc\n");
+    else
+        printf("# arena: %.1f GiB, every case's buffers and the copy's from it (\"alloc\" in each record)\n",
+               (double)agoq_cuda_arena_bytes() / (double)(1u << 30));
+}
+/* How the buffers of the case just set up were allocated. */
+static const char *alloc_kind(void) {
+    if (!agoq_cuda_arena_bytes()) return "cudaMalloc";
+    return agoq_cuda_arena_fallbacks() ? "arena+cudaMalloc" : "arena";
 }
 
 /* The peer's median ms for (case, format, block, bytes): the fastest of its records there (one
@@ -159,6 +182,7 @@ static void add_record(agoq_results *res, const kplan *p, const agoq_bench_case 
     results_num(r, "copy_gbps", copy_gbps);
     results_num(r, "copy_ratio", gbps / copy_gbps);
     cJSON_AddStringToObject(r, "check", check);
+    cJSON_AddStringToObject(r, "alloc", alloc_kind());
     const char *torch_mode;
     const double torch_ms = peer_ms(p->peer, k->name, agoq_formats[a->qc.fmt].name, a->qc.block, bytes, &torch_mode);
     if (torch_ms > 0) {
@@ -191,6 +215,7 @@ static int run_case(const agoq_run_ctx *ctx, const kplan *p, const agoq_bench_ca
                 agoq_error("kernels: case %s, format %s, block %d: result differs from the C reference",
                            k->name, agoq_formats[a.qc.fmt].name, a.qc.block);
                 k->teardown(st);
+                agoq_cuda_arena_reset();
                 return -1;
             }
             check = "pass";
@@ -199,6 +224,7 @@ static int run_case(const agoq_run_ctx *ctx, const kplan *p, const agoq_bench_ca
         agoq_bench_time_case(k, st, &a, (int)p->warmup, (int)p->iters, &t);
         k->teardown(st);
         add_record(res, p, k, &a, bytes, &t, copy, check);
+        agoq_cuda_arena_reset();
     }
     return 0;
 }
@@ -251,6 +277,7 @@ static int run_gpu(const agoq_run_ctx *ctx, const kplan *p, agoq_results *res) {
     if (agoq_gpu_query(0, &gi) == 0) results_set_gpu(res, agoq_gpu_json(&gi));
     void *stream = NULL;
     if (agoq_bench_init(&stream)) return -1;
+    if (p->arena) open_arena(p);
     printf("# kernels on %s: bytes = logical fp32 input bytes (n = bytes/4), times in us, GB/s = bytes moved / median\n",
            gi.name);
     printf("# %-22s %-9s %5s %4s %5s %10s %10s %10s %10s %9s %9s %6s %s\n", "case", "format", "block", "scl", "round",
@@ -265,6 +292,8 @@ static int run_gpu(const agoq_run_ctx *ctx, const kplan *p, agoq_results *res) {
         cJSON *r = results_add_record(res);
         cJSON_AddStringToObject(r, "case", "copy_d2d");
         cJSON_AddStringToObject(r, "group", "reference");
+        cJSON_AddStringToObject(r, "alloc", alloc_kind());
+        agoq_cuda_arena_reset();
         cJSON_AddNumberToObject(r, "bytes", (double)bytes);
         cJSON_AddNumberToObject(r, "bytes_moved", 2.0 * (double)bytes);
         results_num(r, "min_ms", copy.min_ms);
@@ -279,6 +308,7 @@ static int run_gpu(const agoq_run_ctx *ctx, const kplan *p, agoq_results *res) {
         add_gemm_ratios(res, (double)bytes);
         agoq_progress(ctx->quiet, "kernels", si + 1, nsize, t0);
     }
+    agoq_cuda_arena_close();
     agoq_bench_shutdown();
     return rc;
 }
@@ -314,6 +344,7 @@ static const agoq_flag kernels_flags[] = {
     {.name = "cols", .short_opt = 0, .kind = AGOQ_FLAG_LONG, .key = "cols", .arg = "N", .help = "row length of row-wise cases (default 4096)", .lo = 8, .hi = 1 << 20},
     {.name = "chunks", .short_opt = 0, .kind = AGOQ_FLAG_LONG, .key = "nchunks", .arg = "N", .help = "inputs of grad_reduce (default 8)", .lo = 1, .hi = 64},
     {.name = "no-check", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "check", .arg = NULL, .help = "skip the bit-exact checks", .value = "false"},
+    {.name = "no-arena", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "arena", .arg = NULL, .help = "buffers from cudaMalloc / cudaFree per case, not from one arena", .value = "false"},
     {.name = "peer", .short_opt = 0, .kind = AGOQ_FLAG_STR, .key = "peer", .arg = "FILE", .help = "torch.compile peer times (validation/torch_kernels.py): adds torch_ms, vs_torch"},
     {0}};
 

@@ -10,6 +10,7 @@
 #include "core/check.h"
 #include "core/common.h"
 #include "kernels/bench/bench_cases.h"
+#include "kernels/quant/quant_cuda.h"
 
 #define MAX_CASES 256
 static const agoq_bench_case *g_cases[MAX_CASES];
@@ -103,12 +104,11 @@ void agoq_bench_time_case(const agoq_bench_case *c, void *state, const agoq_benc
 }
 
 void agoq_bench_time_copy(size_t bytes, void *stream /* the stream of agoq_bench_init */, int warmup, int iters, agoq_bench_timing *t) {
-    void *src = NULL, *dst = NULL;
-    cudaCheck(cudaMalloc(&src, bytes));
-    cudaCheck(cudaMalloc(&dst, bytes));
+    void *src = agoq_cuda_malloc(bytes), *dst = agoq_cuda_malloc(bytes); /* the arena's, when open */
     cudaCheck(cudaMemset(src, 1, bytes));
     time_loop([&] { cudaCheck(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, g_stream)); },
               warmup, iters, t);
-    cudaCheck(cudaFree(src));
-    cudaCheck(cudaFree(dst));
+    cudaCheck(cudaStreamSynchronize(g_stream));
+    agoq_cuda_free(src);
+    agoq_cuda_free(dst);
 }

@@ -527,47 +527,4 @@ int agoq_cuda_qtensor_upload(const agoq_qconfig *c, const agoq_qtensor *h, agoq_
     return 0;
 }
 
-/* ---- runtime helpers ---- */
-void *agoq_cuda_malloc(size_t bytes) {
-    void *p = NULL;
-    if (bytes) cudaCheck(cudaMalloc(&p, bytes));
-    return p;
-}
-void agoq_cuda_free(void *p) {
-    if (p) cudaCheck(cudaFree(p));
-}
-void agoq_cuda_h2d(void *dst, const void *src, size_t bytes) {
-    if (bytes) cudaCheck(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
-}
-void agoq_cuda_d2h(void *dst, const void *src, size_t bytes) {
-    if (bytes) cudaCheck(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
-}
-void agoq_cuda_memset(void *p, int byte, size_t bytes, void *stream) {
-    if (bytes) cudaCheck(cudaMemsetAsync(p, byte, bytes, (cudaStream_t)stream));
-}
-void agoq_cuda_sync(void *stream) { cudaCheck(cudaStreamSynchronize((cudaStream_t)stream)); }
-
-/* Box-Muller over two counter-hash uniforms per element (benchmark data, not bit-exact). */
-__device__ __forceinline__ float fill_normal(uint64_t seed, size_t i) {
-    float u1 = agoq_u01(seed, 2 * (uint64_t)i) + 5.9604645e-08f, u2 = agoq_u01(seed, 2 * (uint64_t)i + 1);
-    return sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2);
-}
-template <typename T>
-__global__ void fill_normal_kernel(T *x, size_t n, uint64_t seed) {
-    const size_t stride = (size_t)gridDim.x * blockDim.x;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const float v = fill_normal(seed, i);
-        if constexpr (std::is_same<T, float>::value) x[i] = v;
-        else x[i] = agoq_f32_to_bf16(v);
-    }
-}
-void agoq_cuda_fill_normal_f32(float *x, size_t n, uint64_t seed, void *stream) {
-    if (!n) return;
-    fill_normal_kernel<<<agoq_grid_for(n), AGOQ_QUANT_THREADS, 0, (cudaStream_t)stream>>>(x, n, seed);
-    cudaCheckLaunch();
-}
-void agoq_cuda_fill_normal_bf16(uint16_t *x, size_t n, uint64_t seed, void *stream) {
-    if (!n) return;
-    fill_normal_kernel<<<agoq_grid_for(n), AGOQ_QUANT_THREADS, 0, (cudaStream_t)stream>>>(x, n, seed);
-    cudaCheckLaunch();
-}
+/* ---- runtime helpers (device memory, copies, the benchmark arena, fills): quant_rt.cu ---- */

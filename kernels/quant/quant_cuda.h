@@ -142,6 +142,17 @@ void agoq_cuda_tile_opts_force(int mask);
 
 void *agoq_cuda_malloc(size_t bytes);                     /* NULL only for bytes == 0 */
 void agoq_cuda_free(void *p);
+/* The benchmark arena (quant_rt.cu says why): while open, agoq_cuda_malloc hands out pieces of
+ * one allocation (2 MiB-aligned from 2 MiB, else 256-byte aligned) and agoq_cuda_free of a
+ * piece does nothing; a request that does not fit goes to cudaMalloc and is counted. open:
+ * bytes (at most the free memory less reserve, whole 2 MiB pages); 0, or -1 when that leaves
+ * nothing or cudaMalloc fails (the arena stays closed). reset: every piece free again (the
+ * caller has dropped its pointers) and the fallback count cleared. */
+int agoq_cuda_arena_open(size_t bytes, size_t reserve);
+size_t agoq_cuda_arena_bytes(void); /* 0 when closed */
+void agoq_cuda_arena_reset(void);
+size_t agoq_cuda_arena_fallbacks(void); /* cudaMalloc calls since the last reset or open */
+void agoq_cuda_arena_close(void);
 void agoq_cuda_h2d(void *dst, const void *src, size_t bytes); /* synchronous */
 void agoq_cuda_d2h(void *dst, const void *src, size_t bytes); /* synchronous */
 void agoq_cuda_memset(void *p, int byte, size_t bytes, void *stream);

@@ -14,6 +14,7 @@
 #include "core/check.h"
 #include "core/common.h"
 #include "kernels/bench/bench_cases.h"
+#include "kernels/quant/quant_cuda.h"
 
 #define STREAM_THREADS 256
 #define STREAM_UNROLL 4
@@ -70,10 +71,10 @@ static int setup(const agoq_bench_args *a, void **st, int two_buffers) {
     stream_state *s = (stream_state *)calloc(1, sizeof *s);
     if (!s) agoq_die("kernels benchmark: out of host memory");
     s->nvec = a->n / 4;
-    cudaCheck(cudaMalloc((void **)&s->a, s->nvec * sizeof(float4) + 16));
+    s->a = (float4 *)agoq_cuda_malloc(s->nvec * sizeof(float4) + 16);
     cudaCheck(cudaMemset(s->a, 0, s->nvec * sizeof(float4)));
-    if (two_buffers) cudaCheck(cudaMalloc((void **)&s->b, s->nvec * sizeof(float4) + 16));
-    cudaCheck(cudaMalloc((void **)&s->sink, sizeof(float)));
+    if (two_buffers) s->b = (float4 *)agoq_cuda_malloc(s->nvec * sizeof(float4) + 16);
+    s->sink = (float *)agoq_cuda_malloc(sizeof(float));
     *st = s;
     return 0;
 }
@@ -95,9 +96,9 @@ static int setup_copy(const agoq_bench_args *a, void **st) {
 static void teardown(void *p) {
     stream_state *s = (stream_state *)p;
     cudaCheck(cudaDeviceSynchronize());
-    cudaCheck(cudaFree(s->a));
-    if (s->b) cudaCheck(cudaFree(s->b));
-    cudaCheck(cudaFree(s->sink));
+    agoq_cuda_free(s->a);
+    agoq_cuda_free(s->b);
+    agoq_cuda_free(s->sink);
     free(s);
 }
 

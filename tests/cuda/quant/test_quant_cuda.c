@@ -427,3 +427,37 @@ TEST(cuda_quant_rejects_bad_arguments) {
     agoq_cuda_free(x);
     agoq_cuda_qtensor_free(&q);
 }
+
+/* The benchmark arena (quant_rt.cu): pieces inside it, aligned as cudaMalloc aligns, free a
+ * no-op, reset reuses the same addresses, a request past the end goes to cudaMalloc and is
+ * counted, and the pieces hold data like any device buffer. */
+TEST(cuda_arena_pieces_reset_and_fallback) {
+    const size_t MiB = (size_t)1 << 20;
+    CHECK(agoq_cuda_arena_open(16 * MiB, 0) == 0);
+    CHECK(agoq_cuda_arena_bytes() == 16 * MiB);
+    char *a = (char *)agoq_cuda_malloc(100), *b = (char *)agoq_cuda_malloc(3 * MiB), *c = (char *)agoq_cuda_malloc(5);
+    CHECK(((uintptr_t)a & 255u) == 0 && ((uintptr_t)b & (2 * MiB - 1)) == 0 && ((uintptr_t)c & 255u) == 0);
+    CHECK(b >= a + 100 && c >= b + 3 * MiB);
+    CHECK(agoq_cuda_arena_fallbacks() == 0);
+    uint32_t h[64], back[64];
+    for (int i = 0; i < 64; i++) h[i] = 0x9e3779b9u * (uint32_t)i;
+    agoq_cuda_h2d(b + MiB, h, sizeof h);
+    agoq_cuda_d2h(back, b + MiB, sizeof back);
+    CHECK(memcmp(h, back, sizeof h) == 0);
+    agoq_cuda_free(a); /* no-op inside the arena */
+    char *big = (char *)agoq_cuda_malloc(32 * MiB); /* does not fit: cudaMalloc */
+    CHECK(big != NULL && agoq_cuda_arena_fallbacks() == 1);
+    agoq_cuda_h2d(big + 31 * MiB, h, sizeof h);
+    agoq_cuda_d2h(back, big + 31 * MiB, sizeof back);
+    CHECK(memcmp(h, back, sizeof h) == 0);
+    agoq_cuda_free(big);
+    agoq_cuda_arena_reset();
+    CHECK(agoq_cuda_arena_fallbacks() == 0);
+    CHECK((char *)agoq_cuda_malloc(100) == a); /* the same layout after a reset */
+    agoq_cuda_arena_close();
+    CHECK(agoq_cuda_arena_bytes() == 0);
+    CHECK(agoq_cuda_arena_open(16 * MiB, (size_t)1 << 62) == -1); /* nothing left after the reserve */
+    char *d = (char *)agoq_cuda_malloc(100); /* closed: plain cudaMalloc */
+    CHECK(d != NULL);
+    agoq_cuda_free(d);
+}
