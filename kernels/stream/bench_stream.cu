@@ -5,9 +5,13 @@
  * read/write mix rather than the kernel:
  *   stream_read       reads 4n bytes (16-byte loads, grid-stride; one sum per thread kept alive)
  *   stream_write      writes 4n bytes (16-byte stores of a constant)
- *   stream_copy       reads 4n, writes 4n (16-byte vectors: the copy as a kernel writes it)
+ *   stream_copy       reads 4n, writes 4n (16-byte vectors: the copy as a kernel writes it):
+ *                     a one-shot grid of 256-thread CTAs, one vector a thread (1.00 of
+ *                     cudaMemcpy on the H200; the resident grid-stride loop it replaced read
+ *                     0.91-0.93: tools/alloc_order.cu, results/h200/logs/s9_alloc/)
  *   memset            writes 4n bytes (cudaMemsetAsync)
- * Grids: the resident CTAs of 256 threads on every SM, each thread 4 vectors per iteration. */
+ * Grids of read / write: the resident CTAs of 256 threads on every SM, each thread 4 vectors
+ * per iteration. */
 #include <cuda_runtime.h>
 #include <stdlib.h>
 
@@ -46,16 +50,8 @@ __global__ void __launch_bounds__(STREAM_THREADS) stream_write_kernel(float4 *__
 }
 __global__ void __launch_bounds__(STREAM_THREADS) stream_copy_kernel(const float4 *__restrict__ a, float4 *__restrict__ b,
                                                                      size_t nvec) {
-    const size_t stride = (size_t)gridDim.x * blockDim.x;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < nvec; i += STREAM_UNROLL * stride) {
-        float4 v[STREAM_UNROLL];
-#pragma unroll
-        for (int u = 0; u < STREAM_UNROLL; u++)
-            if (i + u * stride < nvec) v[u] = __ldcs(a + i + u * stride);
-#pragma unroll
-        for (int u = 0; u < STREAM_UNROLL; u++)
-            if (i + u * stride < nvec) __stcs(b + i + u * stride, v[u]);
-    }
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < nvec) b[i] = a[i];
 }
 
 template <class K>
@@ -90,7 +86,8 @@ static int setup_write(const agoq_bench_args *a, void **st) {
 }
 static int setup_copy(const agoq_bench_args *a, void **st) {
     int rc = setup(a, st, 1);
-    ((stream_state *)*st)->grid = resident_grid(stream_copy_kernel);
+    stream_state *s = (stream_state *)*st;
+    s->grid = (unsigned)((s->nvec + STREAM_THREADS - 1) / STREAM_THREADS); /* one-shot: a vector a thread */
     return rc;
 }
 static void teardown(void *p) {
