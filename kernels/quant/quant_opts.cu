@@ -38,12 +38,15 @@ int agoq_cuda_tile_opts(void) {
  *   INT4-asym  q8: 0.81 / 0.85 / 0.86 -> 0.95 / 0.96 / 0.96 (pf: 0.93-0.94; q8 alone kept)
  *   dyn8       q8 + pf: 0.64 / 0.72 / 0.74 -> 0.70 / 0.78 / 0.80 (q8 alone 0.70 / 0.77 / 0.79)
  *   FP4 E2M1   pf: 0.87 / 0.92 / 0.93 -> 0.93 / 0.93 / 0.92
- * Not measured, so left off: INT8-asym, NF4. */
+ * and of the ninth (87f7ea8, with the benchmark arena, results/h200/logs/s9_callF_q8/):
+ *   INT8-asym  q8: 0.91 / 0.92 / 0.93 -> 0.92-0.95 / 0.95 / 0.94-0.95 (pf alone 0.89-0.90, q8 + pf 0.90-0.92)
+ *   NF4        pf: 0.80-0.82 / 0.88 / 0.89 -> 0.83 / 0.90 / 0.90-0.91 (q8 does not apply: NF4 takes the grid) */
 int agoq_cuda_tile_opts_enc(int enc, int bits) {
     int o = agoq_cuda_tile_opts();
     int def = 0;
-    if (enc == AGOQ_ENC_INT_ASYM && bits == 4) def = AGOQ_TILE_OPT_Q8;
+    if (enc == AGOQ_ENC_INT_ASYM) def = AGOQ_TILE_OPT_Q8; /* 4 and 8 bits */
     else if (enc == AGOQ_ENC_TABLE && bits == 8) def = AGOQ_TILE_OPT_Q8 | AGOQ_TILE_OPT_PF;
+    else if (enc == AGOQ_ENC_TABLE && bits == 4) def = AGOQ_TILE_OPT_PF;
     else if (enc == AGOQ_ENC_FP4) def = AGOQ_TILE_OPT_PF;
     return o | (def & g_tile_auto);
 }

@@ -371,7 +371,8 @@ TEST(cuda_quant_q8_pf_loops_over_tiles) {
     /* issue 15's q8 / pf (AGOQ_Q8, AGOQ_Q8_PF) where pf's warps loop: above what 132 SMs keep
      * resident at pf's 2 CTAs (2 x 8 warps x 2048 bf16 elements = 4.3M), with a tail; each
      * format under the settings that give it distinct kernels (dyn8: pf with the old and the q8
-     * encoder; int4_asym: pf overrides q8's register bound; fp4: q8 does not touch it) */
+     * encoder; int4_asym: pf overrides q8's register bound; fp4: q8 does not touch it; nf4: pf
+     * with the grid encoder; int8_asym: q8 on the one-shot grid) */
     const size_t n = ((size_t)1 << 23) + 7 * 256 + 5;
     const int base = AGOQ_TILE_OPT_ASYM | AGOQ_TILE_OPT_GRID | AGOQ_TILE_OPT_PACK | AGOQ_TILE_OPT_Q7;
     const int pf = base | AGOQ_TILE_OPT_PF, q8pf = pf | AGOQ_TILE_OPT_Q8;
@@ -379,7 +380,9 @@ TEST(cuda_quant_q8_pf_loops_over_tiles) {
         agoq_qconfig c;
         int opts;
     } runs[] = {{make_cfg(AGOQ_FMT_DYN8, 256, 0, 0), q8pf}, {make_cfg(AGOQ_FMT_DYN8, 256, 1, 0), pf},
-                {make_cfg(AGOQ_FMT_INT4_ASYM, 128, 1, 0), q8pf}, {make_cfg(AGOQ_FMT_FP4_E2M1, 128, 0, 0), pf}};
+                {make_cfg(AGOQ_FMT_INT4_ASYM, 128, 1, 0), q8pf}, {make_cfg(AGOQ_FMT_FP4_E2M1, 128, 0, 0), pf},
+                /* the ninth session's defaults: NF4 pf (on the grid), INT8-asym q8 */
+                {make_cfg(AGOQ_FMT_NF4, 128, 0, 0), pf}, {make_cfg(AGOQ_FMT_INT8_ASYM, 128, 1, 0), base | AGOQ_TILE_OPT_Q8}};
     size_t bad = 0;
     for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
         float *x = tile_data(n, runs[k].c.block, 91 + k); /* NaN / Inf in every third tile: most take the fast path */
