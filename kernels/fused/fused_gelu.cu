@@ -17,6 +17,7 @@
 
 #include "core/check.h"
 #include "core/common.h"
+#include "core/knob.h"
 #include "kernels/fused/fused_dev.cuh"
 
 #define FWD_U 4 /* warp vectors per forward tile (and quantizer tile): 4 loads per lane in flight, at
@@ -58,9 +59,12 @@ __global__ void __launch_bounds__(FZ_THREADS, FZ_FWD_CTAS(ENC))
     }
 }
 
-/* ---- GELU backward: dx = dy * gelu'(x), y = gelu(x) (recomputed); units of BWD_V vectors ---- */
-template <int DEC, int BITS, bool DEQ>
-__global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS)
+/* ---- GELU backward: dx = dy * gelu'(x), y = gelu(x) (recomputed); units of V vectors (BWD_V;
+ * the plain bf16 backward under AGOQ_F9=1: 1 vector at MINB 6 CTAs of 256 threads per SM (40
+ * registers; at 8 CTAs it spills), the one-shot shape whose plain copy reads 1.00 of cudaMemcpy (tools/alloc_order.cu);
+ * AGOQ_F9=2: 2 vectors at 4 CTAs) ---- */
+template <int DEC, int BITS, bool DEQ, int V = BWD_V, int MINB = FZ_EW_CTAS>
+__global__ void __launch_bounds__(FZ_THREADS, MINB)
     gelu_bwd_kernel(agoq_cuda_qparams p, agoq_cuda_qtensor q, const uint16_t *__restrict__ x,
                     const uint16_t *__restrict__ dy, uint16_t *__restrict__ dx, uint16_t *__restrict__ y, size_t n,
                     size_t nunits, int log2b) {
@@ -73,18 +77,18 @@ __global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS)
     const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5;
     for (size_t u = warp; u < nunits; u += nwarps) {
-        const size_t e_lane = u * (size_t)(BWD_V * FZ_WVEC) + (size_t)(8 * lane);
-        fz_bwd_in<DEC, BITS, DEQ> in[BWD_V];
-        uint4 d[BWD_V];
+        const size_t e_lane = u * (size_t)(V * FZ_WVEC) + (size_t)(8 * lane);
+        fz_bwd_in<DEC, BITS, DEQ> in[V];
+        uint4 d[V];
 #pragma unroll
-        for (int j = 0; j < BWD_V; j++) {
+        for (int j = 0; j < V; j++) {
             const size_t e = e_lane + (size_t)(j * FZ_WVEC);
             if (e >= n) continue;
             in[j].load(p, q, x, e, log2b);
             d[j] = fz_load(dy + e);
         }
 #pragma unroll
-        for (int j = 0; j < BWD_V; j++) {
+        for (int j = 0; j < V; j++) {
             const size_t e = e_lane + (size_t)(j * FZ_WVEC);
             if (e >= n) continue;
             float v[8], g[8];
@@ -138,7 +142,16 @@ extern "C" int agoq_gelu_bwd_cuda(const agoq_fq *q, agoq_dqt xq, const uint16_t 
     const size_t n = (size_t)rows * (size_t)cols, nunits = (n + BWD_V * FZ_WVEC - 1) / (BWD_V * FZ_WVEC);
     const bool vec = n % 8 == 0 && (q || fz_al16(x)) && fz_al16(dy) && fz_al16(dx) && fz_al16(y) && !fz_no_fast();
     const agoq_cuda_qtensor qt = fz_qt(xq, n);
-    if (!q && vec) {
+    const int f9 = q ? 0 : agoq_knob_int("AGOQ_F9", 0, 0, 2); /* issue 15, ninth session: A/B */
+    if (!q && vec && f9 == 1) {
+        constexpr auto k = gelu_bwd_kernel<0, 0, false, 1, 6>;
+        const size_t nv = (n + FZ_WVEC - 1) / FZ_WVEC;
+        FZ_LAUNCH(k, nv, false, agoq_cuda_qparams{}, qt, x, dy, dx, y, n, nv, 0);
+    } else if (!q && vec && f9 == 2) {
+        constexpr auto k = gelu_bwd_kernel<0, 0, false, 2, 4>;
+        const size_t nv = (n + 2 * FZ_WVEC - 1) / (2 * FZ_WVEC);
+        FZ_LAUNCH(k, nv, false, agoq_cuda_qparams{}, qt, x, dy, dx, y, n, nv, 0);
+    } else if (!q && vec) {
         constexpr auto k = gelu_bwd_kernel<0, 0, false>;
         FZ_LAUNCH(k, nunits, false, agoq_cuda_qparams{}, qt, x, dy, dx, y, n, nunits, 0);
     } else if (q && vec && cols % q->p.block == 0 && fz_fast_dequant(q->p, xq)) {
