@@ -60,7 +60,7 @@ __global__ void __launch_bounds__(FZ_THREADS, FZ_FWD_CTAS(ENC))
 }
 
 /* ---- GELU backward: dx = dy * gelu'(x), y = gelu(x) (recomputed); units of V vectors (BWD_V;
- * the plain bf16 backward under AGOQ_F9=1: 1 vector at MINB 6 CTAs of 256 threads per SM (40
+ * the plain bf16 backward by default (AGOQ_F9=1): 1 vector at MINB 6 CTAs of 256 threads per SM (40
  * registers; at 8 CTAs it spills), the one-shot shape whose plain copy reads 1.00 of cudaMemcpy (tools/alloc_order.cu);
  * AGOQ_F9=2: 2 vectors at 4 CTAs) ---- */
 template <int DEC, int BITS, bool DEQ, int V = BWD_V, int MINB = FZ_EW_CTAS>
@@ -142,7 +142,11 @@ extern "C" int agoq_gelu_bwd_cuda(const agoq_fq *q, agoq_dqt xq, const uint16_t 
     const size_t n = (size_t)rows * (size_t)cols, nunits = (n + BWD_V * FZ_WVEC - 1) / (BWD_V * FZ_WVEC);
     const bool vec = n % 8 == 0 && (q || fz_al16(x)) && fz_al16(dy) && fz_al16(dx) && fz_al16(y) && !fz_no_fast();
     const agoq_cuda_qtensor qt = fz_qt(xq, n);
-    const int f9 = q ? 0 : agoq_knob_int("AGOQ_F9", 0, 0, 2); /* issue 15, ninth session: A/B */
+    /* AGOQ_F9 (issue 15, ninth session; H200 A/B with the arena at c397df9, two rounds,
+     * results/h200/logs/s9_callH_f9_deq23/): the plain bf16 backward read 0.94 / 0.94 / 0.93 of
+     * copy at 256 MiB / 1 GiB / 4 GiB in units of 4 vectors (0), 0.97 / 0.97 / 0.97 in units of
+     * 1 (1, the default), 0.94 / 0.93 / 0.93 in units of 2 (2) */
+    const int f9 = q ? 0 : agoq_knob_int("AGOQ_F9", 1, 0, 2);
     if (!q && vec && f9 == 1) {
         constexpr auto k = gelu_bwd_kernel<0, 0, false, 1, 6>;
         const size_t nv = (n + FZ_WVEC - 1) / FZ_WVEC;

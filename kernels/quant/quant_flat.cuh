@@ -43,10 +43,12 @@
  * Inductor's elementwise kernel, 0.97 of copy on int8 -> bf16 at 4 GiB in the sixth session's
  * peer run) was tried in the eighth (128 threads at 16 CTAs/SM, and 256 threads; H200 A/B at
  * ca17d3f, logs/s8_callB_ca17d3f/deq/): never ahead of variant 21 by more than the noise, up to
- * 0.06 behind (INT4-asym, dyn8), so removed again. The ninth session found those A/B runs
- * exposed to where each case's buffers were allocated (quant_rt.cu) and adds one unit a thread
- * back as variant 23 (256 threads, 8 CTAs: the one-shot copy shape that reads 1.00 of
- * cudaMemcpy) for an A/B with the benchmark arena. THREADS: CTA size; U: units per
+ * 0.06 behind (INT4-asym, dyn8), so removed again. The ninth session, whose benchmark arena
+ * (quant_rt.cu) removed the allocation order from those runs, tried it again as 256 threads at
+ * 8 CTAs (the one-shot shape whose plain copy reads 1.00 of cudaMemcpy): 0.03-0.14 of copy
+ * behind variant 21 at every format and size from 256 MiB, both outputs, both rounds
+ * (results/h200/logs/s9_callH_f9_deq23/), so removed once more: with a unit a thread each
+ * warp's code load is 128 bytes or less, and the loads in flight per SM too few. THREADS: CTA size; U: units per
  * thread (loads in flight); P: 16-byte vectors per unit; MINB: __launch_bounds__' CTAs per SM
  * (16 x 128 threads: <= 32 registers); ST: the store operator (quant_ldst.cuh). Indices
  * continue quant.cu's DEQ_VARS. */
@@ -56,8 +58,7 @@
     X(19, 128, 4, 1, 16, AGOQ_ST_PLAIN, "F_flat16_u4_minb16")         \
     X(20, 128, 2, 2, 1, AGOQ_ST_PLAIN, "F_flat32_u2")                 \
     X(21, 128, 2, 1, 16, AGOQ_ST_PLAIN, "F_flat16_u2_minb16")         \
-    X(22, 128, 4, 1, 1, AGOQ_ST_CS, "F_flat16_u4_stcs")                 \
-    X(23, 256, 1, 1, 8, AGOQ_ST_PLAIN, "F_flat16_u1_t256_minb8")
+    X(22, 128, 4, 1, 1, AGOQ_ST_CS, "F_flat16_u4_stcs")
 
 /* The codes of the P vectors of E elements at vector v0: one load of P * E * BITS / 8 bytes
  * (1-16, aligned), vector k's codes in c[k] from bit 0 (bits above them are ignored by the

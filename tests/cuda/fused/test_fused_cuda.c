@@ -303,10 +303,10 @@ TEST(cuda_fused_grid_stride_and_general_paths) {
     setenv("AGOQ_F6", "1", 1);
     bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 37, 4352, 1);
     unsetenv("AGOQ_F6");
-    /* the ninth session's plain bf16 GELU backward in units of 1 / 2 vectors (AGOQ_F9), also
-     * with one CTA and a tail of half a unit */
-    for (int v = 1; v <= 2; v++) {
-        const char *val = v == 1 ? "1" : "2";
+    /* the ninth session's plain bf16 GELU backward in units of 4 / 1 (the default) / 2 vectors
+     * (AGOQ_F9=0 / 1 / 2), also with one CTA and a tail of part of a unit */
+    for (int v = 0; v <= 2; v++) {
+        const char *val = v == 0 ? "0" : v == 1 ? "1" : "2";
         bad += run_env("AGOQ_F9", val, 5, 4352, 1);
         bad += run_env("AGOQ_F9", val, 7, 1064, 0);
         setenv("AGOQ_F9", val, 1);
