@@ -42,15 +42,21 @@ __global__ void grid_stride_copy(const uint4 *__restrict__ a, uint4 *__restrict_
             if (i + u * stride < n) __stcs(b + i + u * stride, v[u]);
     }
 }
+/* The U vectors of this thread in a one-shot grid (CTA b owns U * blockDim vectors from t0). */
 template <int U>
-__global__ void oneshot_copy(const uint4 *__restrict__ a, uint4 *__restrict__ b, size_t n) {
+__device__ __forceinline__ size_t oneshot_load(const uint4 *__restrict__ a, size_t n, uint4 (&v)[U]) {
     const size_t t0 = (size_t)blockIdx.x * U * blockDim.x;
-    uint4 v[U];
 #pragma unroll
     for (int u = 0; u < U; u++) {
         const size_t i = t0 + u * blockDim.x + threadIdx.x;
         if (i < n) v[u] = a[i];
     }
+    return t0;
+}
+template <int U>
+__global__ void oneshot_copy(const uint4 *__restrict__ a, uint4 *__restrict__ b, size_t n) {
+    uint4 v[U];
+    const size_t t0 = oneshot_load<U>(a, n, v);
 #pragma unroll
     for (int u = 0; u < U; u++) {
         const size_t i = t0 + u * blockDim.x + threadIdx.x;
@@ -114,13 +120,8 @@ __global__ void deq_mix(const uint2 *__restrict__ codes, const float *__restrict
 /* quantizer traffic: 16 bytes in, 4 code bytes and a scale (one lane of 16) out */
 template <int U>
 __global__ void quant_mix(const uint4 *__restrict__ x, uint32_t *__restrict__ codes, float *__restrict__ sc, size_t n) {
-    const size_t t0 = (size_t)blockIdx.x * U * blockDim.x;
     uint4 v[U];
-#pragma unroll
-    for (int u = 0; u < U; u++) {
-        const size_t i = t0 + u * blockDim.x + threadIdx.x;
-        if (i < n) v[u] = x[i];
-    }
+    const size_t t0 = oneshot_load<U>(x, n, v);
 #pragma unroll
     for (int u = 0; u < U; u++) {
         const size_t i = t0 + u * blockDim.x + threadIdx.x;
