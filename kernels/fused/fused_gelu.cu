@@ -24,13 +24,14 @@
                    FZ_FWD_CTAS CTAs per SM (8 vectors at 2 CTAs measured 0.70 of copy, 25% occupancy) */
 #define BWD_V 4 /* warp vectors per backward unit: 8 loads per lane in flight */
 
-/* ---- GELU forward: tile t = elements [1024 t, 1024 (t + 1)), vector j of lane l at
- * 256 j + 8 l. QUANT: whole tiles only (the launcher leaves the rest to the general kernel). ---- */
-template <int ENC, int BITS, int LOG2B, bool QUANT>
-__global__ void __launch_bounds__(FZ_THREADS, FZ_FWD_CTAS(ENC))
+/* ---- GELU forward: tile t = elements [256 U t, 256 U (t + 1)), vector j of lane l at
+ * 256 j + 8 l (U = FWD_U = 4; AGOQ_GELU_FWD_U=2|1, the ninth session's A/B: tiles of 2 or 1
+ * vectors at 6 / 8 CTAs per SM, 4 for table encoders). QUANT: whole tiles only (the launcher
+ * leaves the rest to the general kernel). ---- */
+template <int ENC, int BITS, int LOG2B, bool QUANT, int U = FWD_U, int MINB = FZ_FWD_CTAS(ENC)>
+__global__ void __launch_bounds__(FZ_THREADS, MINB)
     gelu_fwd_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ x, uint16_t *__restrict__ y, agoq_cuda_qtensor q,
                     size_t n, size_t ntiles) {
-    constexpr int U = FWD_U;
     __shared__ agoq_smem_table tab;
     if constexpr (QUANT && ENC == AGOQ_ENC_TABLE) {
         AGOQ_STAGE_TABLE_LUT(tab, p.table);
@@ -107,30 +108,49 @@ __global__ void __launch_bounds__(FZ_THREADS, MINB)
 }
 
 /* ---- host side ---- */
+/* The forward over whole tiles of U vectors (the plain one: every element; QUANT: the whole
+ * tiles, the rest to the general kernel). Returns the output blocks done. */
+template <int U>
+static size_t gelu_fwd_tiles(const agoq_fq *q, const uint16_t *x, uint16_t *y, size_t n, bool vec, int cols,
+                             agoq_dqt xq, const agoq_cuda_qtensor &qt, cudaStream_t s) {
+    constexpr int kMinb = U == 4 ? 0 : U == 2 ? 6 : 8; /* 0: FZ_FWD_CTAS */
+    const size_t tile = (size_t)U * FZ_WVEC;
+    if (!q) {
+        constexpr auto k = gelu_fwd_kernel<0, 0, 0, false, U, kMinb ? kMinb : FZ_FWD_CTAS(0)>;
+        FZ_LAUNCH(k, (n + tile - 1) / tile, false, agoq_cuda_qparams{}, x, y, qt, n, (n + tile - 1) / tile);
+        return 0;
+    }
+    if (!(vec && cols % q->p.block == 0 && fz_fast_quant(q->p, xq) && n >= tile)) return 0;
+    const size_t ntiles = n / tile;
+    fz_dispatch_quant(q->p, [&](auto enc, auto bits, auto lb) {
+        constexpr int E = decltype(enc)::value;
+        constexpr int M = kMinb == 0 || E == AGOQ_ENC_TABLE ? FZ_FWD_CTAS(E) : kMinb;
+        static_assert((1 << decltype(lb)::value) <= U * FZ_WVEC, "a tile holds whole blocks (<= 256)");
+        constexpr auto k = gelu_fwd_kernel<E, decltype(bits)::value, decltype(lb)::value, true, U, M>;
+        FZ_LAUNCH(k, ntiles, E == AGOQ_ENC_TABLE, q->p, x, y, qt, n, ntiles);
+    });
+    return ntiles * tile / (size_t)q->p.block;
+}
+
 extern "C" int agoq_gelu_fwd_cuda(const agoq_fq *q, const uint16_t *x, int rows, int cols, uint16_t *y, agoq_dqt xq,
                                   void *stream) {
     if (fz_check_shape("gelu fwd", rows, cols)) return -1;
     const cudaStream_t s = (cudaStream_t)stream;
-    const size_t n = (size_t)rows * (size_t)cols, tile = (size_t)FWD_U * FZ_WVEC;
+    const size_t n = (size_t)rows * (size_t)cols;
     const bool vec = n % 8 == 0 && fz_al16(x) && fz_al16(y) && !fz_no_fast();
     const agoq_cuda_qtensor qt = fz_qt(xq, n);
+    const int u = agoq_knob_int("AGOQ_GELU_FWD_U", FWD_U, 1, 4); /* 4 (the default), 2 or 1 */
+    if (u == 3) agoq_die("AGOQ_GELU_FWD_U: 1, 2 or 4"); /* every U: tiles of >= 256 elements, blocks <= 256 */
     if (!q) {
         if (!vec) fz_ew_fwd_general(FZ_OP_GELU, NULL, x, rows, cols, y, xq, 0, s);
-        else {
-            constexpr auto k = gelu_fwd_kernel<0, 0, 0, false>;
-            FZ_LAUNCH(k, (n + tile - 1) / tile, false, agoq_cuda_qparams{}, x, y, qt, n, (n + tile - 1) / tile);
-        }
+        else if (u == 1) gelu_fwd_tiles<1>(q, x, y, n, vec, cols, xq, qt, s);
+        else if (u == 2) gelu_fwd_tiles<2>(q, x, y, n, vec, cols, xq, qt, s);
+        else gelu_fwd_tiles<4>(q, x, y, n, vec, cols, xq, qt, s);
         return 0;
     }
-    size_t done = 0; /* output blocks of the fast kernel */
-    if (vec && cols % q->p.block == 0 && fz_fast_quant(q->p, xq) && n >= tile) {
-        const size_t ntiles = n / tile;
-        fz_dispatch_quant(q->p, [&](auto enc, auto bits, auto lb) {
-            constexpr auto k = gelu_fwd_kernel<decltype(enc)::value, decltype(bits)::value, decltype(lb)::value, true>;
-            FZ_LAUNCH(k, ntiles, decltype(enc)::value == AGOQ_ENC_TABLE, q->p, x, y, qt, n, ntiles);
-        });
-        done = ntiles * tile / (size_t)q->p.block;
-    }
+    const size_t done = u == 1   ? gelu_fwd_tiles<1>(q, x, y, n, vec, cols, xq, qt, s)
+                        : u == 2 ? gelu_fwd_tiles<2>(q, x, y, n, vec, cols, xq, qt, s)
+                                 : gelu_fwd_tiles<4>(q, x, y, n, vec, cols, xq, qt, s);
     fz_ew_fwd_general(FZ_OP_GELU, q, x, rows, cols, y, xq, done, s); /* the tail (nothing when done) */
     return 0;
 }
