@@ -25,8 +25,8 @@
 #define BWD_V 4 /* warp vectors per backward unit: 8 loads per lane in flight */
 
 /* ---- GELU forward: tile t = elements [256 U t, 256 U (t + 1)), vector j of lane l at
- * 256 j + 8 l (U = FWD_U = 4; AGOQ_GELU_FWD_U=2|1, the ninth session's A/B: tiles of 2 or 1
- * vectors at 6 / 8 CTAs per SM, 4 for table encoders). QUANT: whole tiles only (the launcher
+ * 256 j + 8 l (U = FWD_U = 4 for the quantizing forward, 1 for the plain bf16 one; AGOQ_GELU_FWD_U
+ * = 4|2|1 forces one: tiles of 2 or 1 vectors at 6 / 8 CTAs per SM, 4 for table encoders). QUANT: whole tiles only (the launcher
  * leaves the rest to the general kernel). ---- */
 template <int ENC, int BITS, int LOG2B, bool QUANT, int U = FWD_U, int MINB = FZ_FWD_CTAS(ENC)>
 __global__ void __launch_bounds__(FZ_THREADS, MINB)
@@ -139,7 +139,13 @@ extern "C" int agoq_gelu_fwd_cuda(const agoq_fq *q, const uint16_t *x, int rows,
     const size_t n = (size_t)rows * (size_t)cols;
     const bool vec = n % 8 == 0 && fz_al16(x) && fz_al16(y) && !fz_no_fast();
     const agoq_cuda_qtensor qt = fz_qt(xq, n);
-    const int u = agoq_knob_int("AGOQ_GELU_FWD_U", FWD_U, 1, 4); /* 4 (the default), 2 or 1 */
+    /* AGOQ_GELU_FWD_U (the ninth session's A/B with the arena at b1e98cd, two rounds, FP4 / NF4 /
+     * int8, results/h200/logs/s9_callJ_gelu_fwd_u/): the plain bf16 forward read 0.92 / 0.94 /
+     * 0.93 of copy at 256 MiB / 1 GiB / 4 GiB in tiles of 4, 0.91 / 0.93 / 0.92 in tiles of 2,
+     * 0.95 / 0.97 / 0.97 in tiles of 1 (its default); the quantizing forward lost with smaller
+     * tiles (FP4 0.84 / 0.86 / 0.86 -> 0.79 / 0.81 / 0.81 with 2, 0.67 / 0.69 / 0.70 with 1:
+     * the per-tile block parameters), so it keeps 4 */
+    const int u = agoq_knob_int("AGOQ_GELU_FWD_U", q ? FWD_U : 1, 1, 4);
     if (u == 3) agoq_die("AGOQ_GELU_FWD_U: 1, 2 or 4"); /* every U: tiles of >= 256 elements, blocks <= 256 */
     if (!q) {
         if (!vec) fz_ew_fwd_general(FZ_OP_GELU, NULL, x, rows, cols, y, xq, 0, s);

@@ -335,13 +335,13 @@ TEST(cuda_fused_f8_every_eligible_config) {
     CHECK_MSG(bad == 0, "%zu mismatches (AGOQ_F8=0, 1 and 2, %zu fast configs each)", bad, configs);
 }
 
-/* The ninth session's GELU forward in tiles of 2 or 1 warp vectors (AGOQ_GELU_FWD_U; the
- * default 4 is every other test's): every eligible config of the fast kernels, the general
+/* The ninth session's GELU forward in tiles of 4 / 2 / 1 warp vectors (AGOQ_GELU_FWD_U; unset:
+ * 4 with a quantized copy, 1 without): every eligible config of the fast kernels, the general
  * paths and tails beside them, and the grid-stride loops with one CTA. */
 TEST(cuda_fused_gelu_fwd_units) {
-    static const char *const vals[] = {"2", "1"};
+    static const char *const vals[] = {"4", "2", "1"};
     size_t bad = 0, configs = 0;
-    for (int v = 0; v < 2; v++) {
+    for (int v = 0; v < 3; v++) {
         setenv("AGOQ_GELU_FWD_U", vals[v], 1);
         bad += run_fast_configs(&configs);
         bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 37, 4352, 1);
@@ -349,7 +349,7 @@ TEST(cuda_fused_gelu_fwd_units) {
         bad += run_env("AGOQ_GELU_FWD_U", vals[v], 7, 1064, 0);
         bad += run_env("AGOQ_GELU_FWD_U", vals[v], 3, 4096, 1);
     }
-    CHECK_MSG(bad == 0, "%zu mismatches (AGOQ_GELU_FWD_U=2 and 1, %zu fast configs each)", bad, configs);
+    CHECK_MSG(bad == 0, "%zu mismatches (AGOQ_GELU_FWD_U=4, 2 and 1, %zu fast configs each)", bad, configs);
 }
 
 /* The unfused baseline's standalone kernels: quantize == rowq reference, dequantize == bf16
