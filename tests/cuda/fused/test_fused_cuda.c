@@ -316,39 +316,38 @@ TEST(cuda_fused_grid_stride_and_general_paths) {
     CHECK(bad == 0);
 }
 
+/* A knob's values in turn: every eligible config of the fast kernels under each, the grid-stride
+ * loops with one CTA (37 rows: the RMSNorm reduction's batches of 16 groups and its tail), and
+ * the general paths and tails beside them (rows of tail_cols and of 4096). */
+static size_t run_knob_values(const char *var, const char *const *vals, int nvals, int tail_cols, size_t *configs) {
+    size_t bad = 0;
+    for (int v = 0; v < nvals; v++) {
+        setenv(var, vals[v], 1);
+        bad += run_fast_configs(configs);
+        bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 37, 4352, 1);
+        unsetenv(var);
+        bad += run_env(var, vals[v], 7, tail_cols, 0);
+        bad += run_env(var, vals[v], 3, 4096, 1);
+    }
+    return bad;
+}
+
 /* Issue 15's fourth round (AGOQ_F8=1|2: the SwiGLU forwards' packed split tile / units of 4
- * vectors, the RMSNorm backward's pipelined rows and dweight reduction): every eligible config
- * of the fast kernels, the general paths beside them, and the grid-stride loops with one CTA
- * (37 rows: the reduction's batches of 16 groups and its tail). */
+ * vectors, the RMSNorm backward's pipelined rows and dweight reduction). */
 TEST(cuda_fused_f8_every_eligible_config) {
     /* unset is 1 at the quantized SwiGLU forward and 0 elsewhere (fz_f8_or): all three forced */
     static const char *const vals[] = {"0", "1", "2"};
-    size_t bad = 0, configs = 0;
-    for (int v = 0; v < 3; v++) {
-        setenv("AGOQ_F8", vals[v], 1);
-        bad += run_fast_configs(&configs);
-        bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 37, 4352, 1);
-        unsetenv("AGOQ_F8");
-        bad += run_env("AGOQ_F8", vals[v], 7, 1536, 0);
-        bad += run_env("AGOQ_F8", vals[v], 3, 4096, 1);
-    }
+    size_t configs = 0;
+    const size_t bad = run_knob_values("AGOQ_F8", vals, 3, 1536, &configs);
     CHECK_MSG(bad == 0, "%zu mismatches (AGOQ_F8=0, 1 and 2, %zu fast configs each)", bad, configs);
 }
 
 /* The ninth session's GELU forward in tiles of 4 / 2 / 1 warp vectors (AGOQ_GELU_FWD_U; unset:
- * 4 with a quantized copy, 1 without): every eligible config of the fast kernels, the general
- * paths and tails beside them, and the grid-stride loops with one CTA. */
+ * 4 with a quantized copy, 1 without). */
 TEST(cuda_fused_gelu_fwd_units) {
     static const char *const vals[] = {"4", "2", "1"};
-    size_t bad = 0, configs = 0;
-    for (int v = 0; v < 3; v++) {
-        setenv("AGOQ_GELU_FWD_U", vals[v], 1);
-        bad += run_fast_configs(&configs);
-        bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 37, 4352, 1);
-        unsetenv("AGOQ_GELU_FWD_U");
-        bad += run_env("AGOQ_GELU_FWD_U", vals[v], 7, 1064, 0);
-        bad += run_env("AGOQ_GELU_FWD_U", vals[v], 3, 4096, 1);
-    }
+    size_t configs = 0;
+    const size_t bad = run_knob_values("AGOQ_GELU_FWD_U", vals, 3, 1064, &configs);
     CHECK_MSG(bad == 0, "%zu mismatches (AGOQ_GELU_FWD_U=4, 2 and 1, %zu fast configs each)", bad, configs);
 }
 
