@@ -13,8 +13,8 @@
  * nchunks (inputs of grad_reduce), check (bool), arena (bool, default true: every case's
  * buffers and the copy reference's are carved from one allocation made at the start and reset
  * after each case, so no case runs on memory another case just freed; kernels/quant/quant_rt.cu
- * gives the measurement behind it; false or --no-arena: cudaMalloc / cudaFree per case), peer (path of the JSON written by
- * validation/torch_kernels.py in the same device call: each record whose (case, format, block,
+ * gives the measurement behind it; false or --no-arena: cudaMalloc / cudaFree per case), peer
+ * (path of the JSON written by validation/torch_kernels.py in the same device call: each record whose (case, format, block,
  * bytes) the peer also timed gets torch_ms, the peer's median (the fastest of its compilation
  * modes there, named in torch_mode), and vs_torch = torch_ms / our median_ms: > 1 means ours
  * is faster).
@@ -118,10 +118,10 @@ static int check_case_names(jconf c, const kplan *p) {
     return 0;
 }
 
-/* The arena of a run (quant_rt.cu): 12 x the largest size of the sweep (the largest case, the
- * fused RMSNorm backward's eight tensors, needs ~10 x), leaving 8 GiB for cuBLASLt, cuDNN and the
- * GEMM cases' own buffers. A case that does not fit takes cudaMalloc for the rest (its records
- * say "alloc": "arena+cudaMalloc"). */
+/* The arena of a run (quant_rt.cu): 12 x the largest size of the sweep plus 1 GiB (every case of
+ * experiments/kernels.json and kernels_fused.json fit in it on the H200: all their records say
+ * "alloc": "arena"), leaving 8 GiB for cuBLASLt, cuDNN and the GEMM cases' own buffers. A case
+ * that does not fit takes cudaMalloc for the rest (its records say "alloc": "arena+cudaMalloc"). */
 static void open_arena(const kplan *p) {
     const size_t n = cli_sweep_count(&p->sweep), top = cli_sweep_bytes(&p->sweep, n ? n - 1 : 0, 64);
     if (agoq_cuda_arena_open(12 * top + ((size_t)1 << 30), (size_t)8 << 30))

@@ -25,9 +25,9 @@
 #define BWD_V 4 /* warp vectors per backward unit: 8 loads per lane in flight */
 
 /* ---- GELU forward: tile t = elements [256 U t, 256 U (t + 1)), vector j of lane l at
- * 256 j + 8 l (U = FWD_U = 4 for the quantizing forward, 1 for the plain bf16 one; AGOQ_GELU_FWD_U
- * = 4|2|1 forces one: tiles of 2 or 1 vectors at 6 / 8 CTAs per SM, 4 for table encoders). QUANT: whole tiles only (the launcher
- * leaves the rest to the general kernel). ---- */
+ * 256 j + 8 l. U = FWD_U = 4 for the quantizing forward, 1 for the plain bf16 one;
+ * AGOQ_GELU_FWD_U = 4|2|1 forces one (tiles of 2 or 1 vectors at 6 / 8 CTAs per SM, 4 for table
+ * encoders). QUANT: whole tiles only (the launcher leaves the rest to the general kernel). ---- */
 template <int ENC, int BITS, int LOG2B, bool QUANT, int U = FWD_U, int MINB = FZ_FWD_CTAS(ENC)>
 __global__ void __launch_bounds__(FZ_THREADS, MINB)
     gelu_fwd_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ x, uint16_t *__restrict__ y, agoq_cuda_qtensor q,
@@ -60,10 +60,10 @@ __global__ void __launch_bounds__(FZ_THREADS, MINB)
     }
 }
 
-/* ---- GELU backward: dx = dy * gelu'(x), y = gelu(x) (recomputed); units of V vectors (BWD_V;
- * the plain bf16 backward by default (AGOQ_F9=1): 1 vector at MINB 6 CTAs of 256 threads per SM (40
- * registers; at 8 CTAs it spills), the one-shot shape whose plain copy reads 1.00 of cudaMemcpy (tools/alloc_order.cu);
- * AGOQ_F9=2: 2 vectors at 4 CTAs) ---- */
+/* ---- GELU backward: dx = dy * gelu'(x), y = gelu(x) (recomputed); units of V vectors: BWD_V,
+ * and for the plain bf16 backward by default (AGOQ_F9=1) 1 vector at MINB 6 CTAs of 256 threads
+ * per SM (40 registers; at 8 CTAs it spills), the one-shot shape whose plain copy reads 1.00 of
+ * cudaMemcpy (tools/alloc_order.cu); AGOQ_F9=2: 2 vectors at 4 CTAs ---- */
 template <int DEC, int BITS, bool DEQ, int V = BWD_V, int MINB = FZ_EW_CTAS>
 __global__ void __launch_bounds__(FZ_THREADS, MINB)
     gelu_bwd_kernel(agoq_cuda_qparams p, agoq_cuda_qtensor q, const uint16_t *__restrict__ x,
