@@ -12,7 +12,7 @@
  * fp32 bytes: n = bytes / 4 elements), iters, warmup, cols (row length of row-wise cases),
  * nchunks (inputs of grad_reduce), check (bool), arena (bool, default true: every case's
  * buffers and the copy reference's are carved from one allocation made at the start and reset
- * after each case, so no case runs on memory another case just freed; kernels/quant/quant_rt.cu
+ * before each case, so no case runs on memory another case just freed; kernels/quant/quant_rt.cu
  * gives the measurement behind it; false or --no-arena: cudaMalloc / cudaFree per case), peer
  * (path of the JSON written by validation/torch_kernels.py in the same device call: each record whose (case, format, block,
  * bytes) the peer also timed gets torch_ms, the peer's median (the fastest of its compilation
@@ -208,6 +208,7 @@ static int run_case(const agoq_run_ctx *ctx, const kplan *p, const agoq_bench_ca
                              (int)p->nchunks, ctx->seed, stream};
         if (k->supports && !k->supports(&a.qc)) continue;
         void *st = NULL;
+        agoq_cuda_arena_reset(); /* every case from the arena's start, whatever the last one did (a failed setup too) */
         if (k->setup(&a, &st)) continue;
         const char *check = "skipped";
         if (p->check && k->check && first_size && a.n <= ((size_t)16 << 20)) {
@@ -215,7 +216,6 @@ static int run_case(const agoq_run_ctx *ctx, const kplan *p, const agoq_bench_ca
                 agoq_error("kernels: case %s, format %s, block %d: result differs from the C reference",
                            k->name, agoq_formats[a.qc.fmt].name, a.qc.block);
                 k->teardown(st);
-                agoq_cuda_arena_reset();
                 return -1;
             }
             check = "pass";
@@ -224,7 +224,6 @@ static int run_case(const agoq_run_ctx *ctx, const kplan *p, const agoq_bench_ca
         agoq_bench_time_case(k, st, &a, (int)p->warmup, (int)p->iters, &t);
         k->teardown(st);
         add_record(res, p, k, &a, bytes, &t, copy, check);
-        agoq_cuda_arena_reset();
     }
     return 0;
 }
@@ -288,12 +287,12 @@ static int run_gpu(const agoq_run_ctx *ctx, const kplan *p, agoq_results *res) {
     for (size_t si = 0; si < nsize && rc == 0; si++) {
         const size_t bytes = cli_sweep_bytes(&p->sweep, si, 64);
         agoq_bench_timing copy;
+        agoq_cuda_arena_reset();
         agoq_bench_time_copy(bytes, stream, (int)p->warmup, (int)p->iters, &copy);
         cJSON *r = results_add_record(res);
         cJSON_AddStringToObject(r, "case", "copy_d2d");
         cJSON_AddStringToObject(r, "group", "reference");
         cJSON_AddStringToObject(r, "alloc", alloc_kind());
-        agoq_cuda_arena_reset();
         cJSON_AddNumberToObject(r, "bytes", (double)bytes);
         cJSON_AddNumberToObject(r, "bytes_moved", 2.0 * (double)bytes);
         results_num(r, "min_ms", copy.min_ms);
