@@ -366,7 +366,7 @@ static int g_deq_var = -2; /* -2: from AGOQ_DEQ_VAR at the first launch; -1: the
 static const struct {
     int fmt, var_f32, var_bf16;
 } deq_defaults[] = {
-    {AGOQ_FMT_FP4_E2M1, 21, 21}, {AGOQ_FMT_INT4, 21, 21},       {AGOQ_FMT_INT4_ASYM, 21, 21},
+    {AGOQ_FMT_FP4_E2M1, 21, 21}, {AGOQ_FMT_INT4, 21, 21},     {AGOQ_FMT_INT4_ASYM, 21, 21},
     {AGOQ_FMT_NF4, 21, 21},      {AGOQ_FMT_INT8, 21, 21},     {AGOQ_FMT_INT8_ASYM, 21, 21},
     {AGOQ_FMT_FP8_E4M3, 21, 21}, {AGOQ_FMT_FP8_E5M2, 21, 21}, {AGOQ_FMT_DYN8, 21, 21},
 };

@@ -122,13 +122,13 @@ const char *agoq_cuda_deq_variant_name(int v);
  * tiles' absmax by max.NaN.xorsign.abs.bf16x2 (one instruction a word instead of two) and
  * FP4 codes by agoq_q7_fp4_pack_bf16 (quant_q7.h) */
 #define AGOQ_TILE_OPT_Q7 8
-/* issue 15 (q8), AGOQ_Q8=0|1 forces it off / on; unset: on for INT4-asym and dyn8 (agoq_cuda_tile_opts_enc;
- * packed tiles only): table formats
+/* issue 15 (q8), AGOQ_Q8=0|1 forces it off / on; unset: on for INT4-asym, INT8-asym and dyn8
+ * (agoq_cuda_tile_opts_enc; packed tiles only): table formats
  * whose code is the position (dyn8; NF4 without its grid) encode through the CTA's LUT at
  * 32-bit shared addresses with the sign select and without the upper clamp (quant_q8.h), and
  * the asymmetric integer tile kernels are register-bounded to 3 CTAs an SM */
 #define AGOQ_TILE_OPT_Q8 16
-/* issue 15 (q8), AGOQ_Q8_PF=0|1 forces it off / on; unset: on for dyn8 and FP4 (packed tiles only): resident grids
+/* issue 15 (q8), AGOQ_Q8_PF=0|1 forces it off / on; unset: on for dyn8, NF4 and FP4 (packed tiles only): resident grids
  * whose warps load their next tile before encoding the current one */
 #define AGOQ_TILE_OPT_PF 32
 /* issue 15 (k2, AGOQ_G8 bit 1): the CTA's table LUT in 32-bit entries (quant_tile.cuh; set by the
@@ -136,7 +136,8 @@ const char *agoq_cuda_deq_variant_name(int v);
 #define AGOQ_TILE_OPT_LUT32 64
 int agoq_cuda_tile_opts(void);
 /* agoq_cuda_tile_opts with q8 / pf added where their knob is unset and the encoder (AGOQ_ENC_*)
- * and code width take them by default (quant.cu: INT4-asym q8, dyn8 q8 + pf, FP4 pf) */
+ * and code width take them by default (quant_opts.cu: INT4- / INT8-asym q8, dyn8 q8 + pf, NF4 and
+ * FP4 pf) */
 int agoq_cuda_tile_opts_enc(int enc, int bits);
 void agoq_cuda_tile_opts_force(int mask);
 

@@ -48,8 +48,8 @@
  * 8 CTAs (the one-shot shape whose plain copy reads 1.00 of cudaMemcpy): 0.03-0.14 of copy
  * behind variant 21 at every format and size from 256 MiB, both outputs, both rounds
  * (results/h200/logs/s9_callH_f9_deq23/), so removed once more: with a unit a thread each
- * warp's code load is 128 bytes or less, and the loads in flight per SM too few. THREADS: CTA size; U: units per
- * thread (loads in flight); P: 16-byte vectors per unit; MINB: __launch_bounds__' CTAs per SM
+ * warp's code load is 128 bytes or less, and the loads in flight per SM too few.
+ * THREADS: CTA size; U: units per thread (loads in flight); P: 16-byte vectors per unit; MINB: __launch_bounds__' CTAs per SM
  * (16 x 128 threads: <= 32 registers); ST: the store operator (quant_ldst.cuh). Indices
  * continue quant.cu's DEQ_VARS. */
 #define AGOQ_DEQ_FLAT_FIRST 18

@@ -131,7 +131,7 @@ static size_t agoq_launch_quant_tiles(const agoq_cuda_qparams &p, const TileSrc 
                     if (opts & AGOQ_TILE_OPT_PACK) {
                         constexpr int kOpt = decltype(enc_opt)::value | AGOQ_TILE_OPT_PACK;
                         /* q8: asym integers; ident tables off the grid whose LUT needs no upper clamp.
-                         * pf: with q7, for the encoders of issue 15's targets (dyn8, int4_asym, fp4) */
+                         * pf: with q7, for the asymmetric integer, table and FP4 encoders */
                         constexpr bool kQ8 = ENC == AGOQ_ENC_INT_ASYM || (ENC == AGOQ_ENC_TABLE && !(kOpt & AGOQ_TILE_OPT_GRID));
                         constexpr bool kPf = ENC == AGOQ_ENC_INT_ASYM || ENC == AGOQ_ENC_TABLE || ENC == AGOQ_ENC_FP4;
                         const bool q8 = kQ8 && (opts & AGOQ_TILE_OPT_Q8) &&

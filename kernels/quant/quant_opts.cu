@@ -1,6 +1,7 @@
 /* The quantizers' launch options, read from the environment once (quant_cuda.h): the grid
  * (AGOQ_GRID) and the tile kernels' optional encoders (AGOQ_Q6_*, AGOQ_Q7, AGOQ_Q8, AGOQ_Q8_PF),
- * with the per-encoder defaults of q8 / pf. Moved unchanged out of quant.cu. */
+ * with the per-encoder defaults of q8 / pf. Moved out of quant.cu (c45540f); the ninth session
+ * added INT8-asym's q8 and NF4's pf to the defaults. */
 #include "core/knob.h"
 #include "kernels/quant/quant_cuda.h"
 

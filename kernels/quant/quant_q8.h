@@ -1,4 +1,4 @@
-/* Issue 15 (q8, AGOQ_Q8=1, default 0): the table encoder of the tile quantizers' packed bf16
+/* Issue 15 (q8, AGOQ_Q8; on by default per encoder, quant_opts.cu): the table encoder of the tile quantizers' packed bf16
  * fast path (AGOQ_TILE_OPT_Q8, quant_tile.cuh), host and device (AGOQ_HD), so that
  * tests/quant/test_quant_q8.c proves on the host the index the kernels compute.
  *

@@ -4,12 +4,13 @@
  * The benchmark arena (issue 15, ninth session). On the H200 the same streaming kernel ran
  * 0.786 or 0.876 ms (2 GiB written, 1 GiB read) depending only on where its buffers were
  * allocated: after a freed 4 GiB temporary it was slow every time, a fresh cudaMalloc was slow
- * in 2 of 4 cases (same virtual address, other physical pages), and fresh pieces of one pool
- * at 23 offsets were all fast (tools/alloc_order.cu; results/h200/logs/s9_alloc/). `agoq
+ * in 2 of 4 cases of one run (same virtual address, other physical pages; fast in 8 of 8 in an
+ * earlier run), and fresh buffers at 13 offsets of one pool and after 0-9 spacer allocations were
+ * all fast (tools/alloc_order.cu; the pool and spacer probe: results/h200/logs/s9_alloc/). `agoq
  * kernels` allocated each case's buffers after freeing the previous case's and its own
  * temporaries, so one kernel's copy ratio moved by up to 0.10 with the cases run before it.
  * While the arena is open, agoq_cuda_malloc carves pieces out of one allocation made at the
- * start of the run (the copy reference's buffers too) and the harness resets it after every
+ * start of the run (the copy reference's buffers too) and the harness resets it before every
  * case: every case, and the copy it is compared with, sees the same memory in the same layout.
  * One allocation can still land on slow pages in some run: the arena removes the dependence on
  * the order of the cases, not on the machine. */
