@@ -37,6 +37,12 @@ enum { FZ_OP_NONE, FZ_OP_GELU, FZ_OP_SWIGLU };
 
 /* ---- 16-byte bf16 vectors: streaming (read-once / write-once) access, exact unpack, RNE pack ---- */
 __device__ __forceinline__ uint4 fz_load(const uint16_t *p) { return __ldcs((const uint4 *)p); }
+/* L2 prefetch of the cols bf16 values at row by a warp: lane l the 128-byte lines l, l + 32, ...
+ * (moves no value). */
+__device__ __forceinline__ void fz_prefetch_l2_row(const uint16_t *row, int cols, int lane) {
+    const char *b = (const char *)row;
+    for (int o = 128 * lane; o < 2 * cols; o += 32 * 128) agoq_prefetch_l2(b + o);
+}
 __device__ __forceinline__ void fz_store(uint16_t *p, uint4 w) { __stcs((uint4 *)p, w); }
 
 /* ---- cp.async: a thread copies 4, 8 or 16 bytes global -> shared and later waits for its own
@@ -338,6 +344,10 @@ bool fz_f5_old(void);
  * forward's loads staged through shared memory, fused_swiglu.cu; the staged RMSNorm backward's
  * row sums with one barrier, row_tree_sum_1bar). (fused.cu) */
 bool fz_f6(void);
+/* AGOQ_RMS_PF=0|1 (issue 15, s10; read at every launch, default 0): the warp-per-row RMSNorm
+ * forward prefetches the warp's next row into L2 (fz_prefetch_l2_row) while it reduces,
+ * quantizes and stores this one, so that row's loads wait for L2, not DRAM. (fused.cu) */
+int fz_rms_pf(void);
 /* AGOQ_F8=0|1|2 (read at every launch; unset: each launch site's default, fz_f8_or): issue 15's
  * fourth round. The eighth session's A/B (H200, ca17d3f, logs/s8_callB_ca17d3f/, two rounds,
  * FP4 E2M1/128, copy ratio at 256 MiB / 1 GiB / 4 GiB) made 1 the default of the quantized SwiGLU

@@ -142,11 +142,32 @@ struct red_scales_sz {
     }
 };
 
+/* Issue 15 (s10, AGOQ_RED_PF): an L2 prefetch of the next batch of chunks (chunks r0 .. r0 + rb - 1,
+ * rb <= 8, those < nin) of the warp's tile while the current batch is loaded and decoded, so
+ * that batch's loads hit L2 instead of waiting for DRAM after the decode: more bytes in flight
+ * per SM without registers (the reduce core is register-bound at 3 CTAs per SM). Lane l: the
+ * 128-byte line l & 3 of chunk r0 + (l >> 2)'s codes (RED_U x 256 one-byte codes = 4 lines);
+ * lanes 0..rb-1 also the line of that chunk's scales, lanes 8..8+rb-1 of its zero points (a
+ * tile's blocks lie in one line: <= 16 blocks of 4 bytes at a 64-byte multiple). A prefetch
+ * moves no value: the kernel's results are the same bits. */
+template <size_t NC>
+__device__ __forceinline__ void red_prefetch_batch(const chunk_view (&in)[NC], int nin, int r0, int rb, size_t e_tile,
+                                                   int log2b, int bf16_scale, int lane) {
+    const int r = r0 + (lane >> 2);
+    if ((lane >> 2) < rb && r < nin) agoq_prefetch_l2(in[r].codes + e_tile + (size_t)(lane & 3) * 128);
+    const int rs = r0 + (lane & 7);
+    const size_t off = (e_tile >> log2b) * (bf16_scale ? 2u : 4u);
+    if ((lane & 7) < rb && rs < nin && lane < 16) {
+        const uint8_t *plane = lane < 8 ? in[rs].scales : in[rs].zeros;
+        if (plane) agoq_prefetch_l2(plane + off);
+    }
+}
+
 /* RB (chunks loaded per batch): 4 for asymmetric codes with agoq_tile_scales, whose scales and
  * zero points of 8 chunks spilled at the 80-register bound (124-byte spill stores per thread:
  * int8_asym 0.44 of copy, 0.68 with 4); dyn8 measured alike at 4 and 8 (0.505,
  * results/h200/logs/q5_ab_s5.log). SZ: red_scales_sz (asymmetric codes only). */
-template <int DEC, bool BF16_SUM, int VREP = 0, int RB = RED_RB, bool SZ = false, bool LUT32 = false>
+template <int DEC, bool BF16_SUM, int VREP = 0, int RB = RED_RB, bool SZ = false, bool LUT32 = false, bool PF = false>
 struct tile_reduce {
     static constexpr int kVec = 8, kBits = 8, kU = RED_U, kMinCtas = SZ ? 2 : 3;
     static constexpr bool kTable = DEC == AGOQ_ENC_TABLE;
@@ -175,6 +196,7 @@ struct tile_reduce {
 #pragma unroll
             for (int e = 0; e < 8; e++) v[j][e] = 0.0f;
         for (int r0 = 0; r0 < nin; r0 += RB) { /* warp-uniform */
+            if constexpr (PF) red_prefetch_batch(in, nin, r0 + RB, RB, e_tile, log2b, p.bf16_scale, lane);
             scales_t sc[RB];
             uint64_t c[RB][RED_U];
 #pragma unroll
@@ -220,6 +242,12 @@ struct tile_reduce {
 #define G8_TABLE 1
 #define G8_ASYM_SZ 2
 static int g8_mask(void) { return agoq_knob_int("AGOQ_G8", 0, 0, 3); }
+/* AGOQ_RED_PF (issue 15, s10), a mask, default 0: the reduce core's L2 prefetch of the next batch
+ * of chunks (red_prefetch_batch). 1: int8_asym (batches of 4, as without it); 2: the other
+ * decoders in batches of 4 with the prefetch instead of 8 at once. Read at every launch. */
+#define RED_PF_ASYM 1
+#define RED_PF_OTHERS 2
+static int red_pf_mask(void) { return agoq_knob_int("AGOQ_RED_PF", 0, 0, 3); }
 
 /* The tile sources need 8-bit codes and a power-of-two block >= 32 (agoq_tile_scales); the
  * launcher checks the rest (rounding, block <= 256, alignment of the output codes). */
@@ -283,7 +311,7 @@ int agoq_cuda_grad_reduce(const agoq_qconfig *c, const agoq_cuda_qtensor *in, in
         if (agoq_cuda_check_qtensor(fn, c, &in[r])) return -1;
     }
     if (out->n == 0) return 0;
-    const int g8 = g8_mask();
+    const int g8 = g8_mask(), pf = red_pf_mask();
     agoq_dispatch_pair(p.enc, p.dec, [&](auto enc, auto dec) {
         constexpr int E = decltype(enc)::value, D = decltype(dec)::value;
         src_reduce<D> src;
@@ -295,9 +323,9 @@ int agoq_cuda_grad_reduce(const agoq_qconfig *c, const agoq_cuda_qtensor *in, in
         src.vec_sum = ((uintptr_t)sum_out & 15u) == 0;
         bool aligned = sum_out == NULL || aligned16(sum_out);
         for (int r = 0; r < nin; r++) aligned &= ((uintptr_t)in[r].codes & 7u) == 0; /* 8 codes per load */
-        auto with_tile = [&](auto bf16, auto vrep, auto rb, auto sz, auto lut32) {
+        auto with_tile = [&](auto bf16, auto vrep, auto rb, auto sz, auto lut32, auto pf) {
             tile_reduce<D, decltype(bf16)::value != 0, decltype(vrep)::value, decltype(rb)::value, decltype(sz)::value != 0,
-                        decltype(lut32)::value != 0>
+                        decltype(lut32)::value != 0, decltype(pf)::value != 0>
                 tile;
             memset(&tile, 0, sizeof tile);
             memcpy(tile.in, src.in, sizeof tile.in);
@@ -309,17 +337,22 @@ int agoq_cuda_grad_reduce(const agoq_qconfig *c, const agoq_cuda_qtensor *in, in
         };
         if constexpr (E == D) {
             const agoq_enc_t<0> no;
+            const agoq_enc_t<1> yes;
             auto go = [&](auto bf16) { /* q5 variants: table (replicated values) and asymmetric decoders */
                 if constexpr (D == AGOQ_ENC_TABLE) {
                     if (!agoq_q5_old() && p.tab_ident) {
-                        if (g8 & G8_TABLE) return with_tile(bf16, agoq_enc_t<AGOQ_VREP32>(), agoq_enc_t<RED_RB>(), no, agoq_enc_t<1>());
-                        return with_tile(bf16, agoq_enc_t<AGOQ_VREP>(), agoq_enc_t<RED_RB>(), no, no);
+                        if (g8 & G8_TABLE) return with_tile(bf16, agoq_enc_t<AGOQ_VREP32>(), agoq_enc_t<RED_RB>(), no, yes, no);
+                        if (pf & RED_PF_OTHERS) return with_tile(bf16, agoq_enc_t<AGOQ_VREP>(), agoq_enc_t<4>(), no, no, yes);
+                        return with_tile(bf16, agoq_enc_t<AGOQ_VREP>(), agoq_enc_t<RED_RB>(), no, no, no);
                     }
                 } else if constexpr (D == AGOQ_ENC_INT_ASYM) {
-                    if (!agoq_q5_old() && (g8 & G8_ASYM_SZ)) return with_tile(bf16, no, agoq_enc_t<RED_RB>(), agoq_enc_t<1>(), no);
-                    if (!agoq_q5_old()) return with_tile(bf16, no, agoq_enc_t<4>(), no, no);
+                    if (!agoq_q5_old() && (g8 & G8_ASYM_SZ)) return with_tile(bf16, no, agoq_enc_t<RED_RB>(), yes, no, no);
+                    if (!agoq_q5_old() && (pf & RED_PF_ASYM)) return with_tile(bf16, no, agoq_enc_t<4>(), no, no, yes);
+                    if (!agoq_q5_old()) return with_tile(bf16, no, agoq_enc_t<4>(), no, no, no);
+                } else {
+                    if (pf & RED_PF_OTHERS) return with_tile(bf16, no, agoq_enc_t<4>(), no, no, yes);
                 }
-                with_tile(bf16, no, agoq_enc_t<RED_RB>(), no, no);
+                with_tile(bf16, no, agoq_enc_t<RED_RB>(), no, no, no);
             };
             if (src.bf16_sum) go(agoq_enc_t<1>());
             else go(agoq_enc_t<0>());

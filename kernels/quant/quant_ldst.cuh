@@ -75,4 +75,6 @@ __device__ __forceinline__ void agoq_st16(void *p, uint4 v) {
                      "r"(v.w)
                      : "memory");
 }
+/* An L2 prefetch of the 128-byte line holding a (prefetch.global.L2: moves no value). */
+__device__ __forceinline__ void agoq_prefetch_l2(const void *a) { asm volatile("prefetch.global.L2 [%0];" ::"l"(a)); }
 #endif

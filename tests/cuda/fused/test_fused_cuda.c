@@ -351,6 +351,27 @@ TEST(cuda_fused_gelu_fwd_units) {
     CHECK_MSG(bad == 0, "%zu mismatches (AGOQ_GELU_FWD_U=4, 2 and 1, %zu fast configs each)", bad, configs);
 }
 
+/* The tenth session's L2 prefetch of the next row in the warp-per-row RMSNorm forward
+ * (AGOQ_RMS_PF=1): every fast quantizer config on rows of 4096 with one CTA (8 warps, 37 rows:
+ * every warp prefetches, the last rows do not), and rows of 1024 / 2048 beside the other paths. */
+TEST(cuda_fused_rms_prefetch) {
+    static const int blocks[] = {32, 64, 128, 256};
+    size_t bad = 0, configs = 0;
+    setenv("AGOQ_RMS_PF", "1", 1);
+    setenv("AGOQ_FUSED_GRID_CAP", "1", 1);
+    for (size_t f = 0; f < sizeof kFastFmts / sizeof kFastFmts[0]; f++)
+        for (size_t b = 0; b < 4; b++, configs++) {
+            const qcase k = {kFastFmts[f], blocks[b], configs % 3 ? AGOQ_SCALE_FP32 : AGOQ_SCALE_BF16, AGOQ_ROUND_NEAREST};
+            bad += run_op(OP_RMS, &k, 37, 4096, 1);
+        }
+    bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 11, 2048, 0);
+    unsetenv("AGOQ_FUSED_GRID_CAP");
+    unsetenv("AGOQ_RMS_PF");
+    bad += run_env("AGOQ_RMS_PF", "1", 9, 1024, 0);
+    bad += run_env("AGOQ_RMS_PF", "1", 3, 4096, 1);
+    CHECK_MSG(bad == 0, "%zu mismatches (%zu fast configs)", bad, configs);
+}
+
 /* The unfused baseline's standalone kernels: quantize == rowq reference, dequantize == bf16
  * of the reference's dequantized values. */
 TEST(cuda_rowq_quantize_dequantize_bit_exact) {

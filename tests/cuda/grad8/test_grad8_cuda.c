@@ -173,31 +173,47 @@ TEST(cuda_grad_int8_asym_tile_options) {
     CHECK_MSG(bad == 0, "%zu mismatches over %zu runs", bad, runs);
 }
 
-TEST(cuda_grad_g8_variants) {
-    /* AGOQ_G8 (grad8.cu), every mask 0..3, against the reference: dyn8 (32-times replicated
-     * value table, 32-bit encode LUT: reduce and bf16 accumulation) and int8_asym (8-chunk
-     * batches with one scale / zero register per chunk: reduce), several whole tiles plus a
-     * tail, both scale types, fp32 and bf16 sums, sum_out, in place, chunk counts around the
-     * batch of 8 */
-    static const int fmts[] = {AGOQ_FMT_DYN8, AGOQ_FMT_INT8_ASYM};
+/* Every value 0..vmax of the mask knob `knob` against the reference, formats fmts: several whole
+ * tiles plus a tail, blocks 32-256, both scale types, fp32 and bf16 sums, sum_out, in place,
+ * chunk counts around the batches of 4 and 8. Returns the mismatches; *runs counts the runs. */
+static size_t check_knob_masks(const char *knob, int vmax, const int *fmts, size_t nf, size_t *runs) {
     static const int blocks[] = {32, 64, 128, 256};
     static const int nins[] = {1, 5, 8, 11};
-    size_t bad = 0, runs = 0;
-    for (int g8 = 0; g8 < 4; g8++) {
+    size_t bad = 0;
+    for (int m = 0; m <= vmax; m++) {
         char v[4];
-        snprintf(v, sizeof v, "%d", g8);
-        setenv("AGOQ_G8", v, 1);
-        for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++)
+        snprintf(v, sizeof v, "%d", m);
+        setenv(knob, v, 1);
+        for (size_t f = 0; f < nf; f++)
             for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++)
                 for (int sc = 0; sc < 2; sc++) {
                     agoq_qconfig c = cfg(fmts[f], blocks[b], sc, 0);
                     const size_t n = 5 * 2048 + 3 * (size_t)blocks[b] + 5;
-                    for (int gb = 0; gb < 2; gb++, runs++) bad += check_accumulate(&c, n, gb, 90 + runs);
-                    for (size_t k = 0; k < sizeof nins / sizeof nins[0]; k++, runs++)
-                        bad += check_reduce(&c, n, nins[k], (agoq_sum_precision)(runs & 1), (int)(k == 2));
+                    for (int gb = 0; gb < 2; gb++, (*runs)++) bad += check_accumulate(&c, n, gb, 90 + (unsigned)*runs);
+                    for (size_t k = 0; k < sizeof nins / sizeof nins[0]; k++, (*runs)++)
+                        bad += check_reduce(&c, n, nins[k], (agoq_sum_precision)(*runs & 1), (int)(k == 2));
                 }
     }
-    unsetenv("AGOQ_G8");
+    unsetenv(knob);
+    return bad;
+}
+
+TEST(cuda_grad_g8_variants) {
+    /* AGOQ_G8 (grad8.cu), every mask 0..3: dyn8 (32-times replicated value table, 32-bit encode
+     * LUT: reduce and bf16 accumulation) and int8_asym (8-chunk batches with one scale / zero
+     * register per chunk: reduce) */
+    static const int fmts[] = {AGOQ_FMT_DYN8, AGOQ_FMT_INT8_ASYM};
+    size_t runs = 0;
+    const size_t bad = check_knob_masks("AGOQ_G8", 3, fmts, sizeof fmts / sizeof fmts[0], &runs);
+    CHECK_MSG(bad == 0, "%zu mismatches over %zu runs", bad, runs);
+}
+
+TEST(cuda_grad_reduce_prefetch_variants) {
+    /* AGOQ_RED_PF (grad8.cu), every mask 0..3: the reduce core's L2 prefetch of the next batch of
+     * chunks (int8_asym; the others in batches of 4), every 8-bit decoder kind */
+    static const int fmts[] = {AGOQ_FMT_INT8, AGOQ_FMT_INT8_ASYM, AGOQ_FMT_FP8_E4M3, AGOQ_FMT_DYN8};
+    size_t runs = 0;
+    const size_t bad = check_knob_masks("AGOQ_RED_PF", 3, fmts, sizeof fmts / sizeof fmts[0], &runs);
     CHECK_MSG(bad == 0, "%zu mismatches over %zu runs", bad, runs);
 }
 
