@@ -18,6 +18,9 @@
 #              $OUT/deq_ab.tsv (round, var, case, format, bytes, median_ms, copy_ratio; one row per
 #              record) and $OUT/deq_ab_json.tgz (every run's JSON); ~1.5 s a run (s6 call A);
 #              tools/deq_ab_pick.py picks each (format, output)'s variant from the tsv
+#     ab       the same for any knob: AB_KNOB=NAME AB_VALUES="v1 v2 .." AB_ARGS="agoq kernels
+#              arguments" (AB_ROUNDS, default 2) -> $OUT/ab_NAME.tsv, $OUT/ab_NAME_json.tgz;
+#              tools/ab_table.py $OUT/ab_NAME.tsv compares every value with the first
 #     ncu      Speed Of Light + memory + occupancy + instruction + warp-state sections at 256 MiB of
 #              the dyn8 / nf4 / fp4 quantizers from bf16, the fused RMSNorm / SwiGLU / GELU
 #              forwards and the int8 / fp8 reduce core -> $OUT/ncu.log
@@ -78,24 +81,22 @@ for p in "$@"; do
           "experiments/$exp.json" "$peer" "$file"
       fi
       part "$exp" "${T_KERNELS:-120}" "$B/agoq" run "$file" -q --out "$OUT/$exp.json" ;;
-    deq_ab)
-      d=/tmp/agoq_deq_ab; rm -rf "$d"; mkdir -p "$d"
-      vars=${DEQ_VARS_LIST:-$(seq 0 22)}
-      for r in $(seq 1 "${DEQ_ROUNDS:-2}"); do
-        order=$vars; [ $((r % 2)) = 0 ] && order=$(echo $vars | tr ' ' '\n' | tac)
+    deq_ab|ab)
+      # deq_ab: the dequantizer variants (AGOQ_DEQ_VAR over experiments/kernels_deq_ab.json) -> deq_ab.tsv;
+      # ab: any knob (AB_KNOB, AB_VALUES, AB_ARGS) -> ab_$AB_KNOB.tsv
+      if [ "$p" = deq_ab ]; then knob=AGOQ_DEQ_VAR; vals=${DEQ_VARS_LIST:-$(seq 0 22)}; rounds=${DEQ_ROUNDS:-2}; name=deq_ab
+        cmd=(run experiments/kernels_deq_ab.json -q)
+      else knob=${AB_KNOB:?AB_KNOB}; vals=${AB_VALUES:?AB_VALUES}; rounds=${AB_ROUNDS:-2}; name=ab_$knob
+        read -r -a args <<< "${AB_ARGS:?AB_ARGS}"; cmd=(kernels -q "${args[@]}"); fi
+      d=/tmp/agoq_$name; rm -rf "$d"; mkdir -p "$d"
+      for r in $(seq 1 "$rounds"); do
+        order=$vals; [ $((r % 2)) = 0 ] && order=$(echo $vals | tr ' ' '\n' | tac)
         for v in $order; do
-          part "deq_ab r$r var$v" "${T_KERNELS:-120}" env AGOQ_DEQ_VAR="$v" "$B/agoq" run experiments/kernels_deq_ab.json -q \
-            --out "$d/r${r}_var$v.json"
+          part "$name r$r $v" "${T_KERNELS:-120}" env "$knob=$v" "$B/agoq" "${cmd[@]}" --out "$d/r${r}_var$v.json"
         done
       done
-      python3 -c 'import json,sys,glob,re
-print("round\tvar\tcase\tformat\tbytes\tmedian_ms\tcopy_ratio")
-for f in sorted(glob.glob(sys.argv[1] + "/r*_var*.json")):
-    r, v = re.search(r"r(\d+)_var(\d+)\.json$", f).groups()
-    for x in json.load(open(f))["records"]:
-        print("\t".join([r, v, x["case"], x.get("format", "-"), str(x["bytes"]), "%.5f" % x["median_ms"], "%.4f" % x["copy_ratio"]]))' \
-        "$d" > "$OUT/deq_ab.tsv" || rc=1
-      tar czf "$OUT/deq_ab_json.tgz" -C "$d" . ;;
+      python3 tools/ab_table.py --tsv "$d" > "$OUT/$name.tsv" || rc=1
+      tar czf "$OUT/${name}_json.tgz" -C "$d" . ;;
     ncu) if command -v ncu > /dev/null; then
            sec="--clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy"
            sec="$sec --section InstructionStats --section WarpStateStats"

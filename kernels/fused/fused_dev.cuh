@@ -345,8 +345,9 @@ bool fz_f5_old(void);
  * row sums with one barrier, row_tree_sum_1bar). (fused.cu) */
 bool fz_f6(void);
 /* AGOQ_RMS_PF=0|1 (issue 15, s10; read at every launch, default 0): the warp-per-row RMSNorm
- * forward prefetches the warp's next row into L2 (fz_prefetch_l2_row) while it reduces,
- * quantizes and stores this one, so that row's loads wait for L2, not DRAM. (fused.cu) */
+ * forward, plain or with an FP4 copy (the other formats keep their kernel), prefetches the
+ * warp's next row into L2 (fz_prefetch_l2_row) while it reduces, quantizes and stores this
+ * one, so that row's loads wait for L2, not DRAM. (fused.cu) */
 int fz_rms_pf(void);
 /* AGOQ_F8=0|1|2 (read at every launch; unset: each launch site's default, fz_f8_or): issue 15's
  * fourth round. The eighth session's A/B (H200, ca17d3f, logs/s8_callB_ca17d3f/, two rounds,

@@ -120,10 +120,12 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_FWD_CTAS)
 #define RMS_WARP_NV 16 /* warp vectors per row at most: 4096 columns */
 #define RMS_WARP_U 4   /* vectors per quantizer tile (1024 columns) */
 #define RMS_WARP_CTAS 2 /* <= 128 registers: the row (64) and a tile (32) */
-template <bool QUANT, int ENC, int BITS, int LOG2B>
+/* PF (AGOQ_RMS_PF=1, instantiated for the plain and the FP4 kernels only): the warp prefetches its
+ * next row into L2 after issuing this row's loads. */
+template <bool QUANT, int ENC, int BITS, int LOG2B, bool PF = false>
 __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_WARP_CTAS)
     rms_fwd_warp_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w, int rows,
-                        int cols, float eps, uint16_t *__restrict__ y, agoq_cuda_qtensor q, float *rstd_out, int pf) {
+                        int cols, float eps, uint16_t *__restrict__ y, agoq_cuda_qtensor q, float *rstd_out) {
     constexpr int NW = AGOQ_ROW_THREADS / 32, U = RMS_WARP_U;
     __shared__ agoq_smem_table tab;
     if constexpr (QUANT && ENC == AGOQ_ENC_TABLE) {
@@ -139,7 +141,7 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_WARP_CTAS)
 #pragma unroll
         for (int m = 0; m < RMS_WARP_NV; m++)
             if (m < nv) raw[m] = fz_load(x + lane0 + (size_t)(m * FZ_WVEC));
-        if (pf && r + nwarps < (size_t)rows) fz_prefetch_l2_row(x + (r + nwarps) * (size_t)cols, cols, lane);
+        if (PF && r + nwarps < (size_t)rows) fz_prefetch_l2_row(x + (r + nwarps) * (size_t)cols, cols, lane);
         float part[NW];
 #pragma unroll
         for (int k = 0; k < NW; k++) part[k] = 0.0f;
@@ -452,15 +454,23 @@ extern "C" int agoq_rmsnorm_fwd_cuda(const agoq_fq *q, const uint16_t *x, const 
     const bool fast = cols % 8 == 0 && cols <= RMS_MAX_COLS && fz_al16(x) && fz_al16(w) && fz_al16(y) && !fz_no_fast();
     const bool by_warp = fast && cols % (RMS_WARP_U * FZ_WVEC) == 0 && cols <= RMS_WARP_NV * FZ_WVEC;
     if (by_warp && !q) {
-        constexpr auto k = rms_fwd_warp_kernel<false, 0, 0, 0>;
-        k<<<fz_grid<k>((size_t)rows, false), AGOQ_ROW_THREADS, 0, s>>>(agoq_cuda_qparams{}, x, w, rows, cols, eps, y, qt, rstd,
-                                                                       fz_rms_pf());
+        auto go = [&](auto pf) {
+            constexpr auto k = rms_fwd_warp_kernel<false, 0, 0, 0, decltype(pf)::value != 0>;
+            k<<<fz_grid<k>((size_t)rows, false), AGOQ_ROW_THREADS, 0, s>>>(agoq_cuda_qparams{}, x, w, rows, cols, eps, y, qt, rstd);
+        };
+        if (fz_rms_pf()) go(agoq_enc_t<1>());
+        else go(agoq_enc_t<0>());
     } else if (by_warp && fz_fast_quant(q->p, xq)) {
+        const bool pf = fz_rms_pf();
         fz_dispatch_quant(q->p, [&](auto enc, auto bits, auto lb) {
-            constexpr auto k =
-                rms_fwd_warp_kernel<true, decltype(enc)::value, decltype(bits)::value, decltype(lb)::value>;
-            k<<<fz_grid<k>((size_t)rows, decltype(enc)::value == AGOQ_ENC_TABLE), AGOQ_ROW_THREADS, 0, s>>>(q->p, x, w, rows, cols, eps, y, qt, rstd,
-                                                                                                           fz_rms_pf());
+            constexpr int E = decltype(enc)::value, BITS = decltype(bits)::value, LB = decltype(lb)::value;
+            auto go = [&](auto pfv) {
+                constexpr auto k = rms_fwd_warp_kernel<true, E, BITS, LB, decltype(pfv)::value != 0>;
+                k<<<fz_grid<k>((size_t)rows, E == AGOQ_ENC_TABLE), AGOQ_ROW_THREADS, 0, s>>>(q->p, x, w, rows, cols, eps, y, qt, rstd);
+            };
+            if constexpr (E == AGOQ_ENC_FP4)
+                if (pf) return go(agoq_enc_t<1>());
+            go(agoq_enc_t<0>());
         });
     } else if (fast && !q) {
         constexpr auto k = rms_fwd_kernel<false, 0, 0, 0>;

@@ -237,11 +237,15 @@ struct tile_reduce {
  *      static shared memory only beside the 11 KB LUT, not the 22 KB one;
  *   2: the int8_asym reduce loads 8 chunks per batch with red_scales_sz (one register of scale or
  *      zero point per chunk) at 2 CTAs per SM instead of 4 with agoq_tile_scales at 3.
- * The two bits change disjoint (case, format) pairs: one A/B of 0 against 3 measures both.
+ *   4 (the tenth session's; without bit 1): the dyn8 reduce and bf16 accumulation encode through
+ *      the 32-bit LUT but keep the 16-times replicated value table (bit 1 changed both at once,
+ *      so its loss is not the LUT's alone); in the reduce, AGOQ_RED_PF bit 2 takes precedence.
+ * Bits 1 and 2 change disjoint (case, format) pairs: one A/B of 0 against 3 measures both.
  * Read at every launch (the tests switch it). */
 #define G8_TABLE 1
 #define G8_ASYM_SZ 2
-static int g8_mask(void) { return agoq_knob_int("AGOQ_G8", 0, 0, 3); }
+#define G8_LUT32 4
+static int g8_mask(void) { return agoq_knob_int("AGOQ_G8", 0, 0, 7); }
 /* AGOQ_RED_PF (issue 15, s10), a mask, default 0: the reduce core's L2 prefetch of the next batch
  * of chunks (red_prefetch_batch). 1: int8_asym (batches of 4, as without it); 2: the other
  * decoders in batches of 4 with the prefetch instead of 8 at once. Read at every launch. */
@@ -287,6 +291,7 @@ int agoq_cuda_grad_accumulate(const agoq_qconfig *c, agoq_cuda_qtensor *acc, con
                         agoq_launch_quant<E>(p, src, out, stream, ok ? &tile4 : nullptr);
                     };
                     if (g8 & G8_TABLE) go4(agoq_enc_t<AGOQ_VREP32>(), agoq_enc_t<1>());
+                    else if (g8 & G8_LUT32) go4(agoq_enc_t<AGOQ_VREP>(), agoq_enc_t<1>());
                     else go4(agoq_enc_t<AGOQ_VREP>(), agoq_enc_t<0>());
                     return;
                 }
@@ -343,6 +348,7 @@ int agoq_cuda_grad_reduce(const agoq_qconfig *c, const agoq_cuda_qtensor *in, in
                     if (!agoq_q5_old() && p.tab_ident) {
                         if (g8 & G8_TABLE) return with_tile(bf16, agoq_enc_t<AGOQ_VREP32>(), agoq_enc_t<RED_RB>(), no, yes, no);
                         if (pf & RED_PF_OTHERS) return with_tile(bf16, agoq_enc_t<AGOQ_VREP>(), agoq_enc_t<4>(), no, no, yes);
+                        if (g8 & G8_LUT32) return with_tile(bf16, agoq_enc_t<AGOQ_VREP>(), agoq_enc_t<RED_RB>(), no, yes, no);
                         return with_tile(bf16, agoq_enc_t<AGOQ_VREP>(), agoq_enc_t<RED_RB>(), no, no, no);
                     }
                 } else if constexpr (D == AGOQ_ENC_INT_ASYM) {

@@ -131,8 +131,10 @@ const char *agoq_cuda_deq_variant_name(int v);
 /* issue 15 (q8), AGOQ_Q8_PF=0|1 forces it off / on; unset: on for dyn8, NF4 and FP4 (packed tiles only): resident grids
  * whose warps load their next tile before encoding the current one */
 #define AGOQ_TILE_OPT_PF 32
-/* issue 15 (k2, AGOQ_G8 bit 1): the CTA's table LUT in 32-bit entries (quant_tile.cuh; set by the
- * tile kernel for sources with kLut32, not by agoq_cuda_tile_opts) */
+/* issue 15: the CTA's table LUT in 32-bit entries (tab_lut32.h). Set by the tile kernel for
+ * gradient sources with kLut32 (k2, AGOQ_G8 bit 1), and by AGOQ_Q8_LUT32=1 (s10, default 0) for
+ * the q8 table encoder of the packed bf16 tiles (quant_q8.cuh: one 32-bit shared load a code
+ * instead of an 8-byte one, for the MIO-bound dyn8 quantizer) */
 #define AGOQ_TILE_OPT_LUT32 64
 int agoq_cuda_tile_opts(void);
 /* agoq_cuda_tile_opts with q8 / pf added where their knob is unset and the encoder (AGOQ_ENC_*)

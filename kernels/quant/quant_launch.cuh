@@ -142,13 +142,18 @@ static size_t agoq_launch_quant_tiles(const agoq_cuda_qparams &p, const TileSrc 
                                 if (opts & AGOQ_TILE_OPT_PF) return go(agoq_enc_t<decltype(o)::value | AGOQ_TILE_OPT_PF>());
                             go(o);
                         };
+                        auto q8_lut = [&](auto o, auto next) { /* the table q8's 32-bit LUT (AGOQ_Q8_LUT32) */
+                            if constexpr (ENC == AGOQ_ENC_TABLE)
+                                if (opts & AGOQ_TILE_OPT_LUT32) return next(agoq_enc_t<decltype(o)::value | AGOQ_TILE_OPT_LUT32>());
+                            next(o);
+                        };
                         if (opts & AGOQ_TILE_OPT_Q7) {
                             if constexpr (kQ8)
-                                if (q8) return with_pf(agoq_enc_t<kOpt | AGOQ_TILE_OPT_Q7 | AGOQ_TILE_OPT_Q8>());
+                                if (q8) return q8_lut(agoq_enc_t<kOpt | AGOQ_TILE_OPT_Q7 | AGOQ_TILE_OPT_Q8>(), with_pf);
                             return with_pf(agoq_enc_t<kOpt | AGOQ_TILE_OPT_Q7>());
                         }
                         if constexpr (kQ8)
-                            if (q8) return go(agoq_enc_t<kOpt | AGOQ_TILE_OPT_Q8>());
+                            if (q8) return q8_lut(agoq_enc_t<kOpt | AGOQ_TILE_OPT_Q8>(), go);
                         return go(agoq_enc_t<kOpt>());
                     }
                 go(enc_opt);

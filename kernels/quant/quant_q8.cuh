@@ -13,7 +13,10 @@
 /* q8's staging (AGOQ_TILE_OPT_Q8; CTAs of AGOQ_QUANT_THREADS): every load of the table and the
  * LUT issued before the first store (the loop above waits one L2 round trip per 256 entries: the
  * generic source may alias the shared copy), then the table (agoq_dev_load_table's copy, for the
- * careful path) and the LUT stores. All threads; then __syncthreads(). */
+ * careful path) and the LUT stores: the 8-byte entries, or with LUT32 (AGOQ_TILE_OPT_LUT32,
+ * AGOQ_Q8_LUT32=1) the 32-bit ones of tab_lut32.h in the 11 KB array. All threads; then
+ * __syncthreads(). */
+template <bool LUT32 = false>
 __device__ __forceinline__ void agoq_tile_stage_q8(agoq_smem_table *tab, const agoq_cuda_qparams &p) {
     constexpr int kPer = (AGOQ_TAB_LUT_MAX + AGOQ_QUANT_THREADS - 1) / AGOQ_QUANT_THREADS;
     const uint2 *__restrict__ g = (const uint2 *)p.table->lut.e;
@@ -25,26 +28,40 @@ __device__ __forceinline__ void agoq_tile_stage_q8(agoq_smem_table *tab, const a
         if (i < ne) r[k] = __ldg(g + i);
     }
     agoq_dev_load_table(tab, p.table);
-    uint2 *lut = agoq_tile_lut_smem();
+    const uint32_t m = (1u << p.tab_shift) - 1u;
 #pragma unroll
     for (int k = 0; k < kPer; k++) {
         const int i = (int)threadIdx.x + k * AGOQ_QUANT_THREADS;
-        if (i < ne) lut[i] = r[k];
+        if (i >= ne) continue;
+        if constexpr (LUT32) agoq_tile_lut32_smem()[i] = agoq_tab_lut32_entry(r[k].x, r[k].y, m);
+        else agoq_tile_lut_smem()[i] = r[k];
     }
 }
 /* q8 (AGOQ_TILE_OPT_Q8, quant_q8.h): N table positions of v * inv by the CTA's LUT at a 32-bit
  * shared address (agoq_q8_lut_index as an address: one select of the sign's half, one shift,
- * one LEA), packed by agoq_tile_pack_low. Contract: the fast path, ident, agoq_q8_lut_ok. */
-template <int BITS, int N>
+ * one LEA), packed by agoq_tile_pack_low. LUT32: one 32-bit load per code instead of an 8-byte
+ * one (about half the bank conflicts, tab_lut32.h) and the key compare of agoq_tab_lut32_pos.
+ * Contract: the fast path, ident, agoq_q8_lut_ok. */
+template <int BITS, int N, bool LUT32 = false>
 __device__ __forceinline__ uint64_t agoq_tile_q8_table(const agoq_cuda_qparams &p, const float (&v)[N], float inv) {
+    constexpr int kEs = LUT32 ? 2 : 3;
+    const uint32_t lut = LUT32 ? (uint32_t)__cvta_generic_to_shared(agoq_tile_lut32_smem())
+                               : (uint32_t)__cvta_generic_to_shared(agoq_tile_lut_smem());
     uint32_t pos0, neg0, w[N];
-    agoq_q8_lut_bases((uint32_t)__cvta_generic_to_shared(agoq_tile_lut_smem()), p.tab_base, p.tab_nb, &pos0, &neg0);
+    agoq_q8_lut_bases(lut, p.tab_base, p.tab_nb, kEs, &pos0, &neg0);
 #pragma unroll
     for (int j = 0; j < N; j++) {
         const float y = v[j] * inv;
-        uint32_t thr, pos;
-        asm("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(thr), "=r"(pos) : "r"(agoq_q8_lut_addr(pos0, neg0, p.tab_shift, p.tab_lo, y)));
-        w[j] = agoq_tab_lut_pos(thr, pos, y);
+        const uint32_t a = agoq_q8_lut_addr(pos0, neg0, p.tab_shift, p.tab_lo, y, kEs);
+        if constexpr (LUT32) {
+            uint32_t e;
+            asm("ld.shared.u32 %0, [%1];" : "=r"(e) : "r"(a));
+            w[j] = agoq_tab_lut32_pos(e, y, (1u << p.tab_shift) - 1u);
+        } else {
+            uint32_t thr, pos;
+            asm("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(thr), "=r"(pos) : "r"(a));
+            w[j] = agoq_tab_lut_pos(thr, pos, y);
+        }
     }
     return agoq_tile_pack_low<BITS, N>(w);
 }

@@ -28,15 +28,16 @@
 AGOQ_HD int agoq_q8_lut_ok(int shift, float hi) {
     return (agoq_f32_bits(AGOQ_Q8_YMAX) >> shift) <= (agoq_f32_bits(hi) >> shift);
 }
-/* The byte address of y's LUT entry (y not NaN, |y| <= AGOQ_Q8_YMAX, agoq_q8_lut_ok), 8-byte
- * entries from lut: lut + 8 agoq_tab_lut_index(..) (mod 2^32) computed as (sign ? neg0 : pos0)
- * + (bucket << 3), pos0 = lut - 8 base, neg0 = pos0 + 8 nb (agoq_q8_lut_bases): the sign's
- * half by one bit select (LOP3), the bucket without the upper clamp. */
-AGOQ_HD void agoq_q8_lut_bases(uint32_t lut, int base, int nb, uint32_t *pos0, uint32_t *neg0) {
-    *pos0 = lut - 8u * (uint32_t)base;
-    *neg0 = *pos0 + 8u * (uint32_t)nb;
+/* The byte address of y's LUT entry (y not NaN, |y| <= AGOQ_Q8_YMAX, agoq_q8_lut_ok), entries of
+ * 2^es bytes from lut (es = 3: the 8-byte {thr, pos} entries; es = 2: the 32-bit entries of
+ * tab_lut32.h, AGOQ_Q8_LUT32): lut + 2^es agoq_tab_lut_index(..) (mod 2^32) computed as
+ * (sign ? neg0 : pos0) + (bucket << es), pos0 = lut - 2^es base, neg0 = pos0 + 2^es nb
+ * (agoq_q8_lut_bases): the sign's half by one bit select (LOP3), the bucket without the upper clamp. */
+AGOQ_HD void agoq_q8_lut_bases(uint32_t lut, int base, int nb, int es, uint32_t *pos0, uint32_t *neg0) {
+    *pos0 = lut - ((uint32_t)base << es);
+    *neg0 = *pos0 + ((uint32_t)nb << es);
 }
-AGOQ_HD uint32_t agoq_q8_lut_addr(uint32_t pos0, uint32_t neg0, int shift, float lo, float y) {
+AGOQ_HD uint32_t agoq_q8_lut_addr(uint32_t pos0, uint32_t neg0, int shift, float lo, float y, int es) {
     const uint32_t bucket = agoq_f32_bits(fmaxf(fabsf(y), lo)) >> shift;
     const uint32_t neg = (uint32_t)((int32_t)agoq_f32_bits(y) >> 31);
 #ifdef __CUDA_ARCH__
@@ -45,6 +46,6 @@ AGOQ_HD uint32_t agoq_q8_lut_addr(uint32_t pos0, uint32_t neg0, int shift, float
 #else
     const uint32_t half = (neg0 & neg) | (pos0 & ~neg);
 #endif
-    return half + (bucket << 3);
+    return half + (bucket << es);
 }
 #endif

@@ -119,7 +119,7 @@ __device__ __forceinline__ uint64_t agoq_tile_encode_finite(const agoq_cuda_qpar
         }
         packed = agoq_tile_pack_low<BITS, N>(w);
     } else if constexpr (ENC == AGOQ_ENC_TABLE && LUT_SMEM && (OPT & AGOQ_TILE_OPT_Q8)) {
-        packed = agoq_tile_q8_table<BITS, N>(p, v, inv);
+        packed = agoq_tile_q8_table<BITS, N, (OPT & AGOQ_TILE_OPT_LUT32) != 0>(p, v, inv);
     } else if constexpr (ENC == AGOQ_ENC_TABLE && (OPT & AGOQ_TILE_OPT_GRID)) {
 #pragma unroll
         for (int j = 0; j < N; j++) packed |= (uint64_t)agoq_tile_grid_pos(p, v[j] * inv) << (j * BITS);
@@ -437,8 +437,8 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS_OPT(ENC
         __syncthreads();
     } else if constexpr (kLutSmem) { /* the careful path reads the device table's LUT (tab.lut) */
         if constexpr ((OPT & AGOQ_TILE_OPT_Q8) != 0) {
-            static_assert(!kLut32, "q8 stages its own LUT");
-            agoq_tile_stage_q8(&tab, p);
+            static_assert(!kLut32, "q8 stages its own LUT (its LUT32: the launcher's OPT)");
+            agoq_tile_stage_q8<(OPT & AGOQ_TILE_OPT_LUT32) != 0>(&tab, p);
         } else {
             agoq_dev_load_table(&tab, p.table);
             agoq_tile_stage_lut<kLut32>(p);

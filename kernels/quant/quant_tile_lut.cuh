@@ -23,8 +23,8 @@ __device__ __forceinline__ uint2 *agoq_tile_lut_smem() {
  * bank conflicts of the 8-byte entries, two more integer operations per code), built by each
  * CTA from the device table's entries; sources with kLut32 = true (the gradient kernels'
  * AGOQ_G8 variant, grad8.cu; with kVrep != 0: the 32 KB value table fits the 48 KB of static
- * shared memory only beside this 11 KB LUT) select it (AGOQ_TILE_OPT_LUT32, not an
- * agoq_cuda_tile_opts knob: the tile kernel sets it; its bit is defined in quant_cuda.h beside the others). */
+ * shared memory only beside this 11 KB LUT) select it (the tile kernel sets AGOQ_TILE_OPT_LUT32);
+ * the q8 table encoder takes it with AGOQ_Q8_LUT32=1 (quant_q8.cuh; the bit in quant_cuda.h). */
 __device__ __forceinline__ uint32_t *agoq_tile_lut32_smem() {
     __shared__ uint32_t lut32[AGOQ_TAB_LUT_MAX];
     return lut32;

@@ -352,8 +352,9 @@ TEST(cuda_fused_gelu_fwd_units) {
 }
 
 /* The tenth session's L2 prefetch of the next row in the warp-per-row RMSNorm forward
- * (AGOQ_RMS_PF=1): every fast quantizer config on rows of 4096 with one CTA (8 warps, 37 rows:
- * every warp prefetches, the last rows do not), and rows of 1024 / 2048 beside the other paths. */
+ * (AGOQ_RMS_PF=1; plain and FP4 kernels, the other formats keep theirs): every fast quantizer
+ * config on rows of 4096 with one CTA (8 warps, 37 rows: every warp prefetches, the last rows
+ * do not), and rows of 1024 / 2048 beside the other paths. */
 TEST(cuda_fused_rms_prefetch) {
     static const int blocks[] = {32, 64, 128, 256};
     size_t bad = 0, configs = 0;

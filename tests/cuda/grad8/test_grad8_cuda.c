@@ -199,12 +199,12 @@ static size_t check_knob_masks(const char *knob, int vmax, const int *fmts, size
 }
 
 TEST(cuda_grad_g8_variants) {
-    /* AGOQ_G8 (grad8.cu), every mask 0..3: dyn8 (32-times replicated value table, 32-bit encode
-     * LUT: reduce and bf16 accumulation) and int8_asym (8-chunk batches with one scale / zero
-     * register per chunk: reduce) */
+    /* AGOQ_G8 (grad8.cu), every mask 0..7: dyn8 (32-times replicated value table, 32-bit encode
+     * LUT: reduce and bf16 accumulation; bit 4: the 32-bit LUT alone) and int8_asym (8-chunk
+     * batches with one scale / zero register per chunk: reduce) */
     static const int fmts[] = {AGOQ_FMT_DYN8, AGOQ_FMT_INT8_ASYM};
     size_t runs = 0;
-    const size_t bad = check_knob_masks("AGOQ_G8", 3, fmts, sizeof fmts / sizeof fmts[0], &runs);
+    const size_t bad = check_knob_masks("AGOQ_G8", 7, fmts, sizeof fmts / sizeof fmts[0], &runs);
     CHECK_MSG(bad == 0, "%zu mismatches over %zu runs", bad, runs);
 }
 

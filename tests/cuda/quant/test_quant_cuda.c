@@ -326,7 +326,8 @@ TEST(cuda_quant_dequant_tile_variants) {
 
 TEST(cuda_quant_tile_options_each_setting) {
     /* the tile kernels' optional encoders (issue 15 q6: AGOQ_Q6_ASYM, AGOQ_Q6_NF4, AGOQ_Q6_PACK;
-     * q7: AGOQ_Q7, which acts on packed tiles only) in every combination, fp32 and bf16 input
+     * q7: AGOQ_Q7, which acts on packed tiles only; q8 with AGOQ_Q8_LUT32's 32-bit table entries,
+     * the tenth session's) in every combination, fp32 and bf16 input
      * and scales, every tile block size, also with resident grids: the formats asym and grid
      * touch (and dyn8, which has no grid: the LUT either way); with packed bf16 tiles every
      * tile format (packing changes their range, q7 the absmax of all and the fp4 encoder) */
@@ -335,9 +336,10 @@ TEST(cuda_quant_tile_options_each_setting) {
     static const int blocks[] = {32, 64, 128, 256};
     size_t bad = 0, configs = 0;
     const int packed_only = AGOQ_TILE_OPT_Q7 | AGOQ_TILE_OPT_Q8 | AGOQ_TILE_OPT_PF;
-    for (int opts = 0; opts < 64; opts++)
+    for (int opts = 0; opts < 128; opts++)
         for (int resident = 0; resident < 2; resident++) {
             if ((opts & packed_only) && !(opts & AGOQ_TILE_OPT_PACK)) continue;
+            if ((opts & AGOQ_TILE_OPT_LUT32) && !(opts & AGOQ_TILE_OPT_Q8)) continue; /* LUT32: q8's table entries */
             /* q8 / pf (issue 15): pf acts with q7 only, forces resident grids itself; both on the
              * default grid only (their loops over several tiles: the test below) */
             if ((opts & AGOQ_TILE_OPT_PF) && !(opts & AGOQ_TILE_OPT_Q7)) continue;
@@ -382,7 +384,10 @@ TEST(cuda_quant_q8_pf_loops_over_tiles) {
     } runs[] = {{make_cfg(AGOQ_FMT_DYN8, 256, 0, 0), q8pf}, {make_cfg(AGOQ_FMT_DYN8, 256, 1, 0), pf},
                 {make_cfg(AGOQ_FMT_INT4_ASYM, 128, 1, 0), q8pf}, {make_cfg(AGOQ_FMT_FP4_E2M1, 128, 0, 0), pf},
                 /* the ninth session's defaults: NF4 pf (on the grid), INT8-asym q8 */
-                {make_cfg(AGOQ_FMT_NF4, 128, 0, 0), pf}, {make_cfg(AGOQ_FMT_INT8_ASYM, 128, 1, 0), base | AGOQ_TILE_OPT_Q8}};
+                {make_cfg(AGOQ_FMT_NF4, 128, 0, 0), pf}, {make_cfg(AGOQ_FMT_INT8_ASYM, 128, 1, 0), base | AGOQ_TILE_OPT_Q8},
+                /* the tenth session's AGOQ_Q8_LUT32: dyn8's q8 with 32-bit LUT entries, with and without pf */
+                {make_cfg(AGOQ_FMT_DYN8, 256, 0, 0), q8pf | AGOQ_TILE_OPT_LUT32},
+                {make_cfg(AGOQ_FMT_DYN8, 128, 1, 0), base | AGOQ_TILE_OPT_Q8 | AGOQ_TILE_OPT_LUT32}};
     size_t bad = 0;
     for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
         float *x = tile_data(n, runs[k].c.block, 91 + k); /* NaN / Inf in every third tile: most take the fast path */
