@@ -328,9 +328,9 @@ int agoq_cuda_grad_reduce(const agoq_qconfig *c, const agoq_cuda_qtensor *in, in
         src.vec_sum = ((uintptr_t)sum_out & 15u) == 0;
         bool aligned = sum_out == NULL || aligned16(sum_out);
         for (int r = 0; r < nin; r++) aligned &= ((uintptr_t)in[r].codes & 7u) == 0; /* 8 codes per load */
-        auto with_tile = [&](auto bf16, auto vrep, auto rb, auto sz, auto lut32, auto pf) {
+        auto with_tile = [&](auto bf16, auto vrep, auto rb, auto sz, auto lut32, auto pfv) {
             tile_reduce<D, decltype(bf16)::value != 0, decltype(vrep)::value, decltype(rb)::value, decltype(sz)::value != 0,
-                        decltype(lut32)::value != 0, decltype(pf)::value != 0>
+                        decltype(lut32)::value != 0, decltype(pfv)::value != 0>
                 tile;
             memset(&tile, 0, sizeof tile);
             memcpy(tile.in, src.in, sizeof tile.in);

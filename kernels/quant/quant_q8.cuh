@@ -45,8 +45,9 @@ __device__ __forceinline__ void agoq_tile_stage_q8(agoq_smem_table *tab, const a
 template <int BITS, int N, bool LUT32 = false>
 __device__ __forceinline__ uint64_t agoq_tile_q8_table(const agoq_cuda_qparams &p, const float (&v)[N], float inv) {
     constexpr int kEs = LUT32 ? 2 : 3;
-    const uint32_t lut = LUT32 ? (uint32_t)__cvta_generic_to_shared(agoq_tile_lut32_smem())
-                               : (uint32_t)__cvta_generic_to_shared(agoq_tile_lut_smem());
+    uint32_t lut; /* only the array this variant reads is referenced (each is a kernel's static shared memory) */
+    if constexpr (LUT32) lut = (uint32_t)__cvta_generic_to_shared(agoq_tile_lut32_smem());
+    else lut = (uint32_t)__cvta_generic_to_shared(agoq_tile_lut_smem());
     uint32_t pos0, neg0, w[N];
     agoq_q8_lut_bases(lut, p.tab_base, p.tab_nb, kEs, &pos0, &neg0);
 #pragma unroll
