@@ -167,9 +167,9 @@ __device__ __forceinline__ void red_prefetch_batch(const chunk_view (&in)[NC], i
  * zero points of 8 chunks spilled at the 80-register bound (124-byte spill stores per thread:
  * int8_asym 0.44 of copy, 0.68 with 4); dyn8 measured alike at 4 and 8 (0.505,
  * results/h200/logs/q5_ab_s5.log). SZ: red_scales_sz (asymmetric codes only). */
-template <int DEC, bool BF16_SUM, int VREP = 0, int RB = RED_RB, bool SZ = false, bool LUT32 = false, bool PF = false>
-struct tile_reduce {
-    static constexpr int kVec = 8, kBits = 8, kU = RED_U, kMinCtas = SZ ? 2 : 3;
+template <int DEC, bool BF16_SUM, int VREP = 0, int RB = RED_RB, bool SZ = false, bool LUT32 = false, int PF = 0>
+struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTAs per SM (<= 80 / 64 registers) */
+    static constexpr int kVec = 8, kBits = 8, kU = RED_U, kMinCtas = SZ ? 2 : PF == 4 ? 4 : 3;
     static constexpr bool kTable = DEC == AGOQ_ENC_TABLE;
     static constexpr int kVrep = kTable ? VREP : 0;
     static constexpr bool kLut32 = LUT32 && kVrep != 0;
@@ -196,7 +196,7 @@ struct tile_reduce {
 #pragma unroll
             for (int e = 0; e < 8; e++) v[j][e] = 0.0f;
         for (int r0 = 0; r0 < nin; r0 += RB) { /* warp-uniform */
-            if constexpr (PF) red_prefetch_batch(in, nin, r0 + RB, RB, e_tile, log2b, p.bf16_scale, lane);
+            if constexpr (PF != 0) red_prefetch_batch(in, nin, r0 + RB, RB, e_tile, log2b, p.bf16_scale, lane);
             scales_t sc[RB];
             uint64_t c[RB][RED_U];
 #pragma unroll
@@ -248,10 +248,12 @@ struct tile_reduce {
 static int g8_mask(void) { return agoq_knob_int("AGOQ_G8", 0, 0, 7); }
 /* AGOQ_RED_PF (issue 15, s10), a mask, default 0: the reduce core's L2 prefetch of the next batch
  * of chunks (red_prefetch_batch). 1: int8_asym (batches of 4, as without it); 2: the other
- * decoders in batches of 4 with the prefetch instead of 8 at once. Read at every launch. */
+ * decoders in batches of 4 with the prefetch instead of 8 at once; 4 (with 1 or 2): those
+ * kernels bounded to 4 CTAs per SM (64 registers) instead of 3. Read at every launch. */
 #define RED_PF_ASYM 1
 #define RED_PF_OTHERS 2
-static int red_pf_mask(void) { return agoq_knob_int("AGOQ_RED_PF", 0, 0, 3); }
+#define RED_PF_4CTAS 4
+static int red_pf_mask(void) { return agoq_knob_int("AGOQ_RED_PF", 0, 0, 7); }
 
 /* The tile sources need 8-bit codes and a power-of-two block >= 32 (agoq_tile_scales); the
  * launcher checks the rest (rounding, block <= 256, alignment of the output codes). */
@@ -330,7 +332,7 @@ int agoq_cuda_grad_reduce(const agoq_qconfig *c, const agoq_cuda_qtensor *in, in
         for (int r = 0; r < nin; r++) aligned &= ((uintptr_t)in[r].codes & 7u) == 0; /* 8 codes per load */
         auto with_tile = [&](auto bf16, auto vrep, auto rb, auto sz, auto lut32, auto pfv) {
             tile_reduce<D, decltype(bf16)::value != 0, decltype(vrep)::value, decltype(rb)::value, decltype(sz)::value != 0,
-                        decltype(lut32)::value != 0, decltype(pfv)::value != 0>
+                        decltype(lut32)::value != 0, decltype(pfv)::value>
                 tile;
             memset(&tile, 0, sizeof tile);
             memcpy(tile.in, src.in, sizeof tile.in);
@@ -343,20 +345,24 @@ int agoq_cuda_grad_reduce(const agoq_qconfig *c, const agoq_cuda_qtensor *in, in
         if constexpr (E == D) {
             const agoq_enc_t<0> no;
             const agoq_enc_t<1> yes;
+            auto with_pf = [&](auto bf16, auto vrep) { /* the prefetching tile at 3 or 4 CTAs per SM */
+                if (pf & RED_PF_4CTAS) return with_tile(bf16, vrep, agoq_enc_t<4>(), no, no, agoq_enc_t<4>());
+                with_tile(bf16, vrep, agoq_enc_t<4>(), no, no, agoq_enc_t<3>());
+            };
             auto go = [&](auto bf16) { /* q5 variants: table (replicated values) and asymmetric decoders */
                 if constexpr (D == AGOQ_ENC_TABLE) {
                     if (!agoq_q5_old() && p.tab_ident) {
                         if (g8 & G8_TABLE) return with_tile(bf16, agoq_enc_t<AGOQ_VREP32>(), agoq_enc_t<RED_RB>(), no, yes, no);
-                        if (pf & RED_PF_OTHERS) return with_tile(bf16, agoq_enc_t<AGOQ_VREP>(), agoq_enc_t<4>(), no, no, yes);
+                        if (pf & RED_PF_OTHERS) return with_pf(bf16, agoq_enc_t<AGOQ_VREP>());
                         if (g8 & G8_LUT32) return with_tile(bf16, agoq_enc_t<AGOQ_VREP>(), agoq_enc_t<RED_RB>(), no, yes, no);
                         return with_tile(bf16, agoq_enc_t<AGOQ_VREP>(), agoq_enc_t<RED_RB>(), no, no, no);
                     }
                 } else if constexpr (D == AGOQ_ENC_INT_ASYM) {
                     if (!agoq_q5_old() && (g8 & G8_ASYM_SZ)) return with_tile(bf16, no, agoq_enc_t<RED_RB>(), yes, no, no);
-                    if (!agoq_q5_old() && (pf & RED_PF_ASYM)) return with_tile(bf16, no, agoq_enc_t<4>(), no, no, yes);
+                    if (!agoq_q5_old() && (pf & RED_PF_ASYM)) return with_pf(bf16, no);
                     if (!agoq_q5_old()) return with_tile(bf16, no, agoq_enc_t<4>(), no, no, no);
                 } else {
-                    if (pf & RED_PF_OTHERS) return with_tile(bf16, no, agoq_enc_t<4>(), no, no, yes);
+                    if (pf & RED_PF_OTHERS) return with_pf(bf16, no);
                 }
                 with_tile(bf16, no, agoq_enc_t<RED_RB>(), no, no, no);
             };

@@ -209,11 +209,11 @@ TEST(cuda_grad_g8_variants) {
 }
 
 TEST(cuda_grad_reduce_prefetch_variants) {
-    /* AGOQ_RED_PF (grad8.cu), every mask 0..3: the reduce core's L2 prefetch of the next batch of
-     * chunks (int8_asym; the others in batches of 4), every 8-bit decoder kind */
+    /* AGOQ_RED_PF (grad8.cu), every mask 0..7: the reduce core's L2 prefetch of the next batch of
+     * chunks (int8_asym; the others in batches of 4; at 3 or 4 CTAs per SM), every 8-bit decoder kind */
     static const int fmts[] = {AGOQ_FMT_INT8, AGOQ_FMT_INT8_ASYM, AGOQ_FMT_FP8_E4M3, AGOQ_FMT_DYN8};
     size_t runs = 0;
-    const size_t bad = check_knob_masks("AGOQ_RED_PF", 3, fmts, sizeof fmts / sizeof fmts[0], &runs);
+    const size_t bad = check_knob_masks("AGOQ_RED_PF", 7, fmts, sizeof fmts / sizeof fmts[0], &runs);
     CHECK_MSG(bad == 0, "%zu mismatches over %zu runs", bad, runs);
 }
 
