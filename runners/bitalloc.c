@@ -296,19 +296,18 @@ done:
     return rc;
 }
 
-#define BA_NUM(name_, key_, arg_, what_) {.name = name_, .short_opt = 0, .kind = AGOQ_FLAG_NUM, .key = key_, .arg = arg_, .help = what_}
 static const agoq_flag bitalloc_flags[] = {
     {.name = "model", .short_opt = 0, .kind = AGOQ_FLAG_STR, .key = "model", .arg = "NAME", .help = "model card", .choices = agoq_model_names},
     {.name = "policy", .short_opt = 0, .kind = AGOQ_FLAG_STR, .key = "policy", .arg = "NAME", .help = "base policy (default agoq)"},
-    BA_NUM("budget", "budget_gb", "GB", "per-GPU budget (default: the base policy's worst stage)"),
-    BA_NUM("tp", "tp", "N", "tensor-parallel size"),
-    BA_NUM("pp", "pp", "N", "pipeline stages"),
-    BA_NUM("vpp", "vpp", "N", "virtual pipeline stages"),
-    BA_NUM("dp", "dp", "N", "data-parallel replicas"),
-    BA_NUM("zero", "zero", "N", "ZeRO stage"),
-    BA_NUM("seq", "seq", "N", "sequence length"),
-    BA_NUM("mbs", "micro_batch", "N", "micro-batch size"),
-    BA_NUM("microbatches", "num_microbatches", "N", "micro-batches per step"),
+    AGOQ_NUM_FLAG("budget", "budget_gb", "GB", "per-GPU budget (default: the base policy's worst stage)"),
+    AGOQ_NUM_FLAG("tp", "tp", "N", "tensor-parallel size"),
+    AGOQ_NUM_FLAG("pp", "pp", "N", "pipeline stages"),
+    AGOQ_NUM_FLAG("vpp", "vpp", "N", "virtual pipeline stages"),
+    AGOQ_NUM_FLAG("dp", "dp", "N", "data-parallel replicas"),
+    AGOQ_NUM_FLAG("zero", "zero", "N", "ZeRO stage"),
+    AGOQ_NUM_FLAG("seq", "seq", "N", "sequence length"),
+    AGOQ_NUM_FLAG("mbs", "micro_batch", "N", "micro-batch size"),
+    AGOQ_NUM_FLAG("microbatches", "num_microbatches", "N", "micro-batches per step"),
     {.name = "sp", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "sp", .arg = NULL, .help = "sequence parallelism", .value = "true"},
     {.name = "candidates", .short_opt = 0, .kind = AGOQ_FLAG_STRS, .key = "candidates", .arg = "a,b", .help = "storage candidates (default native,fp8_e4m3/128,int8/128,fp4_e2m1/128)"},
     {.name = "quant-results", .short_opt = 0, .kind = AGOQ_FLAG_STR, .key = "quant_results", .arg = "F", .help = "measured NMSE per format from an `agoq quant` results file"},

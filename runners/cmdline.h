@@ -56,6 +56,9 @@ struct agoq_flag {
     const char *(*choices)(void); /* --help appends ": " and these names */
     int (*parse)(cJSON *cfg, const agoq_flag *f, const char *arg, const char *cmd); /* CALL: 0 or -1 */
 };
+/* A long-only --NAME taking one finite number into config key KEY (AGOQ_FLAG_NUM). */
+#define AGOQ_NUM_FLAG(name_, key_, arg_, what_) \
+    {.name = name_, .short_opt = 0, .kind = AGOQ_FLAG_NUM, .key = key_, .arg = arg_, .help = what_}
 
 typedef struct {
     const char *cmd;     /* "quant" */

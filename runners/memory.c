@@ -384,22 +384,21 @@ done:
     return rc;
 }
 
-#define MEM_NUM(name_, key_, arg_, what_) {.name = name_, .short_opt = 0, .kind = AGOQ_FLAG_NUM, .key = key_, .arg = arg_, .help = what_}
 static const agoq_flag memory_flags[] = {
     {.name = "model", .short_opt = 0, .kind = AGOQ_FLAG_STRS, .key = "models", .arg = "a,b", .help = "model cards (models/<name>.json)", .choices = agoq_model_names},
     {.name = "policy", .short_opt = 0, .kind = AGOQ_FLAG_STRS, .key = "policies", .arg = "a,b", .help = "policies (default bf16,coat,agoq)", .choices = agoq_policy_names},
     {.name = "accounting", .short_opt = 0, .kind = AGOQ_FLAG_STRS, .key = "accounting", .arg = "real|paper|real,paper", .help = "(default real)"},
     {.name = "tp", .short_opt = 0, .kind = AGOQ_FLAG_NUMS, .key = "tp", .arg = "N,..", .help = "tensor-parallel sizes", .value = "1,2,4"},
     {.name = "pp", .short_opt = 0, .kind = AGOQ_FLAG_NUMS, .key = "pp", .arg = "N,..", .help = "pipeline stages", .value = "1,2,4"},
-    MEM_NUM("dp", "dp", "N", "data-parallel replicas"),
+    AGOQ_NUM_FLAG("dp", "dp", "N", "data-parallel replicas"),
     {.name = "gpus", .short_opt = 0, .kind = AGOQ_FLAG_NUMS, .key = "gpus", .arg = "N,..", .help = "GPU counts (dp = gpus/(tp*pp))", .value = "1,2,4"},
     {.name = "zero", .short_opt = 0, .kind = AGOQ_FLAG_NUMS, .key = "zero", .arg = "0..3,..", .help = "ZeRO stages", .value = "1,2,4"},
     {.name = "seq", .short_opt = 0, .kind = AGOQ_FLAG_NUMS, .key = "seq", .arg = "N,..", .help = "sequence lengths", .value = "1,2,4"},
     {.name = "mbs", .short_opt = 0, .kind = AGOQ_FLAG_NUMS, .key = "micro_batch", .arg = "N,..", .help = "micro-batch sizes", .value = "1,2,4"},
-    MEM_NUM("vpp", "vpp", "N", "virtual pipeline stages (interleaved when > 1)"),
-    MEM_NUM("microbatches", "num_microbatches", "N", "micro-batches per step (default pp)"),
+    AGOQ_NUM_FLAG("vpp", "vpp", "N", "virtual pipeline stages (interleaved when > 1)"),
+    AGOQ_NUM_FLAG("microbatches", "num_microbatches", "N", "micro-batches per step (default pp)"),
     {.name = "sp", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "sp", .arg = NULL, .help = "sequence parallelism", .value = "true"},
-    MEM_NUM("recompute", "recompute_layers", "N", "fully recompute N layers per stage (-1: all)"),
+    AGOQ_NUM_FLAG("recompute", "recompute_layers", "N", "fully recompute N layers per stage (-1: all)"),
     {.name = "selective", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "recompute_attn_core", .arg = NULL, .help = "recompute core attention (Megatron selective)",
      .value = "true"},
     {.name = "eager-attn", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "impl.flash_attn", .arg = NULL, .help = "saved tensors of eager (not flash) attention",
@@ -407,7 +406,7 @@ static const agoq_flag memory_flags[] = {
     {.name = "eager-norm", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "impl.fused_norm", .arg = NULL, .help = "saved tensors of an unfused RMSNorm", .value = "false"},
     {.name = "gqa-repeat", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "impl.gqa_repeat", .arg = NULL, .help = "K/V repeated to every head before attention",
      .value = "true"},
-    MEM_NUM("budget", "budget_gb", "GB", "also report the fewest recomputed layers per stage that fit"),
+    AGOQ_NUM_FLAG("budget", "budget_gb", "GB", "also report the fewest recomputed layers per stage that fit"),
     {.name = "roles", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "roles", .arg = NULL, .help = "per-role units U of one layer in the JSON", .value = "true"},
     {.name = "inventory", .short_opt = 0, .kind = AGOQ_FLAG_SET, .key = "inventory", .arg = NULL, .help = "list every saved tensor of one layer (shape, dtype, role, storage)",
      .value = "true"},

@@ -426,7 +426,7 @@ static const agoq_flag train_flags[] = {
     TRAIN_INT("seq-len", "seq_len", "tokens per sequence (64)"),
     TRAIN_INT("micro-batch", "micro_batch", "sequences per rank (4)"),
     TRAIN_INT("ranks", "ranks", "simulated data-parallel ranks (2)"),
-    {.name = "lr", .short_opt = 0, .kind = AGOQ_FLAG_NUM, .key = "lr", .arg = "X", .help = "peak learning rate (3e-3)"},
+    AGOQ_NUM_FLAG("lr", "lr", "X", "peak learning rate (3e-3)"),
     TRAIN_INT("eval-every", "eval_every", "evaluation interval (25)"),
     {.name = "corpus", .short_opt = 0, .kind = AGOQ_FLAG_STR, .key = "corpus", .arg = "grammar|FILE", .help = "training text (default: the generated grammar corpus)"},
     {0}};
