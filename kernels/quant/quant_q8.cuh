@@ -50,6 +50,7 @@ __device__ __forceinline__ uint64_t agoq_tile_q8_table(const agoq_cuda_qparams &
     else lut = (uint32_t)__cvta_generic_to_shared(agoq_tile_lut_smem());
     uint32_t pos0, neg0, w[N];
     agoq_q8_lut_bases(lut, p.tab_base, p.tab_nb, kEs, &pos0, &neg0);
+    const uint32_t m = (1u << p.tab_shift) - 1u; /* LUT32: the key mask */
 #pragma unroll
     for (int j = 0; j < N; j++) {
         const float y = v[j] * inv;
@@ -57,7 +58,7 @@ __device__ __forceinline__ uint64_t agoq_tile_q8_table(const agoq_cuda_qparams &
         if constexpr (LUT32) {
             uint32_t e;
             asm("ld.shared.u32 %0, [%1];" : "=r"(e) : "r"(a));
-            w[j] = agoq_tab_lut32_pos(e, y, (1u << p.tab_shift) - 1u);
+            w[j] = agoq_tab_lut32_pos(e, y, m);
         } else {
             uint32_t thr, pos;
             asm("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(thr), "=r"(pos) : "r"(a));
