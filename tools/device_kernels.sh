@@ -12,12 +12,12 @@
 #     kernels  experiments/kernels.json, fused: experiments/kernels_fused.json (with the peer)
 #     quick    experiments/kernels_quick.json (1 MiB .. 256 MiB)
 #     deq_ab   issue 15's dequantizer A/B: experiments/kernels_deq_ab.json once per AGOQ_DEQ_VAR
-#              setting (kernels/quant/quant.cu, DEQ_VARS 0 .. 17; the flat kernels of
-#              kernels/quant/quant_flat.cuh 18 .. 22), DEQ_ROUNDS rounds (default 2; even
-#              rounds in reverse order), DEQ_VARS_LIST the settings (default 0 .. 22) ->
+#              setting (kernels/quant/quant.cu: 0 the tile kernel, 1 the flat kernel of
+#              kernels/quant/quant_flat.cuh), DEQ_ROUNDS rounds (default 2; even
+#              rounds in reverse order), DEQ_VARS_LIST the settings (default 0 1) ->
 #              $OUT/deq_ab.tsv (round, var, case, format, bytes, median_ms, copy_ratio; one row per
 #              record) and $OUT/deq_ab_json.tgz (every run's JSON); ~1.5 s a run (s6 call A);
-#              tools/deq_ab_pick.py picks each (format, output)'s variant from the tsv
+#              tools/ab_table.py $OUT/deq_ab.tsv compares the flat kernel (1) with the tile kernel (0)
 #     ab       the same for any knob: AB_KNOB=NAME AB_VALUES="v1 v2 .." AB_ARGS="agoq kernels
 #              arguments" (AB_ROUNDS, default 2) -> $OUT/ab_NAME.tsv, $OUT/ab_NAME_json.tgz;
 #              tools/ab_table.py $OUT/ab_NAME.tsv compares every value with the first
@@ -84,7 +84,7 @@ for p in "$@"; do
     deq_ab|ab)
       # deq_ab: the dequantizer variants (AGOQ_DEQ_VAR over experiments/kernels_deq_ab.json) -> deq_ab.tsv;
       # ab: any knob (AB_KNOB, AB_VALUES, AB_ARGS) -> ab_$AB_KNOB.tsv
-      if [ "$p" = deq_ab ]; then knob=AGOQ_DEQ_VAR; vals=${DEQ_VARS_LIST:-$(seq 0 22)}; rounds=${DEQ_ROUNDS:-2}; name=deq_ab
+      if [ "$p" = deq_ab ]; then knob=AGOQ_DEQ_VAR; vals=${DEQ_VARS_LIST:-0 1}; rounds=${DEQ_ROUNDS:-2}; name=deq_ab
         cmd=(run experiments/kernels_deq_ab.json -q)
       else knob=${AB_KNOB:?AB_KNOB}; vals=${AB_VALUES:?AB_VALUES}; rounds=${AB_ROUNDS:-2}; name=ab_$knob
         read -r -a args <<< "${AB_ARGS:?AB_ARGS}"; cmd=(kernels -q "${args[@]}"); fi

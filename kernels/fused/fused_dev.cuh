@@ -46,7 +46,7 @@ __device__ __forceinline__ void fz_prefetch_l2_row(const uint16_t *row, int cols
 __device__ __forceinline__ void fz_store(uint16_t *p, uint4 w) { __stcs((uint4 *)p, w); }
 
 /* ---- cp.async: a thread copies 4, 8 or 16 bytes global -> shared and later waits for its own
- * copies (the staged kernels: fused_rms_bwd.cu, fused_swiglu.cu under AGOQ_F6) ---- */
+ * copies (the staged kernel: fused_rms_bwd.cu) ---- */
 __device__ __forceinline__ uint32_t fz_smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 template <int N>
 __device__ __forceinline__ void fz_cp_async(void *dst, const void *src) {
@@ -337,29 +337,24 @@ static void fz_dispatch_dequant(const agoq_cuda_qparams &p, F f) {
  * read at every launch (core/knob.h: a bad value exits after one line). (fused.cu) */
 unsigned fz_grid_cap(unsigned grid);
 bool fz_no_fast(void);
-/* AGOQ_F5_OLD=1 (read at every launch): the kernels issue 15's second round replaced (RMSNorm
- * backward rms_bwd_kernel, SwiGLU forward), for A/B timing in one process. (fused.cu) */
-bool fz_f5_old(void);
-/* AGOQ_F6=1 (read at every launch): issue 15's third round, A/B against the default (the SwiGLU
- * forward's loads staged through shared memory, fused_swiglu.cu; the staged RMSNorm backward's
- * row sums with one barrier, row_tree_sum_1bar). (fused.cu) */
+/* AGOQ_F6=1 (read at every launch): issue 15's third round, A/B against the default: the staged
+ * RMSNorm backward's row sums with one barrier, row_tree_sum_1bar (+0.01 of copy at 1-4 GiB,
+ * logs/f6_ab_s5.log; its SwiGLU forward part was removed in the eleventh session). (fused.cu) */
 bool fz_f6(void);
 /* AGOQ_RMS_PF=0|1 (issue 15, s10; read at every launch, default 0): the warp-per-row RMSNorm
  * forward, plain or with an FP4 copy (the other formats keep their kernel), prefetches the
  * warp's next row into L2 (fz_prefetch_l2_row) while it reduces, quantizes and stores this
  * one, so that row's loads wait for L2, not DRAM. (fused.cu) */
 int fz_rms_pf(void);
-/* AGOQ_F8=0|1|2 (read at every launch; unset: each launch site's default, fz_f8_or): issue 15's
- * fourth round. The eighth session's A/B (H200, ca17d3f, logs/s8_callB_ca17d3f/, two rounds,
- * FP4 E2M1/128, copy ratio at 256 MiB / 1 GiB / 4 GiB) made 1 the default of the quantized SwiGLU
- * forward only (0.70 / 0.74 / 0.75 -> 0.77 / 0.81 / 0.81; 2: 0.75 / 0.79 / 0.79); the plain bf16
- * forward (within noise) and the RMSNorm backward (-0.005) keep 0. Against the default (fused_swiglu.cu: the quantized SwiGLU forward's unit kept as loaded bf16 words and
- * quantized by fz_quantize_bf16p, 2: the same at 3 CTAs per SM; the plain bf16 forward in units
- * of 4 vectors; fused_rms_bwd.cu: the staged RMSNorm backward's rows pipelined; the dweight
- * reduction with loads in flight). It takes precedence over AGOQ_F6, AGOQ_F5_OLD over both.
- * (fused.cu) */
+/* AGOQ_F8=0|1 (read at every launch, default 0): issue 15's fourth round, A/B against the
+ * default: the plain bf16 SwiGLU forward in units of 4 vectors (fused_swiglu.cu), the staged
+ * RMSNorm backward's rows pipelined and the dweight reduction with loads in flight
+ * (fused_rms_bwd.cu, fused_rmsnorm.cu); it takes precedence over AGOQ_F6. The eighth session's
+ * A/B (H200, ca17d3f, logs/s8_callB_ca17d3f/, two rounds, FP4 E2M1/128) had the plain forward
+ * within noise and the RMSNorm backward -0.005 of copy, so both stay off; the quantized SwiGLU
+ * forward's F8 kernel won (0.70 / 0.74 / 0.75 -> 0.77 / 0.81 / 0.81 at 256 MiB / 1 GiB / 4 GiB)
+ * and is the only one it has since the eleventh session. (fused.cu) */
 int fz_f8(void);
-int fz_f8_or(int def); /* AGOQ_F8 when set, else def */
 /* Dynamic shared memory above 48 KB for `kernel` (cudaFuncSetAttribute once per device: done is
  * the caller's per-kernel mask of devices, bit d; racing sets are benign); with per_sm, also its
  * resident CTAs per SM at FZ_THREADS threads with `smem` bytes (>= 1), queried once into the
@@ -372,7 +367,7 @@ static unsigned fz_grid(size_t warps, bool lut) {
 }
 int fz_check_shape(const char *what, int rows, int cols);
 /* The staged RMSNorm backward (fused_rms_bwd.cu) when the shape, alignment and config allow it
- * and AGOQ_F5_OLD / AGOQ_FUSED_NO_FAST are unset; false: nothing launched. */
+ * and AGOQ_FUSED_NO_FAST is unset; false: nothing launched. */
 bool fz_rms_bwd_staged(const agoq_fq *q, agoq_dqt xq, const uint16_t *x, const uint16_t *dy, const uint16_t *w,
                        int rows, int cols, float eps, int rpg, uint16_t *dx, uint16_t *y, float *dw_partial,
                        cudaStream_t s);

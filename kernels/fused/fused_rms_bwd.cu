@@ -1,5 +1,5 @@
 /* CUDA fused RMSNorm backward, staged through shared memory (issue 15; the register-prefetch
- * kernel rms_bwd_kernel of fused_rmsnorm.cu stays selectable with AGOQ_F5_OLD=1). Bit-exact
+ * kernel rms_bwd_kernel of fused_rmsnorm.cu takes the shapes this one does not). Bit-exact
  * with rmsnorm_ref.c like every RMSNorm kernel (tests/cuda/fused/test_fused_cuda.c).
  *
  * Why: rms_bwd_kernel kept the next row's inputs (codes + scale, dy) in registers, 111 / 96
@@ -258,7 +258,7 @@ bool fz_rms_bwd_staged(const agoq_fq *q, agoq_dqt xq, const uint16_t *x, const u
                        int rows, int cols, float eps, int rpg, uint16_t *dx, uint16_t *y, float *dw_partial,
                        cudaStream_t s) {
     if (cols % 8 || cols > 4 * AGOQ_ROW_THREADS * 8 || !fz_al16(dy) || !fz_al16(w) || !fz_al16(dx) || !fz_al16(y) ||
-        !fz_al16(dw_partial) || fz_no_fast() || fz_f5_old())
+        !fz_al16(dw_partial) || fz_no_fast())
         return false;
     const agoq_cuda_qtensor qt = fz_qt(xq, (size_t)rows * (size_t)cols);
     const bool ng2 = cols <= 2 * AGOQ_ROW_THREADS * 8;

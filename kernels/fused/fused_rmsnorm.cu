@@ -17,7 +17,7 @@
  * = 2>: a thread's own groups are 2048 columns apart, too far for one tile; pairs halve the
  * per-block parameter work of single vectors); the backward decodes a lane's 8 codes with its
  * block's scale when rows are whole power-of-two blocks of 4/8-bit codes (the staged backward of
- * fused_rms_bwd.cu replaces it unless AGOQ_F5_OLD=1).
+ * fused_rms_bwd.cu replaces it where its shapes allow).
  * Rows of 1024 k <= 4096 columns take the warp-per-row forward below instead (issue 15).
  * General kernels (any shape and config): the same sums, x re-read in the second pass; blocks
  * of <= 256 elements (powers of two) quantized by lane segments, others by a warp per block. */
@@ -187,8 +187,8 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_WARP_CTAS)
     }
 }
 
-/* ---- fast backward (AGOQ_F5_OLD=1; by default the staged kernel of fused_rms_bwd.cu takes
- * these shapes): CTA per row group (grid-stride); the next row of the group is loaded
+/* ---- fast backward (the staged kernel of fused_rms_bwd.cu takes the shapes it allows; this one
+ * the rest, and every shape before issue 15's second round): CTA per row group (grid-stride); the next row of the group is loaded
  * while this one is reduced; dweight partials in shared memory, [j][half][thread] float4s
  * (conflict-free: thread t only touches its own columns, so no barrier either) ---- */
 template <bool DEQ, int DEC, int BITS>
@@ -509,7 +509,7 @@ extern "C" int agoq_rmsnorm_bwd_cuda(const agoq_fq *q, agoq_dqt xq, const uint16
     const bool fast = cols % 8 == 0 && cols <= RMS_MAX_COLS && (q || fz_al16(x)) && fz_al16(dy) && fz_al16(w) &&
                       fz_al16(dx) && fz_al16(y) && fz_al16(dw_partial) && !fz_no_fast();
     if (fz_rms_bwd_staged(q, xq, x, dy, w, rows, cols, eps, rows_per_group, dx, y, dw_partial, s)) {
-        /* the staged kernel (fused_rms_bwd.cu); the one below with AGOQ_F5_OLD=1 */
+        /* the staged kernel (fused_rms_bwd.cu) */
     } else if (fast && !q) {
         constexpr auto k = rms_bwd_kernel<false, 0, 0>;
         k<<<fz_grid<k>(warps, false), AGOQ_ROW_THREADS, 0, s>>>(agoq_cuda_qparams{}, qt, x, dy, w, rows, cols, eps,

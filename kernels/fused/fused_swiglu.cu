@@ -6,34 +6,27 @@
  *
  * Work unit: V warp vectors of one output row r (columns 256 V k ..; V = 2 forward, 4
  * backward), gate h[r, c] and up h[r, F + c] loaded together. Forward, F % 256 == 0 (4/8-bit
- * codes, blocks 32..256, round to nearest): the unit's gate and up runs are quantized as two
- * tiles of 2 vectors (U = 2, the
- * planes offset to the run: gate and up of an output run are F apart), a row's last partial
- * unit vector by vector. Backward, rows of whole power-of-two blocks with 4/8-bit codes: the
+ * codes, blocks 32..256, round to nearest): the unit's gate and up runs are quantized together
+ * (below). Backward, rows of whole power-of-two blocks with 4/8-bit codes: the
  * stored copy decoded per lane. Without quantization the same kernels are the plain bf16 ops
  * (any F % 8 == 0). The per-element cost and the compute bound are in bench_fused.cu's header.
- * Forward F5 (the default; AGOQ_F5_OLD=1 takes the two tiles above; issue 15, the quantized
- * forward was issue-bound at 0.71 of copy): a whole unit is unpacked once into fp32, quantized
- * as ONE split tile of 4 vectors (gate run, then its up run F further: agoq_tile_quantize's split;
- * one block-parameter pass, one finite vote instead of two), fp4 through the pack8 encoder
- * (quant_fast.h); the SwiGLU outputs are computed (and stored) first from the same fp32 values.
- * Forward F6 (AGOQ_F6=1, for A/B; issue 15: 0.74 of copy, ncu DRAM 56% at 45% occupancy): the
- * grid is what stays resident and each warp streams its units (grid-stride) through a ring of
- * SWI_STAGES unit-sized shared-memory stages: every lane copies its own 16-byte pieces of the
- * unit SWI_STAGES - 1 ahead with cp.async and waits only for its own copies (no barrier), so
- * 2 units (4 KB) per warp stay in flight while it computes, in no registers. The math, tiles
- * and stores are F5's / the default's.
- * Forward F8 (AGOQ_F8=1, for A/B; issue 15's fourth round: F5 issue-bound at 0.74 of copy, ~28
- * instructions per input element): a whole unit stays as the loaded bf16 words; the SwiGLU
- * outputs are computed from them, then the 4 vectors are ONE split tile of the quantizers'
- * packed path with the q7 options (fz_quantize_bf16p: absmax by max.NaN.xorsign.abs.bf16x2,
- * half an instruction per element instead of an unpack and a max; FP4 by agoq_q7_fp4_pack_bf16:
- * three magic adds and two mins per element, the signs permuted from the words, no binade).
- * The codes and scales are the same bits (quant_q7.h, proved by tests/quant/test_quant_q7.c).
- * At 4 CTAs per SM (64 registers) ptxas spills 32 bytes (F5: 20); AGOQ_F8=2 runs the same
- * kernel at 3 CTAs per SM (79 registers, no spill), for the A/B.
- * The plain bf16 forward under AGOQ_F8: units of SWI_BF16_V = 4 vectors (8 loads per lane in
- * flight instead of 4; the same math per element). */
+ * Forward (issue 15's fourth round, F8; it needed AGOQ_F8=1 until the eighth session): a whole unit
+ * stays as the loaded bf16 words; the SwiGLU outputs are computed from them, then the 4 vectors
+ * are ONE split tile (gate run, then its up run F further) of the quantizers' packed path with
+ * the q7 options (fz_quantize_bf16p: absmax by max.NaN.xorsign.abs.bf16x2, half an instruction
+ * per element instead of an unpack and a max; FP4 by agoq_q7_fp4_pack_bf16: three magic adds
+ * and two mins per element, the signs permuted from the words, no binade). The codes and scales
+ * are the same bits (quant_q7.h, proved by tests/quant/test_quant_q7.c). At 4 CTAs per SM (64
+ * registers) ptxas spills 32 bytes. A row's last partial unit goes vector by vector.
+ * The alternatives it was measured against lost (H200, FP4 E2M1/128, copy ratio at 256 MiB /
+ * 1 GiB / 4 GiB; README "Fused kernels") and were removed in the eleventh session: the unit
+ * unpacked once into fp32 and quantized as one split tile (F5, 0.70 / 0.74 / 0.75 against F8's
+ * 0.77 / 0.81 / 0.81, logs/s8_callB_ca17d3f/), the same at 3 CTAs per SM (AGOQ_F8=2: 0.75 /
+ * 0.79 / 0.79), the F5 loads through a per-warp cp.async ring on a resident grid (AGOQ_F6,
+ * within 0.01-0.03 of F5, logs/f6_ab_s5.log), and the two tiles of 2 vectors before F5
+ * (AGOQ_F5_OLD, logs/f5_ab_s5.log).
+ * The plain bf16 forward under AGOQ_F8=1: units of SWI_BF16_V = 4 vectors (8 loads per lane in
+ * flight instead of 4; the same math per element; within the noise of the default, so off). */
 #include <cuda_runtime.h>
 
 #include "core/check.h"
@@ -45,12 +38,6 @@
                        FZ_FWD_CTAS CTAs per SM (4 vectors need > 64 registers: 0.64 of copy at 2 CTAs) */
 
 #define SWI_BF16_V 4 /* per unit of the plain bf16 forward under AGOQ_F8: 8 loads per lane in flight */
-#define SWI_STAGES 3 /* F6 ring: stages per warp, SWI_STAGES - 1 units in flight */
-/* One F6 stage: a unit's gate vectors, then its up vectors, lane l's 16 bytes at [i][l] (2 KB). */
-struct swi_stage {
-    uint4 v[2 * SWI_FWD_V][32];
-};
-
 /* SwiGLU work unit u = (row r, k) of a [rows, F] output in units of V vectors: its warp vectors
  * cv0 + i, i < nv (cv0 = V k, nv <= V of them inside the row), lane l at columns
  * 256 (cv0 + i) + 8 l. */
@@ -80,14 +67,14 @@ __device__ __forceinline__ void swi_out_vec(uint4 g, uint4 u, uint16_t *dst) {
 }
 
 /* ---- SwiGLU forward: out[r, c] = silu(h[r, c]) * h[r, F + c]. QUANT needs F % 256 == 0 (whole
- * warp vectors): a whole unit's 2 gate (up) vectors are one tile of 2 (U = 2, planes offset to
- * its first element: the gate and up of an output run are F apart); a row's last partial unit
- * is quantized vector by vector (U = 1). ---- */
-template <int ENC, int BITS, int LOG2B, bool QUANT, bool F5 = false, bool F6 = false, int F8 = 0, int V = SWI_FWD_V>
-__global__ void __launch_bounds__(FZ_THREADS, F8 == 2 ? 3 : FZ_FWD_CTAS(ENC))
+ * warp vectors): a whole unit's gate and up vectors are one split packed tile of 2 V vectors
+ * (planes offset to its first element: the gate and up of an output run are F apart); a row's
+ * last partial unit is quantized vector by vector (U = 1). ---- */
+template <int ENC, int BITS, int LOG2B, bool QUANT, int V = SWI_FWD_V>
+__global__ void __launch_bounds__(FZ_THREADS, FZ_FWD_CTAS(ENC))
     swiglu_fwd_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ h, uint16_t *__restrict__ out,
                       agoq_cuda_qtensor q, int f, uint32_t vpr, uint32_t upr, size_t nunits) {
-    static_assert(V == SWI_FWD_V || (!QUANT && !F6), "units of V != SWI_FWD_V: the plain bf16 kernel only");
+    static_assert(V == SWI_FWD_V || !QUANT, "units of V != SWI_FWD_V: the plain bf16 kernel only");
     __shared__ agoq_smem_table tab;
     if constexpr (QUANT && ENC == AGOQ_ENC_TABLE) {
         AGOQ_STAGE_TABLE_LUT(tab, p.table);
@@ -96,50 +83,20 @@ __global__ void __launch_bounds__(FZ_THREADS, F8 == 2 ? 3 : FZ_FWD_CTAS(ENC))
     const int lane = (int)(threadIdx.x & 31u);
     const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5;
-    extern __shared__ uint4 fz_dyn_smem[];
-    swi_stage *ring = (swi_stage *)fz_dyn_smem + (threadIdx.x >> 5) * SWI_STAGES; /* F6: this warp's */
-    /* F6: this lane's copies of unit u into stage k (one commit group, empty past the end) */
-    auto issue = [&](int k, size_t u) {
-        if (u < nunits) {
-            const swi_unit a = swi_at<SWI_FWD_V>(u, upr, vpr);
-            const size_t hr = 2 * a.r * (size_t)f;
-#pragma unroll
-            for (int i = 0; i < SWI_FWD_V; i++) {
-                const int ci = (int)(a.cv0 + (uint32_t)i) * FZ_WVEC + 8 * lane;
-                if (i >= a.nv || ci >= f) continue;
-                fz_cp_async<16>(&ring[k].v[i][lane], h + hr + (size_t)ci);
-                fz_cp_async<16>(&ring[k].v[SWI_FWD_V + i][lane], h + hr + (size_t)f + (size_t)ci);
-            }
-        }
-        fz_cp_commit();
-    };
-    int k = 0; /* F6: the stage of unit u */
-    if constexpr (F6)
-#pragma unroll
-        for (int i = 0; i < SWI_STAGES - 1; i++) issue(i, warp + (size_t)i * nwarps);
     for (size_t u = warp; u < nunits; u += nwarps) {
         const swi_unit at = swi_at<V>(u, upr, vpr);
         const size_t hrow = 2 * at.r * (size_t)f, orow = at.r * (size_t)f;
         int c[V];
         uint4 g[V], up[V];
-        if constexpr (F6) fz_cp_wait<SWI_STAGES - 2>(); /* this lane's copies of unit u have landed */
 #pragma unroll
         for (int i = 0; i < V; i++) {
             c[i] = (int)(at.cv0 + (uint32_t)i) * FZ_WVEC + 8 * lane;
             const bool ok = i < at.nv && c[i] < f;
-            if constexpr (F6) {
-                g[i] = ok ? ring[k].v[i][lane] : make_uint4(0, 0, 0, 0);
-                up[i] = ok ? ring[k].v[SWI_FWD_V + i][lane] : make_uint4(0, 0, 0, 0);
-            } else {
-                g[i] = ok ? fz_load(h + hrow + (size_t)c[i]) : make_uint4(0, 0, 0, 0);
-                up[i] = ok ? fz_load(h + hrow + (size_t)f + (size_t)c[i]) : make_uint4(0, 0, 0, 0);
-            }
+            g[i] = ok ? fz_load(h + hrow + (size_t)c[i]) : make_uint4(0, 0, 0, 0);
+            up[i] = ok ? fz_load(h + hrow + (size_t)f + (size_t)c[i]) : make_uint4(0, 0, 0, 0);
         }
-        if constexpr (F6) { /* into the stage unit u - nwarps used (read into registers last iteration) */
-            issue(k == 0 ? SWI_STAGES - 1 : k - 1, u + (size_t)(SWI_STAGES - 1) * nwarps);
-            k = k == SWI_STAGES - 1 ? 0 : k + 1;
-        }
-        if constexpr (QUANT && F8 != 0) { /* warp-uniform: at is the warp's */
+        if constexpr (QUANT) { /* warp-uniform branches: at is the warp's */
+            const size_t e0 = hrow + (size_t)at.cv0 * FZ_WVEC;
             if (at.nv == V) { /* the whole unit: the words as loaded, one split packed tile */
                 uint32_t w[2 * V][4]; /* gate vectors, then up vectors */
 #pragma unroll
@@ -150,54 +107,18 @@ __global__ void __launch_bounds__(FZ_THREADS, F8 == 2 ? 3 : FZ_FWD_CTAS(ENC))
                 }
 #pragma unroll
                 for (int i = 0; i < V; i++) swi_out_vec(g[i], up[i], out + orow + (size_t)c[i]);
-                const size_t e0 = hrow + (size_t)at.cv0 * FZ_WVEC;
-                fz_quantize_bf16p<ENC, BITS, LOG2B, 2 * V>(p, &tab, w, fz_qt_at<BITS, LOG2B>(p, q, e0), lane,
-                                                                  (size_t)f);
+                fz_quantize_bf16p<ENC, BITS, LOG2B, 2 * V>(p, &tab, w, fz_qt_at<BITS, LOG2B>(p, q, e0), lane, (size_t)f);
                 continue;
             }
-        }
-        if constexpr (QUANT && F5) { /* warp-uniform: at is the warp's */
-            if (at.nv == V) { /* the whole unit: unpacked once, one split tile, SwiGLU from it */
-                float v[2 * V][8]; /* gate vectors, then up vectors */
 #pragma unroll
-                for (int i = 0; i < V; i++) {
-                    agoq_bf16x8_to_f32(g[i], v[i]);
-                    agoq_bf16x8_to_f32(up[i], v[V + i]);
-                }
-#pragma unroll
-                for (int i = 0; i < V; i++) { /* first, so that only v is live in the quantizer */
-                    float o[8];
-#pragma unroll
-                    for (int e = 0; e < 8; e++) o[e] = agoq_fast_silu(v[i][e]) * v[V + i][e];
-                    fz_store(out + orow + (size_t)c[i], agoq_f32x8_to_bf16(o));
-                }
-                const size_t e0 = hrow + (size_t)at.cv0 * FZ_WVEC;
-                fz_quantize<ENC, BITS, LOG2B, 2 * V, true>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, e0), lane,
-                                                                   (size_t)f);
-                continue;
-            }
-        }
-        if constexpr (QUANT) { /* warp-uniform branches: at is the warp's */
-            const size_t e0 = hrow + (size_t)at.cv0 * FZ_WVEC;
-            if (at.nv == V) {
-                float v[V][8];
-#pragma unroll
-                for (int i = 0; i < V; i++) agoq_bf16x8_to_f32(g[i], v[i]);
-                fz_quantize<ENC, BITS, LOG2B, V>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, e0), lane);
-#pragma unroll
-                for (int i = 0; i < V; i++) agoq_bf16x8_to_f32(up[i], v[i]);
-                fz_quantize<ENC, BITS, LOG2B, V>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, e0 + f), lane);
-            } else {
-#pragma unroll
-                for (int i = 0; i < V; i++) {
-                    if (i >= at.nv) continue;
-                    const size_t ei = e0 + (size_t)(i * FZ_WVEC);
-                    float v[1][8];
-                    agoq_bf16x8_to_f32(g[i], v[0]);
-                    fz_quantize<ENC, BITS, LOG2B, 1>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, ei), lane);
-                    agoq_bf16x8_to_f32(up[i], v[0]);
-                    fz_quantize<ENC, BITS, LOG2B, 1>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, ei + f), lane);
-                }
+            for (int i = 0; i < V; i++) {
+                if (i >= at.nv) continue;
+                const size_t ei = e0 + (size_t)(i * FZ_WVEC);
+                float v[1][8];
+                agoq_bf16x8_to_f32(g[i], v[0]);
+                fz_quantize<ENC, BITS, LOG2B, 1>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, ei), lane);
+                agoq_bf16x8_to_f32(up[i], v[0]);
+                fz_quantize<ENC, BITS, LOG2B, 1>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, ei + f), lane);
             }
         }
 #pragma unroll
@@ -253,19 +174,6 @@ __global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS)
 }
 
 /* ---- host side ---- */
-/* The F6 forward: the resident grid (capped by the units' warps and AGOQ_FUSED_GRID_CAP) with
- * its ring (SWI_STAGES stages per warp: 48 KB per CTA) in dynamic shared memory. */
-template <auto Kernel, class... Args>
-static void swi_fwd_f6_launch(size_t nunits, cudaStream_t s, Args... args) {
-    constexpr size_t smem = (size_t)(FZ_THREADS / 32) * SWI_STAGES * sizeof(swi_stage);
-    static unsigned done = 0; /* per instantiation (fz_smem_optin) */
-    static int occ = 0;       /* CTAs per SM, queried once (same GPU model on every device) */
-    const size_t per_sm = (size_t)fz_smem_optin((const void *)Kernel, smem, &done, &occ);
-    const size_t want = (nunits * 32 + FZ_THREADS - 1) / FZ_THREADS, cap = (size_t)agoq_cuda_sm_count() * per_sm;
-    Kernel<<<fz_grid_cap((unsigned)(want < cap ? want : cap)), FZ_THREADS, smem, s>>>(args...);
-    cudaCheckLaunch();
-}
-
 extern "C" int agoq_swiglu_fwd_cuda(const agoq_fq *q, const uint16_t *h, int rows, int f, uint16_t *out, agoq_dqt hq,
                                     void *stream) {
     if (fz_check_shape("swiglu fwd", rows, f)) return -1;
@@ -274,34 +182,18 @@ extern "C" int agoq_swiglu_fwd_cuda(const agoq_fq *q, const uint16_t *h, int row
     const size_t nunits = (size_t)rows * upr;
     const bool vec = f % 8 == 0 && nunits < ((size_t)1 << 32) && fz_al16(h) && fz_al16(out) && !fz_no_fast();
     const agoq_cuda_qtensor qt = fz_qt(hq, 2 * (size_t)rows * (size_t)f);
-    if (!q && vec && fz_f8() && !fz_f5_old()) { /* units of SWI_BF16_V vectors */
+    if (!q && vec && fz_f8()) { /* units of SWI_BF16_V vectors */
         const size_t upr8 = (vpr + SWI_BF16_V - 1) / SWI_BF16_V, n8 = (size_t)rows * upr8;
-        constexpr auto k = swiglu_fwd_kernel<0, 0, 0, false, false, false, 1, SWI_BF16_V>;
+        constexpr auto k = swiglu_fwd_kernel<0, 0, 0, false, SWI_BF16_V>;
         FZ_LAUNCH(k, n8, false, agoq_cuda_qparams{}, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr8, n8);
     } else if (!q && vec) {
         constexpr auto k = swiglu_fwd_kernel<0, 0, 0, false>;
         FZ_LAUNCH(k, nunits, false, agoq_cuda_qparams{}, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits);
     } else if (q && vec && f % FZ_WVEC == 0 && fz_fast_quant(q->p, hq)) {
-        const int f8 = fz_f5_old() ? 0 : fz_f8_or(1); /* 1 unless AGOQ_F8 says otherwise (fused_dev.cuh) */
-        const bool f5 = !fz_f5_old(), f6 = f5 && !f8 && fz_f6();
         fz_dispatch_quant(q->p, [&](auto enc, auto bits, auto lb) {
             constexpr int ENC = decltype(enc)::value, BITS = decltype(bits)::value, LB = decltype(lb)::value;
-            if (f8 == 2) {
-                constexpr auto k = swiglu_fwd_kernel<ENC, BITS, LB, true, true, false, 2>;
-                FZ_LAUNCH(k, nunits, ENC == AGOQ_ENC_TABLE, q->p, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits);
-            } else if (f8) {
-                constexpr auto k = swiglu_fwd_kernel<ENC, BITS, LB, true, true, false, 1>;
-                FZ_LAUNCH(k, nunits, ENC == AGOQ_ENC_TABLE, q->p, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits);
-            } else if (f6) {
-                constexpr auto k = swiglu_fwd_kernel<ENC, BITS, LB, true, true, true>;
-                swi_fwd_f6_launch<k>(nunits, s, q->p, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits);
-            } else if (f5) {
-                constexpr auto k = swiglu_fwd_kernel<ENC, BITS, LB, true, true>;
-                FZ_LAUNCH(k, nunits, ENC == AGOQ_ENC_TABLE, q->p, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits);
-            } else {
-                constexpr auto k = swiglu_fwd_kernel<ENC, BITS, LB, true, false>;
-                FZ_LAUNCH(k, nunits, ENC == AGOQ_ENC_TABLE, q->p, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits);
-            }
+            constexpr auto k = swiglu_fwd_kernel<ENC, BITS, LB, true>;
+            FZ_LAUNCH(k, nunits, ENC == AGOQ_ENC_TABLE, q->p, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits);
         });
     } else {
         fz_ew_fwd_general(FZ_OP_SWIGLU, q, h, rows, f, out, hq, 0, s);

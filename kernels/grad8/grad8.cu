@@ -66,7 +66,8 @@ struct src_reduce {
 
 /* ---- tile sources (quant_tile.cuh) of the two kernels, 8-bit codes, blocks >= 32 ----
  * accumulate: E = 4 (fp32 gradient) or 8 (bf16) elements per vector; reduce: 8.
- * Issue 15 (q5, AGOQ_Q5_OLD=1 restores the previous ones): table codes (dyn8) decode through
+ * Issue 15 (q5; measured at fb7cc8a, results/h200/logs/q5_ab_s5.log, against the previous
+ * kernels, which the eleventh session removed): table codes (dyn8) decode through
  * the replicated value table (VREP, quant_tile.cuh agoq_tile_vrep), and the bf16 accumulation
  * of table codes takes tiles of U = 4 vectors (8 spilled at the 80-register bound, like the
  * bf16 quantizer); the same values in the same order: bit-exact either way. */
@@ -117,31 +118,6 @@ struct tile_accumulate {
  * after every add (a kernel each, so the inner loop carries no select). */
 #define RED_U 2
 #define RED_RB 8
-/* The scales and zero points of one chunk's tile in ONE register per lane (issue 15 g8, asymmetric
- * codes): lanes 0-15 load the scales of the tile's blocks, lanes 16-31 their zero points (a tile
- * of 512 elements holds at most 16 blocks of >= 32); get() shuffles each from its lane. Half the
- * registers and load instructions of agoq_tile_scales<8, true> (two per lane). The same values:
- * bit-exact. With it 8 asymmetric chunks per batch still spilled at the 80-register bound (ptxas:
- * 76-byte spill stores, from 124), so the SZ reduce runs at 2 CTAs per SM (128 registers):
- * 16 warps x 4 KB of loads in flight per SM against 24 x 2 KB at 4 chunks per batch. */
-struct red_scales_sz {
-    float x;
-    int log2b;
-    __device__ __forceinline__ void load(const agoq_cuda_qparams &p, const uint8_t *scales, const uint8_t *zeros,
-                                         size_t e_tile, int log2b_, size_t nblocks, int lane) {
-        static_assert(RED_U * 8 * 32 / 32 <= 16, "a tile holds at most 16 blocks");
-        log2b = log2b_;
-        const int k = lane & 15, tile_blocks = (RED_U * 8 * 32) >> log2b; /* >= 2: blocks <= 256 */
-        const size_t blk = (e_tile >> log2b) + (size_t)k;
-        x = blk < nblocks && k < tile_blocks ? agoq_dev_load_scale(lane < 16 ? scales : zeros, blk, p.bf16_scale) : 0.0f;
-    }
-    __device__ __forceinline__ void get(int j, int lane, float &sj, float &mj) const {
-        const int rel = ((j * 256 + lane * 8) >> log2b) & 15;
-        sj = __shfl_sync(0xffffffffu, x, rel);
-        mj = __shfl_sync(0xffffffffu, x, 16 + rel);
-    }
-};
-
 /* Issue 15 (s10, AGOQ_RED_PF): an L2 prefetch of the next batch of chunks (chunks r0 .. r0 + rb - 1,
  * rb <= 8, those < nin) of the warp's tile while the current batch is loaded and decoded, so
  * that batch's loads hit L2 instead of waiting for DRAM after the decode: more bytes in flight
@@ -166,15 +142,16 @@ __device__ __forceinline__ void red_prefetch_batch(const chunk_view (&in)[NC], i
 /* RB (chunks loaded per batch): 4 for asymmetric codes with agoq_tile_scales, whose scales and
  * zero points of 8 chunks spilled at the 80-register bound (124-byte spill stores per thread:
  * int8_asym 0.44 of copy, 0.68 with 4); dyn8 measured alike at 4 and 8 (0.505,
- * results/h200/logs/q5_ab_s5.log). SZ: red_scales_sz (asymmetric codes only). */
-template <int DEC, bool BF16_SUM, int VREP = 0, int RB = RED_RB, bool SZ = false, bool LUT32 = false, int PF = 0>
+ * results/h200/logs/q5_ab_s5.log). The eighth session's 8 asymmetric chunks a batch with one
+ * register of scale or zero point per chunk at 2 CTAs per SM (AGOQ_G8 bit 2) measured slower
+ * (0.70 -> 0.57, logs/s8_callB_ca17d3f/) and was removed in the eleventh. */
+template <int DEC, bool BF16_SUM, int VREP = 0, int RB = RED_RB, bool LUT32 = false, int PF = 0>
 struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTAs per SM (<= 80 / 64 registers) */
-    static constexpr int kVec = 8, kBits = 8, kU = RED_U, kMinCtas = SZ ? 2 : PF == 4 ? 4 : 3;
+    static constexpr int kVec = 8, kBits = 8, kU = RED_U, kMinCtas = PF == 4 ? 4 : 3;
     static constexpr bool kTable = DEC == AGOQ_ENC_TABLE;
     static constexpr int kVrep = kTable ? VREP : 0;
     static constexpr bool kLut32 = LUT32 && kVrep != 0;
-    static_assert(!SZ || DEC == AGOQ_ENC_INT_ASYM, "red_scales_sz: asymmetric codes");
-    using scales_t = typename std::conditional<SZ, red_scales_sz, agoq_tile_scales<8, DEC == AGOQ_ENC_INT_ASYM, RED_U>>::type;
+    using scales_t = agoq_tile_scales<8, DEC == AGOQ_ENC_INT_ASYM, RED_U>;
     chunk_view in[AGOQ_CUDA_MAX_CHUNKS];
     int nin, log2b;
     size_t nblocks;
@@ -182,9 +159,6 @@ struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTA
     __device__ __forceinline__ void load_chunk(const agoq_cuda_qparams &p, int r, size_t e_tile, int lane,
                                                scales_t &sc, uint64_t (&c)[RED_U]) const {
         const uint8_t *codes = in[r].codes, *scales = in[r].scales, *zeros = in[r].zeros;
-        /* SZ: the chunks' plane pointers taken afresh in every tile (not hoisted out of the tile
-         * loop as 8 x 3 base addresses held in registers) */
-        if constexpr (SZ) asm volatile("" : "+l"(codes), "+l"(scales), "+l"(zeros));
         sc.load(p, scales, zeros, e_tile, log2b, nblocks, lane);
 #pragma unroll
         for (int j = 0; j < RED_U; j++) c[j] = agoq_tile_load_codes<8, 8>(codes, e_tile + (size_t)(j * 256 + lane * 8));
@@ -229,23 +203,21 @@ struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTA
     }
 };
 
-/* AGOQ_G8 (issue 15 g8), a mask, default 0 (the kernels before it):
- *   1: the dyn8 reduce and bf16 accumulation decode through the 32-times replicated value table
- *      (AGOQ_VREP32, quant_tile_dec.cuh: no bank conflicts) instead of the 16-times one, and
- *      encode through the CTA's LUT in 32-bit entries (quant_tile.cuh agoq_tile_table_pos<true>:
- *      about half the bank conflicts) instead of 8-byte ones; the 32 KB table fits the 48 KB of
- *      static shared memory only beside the 11 KB LUT, not the 22 KB one;
- *   2: the int8_asym reduce loads 8 chunks per batch with red_scales_sz (one register of scale or
- *      zero point per chunk) at 2 CTAs per SM instead of 4 with agoq_tile_scales at 3.
- *   4 (the tenth session's; without bit 1): the dyn8 reduce and bf16 accumulation encode through
- *      the 32-bit LUT but keep the 16-times replicated value table (bit 1 changed both at once,
- *      so its loss is not the LUT's alone); in the reduce, AGOQ_RED_PF bit 2 takes precedence.
- * Bits 1 and 2 change disjoint (case, format) pairs: one A/B of 0 against 3 measures both.
- * Read at every launch (the tests switch it). */
-#define G8_TABLE 1
-#define G8_ASYM_SZ 2
+/* AGOQ_G8 (issue 15), 0 (default) or 4 (the tenth session's, not yet measured): the dyn8 reduce
+ * and bf16 accumulation encode through the CTA's LUT in 32-bit entries (quant_tile.cuh
+ * agoq_tile_table_pos<true>: about half the bank conflicts) instead of 8-byte ones, with the
+ * 16-times replicated value table; in the reduce, AGOQ_RED_PF bit 2 takes precedence. The
+ * eighth session's bits 1 (that LUT together with a 32-times replicated value table) and 2
+ * (int8_asym reduce in batches of 8 chunks, one scale or zero register a chunk, 2 CTAs per SM)
+ * measured slower wherever they acted (logs/s8_callB_ca17d3f/: dyn8 reduce 0.52 -> 0.50, dyn8
+ * bf16 accumulation 0.69 -> 0.64, int8_asym reduce 0.70 -> 0.57) and were removed in the
+ * eleventh session; the knob rejects them. Read at every launch (the tests switch it). */
 #define G8_LUT32 4
-static int g8_mask(void) { return agoq_knob_int("AGOQ_G8", 0, 0, 7); }
+static int g8_mask(void) {
+    const int v = agoq_knob_int("AGOQ_G8", 0, 0, 4);
+    if (v != 0 && v != G8_LUT32) agoq_die("AGOQ_G8=%d: expected 0 or 4 (bits 1 and 2 were removed)", v);
+    return v;
+}
 /* AGOQ_RED_PF (issue 15, s10), a mask, default 0: the reduce core's L2 prefetch of the next batch
  * of chunks (red_prefetch_batch). 1: int8_asym (batches of 4, as without it); 2: the other
  * decoders in batches of 4 with the prefetch instead of 8 at once; 4 (with 1 or 2): those
@@ -286,14 +258,13 @@ int agoq_cuda_grad_accumulate(const agoq_qconfig *c, agoq_cuda_qtensor *acc, con
             const bool ok = tile_grad_ok(p) && aligned16(g_bf16);
             tile_accumulate<D, uint16_t> tile = {acc->codes, acc->scales, acc->zeros, g_bf16, nblocks, log2b};
             if constexpr (E == D && D == AGOQ_ENC_TABLE) {
-                if (!agoq_q5_old() && p.tab_ident) {
+                if (p.tab_ident) {
                     auto go4 = [&](auto vrep, auto lut32) {
                         tile_accumulate<D, uint16_t, 4, decltype(vrep)::value, decltype(lut32)::value != 0> tile4 = {
                             acc->codes, acc->scales, acc->zeros, g_bf16, nblocks, log2b};
                         agoq_launch_quant<E>(p, src, out, stream, ok ? &tile4 : nullptr);
                     };
-                    if (g8 & G8_TABLE) go4(agoq_enc_t<AGOQ_VREP32>(), agoq_enc_t<1>());
-                    else if (g8 & G8_LUT32) go4(agoq_enc_t<AGOQ_VREP>(), agoq_enc_t<1>());
+                    if (g8 & G8_LUT32) go4(agoq_enc_t<AGOQ_VREP>(), agoq_enc_t<1>());
                     else go4(agoq_enc_t<AGOQ_VREP>(), agoq_enc_t<0>());
                     return;
                 }
@@ -330,9 +301,9 @@ int agoq_cuda_grad_reduce(const agoq_qconfig *c, const agoq_cuda_qtensor *in, in
         src.vec_sum = ((uintptr_t)sum_out & 15u) == 0;
         bool aligned = sum_out == NULL || aligned16(sum_out);
         for (int r = 0; r < nin; r++) aligned &= ((uintptr_t)in[r].codes & 7u) == 0; /* 8 codes per load */
-        auto with_tile = [&](auto bf16, auto vrep, auto rb, auto sz, auto lut32, auto pfv) {
-            tile_reduce<D, decltype(bf16)::value != 0, decltype(vrep)::value, decltype(rb)::value, decltype(sz)::value != 0,
-                        decltype(lut32)::value != 0, decltype(pfv)::value>
+        auto with_tile = [&](auto bf16, auto vrep, auto rb, auto lut32, auto pfv) {
+            tile_reduce<D, decltype(bf16)::value != 0, decltype(vrep)::value, decltype(rb)::value, decltype(lut32)::value != 0,
+                        decltype(pfv)::value>
                 tile;
             memset(&tile, 0, sizeof tile);
             memcpy(tile.in, src.in, sizeof tile.in);
@@ -346,25 +317,23 @@ int agoq_cuda_grad_reduce(const agoq_qconfig *c, const agoq_cuda_qtensor *in, in
             const agoq_enc_t<0> no;
             const agoq_enc_t<1> yes;
             auto with_pf = [&](auto bf16, auto vrep) { /* the prefetching tile at 3 or 4 CTAs per SM */
-                if (pf & RED_PF_4CTAS) return with_tile(bf16, vrep, agoq_enc_t<4>(), no, no, agoq_enc_t<4>());
-                with_tile(bf16, vrep, agoq_enc_t<4>(), no, no, agoq_enc_t<3>());
+                if (pf & RED_PF_4CTAS) return with_tile(bf16, vrep, agoq_enc_t<4>(), no, agoq_enc_t<4>());
+                with_tile(bf16, vrep, agoq_enc_t<4>(), no, agoq_enc_t<3>());
             };
-            auto go = [&](auto bf16) { /* q5 variants: table (replicated values) and asymmetric decoders */
+            auto go = [&](auto bf16) { /* table (replicated values) and asymmetric decoders: q5 */
                 if constexpr (D == AGOQ_ENC_TABLE) {
-                    if (!agoq_q5_old() && p.tab_ident) {
-                        if (g8 & G8_TABLE) return with_tile(bf16, agoq_enc_t<AGOQ_VREP32>(), agoq_enc_t<RED_RB>(), no, yes, no);
+                    if (p.tab_ident) {
                         if (pf & RED_PF_OTHERS) return with_pf(bf16, agoq_enc_t<AGOQ_VREP>());
-                        if (g8 & G8_LUT32) return with_tile(bf16, agoq_enc_t<AGOQ_VREP>(), agoq_enc_t<RED_RB>(), no, yes, no);
-                        return with_tile(bf16, agoq_enc_t<AGOQ_VREP>(), agoq_enc_t<RED_RB>(), no, no, no);
+                        if (g8 & G8_LUT32) return with_tile(bf16, agoq_enc_t<AGOQ_VREP>(), agoq_enc_t<RED_RB>(), yes, no);
+                        return with_tile(bf16, agoq_enc_t<AGOQ_VREP>(), agoq_enc_t<RED_RB>(), no, no);
                     }
                 } else if constexpr (D == AGOQ_ENC_INT_ASYM) {
-                    if (!agoq_q5_old() && (g8 & G8_ASYM_SZ)) return with_tile(bf16, no, agoq_enc_t<RED_RB>(), yes, no, no);
-                    if (!agoq_q5_old() && (pf & RED_PF_ASYM)) return with_pf(bf16, no);
-                    if (!agoq_q5_old()) return with_tile(bf16, no, agoq_enc_t<4>(), no, no, no);
+                    if (pf & RED_PF_ASYM) return with_pf(bf16, no);
+                    return with_tile(bf16, no, agoq_enc_t<4>(), no, no);
                 } else {
                     if (pf & RED_PF_OTHERS) return with_pf(bf16, no);
                 }
-                with_tile(bf16, no, agoq_enc_t<RED_RB>(), no, no, no);
+                if constexpr (D != AGOQ_ENC_INT_ASYM) with_tile(bf16, no, agoq_enc_t<RED_RB>(), no, no);
             };
             if (src.bf16_sum) go(agoq_enc_t<1>());
             else go(agoq_enc_t<0>());

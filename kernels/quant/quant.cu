@@ -129,15 +129,6 @@ int agoq_cuda_check_qtensor(const char *fn, const agoq_qconfig *c, const agoq_cu
     return 0;
 }
 
-/* AGOQ_Q5_OLD=1: the 8-bit gradient kernels before issue 15's q5 changes (quant_launch.cuh) */
-int agoq_q5_old(void) {
-    static int v = -1;
-    if (v < 0) {
-        v = agoq_knob_int("AGOQ_Q5_OLD", 0, 0, 1);
-    }
-    return v;
-}
-
 /* ---- quantize ---- */
 template <typename T>
 static int quantize(const char *fn, const agoq_qconfig *c, const T *x, size_t n, agoq_cuda_qtensor *q, void *stream) {
@@ -224,31 +215,19 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS) dequant_kernel(agoq_cuda_q
  * j of lane l at byte j*512 + l*16 of the tile: every store instruction of the warp is one
  * contiguous 512-byte run (streaming stores: the output is not read back soon), and so is every
  * code load; the block scales come through agoq_tile_scales (one load per lane and tile).
- * Blocks: powers of two >= 32; codes: 2, 4 or 8 bits.
+ * Blocks: powers of two >= 32; codes: 2, 4 or 8 bits. MINB: the register bound (CTAs per SM).
  *
- * Variants for issue 15's A/B runs (AGOQ_DEQ_VAR, the table deq_vars below; 0 = the default
- * kernel), all bit-identical in output (only the memory accesses differ):
- *  CM (codes): 0 = per-vector loads of the codes of a lane's vector (kB = E * BITS / 8 = 1-8
- *     bytes a lane: int8 to fp32 4 bytes, 128 bytes a warp instruction). 1 = the tile's
- *     TB = 256 kB code bytes as 16-byte loads (lane l loads bytes p*512 + 16 l, p < TB/512:
- *     every warp load one contiguous 512-byte run), stored to the warp's slice of shared memory
- *     and read back per vector (4- or 8-byte reads, consecutive lanes: no bank conflicts); the
- *     stores keep the default mapping (whole 32-byte sectors, 16 bytes a lane). 2 = as 1, the
- *     16-byte pieces copied by cp.async.cg (global -> shared without registers, L1 bypassed).
- *     Not built: remapping the decode so lane l owns elements [16 l, 16 l + 16) of a chunk (its
- *     four 16-byte fp32 stores at a stride of 64 bytes leave every 32-byte sector of each
- *     store instruction half written: two L2 requests per sector), and redistributing the
- *     16-byte pieces by shuffles (one shuffle per vector after a rotation, but ~7 selects per
- *     vector on both sides for the dynamic word and vector indices, against one LDS).
- *  LD, ST: the cache operators of the code / scale loads and of the output stores
- *     (quant_ldst.cuh). Code loads from shared memory (CM 1) are plain; LD applies to the
- *     16-byte global loads.
- * MINB: the register bound (CTAs per SM; AGOQ_DEQ_MINB for variant 0, the MB column of DEQ_VARS). */
-template <int DEC, int BITS, typename T, int MINB = 1, int CM = 0, int LD = AGOQ_LD_PLAIN, int ST = AGOQ_ST_CS>
+ * Since the seventh session the flat kernel of quant_flat.cuh is the default for every format
+ * (measured ahead, README "CUDA kernels"); this tile kernel runs where the flat one's config does
+ * not apply, and under AGOQ_DEQ_VAR=0. The A/B variants the sixth and seventh sessions measured
+ * against it (16-byte code loads through shared memory or cp.async, the load and store cache
+ * operators of quant_ldst.cuh, register bounds of 3, 4 and 6 CTAs per SM, four other flat
+ * shapes; results/h200/logs/s6_callA_50c205c/, s7_a16a6c6/, deq_minb_s5.log) lost to the flat
+ * kernel and were removed in the eleventh session (the code is in git history before that). */
+template <int DEC, int BITS, typename T, int MINB>
 __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, MINB) dequant_tile_kernel(agoq_cuda_qparams p, agoq_cuda_qtensor q,
                                                                            T *__restrict__ y, int log2b, size_t ntiles) {
     constexpr int E = 16 / (int)sizeof(T), U = AGOQ_TILE_U, TILE = 32 * U * E;
-    constexpr int kB = E * BITS / 8, TB = 32 * U * kB, NP = (TB + 511) / 512; /* code bytes: vector, tile; 512-byte runs */
     constexpr bool kAsym = DEC == AGOQ_ENC_INT_ASYM;
     __shared__ agoq_smem_table tab;
     if constexpr (DEC == AGOQ_ENC_TABLE) {
@@ -256,125 +235,32 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, MINB) dequant_tile_kernel(
         __syncthreads();
     }
     const int lane = (int)(threadIdx.x & 31u);
-    uint4 *stage = nullptr; /* CM 1, 2: this warp's NP x 32 16-byte pieces */
-    if constexpr (CM != 0) {
-        __shared__ uint4 stage_all[AGOQ_QUANT_THREADS / 32 * NP * 32];
-        stage = stage_all + (threadIdx.x >> 5) * NP * 32;
-    }
     const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5, nblocks = (q.n + ((size_t)1 << log2b) - 1) >> log2b;
     for (size_t tile = warp; tile < ntiles; tile += nwarps) {
         const size_t e_tile = tile * TILE;
-        if constexpr (CM == 2) {
-            const uint4 *src = (const uint4 *)(q.codes + e_tile * BITS / 8);
-            __syncwarp(); /* the previous tile's reads of stage are done */
-#pragma unroll
-            for (int k = 0; k < NP; k++)
-                if (TB >= 512 || lane * 16 < TB) {
-                    const uint32_t sa = (uint32_t)__cvta_generic_to_shared(stage + k * 32 + lane);
-                    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sa), "l"(src + k * 32 + lane) : "memory");
-                }
-        }
-        agoq_tile_scales<E, kAsym, U, LD> sc;
+        agoq_tile_scales<E, kAsym, U> sc;
         sc.load(p, q.scales, q.zeros, e_tile, log2b, nblocks, lane);
         uint64_t codes[U];
-        if constexpr (CM == 0) {
 #pragma unroll
-            for (int j = 0; j < U; j++)
-                codes[j] = agoq_tile_load_codes<BITS, E, LD>(q.codes, e_tile + (size_t)(j * 32 * E + lane * E));
-        } else {
-            if constexpr (CM == 1) {
-                const uint4 *src = (const uint4 *)(q.codes + e_tile * BITS / 8);
-                uint4 w[NP];
-#pragma unroll
-                for (int k = 0; k < NP; k++)
-                    if (TB >= 512 || lane * 16 < TB) w[k] = agoq_ld<LD>(src + k * 32 + lane);
-                __syncwarp(); /* the previous tile's reads of stage are done */
-#pragma unroll
-                for (int k = 0; k < NP; k++)
-                    if (TB >= 512 || lane * 16 < TB) stage[k * 32 + lane] = w[k];
-            } else {
-                asm volatile("cp.async.wait_all;" ::: "memory");
-            }
-            __syncwarp();
-#pragma unroll
-            for (int j = 0; j < U; j++) codes[j] = agoq_tile_load_codes<BITS, E>((const uint8_t *)stage, (size_t)(j * 32 * E + lane * E));
-        }
+        for (int j = 0; j < U; j++) codes[j] = agoq_tile_load_codes<BITS, E>(q.codes, e_tile + (size_t)(j * 32 * E + lane * E));
 #pragma unroll
         for (int j = 0; j < U; j++) {
             float s, m, v[E];
             sc.get(j, lane, s, m);
             agoq_tile_decode<DEC, BITS, E>(p, &tab, codes[j], s, m, v);
             T *dst = y + e_tile + (size_t)(j * 32 * E + lane * E);
-            if constexpr (ST == AGOQ_ST_CS) { /* the default kernel's statements (its PTX unchanged) */
-                if constexpr (std::is_same<T, float>::value) __stcs((float4 *)dst, make_float4(v[0], v[1], v[2], v[3]));
-                else __stcs((uint4 *)dst, agoq_f32x8_to_bf16(v));
-            } else if constexpr (std::is_same<T, float>::value) {
-                agoq_st16<ST>(dst, make_uint4(__float_as_uint(v[0]), __float_as_uint(v[1]), __float_as_uint(v[2]),
-                                              __float_as_uint(v[3])));
-            } else {
-                agoq_st16<ST>(dst, agoq_f32x8_to_bf16(v));
-            }
+            if constexpr (std::is_same<T, float>::value) __stcs((float4 *)dst, make_float4(v[0], v[1], v[2], v[3]));
+            else __stcs((uint4 *)dst, agoq_f32x8_to_bf16(v));
         }
     }
 }
 
-/* The variants of AGOQ_DEQ_VAR: X(index, CM, LD, ST, MB, name); see dequant_tile_kernel. MB:
- * a register bound (CTAs per SM) where it is above the default's (5 for the 4-bit table / FP4
- * decoders, else 1). ptxas -v at the variants' commit, no bound (fp32 / bf16 out): int8 64 / 112
- * registers, int8_asym 85 / 128, fp8 63 / 114, dyn8 96 / 128, int4 62 / 107: the bf16-output
- * kernels keep 2 CTAs of 256 threads per SM. MB 3 / 4 (<= 80 / 64 registers) are untried. */
-#define DEQ_VARS(X)                                                             \
-    X(0, 0, AGOQ_LD_PLAIN, AGOQ_ST_CS, 0, "default")                            \
-    X(1, 1, AGOQ_LD_PLAIN, AGOQ_ST_CS, 0, "A_codes16_smem")                     \
-    X(2, 2, AGOQ_LD_PLAIN, AGOQ_ST_CS, 0, "A_codes16_cpasync")                  \
-    X(3, 0, AGOQ_LD_NC_NA, AGOQ_ST_CS, 0, "B_ld_nc_noalloc")                    \
-    X(4, 0, AGOQ_LD_CS, AGOQ_ST_CS, 0, "B_ld_cs")                               \
-    X(5, 0, AGOQ_LD_LU, AGOQ_ST_CS, 0, "B_ld_lu")                               \
-    X(6, 0, AGOQ_LD_NC_256, AGOQ_ST_CS, 0, "B_ld_nc_noalloc_L2_256B")           \
-    X(7, 0, AGOQ_LD_PLAIN, AGOQ_ST_PLAIN, 0, "B_st_plain")                      \
-    X(8, 0, AGOQ_LD_PLAIN, AGOQ_ST_NA, 0, "B_st_noalloc")                       \
-    X(9, 0, AGOQ_LD_PLAIN, AGOQ_ST_CG, 0, "B_st_cg")                            \
-    X(10, 1, AGOQ_LD_NC_NA, AGOQ_ST_CS, 0, "AB_codes16_smem_ld_nc_noalloc")     \
-    X(11, 1, AGOQ_LD_NC_256, AGOQ_ST_NA, 0, "AB_codes16_smem_ld_L2_256B_st_noalloc") \
-    X(12, 0, AGOQ_LD_PLAIN, AGOQ_ST_CS, 3, "C_minb3")                           \
-    X(13, 0, AGOQ_LD_PLAIN, AGOQ_ST_CS, 4, "C_minb4")                           \
-    X(14, 1, AGOQ_LD_PLAIN, AGOQ_ST_CS, 3, "AC_codes16_smem_minb3")             \
-    X(15, 1, AGOQ_LD_PLAIN, AGOQ_ST_CS, 4, "AC_codes16_smem_minb4")             \
-    X(16, 0, AGOQ_LD_PLAIN, AGOQ_ST_PLAIN, 3, "BC_st_plain_minb3")                \
-    X(17, 1, AGOQ_LD_PLAIN, AGOQ_ST_PLAIN, 4, "ABC_codes16_smem_st_plain_minb4")
-#define DEQ_VAR_NAME(I, CM, LD, ST, MB, NAME) NAME,
-#define DEQ_FLAT_NAME(I, THREADS, U, P, MINB, ST, NAME) NAME,
-static const char *const deq_tile_var_names[] = {DEQ_VARS(DEQ_VAR_NAME)};
-static const char *const deq_var_names[] = {DEQ_VARS(DEQ_VAR_NAME) AGOQ_DEQ_FLAT_VARS(DEQ_FLAT_NAME)};
-#undef DEQ_VAR_NAME
-#undef DEQ_FLAT_NAME
+/* The dequantizer's kernels (AGOQ_DEQ_VAR, quant_cuda.h): 0 = the tile kernel above, 1 = the
+ * flat kernel of quant_flat.cuh (the seventh session's variant 21), the default. */
+static const char *const deq_var_names[] = {"tile", "flat16_u2_minb16"};
 #define DEQ_NVARS ((int)(sizeof deq_var_names / sizeof deq_var_names[0]))
-static_assert(sizeof deq_tile_var_names / sizeof deq_tile_var_names[0] == AGOQ_DEQ_FLAT_FIRST,
-              "the flat variants (quant_flat.cuh) follow DEQ_VARS");
-static int g_deq_var = -2; /* -2: from AGOQ_DEQ_VAR at the first launch; -1: the defaults below */
-
-/* The variant each (format, output) runs when AGOQ_DEQ_VAR is not set: {format, fp32 out, bf16
- * out}, one row per format with variants (the rest: 0). Set from the A/B runs (issue 15): at
- * a16a6c6 (results/h200/logs/s7_a16a6c6/deq_ab.tsv, 256 MiB / 1 / 4 GiB, two rounds) the flat
- * variant 21 was ahead of 0 on the mean over the sizes for every pair but int4 and lost more than
- * 0.01 of copy at no size of those (int4: to bf16 -0.013 at 1 GiB; to fp32 -0.094 at 4 GiB, the
- * bimodal 4 GiB mode): 21 everywhere but int4. The ninth session's A/B with the benchmark
- * arena (87f7ea8, results/h200/logs/s9_callE_quant/, two rounds) has int4 ahead with 21 too: to
- * bf16 0.88-0.89 / 0.92 / 0.93 -> 0.92 / 0.94 / 0.95, to fp32 0.91-0.94 -> 0.92-0.94. So 21
- * everywhere. */
-static const struct {
-    int fmt, var_f32, var_bf16;
-} deq_defaults[] = {
-    {AGOQ_FMT_FP4_E2M1, 21, 21}, {AGOQ_FMT_INT4, 21, 21},     {AGOQ_FMT_INT4_ASYM, 21, 21},
-    {AGOQ_FMT_NF4, 21, 21},      {AGOQ_FMT_INT8, 21, 21},     {AGOQ_FMT_INT8_ASYM, 21, 21},
-    {AGOQ_FMT_FP8_E4M3, 21, 21}, {AGOQ_FMT_FP8_E5M2, 21, 21}, {AGOQ_FMT_DYN8, 21, 21},
-};
-static int deq_default_variant(int fmt, bool bf16_out) {
-    for (size_t i = 0; i < sizeof deq_defaults / sizeof deq_defaults[0]; i++)
-        if (deq_defaults[i].fmt == fmt) return bf16_out ? deq_defaults[i].var_bf16 : deq_defaults[i].var_f32;
-    return 0;
-}
+static int g_deq_var = -2; /* -2: from AGOQ_DEQ_VAR at the first launch */
 
 int agoq_cuda_deq_variant_count(void) { return DEQ_NVARS; }
 const char *agoq_cuda_deq_variant_name(int v) { return v >= 0 && v < DEQ_NVARS ? deq_var_names[v] : NULL; }
@@ -383,22 +269,17 @@ void agoq_cuda_deq_variant_force(int v) {
     g_deq_var = v < 0 ? -2 : v;
 }
 int agoq_cuda_deq_variant(void) {
-    if (g_deq_var == -2) {
-        g_deq_var = agoq_knob_int("AGOQ_DEQ_VAR", -1, 0, DEQ_NVARS - 1); /* DEQ_VARS and quant_flat.cuh */
-    }
+    if (g_deq_var == -2) g_deq_var = agoq_knob_int("AGOQ_DEQ_VAR", 1, 0, DEQ_NVARS - 1);
     return g_deq_var;
 }
 
-/* Whole tiles through dequant_tile_kernel, or whole units through a flat variant
- * (quant_flat.cuh), when the planes allow; returns the elements done (from element 0). */
+/* Whole units through the flat kernel (quant_flat.cuh), or whole tiles through
+ * dequant_tile_kernel, when the planes allow; returns the elements done (from element 0). */
 template <int DEC, typename T>
 static size_t dequantize_tiles(const agoq_cuda_qparams &p, const agoq_cuda_qtensor *q, T *y, void *stream) {
-    int var = agoq_cuda_deq_variant();
-    if (var < 0) var = deq_default_variant(p.fmt, std::is_same<T, uint16_t>::value);
-    if (var >= AGOQ_DEQ_FLAT_FIRST) { /* quant_flat.cuh, where the config allows; else the default tile kernel */
-        const size_t done = agoq_dequantize_flat<DEC>(p, q, y, var, stream);
+    if (agoq_cuda_deq_variant() == 1) { /* quant_flat.cuh, where the config allows; else the tile kernel */
+        const size_t done = agoq_dequantize_flat<DEC>(p, q, y, stream);
         if (done) return done;
-        var = 0;
     }
     constexpr int E = 16 / (int)sizeof(T);
     const size_t tile = (size_t)32 * AGOQ_TILE_U * E, ntiles = q->n / tile;
@@ -408,45 +289,16 @@ static size_t dequantize_tiles(const agoq_cuda_qparams &p, const agoq_cuda_qtens
         ((uintptr_t)y & 15u) != 0 || ((uintptr_t)q->codes & (vec_code_bytes - 1)) != 0)
         return 0;
     const int log2b = __builtin_ctz((unsigned)p.block);
-    /* the variant's; those with 16-byte code loads (CM != 0) need a 16-byte aligned codes plane
-     * and run the default kernel otherwise */
     auto launch = [&](auto dec, auto bits) {
         constexpr int D = decltype(dec)::value, B = decltype(bits)::value;
         /* The register bound: 5 CTAs per SM for the 4-bit table / FP4 decoders, none for the rest.
          * Measured on the H200 at d872aa6 (results/h200/logs/deq_minb_s5.log, two runs each,
          * 256 MiB-4 GiB): NF4 0.86-0.89 -> 0.89-0.92 of copy from fp32 and 0.82-0.88 -> 0.84-0.91
          * to bf16, FP4 to bf16 at 4 GiB 0.87 -> 0.89, the rest unchanged; int8 to bf16 slower
-         * (0.93-0.95 -> 0.82-0.86) and a bound of 6 slower everywhere. AGOQ_DEQ_MINB=1|5|6
-         * overrides it for every decoder (1: no bound) for A/B runs (variant 0 only). */
+         * (0.93-0.95 -> 0.82-0.86) and a bound of 6 slower everywhere. */
         constexpr int kMb = B == 4 && (D == AGOQ_ENC_TABLE || D == AGOQ_ENC_FP4) ? 5 : 1;
-        static int env_mb = -1;
-        if (env_mb < 0) env_mb = agoq_knob_int("AGOQ_DEQ_MINB", 0, 1, 16);
-        const int mb = env_mb > 0 ? env_mb : kMb;
-#define DEQ_GO(K)                                                                                                  \
-    do {                                                                                                           \
-        constexpr auto kk = K;                                                                                     \
-        kk<<<agoq_grid_units<kk>(ntiles, false), AGOQ_QUANT_THREADS, 0, (cudaStream_t)stream>>>(p, *q, y, log2b, ntiles); \
-    } while (0)
-        /* variants only for the (decoder, width) pairs a format has */
-        constexpr bool kHasVars = (D == AGOQ_ENC_INT_SYM || D == AGOQ_ENC_INT_ASYM) ||
-                                  ((D == AGOQ_ENC_FP8_E4M3 || D == AGOQ_ENC_FP8_E5M2) && B == 8) ||
-                                  (D == AGOQ_ENC_FP4 && B == 4) || (D == AGOQ_ENC_TABLE && B != 2);
-        if constexpr (kHasVars) {
-            const bool aligned16 = ((uintptr_t)q->codes & 15u) == 0;
-#define DEQ_VAR_CASE(I, CM, LD, ST, MB, NAME)                                     \
-    case I:                                                                       \
-        if (CM == 0 || aligned16) {                                               \
-            DEQ_GO((dequant_tile_kernel<D, B, T, (MB > kMb ? MB : kMb), CM, LD, ST>)); \
-            return;                                                               \
-        }                                                                         \
-        break;
-            if (var != 0) switch (var) { DEQ_VARS(DEQ_VAR_CASE) default: break; }
-#undef DEQ_VAR_CASE
-        }
-        if (mb == 5) DEQ_GO((dequant_tile_kernel<D, B, T, 5>));
-        else if (mb == 6) DEQ_GO((dequant_tile_kernel<D, B, T, 6>));
-        else DEQ_GO((dequant_tile_kernel<D, B, T, 1>));
-#undef DEQ_GO
+        constexpr auto kk = dequant_tile_kernel<D, B, T, kMb>;
+        kk<<<agoq_grid_units<kk>(ntiles, false), AGOQ_QUANT_THREADS, 0, (cudaStream_t)stream>>>(p, *q, y, log2b, ntiles);
     };
     /* fp4 decodes by byte permutes here (its group kernel reads the shared-memory table) */
     if constexpr (DEC == AGOQ_ENC_TABLE)

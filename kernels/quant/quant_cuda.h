@@ -93,13 +93,11 @@ int agoq_cuda_dequantize_bf16(const agoq_qconfig *c, const agoq_cuda_qtensor *q,
  * resident grids whose warps loop over the tiles (as AGOQ_GRID=resident), 0 = one tile per warp
  * (the default), -1 = from AGOQ_GRID again. For tests and A/B runs; not thread-safe. */
 void agoq_cuda_grid_force(int mode);
-/* The dequantizer's variant (kernels/quant/quant.cu, DEQ_VARS: the tile kernel's cache
- * operators and 16-byte code loads; from AGOQ_DEQ_FLAT_FIRST the flat kernels of
- * quant_flat.cuh; every one bit-identical in output): 0 = the tile kernel as before. Read from
- * AGOQ_DEQ_VAR (an index; a bad value exits) at the first dequantize unless forced; force(-1)
- * rereads it. agoq_cuda_deq_variant: -1 when AGOQ_DEQ_VAR is unset, then each (format, output
- * type) runs its default (quant.cu, deq_defaults). count: the variants; name: "default",
- * "A_codes16_smem", ... (NULL out of range). For tests and A/B runs; not thread-safe. */
+/* The dequantizer's kernel (kernels/quant/quant.cu; both bit-identical in output): 0 = the
+ * tile kernel, 1 = the flat kernel of quant_flat.cuh (the default; where its config does not
+ * apply the tile kernel runs). Read from AGOQ_DEQ_VAR (0 or 1; a bad value exits) at the first
+ * dequantize unless forced; force(-1) rereads it. count: the kernels; name: "tile",
+ * "flat16_u2_minb16" (NULL out of range). For tests and A/B runs; not thread-safe. */
 int agoq_cuda_deq_variant(void);
 void agoq_cuda_deq_variant_force(int v);
 int agoq_cuda_deq_variant_count(void);

@@ -1,6 +1,6 @@
 /* The flat dequantizer (issue 15, helper d7): an Inductor-style kernel beside the tile
- * dequantizer of quant.cu, selected by AGOQ_DEQ_VAR (the variants AGOQ_DEQ_FLAT_VARS below,
- * after quant.cu's DEQ_VARS) or by quant.cu's per-(format, output) default table.
+ * dequantizer of quant.cu; the default for every format (AGOQ_DEQ_VAR=1; 0 runs the tile
+ * kernel).
  *
  * Why: ncu found the tile dequantizer latency-bound (DRAM 81-82% of peak, SM 22-28%, 38% / 30%
  * achieved occupancy capped by 58 / 69 registers: a warp holds 8 vectors of codes and the
@@ -21,12 +21,12 @@
  *    kernel, so bit-identical with it and with quant_ref.c), the table formats value[c] * s
  *    (agoq_dev_decode's expression), bf16 output by agoq_f32x8_to_bf16 (round to nearest even),
  *    one 16-byte store per vector.
- * Configs: those of the tile kernel's variants (blocks powers of two >= 32: a unit never
+ * Configs: those of the tile kernel (blocks powers of two >= 32: a unit never
  * straddles two blocks; 2-, 4- or 8-bit codes), the output 16-byte aligned and the codes plane
  * aligned to a unit's code bytes; the elements past the last whole unit (rounded down to a
  * multiple of 8) go to quant.cu's group kernel. Index math is 64-bit. AGOQ_GRID=resident does
  * not apply (the grid is always one-shot). Checked bit for bit by make test-cuda's
- * cuda_quant_dequant_tile_variants (every variant, format, block 32..256, fp32 / bf16 scales
+ * cuda_quant_dequant_tile_variants (both kernels, every format, block 32..256, fp32 / bf16 scales
  * and outputs, a codes plane offset by 8 bytes). */
 #ifndef AGOQ_QUANT_FLAT_CUH
 #define AGOQ_QUANT_FLAT_CUH
@@ -39,26 +39,20 @@
 #include "kernels/quant/quant_tile.cuh"
 #include "kernels/quant/quant_tile_dec.cuh"
 
-/* The variants: X(index, THREADS, U, P, MINB, ST, name). One unit a thread (the shape of
- * Inductor's elementwise kernel, 0.97 of copy on int8 -> bf16 at 4 GiB in the sixth session's
- * peer run) was tried in the eighth (128 threads at 16 CTAs/SM, and 256 threads; H200 A/B at
- * ca17d3f, logs/s8_callB_ca17d3f/deq/): never ahead of variant 21 by more than the noise, up to
- * 0.06 behind (INT4-asym, dyn8), so removed again. The ninth session, whose benchmark arena
- * (quant_rt.cu) removed the allocation order from those runs, tried it again as 256 threads at
- * 8 CTAs (the one-shot shape whose plain copy reads 1.00 of cudaMemcpy): 0.03-0.14 of copy
- * behind variant 21 at every format and size from 256 MiB, both outputs, both rounds
- * (results/h200/logs/s9_callH_f9_deq23/), so removed once more: with a unit a thread each
- * warp's code load is 128 bytes or less, and the loads in flight per SM too few.
- * THREADS: CTA size; U: units per thread (loads in flight); P: 16-byte vectors per unit; MINB: __launch_bounds__' CTAs per SM
- * (16 x 128 threads: <= 32 registers); ST: the store operator (quant_ldst.cuh). Indices
- * continue quant.cu's DEQ_VARS. */
-#define AGOQ_DEQ_FLAT_FIRST 18
-#define AGOQ_DEQ_FLAT_VARS(X)                                         \
-    X(18, 128, 4, 1, 1, AGOQ_ST_PLAIN, "F_flat16_u4")                 \
-    X(19, 128, 4, 1, 16, AGOQ_ST_PLAIN, "F_flat16_u4_minb16")         \
-    X(20, 128, 2, 2, 1, AGOQ_ST_PLAIN, "F_flat32_u2")                 \
-    X(21, 128, 2, 1, 16, AGOQ_ST_PLAIN, "F_flat16_u2_minb16")         \
-    X(22, 128, 4, 1, 1, AGOQ_ST_CS, "F_flat16_u4_stcs")
+/* The shape: THREADS threads a CTA, U units a thread (loads in flight), P 16-byte vectors a
+ * unit, MINB CTAs per SM by __launch_bounds__ (16 x 128 threads: <= 32 registers), plain
+ * stores (quant_ldst.cuh). The seventh session's A/B (variants 18-22, results/h200/logs/s7_a16a6c6/)
+ * picked this one, variant 21 then, over 4 units a thread (with and without the register bound
+ * or streaming stores) and 32-byte units; one unit a thread (the shape of Inductor's elementwise
+ * kernel) was tried in the eighth (128 and 256 threads, logs/s8_callB_ca17d3f/deq/) and ninth
+ * sessions (256 threads at 8 CTAs, with the benchmark arena, logs/s9_callH_f9_deq23/): never
+ * ahead, 0.03-0.14 of copy behind from 256 MiB (each warp's code load is 128 bytes or less,
+ * and the loads in flight per SM too few). The losing shapes were removed in the eleventh
+ * session. */
+#define AGOQ_DEQ_FLAT_THREADS 128
+#define AGOQ_DEQ_FLAT_U 2
+#define AGOQ_DEQ_FLAT_P 1
+#define AGOQ_DEQ_FLAT_MINB 16
 
 /* The codes of the P vectors of E elements at vector v0: one load of P * E * BITS / 8 bytes
  * (1-16, aligned), vector k's codes in c[k] from bit 0 (bits above them are ignored by the
@@ -133,54 +127,43 @@ __global__ void __launch_bounds__(THREADS, MINB) agoq_dequant_flat_kernel(agoq_c
     }
 }
 
-/* Launches flat variant VAR (an index of AGOQ_DEQ_FLAT_VARS) of decoder D with B-bit codes on
- * the whole units of q (the config checked by agoq_dequantize_flat). Returns the elements done. */
+/* Launches the flat kernel of decoder D with B-bit codes on the whole units of q (the config
+ * checked by agoq_dequantize_flat). Returns the elements done (a multiple of 8), or 0. */
 template <int D, int B, typename T>
-static size_t agoq_launch_dequant_flat(const agoq_cuda_qparams &p, const agoq_cuda_qtensor *q, T *y, int log2b, int var,
-                                       void *stream) {
-    size_t done = 0;
-#define AGOQ_FLAT_CASE(I, THREADS, U, P, MINB, ST, NAME)                                                               \
-    case I: {                                                                                                         \
-        constexpr size_t kUE = (size_t)P * (16 / sizeof(T)), kL = kUE > 8 ? kUE : 8; /* done: a multiple of 8 */      \
-        const size_t nunits = q->n / kL * kL / kUE, nctas = (nunits + (THREADS * U) - 1) / (THREADS * U);             \
-        const uintptr_t code_align = (uintptr_t)(kUE * (size_t)B / 8) - 1u;                                           \
-        if (nunits == 0 || nctas > 0x7fffffffu || ((uintptr_t)q->codes & code_align) != 0) return 0;                  \
-        agoq_dequant_flat_kernel<D, B, T, THREADS, U, P, MINB, ST>                                                    \
-            <<<(unsigned)nctas, THREADS, 0, (cudaStream_t)stream>>>(p, *q, y, log2b, nunits);                         \
-        done = nunits * kUE;                                                                                          \
-        break;                                                                                                        \
-    }
-    switch (var) {
-        AGOQ_DEQ_FLAT_VARS(AGOQ_FLAT_CASE)
-    default: return 0;
-    }
-#undef AGOQ_FLAT_CASE
+static size_t agoq_launch_dequant_flat(const agoq_cuda_qparams &p, const agoq_cuda_qtensor *q, T *y, int log2b, void *stream) {
+    constexpr int THREADS = AGOQ_DEQ_FLAT_THREADS, U = AGOQ_DEQ_FLAT_U, P = AGOQ_DEQ_FLAT_P;
+    constexpr size_t kUE = (size_t)P * (16 / sizeof(T)), kL = kUE > 8 ? kUE : 8; /* done: a multiple of 8 */
+    const size_t nunits = q->n / kL * kL / kUE, nctas = (nunits + (THREADS * U) - 1) / (THREADS * U);
+    const uintptr_t code_align = (uintptr_t)(kUE * (size_t)B / 8) - 1u;
+    if (nunits == 0 || nctas > 0x7fffffffu || ((uintptr_t)q->codes & code_align) != 0) return 0;
+    agoq_dequant_flat_kernel<D, B, T, THREADS, U, P, AGOQ_DEQ_FLAT_MINB, AGOQ_ST_PLAIN>
+        <<<(unsigned)nctas, THREADS, 0, (cudaStream_t)stream>>>(p, *q, y, log2b, nunits);
     cudaCheckLaunch();
-    return done;
+    return nunits * kUE;
 }
 
-/* Flat variant var of decoder DEC on q when the config allows (see the top of this file): the
+/* The flat kernel of decoder DEC on q when the config allows (see the top of this file): the
  * elements done (a multiple of 8, from element 0), or 0: the caller's kernels do everything. */
 template <int DEC, typename T>
-static size_t agoq_dequantize_flat(const agoq_cuda_qparams &p, const agoq_cuda_qtensor *q, T *y, int var, void *stream) {
+static size_t agoq_dequantize_flat(const agoq_cuda_qparams &p, const agoq_cuda_qtensor *q, T *y, void *stream) {
     const bool pow2 = (p.block & (p.block - 1)) == 0;
     if (!pow2 || p.block < 32 || (p.bits != 2 && p.bits != 4 && p.bits != 8) || ((uintptr_t)y & 15u) != 0) return 0;
     const int log2b = __builtin_ctz((unsigned)p.block);
     /* the decoders and widths the formats have (fp4: the byte-permute decoder, as the tile kernel) */
     if constexpr (DEC == AGOQ_ENC_TABLE)
         if (agoq_formats[p.fmt].enc == AGOQ_ENC_FP4)
-            return p.bits == 4 ? agoq_launch_dequant_flat<AGOQ_ENC_FP4, 4>(p, q, y, log2b, var, stream) : 0;
+            return p.bits == 4 ? agoq_launch_dequant_flat<AGOQ_ENC_FP4, 4>(p, q, y, log2b, stream) : 0;
     if constexpr (DEC == AGOQ_ENC_FP8_E4M3 || DEC == AGOQ_ENC_FP8_E5M2)
-        return p.bits == 8 ? agoq_launch_dequant_flat<DEC, 8>(p, q, y, log2b, var, stream) : 0;
+        return p.bits == 8 ? agoq_launch_dequant_flat<DEC, 8>(p, q, y, log2b, stream) : 0;
     else if constexpr (DEC == AGOQ_ENC_FP4)
-        return p.bits == 4 ? agoq_launch_dequant_flat<DEC, 4>(p, q, y, log2b, var, stream) : 0;
+        return p.bits == 4 ? agoq_launch_dequant_flat<DEC, 4>(p, q, y, log2b, stream) : 0;
     else if constexpr (DEC == AGOQ_ENC_TABLE)
-        return p.bits == 4 ? agoq_launch_dequant_flat<DEC, 4>(p, q, y, log2b, var, stream)
-               : p.bits == 8 ? agoq_launch_dequant_flat<DEC, 8>(p, q, y, log2b, var, stream)
+        return p.bits == 4 ? agoq_launch_dequant_flat<DEC, 4>(p, q, y, log2b, stream)
+               : p.bits == 8 ? agoq_launch_dequant_flat<DEC, 8>(p, q, y, log2b, stream)
                              : 0;
     else
-        return p.bits == 2 ? agoq_launch_dequant_flat<DEC, 2>(p, q, y, log2b, var, stream)
-               : p.bits == 4 ? agoq_launch_dequant_flat<DEC, 4>(p, q, y, log2b, var, stream)
-                             : agoq_launch_dequant_flat<DEC, 8>(p, q, y, log2b, var, stream);
+        return p.bits == 2 ? agoq_launch_dequant_flat<DEC, 2>(p, q, y, log2b, stream)
+               : p.bits == 4 ? agoq_launch_dequant_flat<DEC, 4>(p, q, y, log2b, stream)
+                             : agoq_launch_dequant_flat<DEC, 8>(p, q, y, log2b, stream);
 }
 #endif

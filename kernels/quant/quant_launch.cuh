@@ -68,13 +68,6 @@ static unsigned agoq_grid_resident(size_t warps) {
  * launch before issue 15's grid measurement, kept for A/B runs). */
 int agoq_grid_resident_only(void);
 
-/* 1 when AGOQ_Q5_OLD=1: the 8-bit gradient launches (grad8.cu) take their kernels from before
- * issue 15's q5 changes (the table encoder's LUT read through tab.lut, the table decoders'
- * unreplicated value table, 8 reduce chunks per batch for int8_asym), for A/B runs. Measured at
- * fb7cc8a (results/h200/logs/q5_ab_s5.log): grad_reduce int8_asym 0.44 -> 0.68 of copy, dyn8
- * 0.49 -> 0.52, grad_accumulate_bf16 dyn8 0.48 -> 0.60 (256 MiB); the rest unchanged. */
-int agoq_q5_old(void);
-
 /* CTAs for `warps` warps of work of a tile / unit kernel: one unit per warp, every warp done
  * after its unit (the SMs refill as CTAs retire). Kernels that stage the 22 KB encode LUT
  * (AGOQ_STAGE_TABLE_LUT: table encoders in the quantizers and fused forwards) take the resident

@@ -124,15 +124,15 @@ __device__ __forceinline__ uint64_t agoq_tile_load_codes(const uint8_t *codes, s
  * warp read 16 different banks whatever their codes, but lanes l and l + 16 share a bank, so a
  * warp's 32-bit load conflicts 2-way unless their codes have different parities or are equal
  * (on random codes nearly every load takes 2 wavefronts: the reduce core decodes 8 chunks per
- * element, 0.5 shared-memory cycles per element). R = 32 (AGOQ_VREP32, issue 15 g8, 32 KB):
- * bank = lane, one wavefront whatever the codes. Values are copies: decoding is unchanged bit for
+ * element, 0.5 shared-memory cycles per element). R = 32 (32 KB: bank = lane, one wavefront
+ * whatever the codes) measured slower in the eighth session (issue 15 g8, with the 32-bit LUT:
+ * grad8.cu) and was removed in the eleventh. Values are copies: decoding is unchanged bit for
  * bit. Sources with kVrep = R (!= 0) use it and the CTA's own encode LUT (quant_tile.cuh); the
  * tile kernel stages both (R KB + the LUT). */
 #define AGOQ_VREP 16
-#define AGOQ_VREP32 32
 template <int R = AGOQ_VREP>
 __device__ __forceinline__ float *agoq_tile_vrep() {
-    static_assert(R == AGOQ_VREP || R == AGOQ_VREP32, "16 or 32 replicas");
+    static_assert(R == AGOQ_VREP, "16 replicas");
     __shared__ float vrep[256 * R];
     return vrep;
 }

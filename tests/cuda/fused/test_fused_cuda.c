@@ -6,8 +6,8 @@
  * widths, zero rows, NaN/Inf and denormal inputs; every config of the fast vector kernels
  * (fused_dev.cuh) on a shape with several tiles plus a tail and NaN/Inf in a few tiles (fast and
  * careful quantizer paths in one launch); the grid-stride loops (one CTA) and the general
- * kernels on fast shapes (AGOQ_FUSED_GRID_CAP / AGOQ_FUSED_NO_FAST), the replaced kernels
- * (AGOQ_F5_OLD), issue 15's third and fourth rounds (AGOQ_F6, AGOQ_F8). Both sides produce NaN in
+ * kernels on fast shapes (AGOQ_FUSED_GRID_CAP / AGOQ_FUSED_NO_FAST), issue 15's A/B knobs
+ * (AGOQ_F6, AGOQ_F8, AGOQ_F9, AGOQ_GELU_FWD_U, AGOQ_RMS_PF). Both sides produce NaN in
  * the same places but not the same NaN payload (x86 keeps the operand's, CUDA returns the
  * canonical one), so NaNs compare equal to NaNs. Run by `make test-cuda`. */
 #include <math.h>
@@ -293,11 +293,8 @@ TEST(cuda_fused_grid_stride_and_general_paths) {
     bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 11, 2048, 0); /* warp-per-row RMSNorm: 8 warps, 11 rows */
     bad += run_env("AGOQ_FUSED_NO_FAST", "1", 4, 4096, 1);
     bad += run_env("AGOQ_FUSED_NO_FAST", "1", 3, 8192, 0);
-    /* the kernels issue 15's second round replaced (RMSNorm backward, SwiGLU forward), kept for A/B */
-    bad += run_env("AGOQ_F5_OLD", "1", 5, 4352, 1);
-    bad += run_env("AGOQ_F5_OLD", "1", 7, 1536, 0);
-    /* issue 15's third round (AGOQ_F6: the staged SwiGLU forward, the RMSNorm backward row
-     * sums with one barrier), also with one CTA (the ring wraps: every warp streams many units) */
+    /* issue 15's third round (AGOQ_F6: the RMSNorm backward row sums with one barrier), also
+     * with one CTA (every CTA streams many row groups) */
     bad += run_env("AGOQ_F6", "1", 5, 4352, 1);
     bad += run_env("AGOQ_F6", "1", 7, 1536, 0);
     setenv("AGOQ_F6", "1", 1);
@@ -332,14 +329,14 @@ static size_t run_knob_values(const char *var, const char *const *vals, int nval
     return bad;
 }
 
-/* Issue 15's fourth round (AGOQ_F8=1|2: the SwiGLU forwards' packed split tile / units of 4
- * vectors, the RMSNorm backward's pipelined rows and dweight reduction). */
+/* Issue 15's fourth round (AGOQ_F8=1: the plain bf16 SwiGLU forward in units of 4 vectors, the
+ * RMSNorm backward's pipelined rows and dweight reduction; the quantized SwiGLU forward has one
+ * kernel whatever it says). */
 TEST(cuda_fused_f8_every_eligible_config) {
-    /* unset is 1 at the quantized SwiGLU forward and 0 elsewhere (fz_f8_or): all three forced */
-    static const char *const vals[] = {"0", "1", "2"};
+    static const char *const vals[] = {"0", "1"};
     size_t configs = 0;
-    const size_t bad = run_knob_values("AGOQ_F8", vals, 3, 1536, &configs);
-    CHECK_MSG(bad == 0, "%zu mismatches (AGOQ_F8=0, 1 and 2, %zu fast configs each)", bad, configs);
+    const size_t bad = run_knob_values("AGOQ_F8", vals, 2, 1536, &configs);
+    CHECK_MSG(bad == 0, "%zu mismatches (AGOQ_F8=0 and 1, %zu fast configs each)", bad, configs);
 }
 
 /* The ninth session's GELU forward in tiles of 4 / 2 / 1 warp vectors (AGOQ_GELU_FWD_U; unset:

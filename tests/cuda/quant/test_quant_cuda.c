@@ -252,12 +252,11 @@ TEST(cuda_quant_tile_kernels_every_eligible_config) {
     CHECK_MSG(bad == 0, "%zu mismatches over %zu configs", bad, configs);
 }
 
-/* The dequantizer's A/B variants (quant.cu, DEQ_VARS, and the flat kernels of quant_flat.cuh
- * from AGOQ_DEQ_FLAT_FIRST: whole and partial CTAs, 32-byte units; AGOQ_DEQ_VAR): every variant, every
- * format with a tile path, blocks 32..256, fp32 and bf16 scales and outputs, sizes that are not
- * a multiple of the tile, against the reference bit for bit; then, per variant, a resident grid
- * over more tiles than it keeps resident (each warp loops: the staged code pieces of
- * consecutive tiles) and a codes plane only 8-byte aligned (the 16-byte loads fall back). */
+/* The dequantizer's two kernels (quant.cu's tile kernel and the flat kernel of quant_flat.cuh,
+ * AGOQ_DEQ_VAR 0 / 1): each, every format with a tile path, blocks 32..256, fp32 and bf16 scales
+ * and outputs, sizes that are not a multiple of the tile, against the reference bit for bit;
+ * then, per kernel, a resident grid over more tiles than it keeps resident (each warp of the
+ * tile kernel loops) and a codes plane only 8-byte aligned. */
 TEST(cuda_quant_dequant_tile_variants) {
     static const int fmts[] = {AGOQ_FMT_FP4_E2M1, AGOQ_FMT_INT4,      AGOQ_FMT_INT8,      AGOQ_FMT_INT4_ASYM,
                                AGOQ_FMT_INT8_ASYM, AGOQ_FMT_FP8_E4M3, AGOQ_FMT_FP8_E5M2, AGOQ_FMT_NF4,
