@@ -32,6 +32,8 @@ MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
 endif
 endif
 
+comma := ,
+
 ifeq ($(MPI),1)
 CC := mpicc
 endif
@@ -59,7 +61,11 @@ NVCCFLAGS := -arch=$(CUDA_ARCH) -O3 -std=c++17 -I. -I$(NCCL_HOME)/include \
 #   core/ < kernels/<op>/ < collectives/, models/ < train/, sim/, step/ < runners/ < harness/
 C_SRCS    := $(wildcard core/*.c kernels/*.c kernels/*/*.c collectives/*.c models/*.c train/*.c sim/*.c step/*.c \
                         runners/*.c harness/*.c)
-CU_SRCS   := $(wildcard core/*.cu kernels/*.cu kernels/*/*.cu collectives/*.cu train/*.cu sim/*.cu step/*.cu)
+# The longest nvcc compiles first (CI: ~3, 3, 2 and 1.5 min on one core), so that make -j starts
+# them at once and fills the other cores with the short ones instead of ending on one of them.
+CU_FIRST  := kernels/quant/quant.cu kernels/grad8/grad8.cu kernels/gemm/gemm_wg.cu kernels/fused/fused_rmsnorm.cu
+CU_ALL    := $(wildcard core/*.cu kernels/*.cu kernels/*/*.cu collectives/*.cu train/*.cu sim/*.cu step/*.cu)
+CU_SRCS   := $(foreach f,$(CU_FIRST),$(filter $(f),$(CU_ALL))) $(filter-out $(CU_FIRST),$(CU_ALL))
 # tests/<area>/test_*.c mirror the source folders (tests/quant/ tests kernels/quant/); tests/cuda/
 # (and tests/cuda/<area>/) hold the GPU tests.
 TEST_SRCS := $(filter-out tests/cuda/%,$(wildcard tests/test_*.c tests/*/test_*.c))
@@ -71,7 +77,11 @@ C_OBJS    := $(patsubst %.c,$(BUILD)/%.o,$(C_SRCS))
 LIB_OBJS  := $(filter-out $(BUILD)/harness/main.o,$(C_OBJS))
 ifeq ($(CUDA),1)
 CU_OBJS   := $(patsubst %.cu,$(BUILD)/%.o,$(CU_SRCS))
-LDLIBS    += -L$(CUDA_HOME)/lib64 -L$(NCCL_HOME)/lib64 -lcudart -lcublas -lcublasLt -lnccl $(if $(filter 1,$(CUDNN)),-L$(CUDNN_HOME)/lib64 -lcudnn) -lstdc++ -Wl,-rpath,$(CUDA_HOME)/lib64
+# cuBLAS, cuBLASLt, NCCL and cuDNN are not linked: core/dynlib_cuda.cu opens each at its first
+# call (core/dynlib.h: linking them cost every start of agoq ~0.4 s). The RUNPATH lets dlopen
+# find them under CUDA_HOME (and NCCL_HOME / CUDNN_HOME) before the system's paths.
+GPU_LIB_DIRS := $(sort $(CUDA_HOME)/lib64 $(NCCL_HOME)/lib64 $(if $(filter 1,$(CUDNN)),$(CUDNN_HOME)/lib64))
+LDLIBS    += -L$(CUDA_HOME)/lib64 -lcudart -ldl -lstdc++ $(foreach d,$(GPU_LIB_DIRS),-Wl$(comma)-rpath$(comma)$(d))
 else
 CU_OBJS   :=
 endif
@@ -111,13 +121,13 @@ $(patsubst %.cu,$(BUILD)/%.o,$(SM90A_SRCS)): NVCCFLAGS := $(SM90A_FLAGS)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
-$(BUILD)/agoq: $(C_OBJS) $(CU_OBJS)
+$(BUILD)/agoq: $(CU_OBJS) $(C_OBJS)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/agoq_test: $(LIB_OBJS) $(CU_OBJS) $(patsubst %.c,$(BUILD)/%.o,$(TEST_SRCS) tests/runner.c)
+$(BUILD)/agoq_test: $(CU_OBJS) $(LIB_OBJS) $(patsubst %.c,$(BUILD)/%.o,$(TEST_SRCS) tests/runner.c)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/agoq_test_cuda: $(LIB_OBJS) $(CU_OBJS) $(patsubst %.c,$(BUILD)/%.o,$(CUDA_TEST_SRCS) tests/runner.c)
+$(BUILD)/agoq_test_cuda: $(CU_OBJS) $(LIB_OBJS) $(patsubst %.c,$(BUILD)/%.o,$(CUDA_TEST_SRCS) tests/runner.c)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 run: | deps

@@ -6,6 +6,7 @@
 
 #include "core/backend.h"
 #include "core/check.h"
+#include "core/dynlib_cuda.h"
 
 extern "C" int agoq_cuda_device_count_impl(char *reason, size_t len) {
     int n = 0;
@@ -49,7 +50,8 @@ extern "C" int agoq_cuda_query_impl(int dev, agoq_gpu_info *g) {
     driver_version(g->driver, sizeof g->driver);
     cudaCheck(cudaDriverGetVersion(&g->cuda_driver_api));
     cudaCheck(cudaRuntimeGetVersion(&g->cuda_runtime));
-    ncclCheck(ncclGetVersion(&g->nccl_version));
+    g->nccl_version = 0; /* 0: NCCL's library does not open here (core/dynlib.h) */
+    if (agoq_dynlib_cuda_nccl()) ncclCheck(ncclGetVersion(&g->nccl_version));
     g->cc_major = p.major;
     g->cc_minor = p.minor;
     g->sm_count = p.multiProcessorCount;

@@ -38,6 +38,7 @@
 #include <cudnn.h>
 
 #include "core/check.h"
+#include "core/dynlib_cuda.h"
 #include "core/knob.h"
 #include "kernels/attn/attn_graph.cuh"
 
@@ -265,9 +266,11 @@ static void free_plan(plan_t *p) {
     memset(p, 0, sizeof *p);
 }
 
-long agoq_attn_cudnn_version(void) { return (long)cudnnGetVersion(); }
+/* 0 where cuDNN's library does not open (core/dynlib.h: it is opened at the first call) */
+long agoq_attn_cudnn_version(void) { return agoq_dynlib_cuda_cudnn(NULL, 0) ? (long)cudnnGetVersion() : 0; }
 
 int agoq_attn_available(char *why, size_t len) {
+    if (!agoq_dynlib_cuda_cudnn(why, len)) return -1;
     const long v = agoq_attn_cudnn_version();
     int dev = 0, major = 0, minor = 0;
     if (v < 90000) {
