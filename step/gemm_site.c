@@ -31,11 +31,9 @@
 
 #include "core/backend.h"
 #include "core/common.h"
+#include "kernels/gemm/gemm_wg.h"
 #include "step/dev.h"
 #include "step/step_internal.h"
-#if AGOQ_HAVE_CUDA
-#include "kernels/gemm/gemm_wg.h"
-#endif
 
 #define STEP_GEMM_WARMUP 2
 #define STEP_GEMM_REPS 7
@@ -86,17 +84,18 @@ static void site_refusal(const step_plan *p, int s, int real, char *why, size_t 
                  q->block, p->F);
         return;
     }
-#if AGOQ_HAVE_CUDA
+    /* the shape rules of the kernel's launcher (plain C: the same answer in every build, so a dry
+     * run plans alike with and without CUDA) */
     agoq_error_capture(why, len);
     const int bad = agoq_wg_check(g.M, g.N, g.K, q);
     agoq_error_capture(NULL, 0);
     if (!bad) why[0] = '\0';
+    if (bad || !real) return;
+#if AGOQ_HAVE_CUDA
     agoq_gpu_info gi;
-    if (!bad && real && agoq_gpu_query(0, &gi) == 0 && !(gi.cc_major == 9 && gi.cc_minor == 0))
+    if (agoq_gpu_query(0, &gi) == 0 && !(gi.cc_major == 9 && gi.cc_minor == 0))
         snprintf(why, len, "device %.60s is sm_%d%d, the fused GEMM needs sm_90 (Hopper)", gi.name, gi.cc_major, gi.cc_minor);
 #else
-    (void)real;
-    (void)g;
     snprintf(why, len, "built without CUDA (the fused GEMM is a CUDA kernel)");
 #endif
 }

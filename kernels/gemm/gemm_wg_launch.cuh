@@ -175,15 +175,8 @@ bool four_stages(const agoq_wg_args *g, int knob) {
 bool al16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 } // namespace
 
-extern "C" int agoq_wg_check(int m, int n, int k, const agoq_qconfig *eq) {
-    AGOQ_REQUIRE(m > 0 && n > 0 && k > 0 && m % 8 == 0 && n % 8 == 0 && k % 8 == 0,
-                 "gemm_wg: shape M=%d N=%d K=%d unsupported (need positive multiples of 8)", m, n, k);
-    if (!eq) return 0;
-    if (agoq_qconfig_check(eq)) return -1;
-    AGOQ_REQUIRE(eq->block >= 8 && BN % eq->block == 0 && n % eq->block == 0,
-                 "gemm_wg: fused epilogue needs block %d to divide %d and N=%d", eq->block, BN, n);
-    return 0;
-}
+/* agoq_wg_check: gemm_wg_check.c (plain C: the step planner's dry runs use it in every build) */
+static_assert(BN == AGOQ_WG_TILE_N, "gemm_wg_check.c checks the block against AGOQ_WG_TILE_N");
 
 extern "C" int agoq_wg_gemm(const agoq_wg_args *g, void *stream) {
     AGOQ_REQUIRE(g && g->a && g->b && g->c, "gemm_wg: missing operand");
