@@ -20,6 +20,8 @@
 #              tools/ab_table.py $OUT/deq_ab.tsv compares the flat kernel (1) with the tile kernel (0)
 #     ab       the same for any knob: AB_KNOB=NAME AB_VALUES="v1 v2 .." AB_ARGS="agoq kernels
 #              arguments" (AB_ROUNDS, default 2) -> $OUT/ab_NAME.tsv, $OUT/ab_NAME_json.tgz;
+#              or AB_SPECS=FILE, one A/B a line: KNOB<TAB>VALUES<TAB>ARGUMENTS (# comments;
+#              tools/ab_next.tsv: the A/Bs prepared for the next GPU session);
 #              tools/ab_table.py $OUT/ab_NAME.tsv compares every value with the first
 #     ncu      Speed Of Light + memory + occupancy + instruction + warp-state sections at 256 MiB of
 #              the dyn8 / nf4 / fp4 quantizers from bf16, the fused RMSNorm / SwiGLU / GELU
@@ -49,6 +51,20 @@ part() { # name timeout command...
   timeout "$t" "$@" >> "$log" 2>&1 || { echo "== $name FAILED ($?)" | tee -a "$log"; rc=1; }
 }
 has() { local w=$1; shift; case " $* " in *" $w "*) return 0 ;; esac; return 1; }
+# An A/B: `agoq CMD...` once per value of KNOB and round (even rounds in reverse order) ->
+# $OUT/NAME.tsv (tools/ab_table.py --tsv) and $OUT/NAME_json.tgz (every run's JSON).
+ab_run() { # name knob "values" rounds cmd...
+  local name=$1 knob=$2 vals=$3 rounds=$4 r v order d=/tmp/agoq_$1; shift 4
+  rm -rf "$d"; mkdir -p "$d"
+  for r in $(seq 1 "$rounds"); do
+    order=$vals; [ $((r % 2)) = 0 ] && order=$(echo $vals | tr ' ' '\n' | tac)
+    for v in $order; do
+      part "$name r$r $v" "${T_KERNELS:-120}" env "$knob=$v" "$B/agoq" "$@" --out "$d/r${r}_var$v.json"
+    done
+  done
+  python3 tools/ab_table.py --tsv "$d" > "$OUT/$name.tsv" || rc=1
+  tar czf "$OUT/${name}_json.tgz" -C "$d" .
+}
 peer="$OUT/torch_kernels.json"
 peer_pid=
 if has peer "$@"; then
@@ -81,22 +97,17 @@ for p in "$@"; do
           "experiments/$exp.json" "$peer" "$file"
       fi
       part "$exp" "${T_KERNELS:-120}" "$B/agoq" run "$file" -q --out "$OUT/$exp.json" ;;
-    deq_ab|ab)
-      # deq_ab: the dequantizer variants (AGOQ_DEQ_VAR over experiments/kernels_deq_ab.json) -> deq_ab.tsv;
-      # ab: any knob (AB_KNOB, AB_VALUES, AB_ARGS) -> ab_$AB_KNOB.tsv
-      if [ "$p" = deq_ab ]; then knob=AGOQ_DEQ_VAR; vals=${DEQ_VARS_LIST:-0 1}; rounds=${DEQ_ROUNDS:-2}; name=deq_ab
-        cmd=(run experiments/kernels_deq_ab.json -q)
-      else knob=${AB_KNOB:?AB_KNOB}; vals=${AB_VALUES:?AB_VALUES}; rounds=${AB_ROUNDS:-2}; name=ab_$knob
-        read -r -a args <<< "${AB_ARGS:?AB_ARGS}"; cmd=(kernels -q "${args[@]}"); fi
-      d=/tmp/agoq_$name; rm -rf "$d"; mkdir -p "$d"
-      for r in $(seq 1 "$rounds"); do
-        order=$vals; [ $((r % 2)) = 0 ] && order=$(echo $vals | tr ' ' '\n' | tac)
-        for v in $order; do
-          part "$name r$r $v" "${T_KERNELS:-120}" env "$knob=$v" "$B/agoq" "${cmd[@]}" --out "$d/r${r}_var$v.json"
-        done
-      done
-      python3 tools/ab_table.py --tsv "$d" > "$OUT/$name.tsv" || rc=1
-      tar czf "$OUT/${name}_json.tgz" -C "$d" . ;;
+    deq_ab) ab_run deq_ab AGOQ_DEQ_VAR "${DEQ_VARS_LIST:-0 1}" "${DEQ_ROUNDS:-2}" run experiments/kernels_deq_ab.json -q ;;
+    ab) # one knob (AB_KNOB, AB_VALUES, AB_ARGS), or each line of the file AB_SPECS: KNOB<TAB>VALUES<TAB>ARGS
+      if [ -n "${AB_SPECS:-}" ]; then
+        while IFS=$'\t' read -r -u 3 knob vals args; do
+          case "$knob" in ''|'#'*) continue ;; esac
+          read -r -a a <<< "$args"; ab_run "ab_$knob" "$knob" "$vals" "${AB_ROUNDS:-2}" kernels -q "${a[@]}"
+        done 3< "$AB_SPECS"
+      else
+        read -r -a a <<< "${AB_ARGS:?AB_ARGS}"
+        ab_run "ab_${AB_KNOB:?AB_KNOB}" "$AB_KNOB" "${AB_VALUES:?AB_VALUES}" "${AB_ROUNDS:-2}" kernels -q "${a[@]}"
+      fi ;;
     ncu) if command -v ncu > /dev/null; then
            sec="--clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy"
            sec="$sec --section InstructionStats --section WarpStateStats"
