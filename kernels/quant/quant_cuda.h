@@ -103,20 +103,20 @@ void agoq_cuda_deq_variant_force(int v);
 int agoq_cuda_deq_variant_count(void);
 const char *agoq_cuda_deq_variant_name(int v);
 
-/* The tile quantizers' optional encoders (issue 15, q6), a mask of AGOQ_TILE_OPT_*, each
- * bit-exact (tests/quant/test_quant_math.c) and on by default; the environment turns each off
- * for A/B runs: AGOQ_Q6_ASYM=0 (asymmetric integers: the float-to-int conversion and integer
- * clamps again), AGOQ_Q6_NF4=0 (tables: the tab_lut.h LUT instead of the uniform grid),
- * AGOQ_Q6_PACK=0 (bf16 input tiles unpacked to fp32 at the load: faster or equal packed, H200
- * A/B in results/h200/logs/s6_callB_11ce4b2/). They
- * apply to the quantizers (quant.cu) and the 8-bit gradient kernels (grad8.cu), not to the
- * fused kernels. agoq_cuda_tile_opts_force: a mask for tests, -1 = from the environment again
- * (not thread-safe). */
+/* The tile quantizers' encoder options (issue 15), a mask of AGOQ_TILE_OPT_*, each bit-exact
+ * (tests/quant/test_quant_math.c, test_quant_q7.c, test_quant_q8.c). The template parameter
+ * of the tile kernels. ASYM, GRID, PACK and Q7 (q6 / q7: faster or equal on every format and size
+ * in their H200 A/Bs, results/h200/logs/s6_callB_11ce4b2/, s7_a16a6c6/q7/) are fixed by the
+ * launcher (quant_launch.cuh) since the eleventh session, which removed the knobs that turned
+ * them off (AGOQ_Q6_ASYM, AGOQ_Q6_NF4, AGOQ_Q6_PACK, AGOQ_Q7). Q8, PF and LUT32 are chosen at run
+ * time (agoq_cuda_tile_opts_enc). They apply to the quantizers (quant.cu) and the 8-bit gradient
+ * kernels (grad8.cu); the fused kernels take PACK | Q7 themselves. agoq_cuda_tile_opts_force: a
+ * mask of the run-time options for tests, -1 = from the environment again (not thread-safe). */
 #define AGOQ_TILE_OPT_ASYM 1 /* quant_tile.cuh: int asym codes by the magic add */
 #define AGOQ_TILE_OPT_GRID 2 /* quant_tile.cuh: table codes by the uniform grid (tables that have one) */
 #define AGOQ_TILE_OPT_PACK 4 /* quant_tile.cuh: bf16 input tiles kept packed until the encoder */
-/* issue 15 (q7), on by default since the A/B at a16a6c6 (bf16 FP4 0.80 -> 0.87 of copy at 4 GiB),
- * AGOQ_Q7=0 turns it off (it acts with packed tiles only): the packed
+/* issue 15 (q7), fixed since the A/B at a16a6c6 (bf16 FP4 0.80 -> 0.87 of copy at 4 GiB; it acts
+ * with packed tiles only): the packed
  * tiles' absmax by max.NaN.xorsign.abs.bf16x2 (one instruction a word instead of two) and
  * FP4 codes by agoq_q7_fp4_pack_bf16 (quant_q7.h) */
 #define AGOQ_TILE_OPT_Q7 8
@@ -130,7 +130,7 @@ const char *agoq_cuda_deq_variant_name(int v);
  * whose warps load their next tile before encoding the current one */
 #define AGOQ_TILE_OPT_PF 32
 /* issue 15: the CTA's table LUT in 32-bit entries (tab_lut32.h). Set by the tile kernel for
- * gradient sources with kLut32 (k2, AGOQ_G8 bit 1), and by AGOQ_Q8_LUT32=1 (s10, default 0) for
+ * gradient sources with kLut32 (AGOQ_G8=4), and by AGOQ_Q8_LUT32=1 (s10, default 0) for
  * the q8 table encoder of the packed bf16 tiles (quant_q8.cuh: one 32-bit shared load a code
  * instead of an 8-byte one, for the MIO-bound dyn8 quantizer) */
 #define AGOQ_TILE_OPT_LUT32 64

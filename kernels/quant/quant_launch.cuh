@@ -114,49 +114,49 @@ static size_t agoq_launch_quant_tiles(const agoq_cuda_qparams &p, const TileSrc 
                 kernel<<<agoq_grid_units<kernel>(ntiles, kResident), AGOQ_QUANT_THREADS, 0,
                          (cudaStream_t)stream>>>(p, src, q, ntiles);
             };
-            /* the optional encoders (agoq_cuda_tile_opts): asym for every source; the grid for the
-             * quantizers' 4-bit tables that have one (NF4), not for the gradient sources; packed
-             * tiles for the quantizers' bf16 source, with q7 on top when asked */
+            /* The encoders of issue 15's q6 / q7, fixed since the eleventh session (their A/Bs, H200,
+             * results/h200/logs/s6_callB_11ce4b2/ and s7_a16a6c6/q7/: faster or equal on every format
+             * and size; the knobs AGOQ_Q6_ASYM / _NF4 / _PACK and AGOQ_Q7 that turned them off were
+             * removed): asymmetric integers by the magic add for every source; the uniform grid for
+             * the quantizers' 4-bit tables that have one (NF4), not for the gradient sources;
+             * packed bf16 tiles with q7 for the quantizers' bf16 source. The options still chosen
+             * at run time (agoq_cuda_tile_opts_enc): q8, pf and q8's 32-bit LUT. */
             const int opts = agoq_cuda_tile_opts_enc(ENC, BITS);
             constexpr bool kPackable = std::is_same<TileSrc, agoq_tile_src_bf16>::value;
             auto with_pack = [&](auto enc_opt) {
-                if constexpr (kPackable)
-                    if (opts & AGOQ_TILE_OPT_PACK) {
-                        constexpr int kOpt = decltype(enc_opt)::value | AGOQ_TILE_OPT_PACK;
-                        /* q8: asym integers; ident tables off the grid whose LUT needs no upper clamp.
-                         * pf: with q7, for the asymmetric integer, table and FP4 encoders */
-                        constexpr bool kQ8 = ENC == AGOQ_ENC_INT_ASYM || (ENC == AGOQ_ENC_TABLE && !(kOpt & AGOQ_TILE_OPT_GRID));
-                        constexpr bool kPf = ENC == AGOQ_ENC_INT_ASYM || ENC == AGOQ_ENC_TABLE || ENC == AGOQ_ENC_FP4;
-                        const bool q8 = kQ8 && (opts & AGOQ_TILE_OPT_Q8) &&
-                                        (ENC == AGOQ_ENC_INT_ASYM ||
-                                         (p.tab_ident && p.qmax == 1.0f && agoq_q8_lut_ok(p.tab_shift, p.tab_hi)));
-                        auto with_pf = [&](auto o) {
-                            if constexpr (kPf)
-                                if (opts & AGOQ_TILE_OPT_PF) return go(agoq_enc_t<decltype(o)::value | AGOQ_TILE_OPT_PF>());
-                            go(o);
-                        };
-                        auto q8_lut = [&](auto o, auto next) { /* the table q8's 32-bit LUT (AGOQ_Q8_LUT32) */
-                            if constexpr (ENC == AGOQ_ENC_TABLE)
-                                if (opts & AGOQ_TILE_OPT_LUT32) return next(agoq_enc_t<decltype(o)::value | AGOQ_TILE_OPT_LUT32>());
-                            next(o);
-                        };
-                        if (opts & AGOQ_TILE_OPT_Q7) {
-                            if constexpr (kQ8)
-                                if (q8) return q8_lut(agoq_enc_t<kOpt | AGOQ_TILE_OPT_Q7 | AGOQ_TILE_OPT_Q8>(), with_pf);
-                            return with_pf(agoq_enc_t<kOpt | AGOQ_TILE_OPT_Q7>());
-                        }
-                        if constexpr (kQ8)
-                            if (q8) return q8_lut(agoq_enc_t<kOpt | AGOQ_TILE_OPT_Q8>(), go);
-                        return go(agoq_enc_t<kOpt>());
-                    }
-                go(enc_opt);
+                if constexpr (kPackable) {
+                    constexpr int kOpt = decltype(enc_opt)::value | AGOQ_TILE_OPT_PACK | AGOQ_TILE_OPT_Q7;
+                    /* q8: asym integers; ident tables off the grid whose LUT needs no upper clamp.
+                     * pf: for the asymmetric integer, table and FP4 encoders */
+                    constexpr bool kQ8 = ENC == AGOQ_ENC_INT_ASYM || (ENC == AGOQ_ENC_TABLE && !(kOpt & AGOQ_TILE_OPT_GRID));
+                    constexpr bool kPf = ENC == AGOQ_ENC_INT_ASYM || ENC == AGOQ_ENC_TABLE || ENC == AGOQ_ENC_FP4;
+                    const bool q8 = kQ8 && (opts & AGOQ_TILE_OPT_Q8) &&
+                                    (ENC == AGOQ_ENC_INT_ASYM ||
+                                     (p.tab_ident && p.qmax == 1.0f && agoq_q8_lut_ok(p.tab_shift, p.tab_hi)));
+                    auto with_pf = [&](auto o) {
+                        if constexpr (kPf)
+                            if (opts & AGOQ_TILE_OPT_PF) return go(agoq_enc_t<decltype(o)::value | AGOQ_TILE_OPT_PF>());
+                        go(o);
+                    };
+                    auto q8_lut = [&](auto o, auto next) { /* the table q8's 32-bit LUT (AGOQ_Q8_LUT32) */
+                        if constexpr (ENC == AGOQ_ENC_TABLE)
+                            if (opts & AGOQ_TILE_OPT_LUT32) return next(agoq_enc_t<decltype(o)::value | AGOQ_TILE_OPT_LUT32>());
+                        next(o);
+                    };
+                    if constexpr (kQ8)
+                        if (q8) return q8_lut(agoq_enc_t<kOpt | AGOQ_TILE_OPT_Q8>(), with_pf);
+                    with_pf(agoq_enc_t<kOpt>());
+                } else {
+                    go(enc_opt);
+                }
             };
             if constexpr (ENC == AGOQ_ENC_INT_ASYM) {
-                if (opts & AGOQ_TILE_OPT_ASYM) return with_pack(agoq_enc_t<AGOQ_TILE_OPT_ASYM>());
-            } else if constexpr (ENC == AGOQ_ENC_TABLE && BITS == 4 && TileSrc::kBits == 0 && !agoq_src_vrep<TileSrc>::value) {
-                if ((opts & AGOQ_TILE_OPT_GRID) && p.tab_gk != 0.0f && p.tab_ident) return with_pack(agoq_enc_t<AGOQ_TILE_OPT_GRID>());
+                with_pack(agoq_enc_t<AGOQ_TILE_OPT_ASYM>());
+            } else {
+                if constexpr (ENC == AGOQ_ENC_TABLE && BITS == 4 && TileSrc::kBits == 0 && !agoq_src_vrep<TileSrc>::value)
+                    if (p.tab_gk != 0.0f && p.tab_ident) return with_pack(agoq_enc_t<AGOQ_TILE_OPT_GRID>());
+                with_pack(agoq_enc_t<0>());
             }
-            with_pack(agoq_enc_t<0>());
         }
     };
     auto with_bits = [&](auto bits) {

@@ -1,6 +1,6 @@
 /* The quantizers' launch options, read from the environment once (quant_cuda.h): the grid
- * (AGOQ_GRID) and the tile kernels' optional encoders (AGOQ_Q6_*, AGOQ_Q7, AGOQ_Q8, AGOQ_Q8_PF,
- * AGOQ_Q8_LUT32),
+ * (AGOQ_GRID) and the tile kernels' optional encoders (AGOQ_Q8, AGOQ_Q8_PF, AGOQ_Q8_LUT32; the
+ * q6 / q7 ones, AGOQ_Q6_* and AGOQ_Q7, are fixed since the eleventh session: quant_launch.cuh),
  * with the per-encoder defaults of q8 / pf. Moved out of quant.cu (c45540f); the ninth session
  * added INT8-asym's q8 and NF4's pf to the defaults. */
 #include "core/knob.h"
@@ -18,17 +18,13 @@ int agoq_grid_resident_only(void) {
 
 void agoq_cuda_grid_force(int mode) { g_grid_resident = mode < 0 ? -1 : mode != 0; }
 
-static int g_tile_opts = -1; /* -1: from AGOQ_Q6_*, AGOQ_Q7 (each default 1), AGOQ_Q8, AGOQ_Q8_PF, AGOQ_Q8_LUT32 at the first launch */
+static int g_tile_opts = -1; /* -1: from AGOQ_Q8, AGOQ_Q8_PF, AGOQ_Q8_LUT32 at the first launch */
 static int g_tile_auto = 0;  /* AGOQ_TILE_OPT_Q8 / _PF: that knob unset, so each encoder's default below */
 
 int agoq_cuda_tile_opts(void) {
     if (g_tile_opts < 0) {
         g_tile_auto = (agoq_knob_str("AGOQ_Q8") ? 0 : AGOQ_TILE_OPT_Q8) | (agoq_knob_str("AGOQ_Q8_PF") ? 0 : AGOQ_TILE_OPT_PF);
-        g_tile_opts = (agoq_knob_int("AGOQ_Q6_ASYM", 1, 0, 1) ? AGOQ_TILE_OPT_ASYM : 0) |
-                      (agoq_knob_int("AGOQ_Q6_NF4", 1, 0, 1) ? AGOQ_TILE_OPT_GRID : 0) |
-                      (agoq_knob_int("AGOQ_Q6_PACK", 1, 0, 1) ? AGOQ_TILE_OPT_PACK : 0) |
-                      (agoq_knob_int("AGOQ_Q7", 1, 0, 1) ? AGOQ_TILE_OPT_Q7 : 0) |
-                      (agoq_knob_int("AGOQ_Q8", 0, 0, 1) ? AGOQ_TILE_OPT_Q8 : 0) |
+        g_tile_opts = (agoq_knob_int("AGOQ_Q8", 0, 0, 1) ? AGOQ_TILE_OPT_Q8 : 0) |
                       (agoq_knob_int("AGOQ_Q8_PF", 0, 0, 1) ? AGOQ_TILE_OPT_PF : 0) |
                       (agoq_knob_int("AGOQ_Q8_LUT32", 0, 0, 1) ? AGOQ_TILE_OPT_LUT32 : 0);
     }

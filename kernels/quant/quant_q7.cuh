@@ -1,4 +1,4 @@
-/* Device pieces of issue 15's q7 option (AGOQ_TILE_OPT_Q7, AGOQ_Q7=1) for the tile quantizers'
+/* Device pieces of issue 15's q7 option (AGOQ_TILE_OPT_Q7, fixed since the eleventh session) for the tile quantizers'
  * packed bf16 fast path (quant_tile.cuh, agoq_tile_view_bf16p); the FP4 encoder itself is host
  * and device code in quant_q7.h. */
 #ifndef AGOQ_QUANT_Q7_CUH

@@ -155,21 +155,17 @@ TEST(cuda_grad_reduce_in_place_many_chunks_odd_sizes) {
 }
 
 TEST(cuda_grad_int8_asym_tile_options) {
-    /* int8_asym through the tile kernels (several whole tiles) with and without the magic-add
-     * encoder (AGOQ_Q6_ASYM, quant_cuda.h), both scale types, accumulate and reduce */
+    /* int8_asym through the tile kernels (several whole tiles; the magic-add encoder, fixed since
+     * the eleventh session), both scale types, accumulate and reduce */
     static const int blocks[] = {32, 128, 256};
     size_t bad = 0, runs = 0;
-    for (int opts = 0; opts < 2; opts++) {
-        agoq_cuda_tile_opts_force(opts ? AGOQ_TILE_OPT_ASYM : 0);
-        for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++)
-            for (int sc = 0; sc < 2; sc++) {
-                agoq_qconfig c = cfg(AGOQ_FMT_INT8_ASYM, blocks[b], sc, 0);
-                const size_t n = 5 * 2048 + 3 * (size_t)blocks[b] + 5;
-                for (int gb = 0; gb < 2; gb++, runs++) bad += check_accumulate(&c, n, gb, 70 + runs);
-                for (int prec = 0; prec < 2; prec++, runs++) bad += check_reduce(&c, n, 5, (agoq_sum_precision)prec, prec);
-            }
-    }
-    agoq_cuda_tile_opts_force(-1);
+    for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++)
+        for (int sc = 0; sc < 2; sc++) {
+            agoq_qconfig c = cfg(AGOQ_FMT_INT8_ASYM, blocks[b], sc, 0);
+            const size_t n = 5 * 2048 + 3 * (size_t)blocks[b] + 5;
+            for (int gb = 0; gb < 2; gb++, runs++) bad += check_accumulate(&c, n, gb, 70 + runs);
+            for (int prec = 0; prec < 2; prec++, runs++) bad += check_reduce(&c, n, 5, (agoq_sum_precision)prec, prec);
+        }
     CHECK_MSG(bad == 0, "%zu mismatches over %zu runs", bad, runs);
 }
 

@@ -324,28 +324,28 @@ TEST(cuda_quant_dequant_tile_variants) {
 }
 
 TEST(cuda_quant_tile_options_each_setting) {
-    /* the tile kernels' optional encoders (issue 15 q6: AGOQ_Q6_ASYM, AGOQ_Q6_NF4, AGOQ_Q6_PACK;
-     * q7: AGOQ_Q7, which acts on packed tiles only; q8 with AGOQ_Q8_LUT32's 32-bit table entries,
-     * the tenth session's) in every combination, fp32 and bf16 input
-     * and scales, every tile block size, also with resident grids: the formats asym and grid
-     * touch (and dyn8, which has no grid: the LUT either way); with packed bf16 tiles every
-     * tile format (packing changes their range, q7 the absmax of all and the fp4 encoder) */
+    /* the tile kernels' run-time options (issue 15: q8, pf and q8's 32-bit LUT entries, the
+     * tenth session's AGOQ_Q8_LUT32; the q6 / q7 encoders are fixed since the eleventh) in every
+     * combination that gives distinct kernels, fp32 and bf16 input and scales, every tile block
+     * size, every tile format, also with resident grids where q8 and pf are off (pf forces
+     * resident grids itself; their loops over several tiles: the test below) */
     static const int fmts[] = {AGOQ_FMT_INT4_ASYM, AGOQ_FMT_INT8_ASYM, AGOQ_FMT_NF4,      AGOQ_FMT_DYN8,     AGOQ_FMT_FP4_E2M1,
                                AGOQ_FMT_INT4,      AGOQ_FMT_INT8,      AGOQ_FMT_FP8_E4M3, AGOQ_FMT_FP8_E5M2, AGOQ_FMT_INT2};
     static const int blocks[] = {32, 64, 128, 256};
+    static const int opt_sets[] = {0,
+                                   AGOQ_TILE_OPT_Q8,
+                                   AGOQ_TILE_OPT_PF,
+                                   AGOQ_TILE_OPT_Q8 | AGOQ_TILE_OPT_PF,
+                                   AGOQ_TILE_OPT_Q8 | AGOQ_TILE_OPT_LUT32,
+                                   AGOQ_TILE_OPT_Q8 | AGOQ_TILE_OPT_PF | AGOQ_TILE_OPT_LUT32};
     size_t bad = 0, configs = 0;
-    const int packed_only = AGOQ_TILE_OPT_Q7 | AGOQ_TILE_OPT_Q8 | AGOQ_TILE_OPT_PF;
-    for (int opts = 0; opts < 128; opts++)
+    for (size_t o = 0; o < sizeof opt_sets / sizeof opt_sets[0]; o++)
         for (int resident = 0; resident < 2; resident++) {
-            if ((opts & packed_only) && !(opts & AGOQ_TILE_OPT_PACK)) continue;
-            if ((opts & AGOQ_TILE_OPT_LUT32) && !(opts & AGOQ_TILE_OPT_Q8)) continue; /* LUT32: q8's table entries */
-            /* q8 / pf (issue 15): pf acts with q7 only, forces resident grids itself; both on the
-             * default grid only (their loops over several tiles: the test below) */
-            if ((opts & AGOQ_TILE_OPT_PF) && !(opts & AGOQ_TILE_OPT_Q7)) continue;
-            if ((opts & (AGOQ_TILE_OPT_Q8 | AGOQ_TILE_OPT_PF)) && resident) continue;
+            const int opts = opt_sets[o];
+            if (opts && resident) continue;
             agoq_cuda_tile_opts_force(opts);
             agoq_cuda_grid_force(resident);
-            for (size_t f = 0; f < ((opts & AGOQ_TILE_OPT_PACK) ? 10 : 4); f++)
+            for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++)
                 for (size_t bi = 0; bi < 4; bi++)
                     for (int sc = 0; sc < 2; sc++) {
                         agoq_qconfig c = make_cfg(fmts[f], blocks[bi], sc, 0);
@@ -375,7 +375,7 @@ TEST(cuda_quant_q8_pf_loops_over_tiles) {
      * encoder; int4_asym: pf overrides q8's register bound; fp4: q8 does not touch it; nf4: pf
      * with the grid encoder; int8_asym: q8 on the one-shot grid) */
     const size_t n = ((size_t)1 << 23) + 7 * 256 + 5;
-    const int base = AGOQ_TILE_OPT_ASYM | AGOQ_TILE_OPT_GRID | AGOQ_TILE_OPT_PACK | AGOQ_TILE_OPT_Q7;
+    const int base = 0; /* the q6 / q7 encoders are fixed: only q8, pf and LUT32 vary */
     const int pf = base | AGOQ_TILE_OPT_PF, q8pf = pf | AGOQ_TILE_OPT_Q8;
     const struct {
         agoq_qconfig c;
