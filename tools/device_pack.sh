@@ -15,7 +15,7 @@ git diff --quiet HEAD -- || { echo "device_pack: the checkout has uncommitted ch
 [ "$stamp" = "$head" ] || { echo "device_pack: $B/commit.stamp is '$stamp', HEAD is $head: rebuild (rm $B/core/provenance.o; make $B/agoq $B/agoq_test_cuda)" >&2; exit 1; }
 for f in agoq agoq_test_cuda; do
   [ -x "$B/$f" ] || { echo "device_pack: $B/$f missing: make $B/agoq $B/agoq_test_cuda" >&2; exit 1; }
-  strings "$B/$f" | grep -qx "$head" || { echo "device_pack: $B/$f does not carry commit $head: relink it" >&2; exit 1; }
+  strings "$B/$f" | grep -x "$head" > /dev/null || { echo "device_pack: $B/$f does not carry commit $head: relink it" >&2; exit 1; }
 done
 t=$(mktemp -d); trap 'rm -rf "$t"' EXIT
 mkdir -p "$t/bd" .carry/lib
