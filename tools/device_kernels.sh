@@ -2,9 +2,10 @@
 # The kernel batch of issue 15 for one device call: GPU tests of the quantization, fused and
 # 8-bit gradient kernels, the torch.compile peer (validation/torch_kernels.py), then both kernel
 # experiments with the peer attached (each record gets torch_ms and vs_torch), and ncu on the
-# weakest kernels. Build here first:
-#   make -j2 BUILD=build-dev build-dev/agoq build-dev/agoq_test_cuda && strip build-dev/agoq build-dev/agoq_test_cuda
-# carry build-dev and .carry (libcjson for the GPU machine), then on the GPU machine:
+# weakest kernels. Build here first, at a clean commit, and pack:
+#   make build/agoq build/agoq_test_cuda && tools/device_pack.sh build
+# carry .carry/bins.tar.xz and .carry/lib; on the GPU machine `source tools/device_env.sh` sets
+# AGOQ_B to the unpacked binaries (BUILD_DIR below), then:
 #   tools/device_kernels.sh BUILD_DIR PART...   parts: all | tests peer kernels fused quick ncu
 #     tests    agoq_test_cuda cuda_quant cuda_fused cuda_rowq cuda_grad adamw_q _quant_ _dequant_ (while the peer compiles, when both are asked);
 #              TESTS=all: every GPU test (make test-cuda's run)
