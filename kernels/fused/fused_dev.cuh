@@ -28,6 +28,7 @@
 #include "kernels/fused/fused_fast.cuh"
 #include "kernels/fused/fused_math.h"
 #include "kernels/quant/quant_launch.cuh"
+#include "kernels/quant/quant_ldst.cuh"
 
 #define FZ_THREADS AGOQ_QUANT_THREADS /* CTA size of every fused kernel */
 #define FZ_WVEC 256                   /* elements of a warp vector: 32 lanes x 8 bf16 */

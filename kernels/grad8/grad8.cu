@@ -16,6 +16,7 @@
 #include "kernels/quant/quant_cuda.h"
 #include "kernels/quant/quant_device.cuh"
 #include "kernels/quant/quant_launch.cuh"
+#include "kernels/quant/quant_ldst.cuh"
 #include "kernels/quant/quant_tile.cuh"
 
 /* dequant(acc) + g for one group; acc planes are the kernel's output (in place). */

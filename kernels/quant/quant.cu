@@ -25,7 +25,6 @@
 #include "kernels/quant/quant_device.cuh"
 #include "kernels/quant/quant_flat.cuh"
 #include "kernels/quant/quant_launch.cuh"
-#include "kernels/quant/quant_ldst.cuh"
 #include "kernels/quant/quant_tile.cuh"
 
 /* ---- per-device tables and qparams ---- */

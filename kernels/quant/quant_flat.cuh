@@ -35,13 +35,12 @@
 #include <type_traits>
 
 #include "core/check.h"
-#include "kernels/quant/quant_ldst.cuh"
 #include "kernels/quant/quant_tile.cuh"
 #include "kernels/quant/quant_tile_dec.cuh"
 
 /* The shape: THREADS threads a CTA, U units a thread (loads in flight), P 16-byte vectors a
  * unit, MINB CTAs per SM by __launch_bounds__ (16 x 128 threads: <= 32 registers), plain
- * stores (quant_ldst.cuh). The seventh session's A/B (variants 18-22, results/h200/logs/s7_a16a6c6/)
+ * stores. The seventh session's A/B (variants 18-22, results/h200/logs/s7_a16a6c6/)
  * picked this one, variant 21 then, over 4 units a thread (with and without the register bound
  * or streaming stores) and 32-byte units; one unit a thread (the shape of Inductor's elementwise
  * kernel) was tried in the eighth (128 and 256 threads, logs/s8_callB_ca17d3f/deq/) and ninth
@@ -72,7 +71,7 @@ __device__ __forceinline__ void agoq_flat_load_codes(const uint8_t *codes, size_
     }
 }
 
-template <int DEC, int BITS, typename T, int THREADS, int U, int P, int MINB, int ST>
+template <int DEC, int BITS, typename T, int THREADS, int U, int P, int MINB>
 __global__ void __launch_bounds__(THREADS, MINB) agoq_dequant_flat_kernel(agoq_cuda_qparams p, agoq_cuda_qtensor q,
                                                                           T *__restrict__ y, int log2b, size_t nunits) {
     constexpr int E = 16 / (int)sizeof(T), UE = P * E; /* elements of a vector, of a unit */
@@ -119,10 +118,10 @@ __global__ void __launch_bounds__(THREADS, MINB) agoq_dequant_flat_kernel(agoq_c
             }
             T *dst = y + (u * P + (size_t)j) * E;
             if constexpr (std::is_same<T, float>::value)
-                agoq_st16<ST>(dst, make_uint4(__float_as_uint(v[0]), __float_as_uint(v[1]), __float_as_uint(v[2]),
-                                              __float_as_uint(v[3])));
+                *(uint4 *)dst = make_uint4(__float_as_uint(v[0]), __float_as_uint(v[1]), __float_as_uint(v[2]),
+                                           __float_as_uint(v[3]));
             else
-                agoq_st16<ST>(dst, agoq_f32x8_to_bf16(v));
+                *(uint4 *)dst = agoq_f32x8_to_bf16(v);
         }
     }
 }
@@ -136,7 +135,7 @@ static size_t agoq_launch_dequant_flat(const agoq_cuda_qparams &p, const agoq_cu
     const size_t nunits = q->n / kL * kL / kUE, nctas = (nunits + (THREADS * U) - 1) / (THREADS * U);
     const uintptr_t code_align = (uintptr_t)(kUE * (size_t)B / 8) - 1u;
     if (nunits == 0 || nctas > 0x7fffffffu || ((uintptr_t)q->codes & code_align) != 0) return 0;
-    agoq_dequant_flat_kernel<D, B, T, THREADS, U, P, AGOQ_DEQ_FLAT_MINB, AGOQ_ST_PLAIN>
+    agoq_dequant_flat_kernel<D, B, T, THREADS, U, P, AGOQ_DEQ_FLAT_MINB>
         <<<(unsigned)nctas, THREADS, 0, (cudaStream_t)stream>>>(p, *q, y, log2b, nunits);
     cudaCheckLaunch();
     return nunits * kUE;

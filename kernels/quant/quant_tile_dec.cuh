@@ -7,7 +7,6 @@
 #ifndef AGOQ_QUANT_TILE_DEC_CUH
 #define AGOQ_QUANT_TILE_DEC_CUH
 #include "kernels/quant/quant_device.cuh"
-#include "kernels/quant/quant_ldst.cuh"
 
 #include <type_traits>
 
@@ -70,7 +69,7 @@ __device__ __forceinline__ void agoq_tile_decode(const agoq_cuda_qparams &p, con
  * must hold at most 64 blocks (32 * U * E <= 64 * B: the launchers check).  One load per lane and
  * tile instead of one per vector, which kept the load/store queue full. Blocks are powers of
  * two >= 32 (then a vector's lanes never straddle two 32-block halves). */
-template <int E, bool ZEROS, int U = AGOQ_TILE_U, int LD = AGOQ_LD_PLAIN> /* LD: quant_ldst.cuh */
+template <int E, bool ZEROS, int U = AGOQ_TILE_U>
 struct agoq_tile_scales {
     static constexpr int NK = (U * E + 31) / 32; /* 32-block halves a tile can hold (blocks >= 32): 1 or 2 */
     float s[NK], m[NK];
@@ -86,14 +85,9 @@ struct agoq_tile_scales {
         for (int k = 0; k < NK; k++) {
             const size_t blk = blk_first + (size_t)(32 * k + lane);
             const bool need = blk < nblocks && 32 * k + lane < tile_blocks;
-            s[k] = need ? load1(scales, blk, p.bf16_scale) : 0.0f;
-            m[k] = ZEROS && need ? load1(zeros, blk, p.bf16_scale) : 0.0f;
+            s[k] = need ? agoq_dev_load_scale(scales, blk, p.bf16_scale) : 0.0f;
+            m[k] = ZEROS && need ? agoq_dev_load_scale(zeros, blk, p.bf16_scale) : 0.0f;
         }
-    }
-    /* agoq_dev_load_scale with the load operator LD */
-    static __device__ __forceinline__ float load1(const uint8_t *plane, size_t blk, int bf16) {
-        if constexpr (LD == AGOQ_LD_PLAIN) return agoq_dev_load_scale(plane, blk, bf16);
-        else return bf16 ? agoq_bf16_to_f32(agoq_ld<LD>((const uint16_t *)plane + blk)) : agoq_ld<LD>((const float *)plane + blk);
     }
     /* Scale and zero point of vector j of this lane (every lane of the warp must call it). */
     __device__ __forceinline__ void get(int j, int lane, float &sj, float &mj) const {
@@ -104,17 +98,16 @@ struct agoq_tile_scales {
     }
 };
 
-/* Codes of the vector of N elements at element e0 (N * BITS / 8 bytes, aligned); LD: the load
- * operator (quant_ldst.cuh; codes in shared memory take AGOQ_LD_PLAIN). */
-template <int BITS, int N, int LD = AGOQ_LD_PLAIN>
+/* Codes of the vector of N elements at element e0 (N * BITS / 8 bytes, aligned). */
+template <int BITS, int N>
 __device__ __forceinline__ uint64_t agoq_tile_load_codes(const uint8_t *codes, size_t e0) {
     constexpr int kBytes = N * BITS / 8;
     const uint8_t *src = codes + e0 * BITS / 8;
-    if constexpr (kBytes == 1) return agoq_ld<LD>(src);
-    else if constexpr (kBytes == 2) return agoq_ld<LD>((const uint16_t *)src);
-    else if constexpr (kBytes == 4) return agoq_ld<LD>((const uint32_t *)src);
+    if constexpr (kBytes == 1) return *src;
+    else if constexpr (kBytes == 2) return *(const uint16_t *)src;
+    else if constexpr (kBytes == 4) return *(const uint32_t *)src;
     else {
-        const uint2 w = agoq_ld<LD>((const uint2 *)src);
+        const uint2 w = *(const uint2 *)src;
         return (uint64_t)w.x | ((uint64_t)w.y << 32);
     }
 }
