@@ -219,8 +219,8 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS) dequant_kernel(agoq_cuda_q
  * Since the seventh session the flat kernel of quant_flat.cuh is the default for every format
  * (measured ahead, README "CUDA kernels"); this tile kernel runs where the flat one's config does
  * not apply, and under AGOQ_DEQ_VAR=0. The A/B variants the sixth and seventh sessions measured
- * against it (16-byte code loads through shared memory or cp.async, the load and store cache
- * operators of quant_ldst.cuh, register bounds of 3, 4 and 6 CTAs per SM, four other flat
+ * against it (16-byte code loads through shared memory or cp.async, load and store cache
+ * operators, register bounds of 3, 4 and 6 CTAs per SM, four other flat
  * shapes; results/h200/logs/s6_callA_50c205c/, s7_a16a6c6/, deq_minb_s5.log) lost to the flat
  * kernel and were removed in the eleventh session (the code is in git history before that). */
 template <int DEC, int BITS, typename T, int MINB>
