@@ -61,7 +61,7 @@ NVCCFLAGS := -arch=$(CUDA_ARCH) -O3 -std=c++17 -I. -I$(NCCL_HOME)/include \
 #   core/ < kernels/<op>/ < collectives/, models/ < train/, sim/, step/ < runners/ < harness/
 C_SRCS    := $(wildcard core/*.c kernels/*.c kernels/*/*.c collectives/*.c models/*.c train/*.c sim/*.c step/*.c \
                         runners/*.c harness/*.c)
-# The longest nvcc compiles first (CI: ~3, 3, 2 and 1.5 min on one core), so that make -j starts
+# The longest nvcc compiles first, so that make -j starts
 # them at once and fills the other cores with the short ones instead of ending on one of them.
 CU_FIRST  := kernels/quant/quant.cu kernels/grad8/grad8.cu kernels/gemm/gemm_wg.cu kernels/fused/fused_rmsnorm.cu
 CU_ALL    := $(wildcard core/*.cu kernels/*.cu kernels/*/*.cu collectives/*.cu train/*.cu sim/*.cu step/*.cu)

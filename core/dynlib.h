@@ -1,8 +1,8 @@
 /* The GPU libraries the CUDA build calls (cuBLAS, cuBLASLt, NCCL, cuDNN), opened with dlopen at
  * their first call instead of by the dynamic loader at start-up (core/dynlib_cuda.cu defines each
  * function used, forwarding to the library's own). Why: linking them made every start of `agoq`
- * map and relocate ~800 MB of libraries (375k relocations, ~0.37 s on the CI machine) even for
- * `agoq --help` or a CPU run, and a machine without one of them could not start the binary at
+ * map and start ~800 MB of libraries (~0.37 s on the 2-core development machine, mostly page
+ * faults by perf) even for `agoq --help` or a CPU run, and a machine without one of them could not start the binary at
  * all; now a missing library is one error line at its first use (or a soft probe's answer).
  * Plain C, no CUDA headers: the host tests use it without a GPU. */
 #ifndef AGOQ_DYNLIB_H

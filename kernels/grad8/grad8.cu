@@ -215,9 +215,8 @@ struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTA
  * eleventh session; the knob rejects them. Read at every launch (the tests switch it). */
 #define G8_LUT32 4
 static int g8_mask(void) {
-    const int v = agoq_knob_int("AGOQ_G8", 0, 0, 4);
-    if (v != 0 && v != G8_LUT32) agoq_die("AGOQ_G8=%d: expected 0 or 4 (bits 1 and 2 were removed)", v);
-    return v;
+    static const char *const g8[] = {"0", "4", NULL};
+    return agoq_knob_choice("AGOQ_G8", 0, g8) == 1 ? G8_LUT32 : 0;
 }
 /* AGOQ_RED_PF (issue 15, s10), a mask, default 0: the reduce core's L2 prefetch of the next batch
  * of chunks (red_prefetch_batch). 1: int8_asym (batches of 4, as without it); 2: the other
