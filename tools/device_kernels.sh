@@ -22,7 +22,7 @@
 #     ab       the same for any knob: AB_KNOB=NAME AB_VALUES="v1 v2 .." AB_ARGS="agoq kernels
 #              arguments" (AB_ROUNDS, default 2) -> $OUT/ab_NAME.tsv, $OUT/ab_NAME_json.tgz;
 #              or AB_SPECS=FILE, one A/B a line: KNOB<TAB>VALUES<TAB>ARGUMENTS (# comments;
-#              tools/ab_next.tsv: the A/Bs prepared for the next GPU session);
+#              tools/ab_s12.tsv: the twelfth session's four A/Bs);
 #              tools/ab_table.py $OUT/ab_NAME.tsv compares every value with the first
 #     ncu      Speed Of Light + memory + occupancy + instruction + warp-state sections at 256 MiB of
 #              the dyn8 / nf4 / fp4 quantizers from bf16, the fused RMSNorm / SwiGLU / GELU

@@ -252,7 +252,6 @@ unsigned fz_grid_cap(unsigned grid) {
 }
 bool fz_no_fast(void) { return agoq_knob_int("AGOQ_FUSED_NO_FAST", 0, 0, 1); }
 bool fz_f6(void) { return agoq_knob_int("AGOQ_F6", 0, 0, 1); }
-int fz_rms_pf(void) { return agoq_knob_int("AGOQ_RMS_PF", 0, 0, 1); }
 int fz_f8(void) { return agoq_knob_int("AGOQ_F8", 0, 0, 1); }
 int fz_smem_optin(const void *kernel, size_t smem, unsigned *done, int *per_sm) {
     int dev = 0;

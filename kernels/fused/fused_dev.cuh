@@ -28,7 +28,6 @@
 #include "kernels/fused/fused_fast.cuh"
 #include "kernels/fused/fused_math.h"
 #include "kernels/quant/quant_launch.cuh"
-#include "kernels/quant/quant_ldst.cuh"
 
 #define FZ_THREADS AGOQ_QUANT_THREADS /* CTA size of every fused kernel */
 #define FZ_WVEC 256                   /* elements of a warp vector: 32 lanes x 8 bf16 */
@@ -38,12 +37,6 @@ enum { FZ_OP_NONE, FZ_OP_GELU, FZ_OP_SWIGLU };
 
 /* ---- 16-byte bf16 vectors: streaming (read-once / write-once) access, exact unpack, RNE pack ---- */
 __device__ __forceinline__ uint4 fz_load(const uint16_t *p) { return __ldcs((const uint4 *)p); }
-/* L2 prefetch of the cols bf16 values at row by a warp: lane l the 128-byte lines l, l + 32, ...
- * (moves no value). */
-__device__ __forceinline__ void fz_prefetch_l2_row(const uint16_t *row, int cols, int lane) {
-    const char *b = (const char *)row;
-    for (int o = 128 * lane; o < 2 * cols; o += 32 * 128) agoq_prefetch_l2(b + o);
-}
 __device__ __forceinline__ void fz_store(uint16_t *p, uint4 w) { __stcs((uint4 *)p, w); }
 
 /* ---- cp.async: a thread copies 4, 8 or 16 bytes global -> shared and later waits for its own
@@ -342,11 +335,6 @@ bool fz_no_fast(void);
  * RMSNorm backward's row sums with one barrier, row_tree_sum_1bar (+0.01 of copy at 1-4 GiB,
  * logs/f6_ab_s5.log; its SwiGLU forward part was removed in the eleventh session). (fused.cu) */
 bool fz_f6(void);
-/* AGOQ_RMS_PF=0|1 (issue 15, s10; read at every launch, default 0): the warp-per-row RMSNorm
- * forward, plain or with an FP4 copy (the other formats keep their kernel), prefetches the
- * warp's next row into L2 (fz_prefetch_l2_row) while it reduces, quantizes and stores this
- * one, so that row's loads wait for L2, not DRAM. (fused.cu) */
-int fz_rms_pf(void);
 /* AGOQ_F8=0|1 (read at every launch, default 0): issue 15's fourth round, A/B against the
  * default: the plain bf16 SwiGLU forward in units of 4 vectors (fused_swiglu.cu), the staged
  * RMSNorm backward's rows pipelined and the dweight reduction with loads in flight

@@ -120,9 +120,10 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_FWD_CTAS)
 #define RMS_WARP_NV 16 /* warp vectors per row at most: 4096 columns */
 #define RMS_WARP_U 4   /* vectors per quantizer tile (1024 columns) */
 #define RMS_WARP_CTAS 2 /* <= 128 registers: the row (64) and a tile (32) */
-/* PF (AGOQ_RMS_PF=1, instantiated for the plain and the FP4 kernels only): the warp prefetches its
- * next row into L2 after issuing this row's loads. */
-template <bool QUANT, int ENC, int BITS, int LOG2B, bool PF = false>
+/* The tenth session's AGOQ_RMS_PF (the warp prefetching its next row into L2 after issuing this
+ * row's loads, plain and FP4 kernels) measured within -0.012 .. +0.005 of copy of this kernel at
+ * 64 MiB - 4 GiB (twelfth session, 1dbd92e, results/h200/logs/s12_ab_1dbd92e/) and was removed. */
+template <bool QUANT, int ENC, int BITS, int LOG2B>
 __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_WARP_CTAS)
     rms_fwd_warp_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w, int rows,
                         int cols, float eps, uint16_t *__restrict__ y, agoq_cuda_qtensor q, float *rstd_out) {
@@ -141,7 +142,6 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_WARP_CTAS)
 #pragma unroll
         for (int m = 0; m < RMS_WARP_NV; m++)
             if (m < nv) raw[m] = fz_load(x + lane0 + (size_t)(m * FZ_WVEC));
-        if (PF && r + nwarps < (size_t)rows) fz_prefetch_l2_row(x + (r + nwarps) * (size_t)cols, cols, lane);
         float part[NW];
 #pragma unroll
         for (int k = 0; k < NW; k++) part[k] = 0.0f;
@@ -454,23 +454,13 @@ extern "C" int agoq_rmsnorm_fwd_cuda(const agoq_fq *q, const uint16_t *x, const 
     const bool fast = cols % 8 == 0 && cols <= RMS_MAX_COLS && fz_al16(x) && fz_al16(w) && fz_al16(y) && !fz_no_fast();
     const bool by_warp = fast && cols % (RMS_WARP_U * FZ_WVEC) == 0 && cols <= RMS_WARP_NV * FZ_WVEC;
     if (by_warp && !q) {
-        auto go = [&](auto pf) {
-            constexpr auto k = rms_fwd_warp_kernel<false, 0, 0, 0, decltype(pf)::value != 0>;
-            k<<<fz_grid<k>((size_t)rows, false), AGOQ_ROW_THREADS, 0, s>>>(agoq_cuda_qparams{}, x, w, rows, cols, eps, y, qt, rstd);
-        };
-        if (fz_rms_pf()) go(agoq_enc_t<1>());
-        else go(agoq_enc_t<0>());
+        constexpr auto k = rms_fwd_warp_kernel<false, 0, 0, 0>;
+        k<<<fz_grid<k>((size_t)rows, false), AGOQ_ROW_THREADS, 0, s>>>(agoq_cuda_qparams{}, x, w, rows, cols, eps, y, qt, rstd);
     } else if (by_warp && fz_fast_quant(q->p, xq)) {
-        const bool pf = fz_rms_pf();
         fz_dispatch_quant(q->p, [&](auto enc, auto bits, auto lb) {
-            constexpr int E = decltype(enc)::value, BITS = decltype(bits)::value, LB = decltype(lb)::value;
-            auto go = [&](auto pfv) {
-                constexpr auto k = rms_fwd_warp_kernel<true, E, BITS, LB, decltype(pfv)::value != 0>;
-                k<<<fz_grid<k>((size_t)rows, E == AGOQ_ENC_TABLE), AGOQ_ROW_THREADS, 0, s>>>(q->p, x, w, rows, cols, eps, y, qt, rstd);
-            };
-            if constexpr (E == AGOQ_ENC_FP4)
-                if (pf) return go(agoq_enc_t<1>());
-            go(agoq_enc_t<0>());
+            constexpr int E = decltype(enc)::value;
+            constexpr auto k = rms_fwd_warp_kernel<true, E, decltype(bits)::value, decltype(lb)::value>;
+            k<<<fz_grid<k>((size_t)rows, E == AGOQ_ENC_TABLE), AGOQ_ROW_THREADS, 0, s>>>(q->p, x, w, rows, cols, eps, y, qt, rstd);
         });
     } else if (fast && !q) {
         constexpr auto k = rms_fwd_kernel<false, 0, 0, 0>;

@@ -72,12 +72,11 @@ struct src_reduce {
  * the replicated value table (VREP, quant_tile.cuh agoq_tile_vrep), and the bf16 accumulation
  * of table codes takes tiles of U = 4 vectors (8 spilled at the 80-register bound, like the
  * bf16 quantizer); the same values in the same order: bit-exact either way. */
-template <int DEC, typename TG, int U = AGOQ_TILE_U, int VREP = 0, bool LUT32 = false>
+template <int DEC, typename TG, int U = AGOQ_TILE_U, int VREP = 0>
 struct tile_accumulate {
     static constexpr int kVec = 16 / (int)sizeof(TG), kBits = 8, kU = U, kMinCtas = 0;
     static constexpr bool kTable = DEC == AGOQ_ENC_TABLE;
     static constexpr int kVrep = kTable ? VREP : 0; /* replicas of the value table (0: none) */
-    static constexpr bool kLut32 = LUT32 && kVrep != 0; /* the CTA's encode LUT in 32-bit entries */
     const uint8_t *codes, *scales, *zeros;
     const TG *g;
     size_t nblocks;
@@ -146,12 +145,11 @@ __device__ __forceinline__ void red_prefetch_batch(const chunk_view (&in)[NC], i
  * results/h200/logs/q5_ab_s5.log). The eighth session's 8 asymmetric chunks a batch with one
  * register of scale or zero point per chunk at 2 CTAs per SM (AGOQ_G8 bit 2) measured slower
  * (0.70 -> 0.57, logs/s8_callB_ca17d3f/) and was removed in the eleventh. */
-template <int DEC, bool BF16_SUM, int VREP = 0, int RB = RED_RB, bool LUT32 = false, int PF = 0>
+template <int DEC, bool BF16_SUM, int VREP = 0, int RB = RED_RB, int PF = 0>
 struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTAs per SM (<= 80 / 64 registers) */
     static constexpr int kVec = 8, kBits = 8, kU = RED_U, kMinCtas = PF == 4 ? 4 : 3;
     static constexpr bool kTable = DEC == AGOQ_ENC_TABLE;
     static constexpr int kVrep = kTable ? VREP : 0;
-    static constexpr bool kLut32 = LUT32 && kVrep != 0;
     using scales_t = agoq_tile_scales<8, DEC == AGOQ_ENC_INT_ASYM, RED_U>;
     chunk_view in[AGOQ_CUDA_MAX_CHUNKS];
     int nin, log2b;
@@ -204,28 +202,25 @@ struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTA
     }
 };
 
-/* AGOQ_G8 (issue 15), 0 (default) or 4 (the tenth session's, not yet measured): the dyn8 reduce
- * and bf16 accumulation encode through the CTA's LUT in 32-bit entries (quant_tile.cuh
- * agoq_tile_table_pos<true>: about half the bank conflicts) instead of 8-byte ones, with the
- * 16-times replicated value table; in the reduce, AGOQ_RED_PF bit 2 takes precedence. The
- * eighth session's bits 1 (that LUT together with a 32-times replicated value table) and 2
- * (int8_asym reduce in batches of 8 chunks, one scale or zero register a chunk, 2 CTAs per SM)
- * measured slower wherever they acted (logs/s8_callB_ca17d3f/: dyn8 reduce 0.52 -> 0.50, dyn8
- * bf16 accumulation 0.69 -> 0.64, int8_asym reduce 0.70 -> 0.57) and were removed in the
- * eleventh session; the knob rejects them. Read at every launch (the tests switch it). */
-#define G8_LUT32 4
-static int g8_mask(void) {
-    static const char *const g8[] = {"0", "4", NULL};
-    return agoq_knob_choice("AGOQ_G8", 0, g8) == 1 ? G8_LUT32 : 0;
-}
-/* AGOQ_RED_PF (issue 15, s10), a mask, default 0: the reduce core's L2 prefetch of the next batch
- * of chunks (red_prefetch_batch). 1: int8_asym (batches of 4, as without it); 2: the other
+/* The twelfth session removed AGOQ_G8=4 (the dyn8 reduce and bf16 accumulation encoding through
+ * the CTA's LUT in 32-bit entries): its H200 A/B (1dbd92e, two rounds,
+ * results/h200/logs/s12_ab_1dbd92e/) measured it slower at every size, dyn8 bf16 accumulation
+ * 0.60 / 0.67 / 0.69 -> 0.57 / 0.62 / 0.63 of copy at 256 MiB / 1 GiB / 4 GiB, dyn8 reduce
+ * 0.50-0.52 -> 0.49-0.51. The eighth session's bits 1 and 2 had lost before (logs/s8_callB_ca17d3f/). */
+
+/* AGOQ_RED_PF (issue 15, s10), a mask: the reduce core's L2 prefetch of the next batch of
+ * chunks (red_prefetch_batch). 1: int8_asym (batches of 4, as without it); 2: the other
  * decoders in batches of 4 with the prefetch instead of 8 at once; 4 (with 1 or 2): those
- * kernels bounded to 4 CTAs per SM (64 registers) instead of 3. Read at every launch. */
+ * kernels bounded to 4 CTAs per SM (64 registers) instead of 3. Default 5 (int8_asym prefetching
+ * at 4 CTAs per SM), from the twelfth session's A/B (1dbd92e, two rounds,
+ * results/h200/logs/s12_ab_1dbd92e/), copy ratio at 64 MiB / 256 MiB / 1 GiB / 4 GiB:
+ *   int8_asym  0 -> 7: 0.65 / 0.69 / 0.70 / 0.68 -> 0.65 / 0.70 / 0.73 / 0.72 (3, at 3 CTAs: 0.59-0.67, slower)
+ *   int8, fp8_e4m3: bit 2 slower at every size (-0.08 .. -0.15); dyn8 within +-0.01.
+ * Read at every launch (the tests switch it). */
 #define RED_PF_ASYM 1
 #define RED_PF_OTHERS 2
 #define RED_PF_4CTAS 4
-static int red_pf_mask(void) { return agoq_knob_int("AGOQ_RED_PF", 0, 0, 7); }
+static int red_pf_mask(void) { return agoq_knob_int("AGOQ_RED_PF", RED_PF_ASYM | RED_PF_4CTAS, 0, 7); }
 
 /* The tile sources need 8-bit codes and a power-of-two block >= 32 (agoq_tile_scales); the
  * launcher checks the rest (rounding, block <= 256, alignment of the output codes). */
@@ -242,7 +237,6 @@ int agoq_cuda_grad_accumulate(const agoq_qconfig *c, agoq_cuda_qtensor *acc, con
     AGOQ_REQUIRE(acc->n == 0 || g_f32 || g_bf16, "%s: both gradient pointers are NULL", fn);
     if (acc->n == 0) return 0;
     const agoq_cuda_qtensor out = *acc;
-    const int g8 = g8_mask();
     agoq_dispatch_pair(p.enc, p.dec, [&](auto enc, auto dec) {
         constexpr int E = decltype(enc)::value, D = decltype(dec)::value;
         const size_t nblocks = (acc->n + (size_t)p.block - 1) / (size_t)p.block;
@@ -259,13 +253,9 @@ int agoq_cuda_grad_accumulate(const agoq_qconfig *c, agoq_cuda_qtensor *acc, con
             tile_accumulate<D, uint16_t> tile = {acc->codes, acc->scales, acc->zeros, g_bf16, nblocks, log2b};
             if constexpr (E == D && D == AGOQ_ENC_TABLE) {
                 if (p.tab_ident) {
-                    auto go4 = [&](auto vrep, auto lut32) {
-                        tile_accumulate<D, uint16_t, 4, decltype(vrep)::value, decltype(lut32)::value != 0> tile4 = {
-                            acc->codes, acc->scales, acc->zeros, g_bf16, nblocks, log2b};
-                        agoq_launch_quant<E>(p, src, out, stream, ok ? &tile4 : nullptr);
-                    };
-                    if (g8 & G8_LUT32) go4(agoq_enc_t<AGOQ_VREP>(), agoq_enc_t<1>());
-                    else go4(agoq_enc_t<AGOQ_VREP>(), agoq_enc_t<0>());
+                    tile_accumulate<D, uint16_t, 4, AGOQ_VREP> tile4 = {acc->codes, acc->scales, acc->zeros,
+                                                                         g_bf16, nblocks, log2b};
+                    agoq_launch_quant<E>(p, src, out, stream, ok ? &tile4 : nullptr);
                     return;
                 }
             }
@@ -289,7 +279,7 @@ int agoq_cuda_grad_reduce(const agoq_qconfig *c, const agoq_cuda_qtensor *in, in
         if (agoq_cuda_check_qtensor(fn, c, &in[r])) return -1;
     }
     if (out->n == 0) return 0;
-    const int g8 = g8_mask(), pf = red_pf_mask();
+    const int pf = red_pf_mask();
     agoq_dispatch_pair(p.enc, p.dec, [&](auto enc, auto dec) {
         constexpr int E = decltype(enc)::value, D = decltype(dec)::value;
         src_reduce<D> src;
@@ -301,10 +291,8 @@ int agoq_cuda_grad_reduce(const agoq_qconfig *c, const agoq_cuda_qtensor *in, in
         src.vec_sum = ((uintptr_t)sum_out & 15u) == 0;
         bool aligned = sum_out == NULL || aligned16(sum_out);
         for (int r = 0; r < nin; r++) aligned &= ((uintptr_t)in[r].codes & 7u) == 0; /* 8 codes per load */
-        auto with_tile = [&](auto bf16, auto vrep, auto rb, auto lut32, auto pfv) {
-            tile_reduce<D, decltype(bf16)::value != 0, decltype(vrep)::value, decltype(rb)::value, decltype(lut32)::value != 0,
-                        decltype(pfv)::value>
-                tile;
+        auto with_tile = [&](auto bf16, auto vrep, auto rb, auto pfv) {
+            tile_reduce<D, decltype(bf16)::value != 0, decltype(vrep)::value, decltype(rb)::value, decltype(pfv)::value> tile;
             memset(&tile, 0, sizeof tile);
             memcpy(tile.in, src.in, sizeof tile.in);
             tile.nin = nin;
@@ -315,25 +303,23 @@ int agoq_cuda_grad_reduce(const agoq_qconfig *c, const agoq_cuda_qtensor *in, in
         };
         if constexpr (E == D) {
             const agoq_enc_t<0> no;
-            const agoq_enc_t<1> yes;
             auto with_pf = [&](auto bf16, auto vrep) { /* the prefetching tile at 3 or 4 CTAs per SM */
-                if (pf & RED_PF_4CTAS) return with_tile(bf16, vrep, agoq_enc_t<4>(), no, agoq_enc_t<4>());
-                with_tile(bf16, vrep, agoq_enc_t<4>(), no, agoq_enc_t<3>());
+                if (pf & RED_PF_4CTAS) return with_tile(bf16, vrep, agoq_enc_t<4>(), agoq_enc_t<4>());
+                with_tile(bf16, vrep, agoq_enc_t<4>(), agoq_enc_t<3>());
             };
             auto go = [&](auto bf16) { /* table (replicated values) and asymmetric decoders: q5 */
                 if constexpr (D == AGOQ_ENC_TABLE) {
                     if (p.tab_ident) {
                         if (pf & RED_PF_OTHERS) return with_pf(bf16, agoq_enc_t<AGOQ_VREP>());
-                        if (g8 & G8_LUT32) return with_tile(bf16, agoq_enc_t<AGOQ_VREP>(), agoq_enc_t<RED_RB>(), yes, no);
-                        return with_tile(bf16, agoq_enc_t<AGOQ_VREP>(), agoq_enc_t<RED_RB>(), no, no);
+                        return with_tile(bf16, agoq_enc_t<AGOQ_VREP>(), agoq_enc_t<RED_RB>(), no);
                     }
                 } else if constexpr (D == AGOQ_ENC_INT_ASYM) {
                     if (pf & RED_PF_ASYM) return with_pf(bf16, no);
-                    return with_tile(bf16, no, agoq_enc_t<4>(), no, no);
+                    return with_tile(bf16, no, agoq_enc_t<4>(), no);
                 } else {
                     if (pf & RED_PF_OTHERS) return with_pf(bf16, no);
                 }
-                if constexpr (D != AGOQ_ENC_INT_ASYM) with_tile(bf16, no, agoq_enc_t<RED_RB>(), no, no);
+                if constexpr (D != AGOQ_ENC_INT_ASYM) with_tile(bf16, no, agoq_enc_t<RED_RB>(), no);
             };
             if (src.bf16_sum) go(agoq_enc_t<1>());
             else go(agoq_enc_t<0>());

@@ -129,15 +129,15 @@ const char *agoq_cuda_deq_variant_name(int v);
 /* issue 15 (q8), AGOQ_Q8_PF=0|1 forces it off / on; unset: on for dyn8, NF4 and FP4 (packed tiles only): resident grids
  * whose warps load their next tile before encoding the current one */
 #define AGOQ_TILE_OPT_PF 32
-/* issue 15: the CTA's table LUT in 32-bit entries (tab_lut32.h). Set by the tile kernel for
- * gradient sources with kLut32 (AGOQ_G8=4), and by AGOQ_Q8_LUT32=1 (s10, default 0) for
- * the q8 table encoder of the packed bf16 tiles (quant_q8.cuh: one 32-bit shared load a code
- * instead of an 8-byte one, for the MIO-bound dyn8 quantizer) */
+/* issue 15 (s10), AGOQ_Q8_LUT32=0|1 forces it off / on; unset: on for dyn8 since the twelfth
+ * session's A/B (quant_opts.cu): the q8 table encoder of the packed bf16 tiles reads the CTA's
+ * LUT in 32-bit entries (tab_lut32.h; quant_q8.cuh: one 32-bit shared load a code instead of an
+ * 8-byte one, for the MIO-bound dyn8 quantizer) */
 #define AGOQ_TILE_OPT_LUT32 64
 int agoq_cuda_tile_opts(void);
-/* agoq_cuda_tile_opts with q8 / pf added where their knob is unset and the encoder (AGOQ_ENC_*)
- * and code width take them by default (quant_opts.cu: INT4- / INT8-asym q8, dyn8 q8 + pf, NF4 and
- * FP4 pf) */
+/* agoq_cuda_tile_opts with q8 / pf / LUT32 added where their knob is unset and the encoder
+ * (AGOQ_ENC_*) and code width take them by default (quant_opts.cu: INT4- / INT8-asym q8, dyn8
+ * q8 + pf + LUT32, NF4 and FP4 pf) */
 int agoq_cuda_tile_opts_enc(int enc, int bits);
 void agoq_cuda_tile_opts_force(int mask);
 

@@ -145,7 +145,7 @@ __device__ __forceinline__ uint64_t agoq_tile_encode_finite(const agoq_cuda_qpar
     } else if constexpr (ENC == AGOQ_ENC_TABLE && LUT_SMEM) {
 #pragma unroll
         for (int j = 0; j < N; j++)
-            packed |= (uint64_t)agoq_tile_table_pos<(OPT & AGOQ_TILE_OPT_LUT32) != 0>(p, v[j] * inv) << (j * BITS);
+            packed |= (uint64_t)agoq_tile_table_pos(p, v[j] * inv) << (j * BITS);
     } else if constexpr (ENC == AGOQ_ENC_TABLE) { /* x * inv of finite x and inv is never NaN */
 #pragma unroll
         for (int j = 0; j < N; j++) packed |= (uint64_t)agoq_dev_table_code_rn(p, t, v[j] * inv) << (j * BITS);
@@ -428,8 +428,6 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS_OPT(ENC
     }
     constexpr bool kGrid = ENC == AGOQ_ENC_TABLE && (OPT & AGOQ_TILE_OPT_GRID) != 0;
     constexpr bool kLutSmem = ENC == AGOQ_ENC_TABLE && (kVrep != 0 || (!kGrid && (OPT & AGOQ_TILE_OPT_Q8)));
-    constexpr bool kLut32 = kLutSmem && agoq_src_lut32<Src>::value; /* the CTA's LUT in 32-bit entries */
-    constexpr int kOpt = OPT | (kLut32 ? AGOQ_TILE_OPT_LUT32 : 0);
     static_assert(!(kGrid && kLutSmem), "the grid and the CTA LUT are alternatives");
     if constexpr (kGrid) {
         agoq_dev_load_table(&tab, p.table);
@@ -437,11 +435,10 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS_OPT(ENC
         __syncthreads();
     } else if constexpr (kLutSmem) { /* the careful path reads the device table's LUT (tab.lut) */
         if constexpr ((OPT & AGOQ_TILE_OPT_Q8) != 0) {
-            static_assert(!kLut32, "q8 stages its own LUT (its LUT32: the launcher's OPT)");
             agoq_tile_stage_q8<(OPT & AGOQ_TILE_OPT_LUT32) != 0>(&tab, p);
         } else {
             agoq_dev_load_table(&tab, p.table);
-            agoq_tile_stage_lut<kLut32>(p);
+            agoq_tile_stage_lut(p);
         }
         __syncthreads();
     } else if constexpr (ENC == AGOQ_ENC_TABLE) {
@@ -460,7 +457,7 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS_OPT(ENC
         for (size_t tile = warp; tile < ntiles; tile += nwarps) {
             uint32_t wn[G::U][4];
             if (tile + nwarps < ntiles) src.load_tile_packed((tile + nwarps) * (size_t)G::TILE, lane, wn);
-            if (!agoq_tile_quantize_bf16p<ENC, BITS, LOG2B, false, G::U, kLutSmem, kOpt>(p, &tab, w, tile, out, lane))
+            if (!agoq_tile_quantize_bf16p<ENC, BITS, LOG2B, false, G::U, kLutSmem, OPT>(p, &tab, w, tile, out, lane))
                 agoq_tile_quantize_bf16p<ENC, BITS, LOG2B, true, G::U>(p, &tab, w, tile, out, lane);
 #pragma unroll
             for (int j = 0; j < G::U; j++)
@@ -472,12 +469,12 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS_OPT(ENC
         if constexpr ((OPT & AGOQ_TILE_OPT_PACK) != 0) { /* Src: agoq_tile_src_bf16 (the launcher checks) */
             uint32_t w[G::U][4];
             src.load_tile_packed(tile * (size_t)G::TILE, lane, w);
-            if (!agoq_tile_quantize_bf16p<ENC, BITS, LOG2B, false, G::U, kLutSmem, kOpt>(p, &tab, w, tile, out, lane))
+            if (!agoq_tile_quantize_bf16p<ENC, BITS, LOG2B, false, G::U, kLutSmem, OPT>(p, &tab, w, tile, out, lane))
                 agoq_tile_quantize_bf16p<ENC, BITS, LOG2B, true, G::U>(p, &tab, w, tile, out, lane);
         } else {
             float v[G::U][E];
             src.load_tile(p, &tab, tile * (size_t)G::TILE, lane, v);
-            if (!agoq_tile_quantize<ENC, BITS, LOG2B, E, false, G::U, false, kLutSmem, kOpt>(p, &tab, v, tile, out, lane))
+            if (!agoq_tile_quantize<ENC, BITS, LOG2B, E, false, G::U, false, kLutSmem, OPT>(p, &tab, v, tile, out, lane))
                 agoq_tile_quantize<ENC, BITS, LOG2B, E, true>(p, &tab, v, tile, out, lane);
         }
     }

@@ -1,11 +1,9 @@
 /* The tile quantizer's staged tables (quant_tile.cuh, moved out of it unchanged): the
- * round-to-nearest LUT of tab_lut.h in the kernel's shared array (8-byte entries, or 32-bit
- * ones for AGOQ_TILE_OPT_LUT32), the uniform grid (AGOQ_TILE_OPT_GRID) and the code packing the
+ * round-to-nearest LUT of tab_lut.h in the kernel's shared array (8-byte entries; the 32-bit
+ * array of AGOQ_TILE_OPT_LUT32, which the q8 encoder stages itself), the uniform grid (AGOQ_TILE_OPT_GRID) and the code packing the
  * table encoders share. Included by quant_tile.cuh only. */
 #ifndef AGOQ_QUANT_TILE_LUT_CUH
 #define AGOQ_QUANT_TILE_LUT_CUH
-#include <type_traits>
-
 #include "kernels/quant/quant_device.cuh"
 #include "kernels/quant/tab_lut32.h"
 
@@ -21,38 +19,23 @@ __device__ __forceinline__ uint2 *agoq_tile_lut_smem() {
 }
 /* LUT32: the same LUT in 32-bit entries (tab_lut32.h: half the shared memory and about half the
  * bank conflicts of the 8-byte entries, two more integer operations per code), built by each
- * CTA from the device table's entries; sources with kLut32 = true (the gradient kernels'
- * AGOQ_G8 variant, grad8.cu; with kVrep != 0: the 32 KB value table fits the 48 KB of static
- * shared memory only beside this 11 KB LUT) select it (the tile kernel sets AGOQ_TILE_OPT_LUT32);
- * the q8 table encoder takes it with AGOQ_Q8_LUT32=1 (quant_q8.cuh; the bit in quant_cuda.h). */
+ * CTA from the device table's entries: the q8 table encoder's (AGOQ_TILE_OPT_LUT32, on by
+ * default for dyn8, AGOQ_Q8_LUT32; quant_q8.cuh, quant_opts.cu). The gradient kernels' use of
+ * it (AGOQ_G8=4) lost its A/B and was removed in the twelfth session (grad8.cu). */
 __device__ __forceinline__ uint32_t *agoq_tile_lut32_smem() {
     __shared__ uint32_t lut32[AGOQ_TAB_LUT_MAX];
     return lut32;
 }
 /* All threads of the CTA; then __syncthreads(). */
-template <bool LUT32 = false>
 __device__ __forceinline__ void agoq_tile_stage_lut(const agoq_cuda_qparams &p) {
     const uint2 *g = (const uint2 *)p.table->lut.e;
-    const uint32_t m = (1u << p.tab_shift) - 1u;
-    for (int i = (int)threadIdx.x, ne = 2 * p.tab_nb; i < ne; i += (int)blockDim.x) {
-        if constexpr (LUT32) agoq_tile_lut32_smem()[i] = agoq_tab_lut32_entry(g[i].x, g[i].y, m);
-        else agoq_tile_lut_smem()[i] = g[i];
-    }
+    for (int i = (int)threadIdx.x, ne = 2 * p.tab_nb; i < ne; i += (int)blockDim.x) agoq_tile_lut_smem()[i] = g[i];
 }
-template <bool LUT32 = false>
 __device__ __forceinline__ uint32_t agoq_tile_table_pos(const agoq_cuda_qparams &p, float y) {
     const int i = agoq_tab_lut_index(p.tab_shift, p.tab_base, p.tab_nb, p.tab_lo, p.tab_hi, y);
-    if constexpr (LUT32) {
-        return agoq_tab_lut32_pos(agoq_tile_lut32_smem()[i], y, (1u << p.tab_shift) - 1u);
-    } else {
-        const uint2 e = agoq_tile_lut_smem()[i];
-        return agoq_tab_lut_pos(e.x, e.y, y);
-    }
+    const uint2 e = agoq_tile_lut_smem()[i];
+    return agoq_tab_lut_pos(e.x, e.y, y);
 }
-template <class S, class = void>
-struct agoq_src_lut32 : std::false_type {};
-template <class S>
-struct agoq_src_lut32<S, std::void_t<decltype(S::kLut32)>> : std::integral_constant<bool, S::kLut32> {};
 
 /* ---- the uniform grid of tab_lut.h (AGOQ_TILE_OPT_GRID; tables that have one, whose code is
  * the position: NF4), staged in the tile kernel's own 1 KB shared array: the entry index is one

@@ -1,5 +1,5 @@
-/* The round-to-nearest table LUT of tab_lut.h in 32-bit entries (issue 15 g8, the 8-bit
- * gradient kernels' CTA copy: quant_tile.cuh agoq_tile_table_pos<true>). A separate header so that
+/* The round-to-nearest table LUT of tab_lut.h in 32-bit entries (issue 15: the CTA copy of the
+ * q8 table encoder, quant_q8.cuh, AGOQ_TILE_OPT_LUT32). A separate header so that
  * the many users of tab_lut.h do not depend on it. */
 #ifndef AGOQ_TAB_LUT32_H
 #define AGOQ_TAB_LUT32_H

@@ -7,7 +7,7 @@
  * (fused_dev.cuh) on a shape with several tiles plus a tail and NaN/Inf in a few tiles (fast and
  * careful quantizer paths in one launch); the grid-stride loops (one CTA) and the general
  * kernels on fast shapes (AGOQ_FUSED_GRID_CAP / AGOQ_FUSED_NO_FAST), issue 15's A/B knobs
- * (AGOQ_F6, AGOQ_F8, AGOQ_F9, AGOQ_GELU_FWD_U, AGOQ_RMS_PF). Both sides produce NaN in
+ * (AGOQ_F6, AGOQ_F8, AGOQ_F9, AGOQ_GELU_FWD_U). Both sides produce NaN in
  * the same places but not the same NaN payload (x86 keeps the operand's, CUDA returns the
  * canonical one), so NaNs compare equal to NaNs. Run by `make test-cuda`. */
 #include <math.h>
@@ -348,14 +348,13 @@ TEST(cuda_fused_gelu_fwd_units) {
     CHECK_MSG(bad == 0, "%zu mismatches (AGOQ_GELU_FWD_U=4, 2 and 1, %zu fast configs each)", bad, configs);
 }
 
-/* The tenth session's L2 prefetch of the next row in the warp-per-row RMSNorm forward
- * (AGOQ_RMS_PF=1; plain and FP4 kernels, the other formats keep theirs): every fast quantizer
- * config on rows of 4096 with one CTA (8 warps, 37 rows: every warp prefetches, the last rows
- * do not), and rows of 1024 / 2048 beside the other paths. */
-TEST(cuda_fused_rms_prefetch) {
+/* The warp-per-row RMSNorm forward with one CTA (AGOQ_FUSED_GRID_CAP=1: 8 warps, 37 rows of
+ * 4096, so every warp loops over several rows) for every fast quantizer config, and rows of
+ * 2048 beside the other paths. (It tested the tenth session's AGOQ_RMS_PF row prefetch too,
+ * removed in the twelfth.) */
+TEST(cuda_fused_rms_warp_rows) {
     static const int blocks[] = {32, 64, 128, 256};
     size_t bad = 0, configs = 0;
-    setenv("AGOQ_RMS_PF", "1", 1);
     setenv("AGOQ_FUSED_GRID_CAP", "1", 1);
     for (size_t f = 0; f < sizeof kFastFmts / sizeof kFastFmts[0]; f++)
         for (size_t b = 0; b < 4; b++, configs++) {
@@ -364,9 +363,6 @@ TEST(cuda_fused_rms_prefetch) {
         }
     bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 11, 2048, 0);
     unsetenv("AGOQ_FUSED_GRID_CAP");
-    unsetenv("AGOQ_RMS_PF");
-    bad += run_env("AGOQ_RMS_PF", "1", 9, 1024, 0);
-    bad += run_env("AGOQ_RMS_PF", "1", 3, 4096, 1);
     CHECK_MSG(bad == 0, "%zu mismatches (%zu fast configs)", bad, configs);
 }
 
