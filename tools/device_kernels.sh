@@ -31,7 +31,10 @@
 # static-shape peer expect ~4-6 min (its compilation overlaps the tests), under the 600 s of one
 # device command; PEER_COMPILE_S bounds it.
 # Each part is guarded by a timeout and runs even when an earlier one failed (one device call:
-# the data still comes back); logs and results land in $OUT (default results/h200).
+# the data still comes back); logs and results land in $OUT (default results/h200). The device
+# tool brings back at most 8 files of a call's $OUT (the twelfth session lost kernels.json that
+# way): with TGZ=FILE the script ends by packing $OUT into that one archive, e.g.
+#   OUT=/tmp/r TGZ=$OUT/r.tgz tools/device_kernels.sh $AGOQ_B tests peer kernels fused
 # Environment: PEER_COMPILE_S, PEER_TIME_S (defaults 300, 150) bound the peer's compilation
 # (static shapes: 45 functions x 4 sizes, ~1.6 s each; 36 before the grad8 peers) and timing phases, PEER_MODES (default
 # static; static,dynamic times both and the runner keeps the faster) its torch.compile modes; T_TESTS,
@@ -126,4 +129,5 @@ for p in "$@"; do
   esac
 done
 echo "device_kernels: done at $(( $(date +%s) - start ))s, status $rc" | tee -a "$log"
+if [ -n "${TGZ:-}" ]; then tar czf "$TGZ" -C "$OUT" . || rc=1; fi
 exit $rc
