@@ -14,7 +14,8 @@
  * LUT issued before the first store (the loop above waits one L2 round trip per 256 entries: the
  * generic source may alias the shared copy), then the table (agoq_dev_load_table's copy, for the
  * careful path) and the LUT stores: the 8-byte entries, or with LUT32 (AGOQ_TILE_OPT_LUT32,
- * AGOQ_Q8_LUT32=1) the 32-bit ones of tab_lut32.h in the 11 KB array. All threads; then
+ * dyn8's default since the twelfth session, AGOQ_Q8_LUT32) the 32-bit ones of tab_lut32.h in the
+ * 11 KB array. All threads; then
  * __syncthreads(). */
 template <bool LUT32 = false>
 __device__ __forceinline__ void agoq_tile_stage_q8(agoq_smem_table *tab, const agoq_cuda_qparams &p) {
