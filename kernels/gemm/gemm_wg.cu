@@ -47,8 +47,8 @@
  * A fourth stage for the bf16 kernels with a plain epilogue (the default; AGOQ_WG_STAGES=3|4
  * forces one ring for every GEMM, gemm_wg_launch.cuh): room made by staging C a consumer
  * warpgroup's 64 rows at a time (a hand-off per warpgroup: BAR_*1). Behind a benchmark knob (off
- * by default): AGOQ_WG_TILE_N=128|auto, 128 x 128 tiles (wgmma m64n128k16; template argument TN)
- * against partly empty last waves. The epilogue warps' functions and their variants
+ * by default): AGOQ_WG_TILE_N=128|192|auto, 128 x 128 or 128 x 192 tiles (wgmma m64n128k16 /
+ * m64n192k16; template argument TN) against partly empty last waves. The epilogue warps' functions and their variants
  * (AGOQ_WG_EPI_ROWS: 4 rows a warp iteration by default, 8 for the general formats' row tiles;
  * AGOQ_WG_EPI_GEN: those row tiles, by default; AGOQ_WG_BULK, off): gemm_wg_epi.cuh.
  * AGOQ_WG_CLUSTER=2 (template argument CL; default 1, the kernels as before): the 4-stage kernels
@@ -94,14 +94,15 @@ constexpr int BAR_FULL1 = 7, BAR_EMPTY1 = 8, BAR_HALF = 128 + EPI_THREADS;
 /* Dynamic shared memory of the bf16 kernels: the ring, the staging tile (+ slack to align the
  * ring to 1024). ST = 4 (196 KB of ring) leaves room for half a staging tile only, and no static
  * table (the host keeps table encoders on 3 stages): 231,424 B + ~100 B static <= 227 KB. */
-/* TN: the tile's width, BN or (AGOQ_WG_TILE_N=128, gemm_wg_launch.cuh) 128; a stage, a staged row (bf16). */
+/* TN: the tile's width, BN or (AGOQ_WG_TILE_N=128|192, gemm_wg_launch.cuh) 128 or 192; a stage, a staged row (bf16). */
 template <int TN>
 __host__ __device__ constexpr int stage_bytes() { return A_BYTES + TN * BK * 2; }
 template <int TN>
-__host__ __device__ constexpr int c_stride() { return TN + 8; } /* rows 4 banks apart for either width */
+__host__ __device__ constexpr int c_stride() { return TN + 8; } /* rows 4 banks apart for each width */
 template <int ST, int TN = BN>
 constexpr int smem_bytes() { return ST * stage_bytes<TN>() + (ST == 4 ? HALF_ROWS : BM) * c_stride<TN>() * 2 + 1024; }
 static_assert(smem_bytes<4>() + 128 <= 232448, "4-stage ring + half staging tile exceed 227 KB");
+static_assert(smem_bytes<STAGES, 192>() + 1024 <= 232448, "192-wide tiles: ring + staging tile exceed 227 KB");
 /* Stored-A prologue: a stage holds A's codes (128 rows x 64 codes of <= 8 bits) instead of its
  * bf16 tile, and each consumer decodes its 64 rows into one of two bf16 tiles of its own. */
 constexpr int CODE_BYTES = BM * BK;                 /* 8-bit codes; 4-bit use half */
@@ -211,7 +212,8 @@ struct tile_walk {
 #include "kernels/gemm/gemm_wg_dqp.cuh"
 
 /* ST: stages of the ring, 3 or 4 (4: bf16 A only, no table encoder, C staged in halves).
- * TN: the tile's width, BN or 128 (bf16 A, general epilogue quantizer, 3 stages).
+ * TN: the tile's width, BN, 128 (bf16 A, general epilogue quantizer, 3 stages) or 192 (bf16 A, no
+ * quantized copy: a block of 128 would straddle two tiles; 3 or 4 stages).
  * ER, BULK: the epilogue's AGOQ_WG_EPI_ROWS and AGOQ_WG_BULK; GQ: the general formats' copy
  * through the row tiles (AGOQ_WG_EPI_GEN=rows; gemm_wg_epi.cuh). */
 template <int TA, int TB, bool QOUT, int DQ, bool FASTQ, int ST = STAGES, int TN = BN, int ER = 1, bool BULK = false,
@@ -222,7 +224,8 @@ __global__ void __launch_bounds__(THREADS, 1)
     constexpr bool DEQA = DQ != 0; /* A from its stored codes: 1 decoded in shared memory, 2-3 in registers,
                                     * 4 by the epilogue warps (gemm_wg_dqp.cuh) */
     static_assert(ST == STAGES || (ST == 4 && !DEQA), "4 stages: the bf16 kernels only");
-    static_assert(TN == BN || (TN == 128 && !DEQA && !FASTQ && ST == STAGES), "128-wide tiles: bf16 A, 3 stages");
+    static_assert(TN == BN || (TN == 128 && !DEQA && !FASTQ && ST == STAGES) || (TN == 192 && !DEQA && !QOUT),
+                  "128-wide tiles: bf16 A, 3 stages; 192-wide: bf16 A, no quantized copy");
     static_assert((ER == 1 && !BULK && !GQ) || (ST == STAGES && TN == BN && !DEQA), "epilogue variants: 3 stages, 256 wide");
     static_assert(!GQ || (QOUT && !FASTQ && !BULK), "the general row-tile copy: no fast FP4, no bulk copies");
     static_assert(CL == 1 || (CL == 2 && !DEQA && !BULK), "clusters of 2: the bf16 kernels, no bulk residual");
@@ -385,6 +388,7 @@ __global__ void __launch_bounds__(THREADS, 1)
                     const uint64_t da = TA ? sdesc(a + kk * 2048, p.mn_lbo, p.mn_sbo) : sdesc(a + kk * 32, 16, 1024);
                     const uint64_t db = TB ? sdesc(b + kk * 2048, p.mn_lbo, p.mn_sbo) : sdesc(b + kk * 32, 16, 1024);
                     if constexpr (TN == 256) wgmma_256<TA, TB>(d, da, db);
+                    else if constexpr (TN == 192) wgmma_192<TA, TB>(d, da, db);
                     else wgmma_128<TA, TB>(d, da, db);
                 }
                 wg_commit();

@@ -172,7 +172,7 @@ __device__ __forceinline__ void store_rows(const wg_params &p, const agoq_smem_t
     if constexpr (!FASTQ && !GQ && !STC) return;
     constexpr int CS = c_stride<TN>(); /* bf16 per staged row */
     const int col = n0 + 8 * lane, nr = rows_in(p, m0, rows);
-    const bool mine = 8 * lane < TN; /* TN = 128: lanes 16-31 have no columns */
+    const bool mine = 8 * lane < TN; /* TN = 128 / 192: lanes 16-31 / 24-31 have no columns */
     const agoq_cuda_qtensor qt = fz_qt(p.cq, (size_t)p.m * (size_t)p.n);
     for (int r0 = ew * ER; r0 < nr; r0 += EPI_WARPS * ER) { /* warp-uniform */
         uint4 h[ER];

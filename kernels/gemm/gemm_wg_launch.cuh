@@ -148,18 +148,25 @@ void launch_gen(int er, const wg_launch &l) {
     else launch<0, 0, true, 0, false, STAGES, BN, 4, false, true>(l);
 }
 /* Width of the bf16 kernels' tile: BN (256); AGOQ_WG_TILE_N=128 a 128-wide tile (3 stages, the
- * general epilogue quantizer; a benchmark knob, the tests cover both); AGOQ_WG_TILE_N=auto 128
- * where it fills the last wave of persistent CTAs better by > 10% of a wave and the fast FP4
+ * general epilogue quantizer; a benchmark knob, the tests cover both); AGOQ_WG_TILE_N=192 a
+ * 192-wide one (m64n192k16; GEMMs without a quantized copy, whose blocks of 128 would straddle
+ * two tiles; 3 or 4 stages as for BN); AGOQ_WG_TILE_N=auto the narrower tile that fills the
+ * persistent CTAs' waves better than BN by > 10% of a wave (192 before 128), where the fast FP4
  * epilogue does not apply. 128 needs the fused copy's block to divide 128 (else BN). */
+static double wave_fill(long tiles) { /* busy share of the persistent CTAs' waves */
+    const long nsm = num_sms();
+    return (double)tiles / (double)(((tiles + nsm - 1) / nsm) * nsm);
+}
 int tile_n(const agoq_wg_args *g, int knob, bool fast) {
     if (knob == BN) return BN;
+    if (knob == 192) return g->q ? BN : 192;
     if (g->q && 128 % g->q->p.block) return BN;
     if (knob == 128) return 128;
     if (fast) return BN;
-    const long nsm = num_sms(), t2 = num_tiles(g->m, g->n, BN), t1 = num_tiles(g->m, g->n, 128);
-    const double fill2 = (double)t2 / (double)(((t2 + nsm - 1) / nsm) * nsm), /* busy share of the waves */
-        fill1 = (double)t1 / (double)(((t1 + nsm - 1) / nsm) * nsm);
-    return fill1 > fill2 + 0.1 ? 128 : BN;
+    const double f256 = wave_fill(num_tiles(g->m, g->n, BN)), f192 = wave_fill(num_tiles(g->m, g->n, 192)),
+                 f128 = wave_fill(num_tiles(g->m, g->n, 128));
+    if (!g->q && f192 > f256 + 0.1 && f192 >= f128) return 192;
+    return f128 > f256 + 0.1 ? 128 : BN;
 }
 /* Stages of the bf16 kernels' ring (AGOQ_WG_STAGES): by epilogue (the default: 4 for a plain
  * epilogue, 3 with a residual or a quantized copy), or 3 or 4 for every GEMM; table encoders
@@ -209,7 +216,9 @@ extern "C" int agoq_wg_gemm(const agoq_wg_args *g, void *stream) {
     l.p = {g->m, g->n, g->k, g->r, g->c, g->q ? g->q->p : agoq_cuda_qparams{}, g->cq, lbo, sbo,
            agoq_cuda_qparams{}, agoq_dqt{}, kn.group_m};
     const int er = kn.epi_rows;
-    if (tn == 128 && g->q) launch_t<true, STAGES, 128>(g->a_mn, g->b_mn, l);
+    if (tn == 192 && st4) launch_t<false, 4, 192>(g->a_mn, g->b_mn, l);
+    else if (tn == 192) launch_t<false, STAGES, 192>(g->a_mn, g->b_mn, l);
+    else if (tn == 128 && g->q) launch_t<true, STAGES, 128>(g->a_mn, g->b_mn, l);
     else if (tn == 128) launch_t<false, STAGES, 128>(g->a_mn, g->b_mn, l);
     else if (fast && st4) launch<0, 0, true, 0, true, 4>(l);
     else if (fast) launch_epi<true>(er ? er : 4, bk, l);

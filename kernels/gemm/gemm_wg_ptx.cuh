@@ -1,7 +1,7 @@
 /* PTX helpers of the Hopper GEMM (gemm_wg.cu): mbarriers, TMA tile loads, 16-byte cp.async,
  * 1-D bulk copies (the epilogue's AGOQ_WG_BULK), cluster multicast, remote arrivals and cluster
  * barriers (AGOQ_WG_CLUSTER=2), named barriers and the wgmma m64n256k16 /
- * m64n128k16 bf16 instructions with their shared-memory descriptor.
+ * m64n192k16 / m64n128k16 bf16 instructions with their shared-memory descriptor.
  * Only gemm_wg.cu includes it; the wgmma / setmaxnreg parts need sm_90a. */
 #ifndef AGOQ_GEMM_WG_PTX_CUH
 #define AGOQ_GEMM_WG_PTX_CUH
@@ -127,7 +127,7 @@ __device__ __forceinline__ void acc_fence(float (&d)[N]) {
 #pragma unroll
     for (int i = 0; i < N; i++) asm volatile("" : "+f"(d[i])::"memory");
 }
-/* The fp32 accumulator registers of an m64n128 (64) and an m64n256 (128) wgmma: their operand
+/* The fp32 accumulator registers of an m64n128 (64), m64n192 (96) and m64n256 (128) wgmma: their operand
  * numbers %0.. in the instruction string and the matching read-write operand list (the array d
  * of each caller). */
 #define AGOQ_WG_ACC64_REGS \
@@ -139,11 +139,12 @@ __device__ __forceinline__ void acc_fence(float (&d)[N]) {
     "%40, %41, %42, %43, %44, %45, %46, %47," \
     "%48, %49, %50, %51, %52, %53, %54, %55," \
     "%56, %57, %58, %59, %60, %61, %62, %63"
-#define AGOQ_WG_ACC_REGS AGOQ_WG_ACC64_REGS "," \
+#define AGOQ_WG_ACC96_REGS AGOQ_WG_ACC64_REGS "," \
     "%64, %65, %66, %67, %68, %69, %70, %71," \
     "%72, %73, %74, %75, %76, %77, %78, %79," \
     "%80, %81, %82, %83, %84, %85, %86, %87," \
-    "%88, %89, %90, %91, %92, %93, %94, %95," \
+    "%88, %89, %90, %91, %92, %93, %94, %95"
+#define AGOQ_WG_ACC_REGS AGOQ_WG_ACC96_REGS "," \
     "%96, %97, %98, %99, %100, %101, %102, %103," \
     "%104, %105, %106, %107, %108, %109, %110, %111," \
     "%112, %113, %114, %115, %116, %117, %118, %119," \
@@ -152,8 +153,8 @@ __device__ __forceinline__ void acc_fence(float (&d)[N]) {
 #define AGOQ_WG_ACC4(d, i) "+f"(d[(i)]), "+f"(d[(i) + 1]), "+f"(d[(i) + 2]), "+f"(d[(i) + 3])
 #define AGOQ_WG_ACC16(d, i) AGOQ_WG_ACC4(d, i), AGOQ_WG_ACC4(d, (i) + 4), AGOQ_WG_ACC4(d, (i) + 8), AGOQ_WG_ACC4(d, (i) + 12)
 #define AGOQ_WG_ACC64_OPERANDS(d) AGOQ_WG_ACC16(d, 0), AGOQ_WG_ACC16(d, 16), AGOQ_WG_ACC16(d, 32), AGOQ_WG_ACC16(d, 48)
-#define AGOQ_WG_ACC_OPERANDS(d) \
-    AGOQ_WG_ACC64_OPERANDS(d), AGOQ_WG_ACC16(d, 64), AGOQ_WG_ACC16(d, 80), AGOQ_WG_ACC16(d, 96), AGOQ_WG_ACC16(d, 112)
+#define AGOQ_WG_ACC96_OPERANDS(d) AGOQ_WG_ACC64_OPERANDS(d), AGOQ_WG_ACC16(d, 64), AGOQ_WG_ACC16(d, 80)
+#define AGOQ_WG_ACC_OPERANDS(d) AGOQ_WG_ACC96_OPERANDS(d), AGOQ_WG_ACC16(d, 96), AGOQ_WG_ACC16(d, 112)
 
 /* d[64 x 256 fragment] += A(64 x 16) B(16 x 256); TA / TB: the operand is MN-major in shared memory. */
 template <int TA, int TB>
@@ -178,6 +179,19 @@ __device__ __forceinline__ void wgmma_128(float (&d)[64], uint64_t da, uint64_t 
                  "}, %64, %65, p, 1, 1, %66, %67;\n"
                  "}\n"
                  : AGOQ_WG_ACC64_OPERANDS(d)
+                 : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1));
+}
+
+/* d[64 x 192 fragment] += A(64 x 16) B(16 x 192): the 192-wide tile (AGOQ_WG_TILE_N=192). */
+template <int TA, int TB>
+__device__ __forceinline__ void wgmma_192(float (&d)[96], uint64_t da, uint64_t db) {
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %100, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 {" AGOQ_WG_ACC96_REGS
+                 "}, %96, %97, p, 1, 1, %98, %99;\n"
+                 "}\n"
+                 : AGOQ_WG_ACC96_OPERANDS(d)
                  : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1));
 }
 
