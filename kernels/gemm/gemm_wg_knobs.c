@@ -15,7 +15,7 @@ agoq_wg_knobs agoq_wg_knobs_read(void) {
     agoq_wg_knobs k = {
         .grid_cap = agoq_knob_int("AGOQ_WG_GRID_CAP", 0, 0, INT_MAX),
         .one_tile = agoq_knob_int("AGOQ_WG_ONE_TILE", 0, 0, 1),
-        .tile_n = tile_n_v[agoq_knob_choice("AGOQ_WG_TILE_N", 0, tile_n)],
+        .tile_n = tile_n_v[agoq_knob_choice("AGOQ_WG_TILE_N", 3, tile_n)],
         .stages = stages_v[agoq_knob_choice("AGOQ_WG_STAGES", 0, stages)],
         .epi_rows = er < 0 ? 0 : epi_rows_v[er],
         .bulk = agoq_knob_int("AGOQ_WG_BULK", 0, 0, 1),

@@ -147,26 +147,26 @@ void launch_gen(int er, const wg_launch &l) {
     if (er == 8) launch<0, 0, true, 0, false, STAGES, BN, 8, false, true>(l);
     else launch<0, 0, true, 0, false, STAGES, BN, 4, false, true>(l);
 }
-/* Width of the bf16 kernels' tile: BN (256); AGOQ_WG_TILE_N=128 a 128-wide tile (3 stages, the
- * general epilogue quantizer; a benchmark knob, the tests cover both); AGOQ_WG_TILE_N=192 a
- * 192-wide one (m64n192k16; GEMMs without a quantized copy, whose blocks of 128 would straddle
- * two tiles; 3 or 4 stages as for BN); AGOQ_WG_TILE_N=auto the narrower tile that fills the
- * persistent CTAs' waves better than BN by > 10% of a wave (192 before 128), where the fast FP4
- * epilogue does not apply. 128 needs the fused copy's block to divide 128 (else BN). */
+/* Width of the bf16 kernels' tile (AGOQ_WG_TILE_N): auto, the default since the twelfth session:
+ * 192 (m64n192k16; 3 or 4 stages as for BN) for a GEMM without a quantized copy (whose blocks of
+ * 128 would straddle two 192-wide tiles) where its tiles fill the persistent CTAs' waves better
+ * than BN's by more than 10% of a wave, else BN (256). Measured on the H200 at 9b97292
+ * (experiments/gemm_wg.json, two rounds, results/h200/logs/s12_callE_9b97292/): of the 66 plain
+ * points auto changes one, 7B TP=8 QKV at 4096 tokens (192 tiles of 256 fill 73% of two waves,
+ * 256 of 192 97%): 0.71 -> 0.88 of cuBLASLt; 192 everywhere: median 0.94 -> 0.88 (the narrower
+ * tile moves more A per flop). 256, 192 and 128 force a width (128: 3 stages, the general
+ * epilogue quantizer, a block dividing 128, else BN; 192: BN for a quantized copy). The earlier
+ * auto's 128-wide tiles lost their A/B (fb7cc8a: 0.43-0.79x of cuBLASLt). */
 static double wave_fill(long tiles) { /* busy share of the persistent CTAs' waves */
     const long nsm = num_sms();
     return (double)tiles / (double)(((tiles + nsm - 1) / nsm) * nsm);
 }
-int tile_n(const agoq_wg_args *g, int knob, bool fast) {
+int tile_n(const agoq_wg_args *g, int knob) {
     if (knob == BN) return BN;
     if (knob == 192) return g->q ? BN : 192;
-    if (g->q && 128 % g->q->p.block) return BN;
-    if (knob == 128) return 128;
-    if (fast) return BN;
-    const double f256 = wave_fill(num_tiles(g->m, g->n, BN)), f192 = wave_fill(num_tiles(g->m, g->n, 192)),
-                 f128 = wave_fill(num_tiles(g->m, g->n, 128));
-    if (!g->q && f192 > f256 + 0.1 && f192 >= f128) return 192;
-    return f128 > f256 + 0.1 ? 128 : BN;
+    if (knob == 128) return g->q && 128 % g->q->p.block ? BN : 128;
+    if (g->q) return BN;
+    return wave_fill(num_tiles(g->m, g->n, 192)) > wave_fill(num_tiles(g->m, g->n, BN)) + 0.1 ? 192 : BN;
 }
 /* Stages of the bf16 kernels' ring (AGOQ_WG_STAGES): by epilogue (the default: 4 for a plain
  * epilogue, 3 with a residual or a quantized copy), or 3 or 4 for every GEMM; table encoders
@@ -196,7 +196,7 @@ extern "C" int agoq_wg_gemm(const agoq_wg_args *g, void *stream) {
      * every format through the general per-block path (the tests cover both) */
     bool fast = g->q && kn.fast_epi && !g->a_mn && !g->b_mn && g->q->c.fmt == AGOQ_FMT_FP4_E2M1 &&
                 g->q->p.block == 128 && g->q->p.enc == AGOQ_ENC_FP4 && !g->q->p.stochastic && g->n % 256 == 0;
-    const int tn = tile_n(g, kn.tile_n, fast);
+    const int tn = tile_n(g, kn.tile_n);
     if (tn != BN) fast = false; /* the fast encoder takes rows of 256 */
     /* the general formats' row-tile copy (AGOQ_WG_EPI_GEN) */
     const bool gen = g->q && !fast && tn == BN && kn.fast_epi && !g->a_mn && !g->b_mn && g->q->p.block == 128 &&

@@ -34,7 +34,7 @@ TEST(gemm_wg_knobs_defaults_and_accepted_values) {
     char *saved[NKNOBS];
     save_clear(saved);
     agoq_wg_knobs k = agoq_wg_knobs_read();
-    const int defaults_ok = k.grid_cap == 0 && k.one_tile == 0 && k.tile_n == 256 && k.stages == 0 && k.epi_rows == 0 &&
+    const int defaults_ok = k.grid_cap == 0 && k.one_tile == 0 && k.tile_n == 0 && k.stages == 0 && k.epi_rows == 0 &&
                             k.bulk == 0 && k.gen_rows == 1 && k.group_m == 8 && k.fast_epi == 1 && k.mn_swap == 0 &&
                             k.deq_smem == 0 && k.deq_producer == 0 && k.cluster == 1;
     /* each accepted value, alone: the field it sets */

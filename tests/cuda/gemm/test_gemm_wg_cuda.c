@@ -12,7 +12,7 @@
  *  - AGOQ_WG_CLUSTER=2 (clusters of two CTAs, B multicast) bit-exact against the default;
  *  - the knob variants against the default: AGOQ_WG_STAGES=4 (C staged a consumer warpgroup's
  *    half at a time), AGOQ_WG_EPI_ROWS=1|4 / AGOQ_WG_BULK=1 (the epilogue variants) bit-exact,
- *    AGOQ_WG_TILE_N=128 / 192 / auto (narrower tiles) within one ulp, the fused copy bit-exact against
+ *    AGOQ_WG_TILE_N=128 / 192 / 256 within one ulp of the default (auto), the fused copy bit-exact against
  *    the reference on each variant's C; invalid settings fall back.
  * Every test above also runs whatever AGOQ_WG_STAGES / AGOQ_WG_TILE_N / AGOQ_WG_CLUSTER the environment sets.
  * Error bound (each entry): |c - ref| <= 2^-8 |ref| + K 2^-23 sum|a||b|: the first term is the
@@ -221,7 +221,7 @@ TEST(cuda_wg_gemm_prologue_dequant_bit_exact) {
     static const int shapes[][3] = {{200, 384, 256}, {256, 512, 1024}};
     /* the plain reference on the prologue's own tile width (AGOQ_WG_TILE_N leaves deqa at 256) */
     char *tile_n = getenv("AGOQ_WG_TILE_N") ? strdup(getenv("AGOQ_WG_TILE_N")) : NULL;
-    unsetenv("AGOQ_WG_TILE_N");
+    setenv("AGOQ_WG_TILE_N", "256", 1);
     for (size_t si = 0; si < 2; si++) {
         const int m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
         if (si) setenv("AGOQ_WG_GRID_CAP", "2", 1);
@@ -278,6 +278,7 @@ TEST(cuda_wg_gemm_prologue_dequant_bit_exact) {
     }
     unsetenv("AGOQ_WG_GRID_CAP");
     if (tile_n) setenv("AGOQ_WG_TILE_N", tile_n, 1);
+    else unsetenv("AGOQ_WG_TILE_N");
     free(tile_n);
 }
 
@@ -329,20 +330,21 @@ static void run_knob(const char *knob, const char *val, const agoq_wg_args *g, c
  * residual and the fused copy (FP4/128: the fast tile encoder by default; INT4/32; NF4/64, whose
  * table encoder stays on 3 stages), half the cases on a grid of 2 CTAs (several tiles a CTA):
  * AGOQ_WG_STAGES=4 and =3 bit-exact against the default (4 stages for a plain epilogue, 3 with
- * a residual or copy: the same wgmma in the same k order); AGOQ_WG_TILE_N=128 / 192 / auto
- * (m64n128 / m64n192 wgmma; 192 only without a quantized copy, the default tile otherwise) within
- * one bf16 ulp of it, entry by entry (the sums run in the same order; a difference is reported); AGOQ_WG_EPI_ROWS=1, =4 and =8 (defaults: 4, and 8 for the general row
+ * a residual or copy: the same wgmma in the same k order); AGOQ_WG_TILE_N=128 / 192 / 256
+ * (m64n128 / m64n192 / m64n256 wgmma; 192 only without a quantized copy, 256 otherwise) within
+ * one bf16 ulp of the default (auto: 192 or 256 by the wave fill), entry by entry (the sums run
+ * in the same order; a difference is reported); AGOQ_WG_EPI_ROWS=1, =4 and =8 (defaults: 4, and 8 for the general row
  * tiles), AGOQ_WG_BULK=1 with 1 and 8, AGOQ_WG_EPI_GEN=blocks and =rows (the default),
  * AGOQ_WG_FAST_EPI=0, AGOQ_WG_CLUSTER=2 bit-exact (C, codes and
  * scales; the forward cases' plain, residual and quantized copies); AGOQ_WG_STAGES=auto and
- * AGOQ_WG_TILE_N=256 (the defaults spelled out) bit-exact. An invalid setting exits after one
+ * AGOQ_WG_TILE_N=auto (the defaults spelled out) bit-exact. An invalid setting exits after one
  * line (core/knob.h; tested on the host by tests/gemm/test_gemm_wg_knobs.c). */
 TEST(cuda_wg_gemm_knob_variants_match_default) {
     /* with2: a second knob set to "1" for the run (AGOQ_WG_EPI_ROWS=1 with AGOQ_WG_BULK=1) */
     static const struct { const char *knob, *val; int exact; const char *with2; } vars[] = {
         {"AGOQ_WG_STAGES", "4", 1, NULL}, {"AGOQ_WG_STAGES", "3", 1, NULL}, {"AGOQ_WG_STAGES", "auto", 1, NULL},
-        {"AGOQ_WG_TILE_N", "128", 0, NULL}, {"AGOQ_WG_TILE_N", "192", 0, NULL}, {"AGOQ_WG_TILE_N", "auto", 0, NULL},
-        {"AGOQ_WG_TILE_N", "256", 1, NULL},
+        {"AGOQ_WG_TILE_N", "128", 0, NULL}, {"AGOQ_WG_TILE_N", "192", 0, NULL}, {"AGOQ_WG_TILE_N", "256", 0, NULL},
+        {"AGOQ_WG_TILE_N", "auto", 1, NULL},
         {"AGOQ_WG_EPI_ROWS", "1", 1, NULL}, {"AGOQ_WG_EPI_ROWS", "4", 1, NULL},
         {"AGOQ_WG_BULK", "1", 1, NULL}, {"AGOQ_WG_EPI_ROWS", "1", 1, "AGOQ_WG_BULK"},
         {"AGOQ_WG_EPI_ROWS", "8", 1, NULL}, {"AGOQ_WG_EPI_ROWS", "8", 1, "AGOQ_WG_BULK"},
@@ -446,12 +448,15 @@ TEST(cuda_wg_gemm_cluster_matches_default) {
         {OP_DGRAD, 520, 264, 776},  {OP_DGRAD, 200, 136, 328},  {OP_WGRAD, 200, 264, 456}, {OP_WGRAD, 1024, 1160, 384},
     };
     static const char *caps[] = {NULL, "2", "5"};
-    const char *names[3] = {"AGOQ_WG_STAGES", "AGOQ_WG_GRID_CAP", "AGOQ_WG_CLUSTER"}; /* restored at the end */
-    char *saved[3];
-    for (int i = 0; i < 3; i++) {
+    /* restored at the end; the 256-wide tile that clusters take (auto would run 1032 x 1544 on
+     * 192-wide tiles, without clusters, on both sides) */
+    const char *names[4] = {"AGOQ_WG_STAGES", "AGOQ_WG_GRID_CAP", "AGOQ_WG_CLUSTER", "AGOQ_WG_TILE_N"};
+    char *saved[4];
+    for (int i = 0; i < 4; i++) {
         saved[i] = getenv(names[i]) ? strdup(getenv(names[i])) : NULL;
         unsetenv(names[i]);
     }
+    setenv("AGOQ_WG_TILE_N", "256", 1);
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         agoq_wg_args g = {0};
         uint16_t *dr = wg_operands(cases[ci], 61 + ci, &g);
@@ -483,7 +488,7 @@ TEST(cuda_wg_gemm_cluster_matches_default) {
                cases[ci].M, cases[ci].N, cases[ci].K, g.m, g.n, (g.m + 127) / 128);
         wg_operands_free(&g, dr);
     }
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         if (saved[i]) setenv(names[i], saved[i], 1);
         else unsetenv(names[i]);
         free(saved[i]);
