@@ -156,44 +156,25 @@ __device__ __forceinline__ void acc_fence(float (&d)[N]) {
 #define AGOQ_WG_ACC96_OPERANDS(d) AGOQ_WG_ACC64_OPERANDS(d), AGOQ_WG_ACC16(d, 64), AGOQ_WG_ACC16(d, 80)
 #define AGOQ_WG_ACC_OPERANDS(d) AGOQ_WG_ACC96_OPERANDS(d), AGOQ_WG_ACC16(d, 96), AGOQ_WG_ACC16(d, 112)
 
-/* d[64 x 256 fragment] += A(64 x 16) B(16 x 256); TA / TB: the operand is MN-major in shared memory. */
-template <int TA, int TB>
-__device__ __forceinline__ void wgmma_256(float (&d)[128], uint64_t da, uint64_t db) {
-    asm volatile("{\n"
-                 ".reg .pred p;\n"
-                 "setp.ne.b32 p, %132, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {" AGOQ_WG_ACC_REGS
-                 "}, %128, %129, p, 1, 1, %130, %131;\n"
-                 "}\n"
-                 : AGOQ_WG_ACC_OPERANDS(d)
-                 : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1));
-}
-
-/* d[64 x 128 fragment] += A(64 x 16) B(16 x 128): the 128-wide tile (AGOQ_WG_TILE_N=128). */
-template <int TA, int TB>
-__device__ __forceinline__ void wgmma_128(float (&d)[64], uint64_t da, uint64_t db) {
-    asm volatile("{\n"
-                 ".reg .pred p;\n"
-                 "setp.ne.b32 p, %68, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" AGOQ_WG_ACC64_REGS
-                 "}, %64, %65, p, 1, 1, %66, %67;\n"
-                 "}\n"
-                 : AGOQ_WG_ACC64_OPERANDS(d)
-                 : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1));
-}
-
-/* d[64 x 192 fragment] += A(64 x 16) B(16 x 192): the 192-wide tile (AGOQ_WG_TILE_N=192). */
-template <int TA, int TB>
-__device__ __forceinline__ void wgmma_192(float (&d)[96], uint64_t da, uint64_t db) {
-    asm volatile("{\n"
-                 ".reg .pred p;\n"
-                 "setp.ne.b32 p, %100, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 {" AGOQ_WG_ACC96_REGS
-                 "}, %96, %97, p, 1, 1, %98, %99;\n"
-                 "}\n"
-                 : AGOQ_WG_ACC96_OPERANDS(d)
-                 : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1));
-}
+/* wgmma_N: d[64 x N fragment] += A(64 x 16) B(16 x N), N = 256, 192 (AGOQ_WG_TILE_N=192) or 128
+ * (AGOQ_WG_TILE_N=128); TA / TB: the operand is MN-major in shared memory. In the instruction
+ * string the NACC accumulators are %0 .., the descriptors %A and %B, the MN-major flags %TAI and
+ * %TBI, and %P the scale-d source (1: accumulate). */
+#define AGOQ_WG_DEFINE_WGMMA(N, NACC, REGS, OPERANDS, A, B, TAI, TBI, P)                           \
+    template <int TA, int TB>                                                                      \
+    __device__ __forceinline__ void wgmma_##N(float (&d)[NACC], uint64_t da, uint64_t db) {        \
+        asm volatile("{\n"                                                                         \
+                     ".reg .pred p;\n"                                                             \
+                     "setp.ne.b32 p, %" #P ", 0;\n"                                                \
+                     "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16 {" REGS             \
+                     "}, %" #A ", %" #B ", p, 1, 1, %" #TAI ", %" #TBI ";\n"                       \
+                     "}\n"                                                                         \
+                     : OPERANDS(d)                                                                 \
+                     : "l"(da), "l"(db), "n"(TA), "n"(TB), "r"(1));                                \
+    }
+AGOQ_WG_DEFINE_WGMMA(256, 128, AGOQ_WG_ACC_REGS, AGOQ_WG_ACC_OPERANDS, 128, 129, 130, 131, 132)
+AGOQ_WG_DEFINE_WGMMA(192, 96, AGOQ_WG_ACC96_REGS, AGOQ_WG_ACC96_OPERANDS, 96, 97, 98, 99, 100)
+AGOQ_WG_DEFINE_WGMMA(128, 64, AGOQ_WG_ACC64_REGS, AGOQ_WG_ACC64_OPERANDS, 64, 65, 66, 67, 68)
 
 /* ---- 16-byte asynchronous copies (the residual tile) and named barriers ---- */
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void *src) {
