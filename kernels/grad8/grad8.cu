@@ -102,7 +102,7 @@ struct tile_accumulate {
         for (int j = 0; j < U; j++) {
             float s, m;
             sc.get(j, lane, s, m);
-            if constexpr (kVrep != 0 && kVec == 8) agoq_tile_decode_vrep8<kVrep != 0 ? kVrep : AGOQ_VREP>(c[j], s, lane, v[j]);
+            if constexpr (kVrep != 0 && kVec == 8) agoq_tile_decode_vrep8(c[j], s, lane, v[j]);
             else agoq_tile_decode<DEC, 8, kVec>(p, t, c[j], s, m, v[j]);
 #pragma unroll
             for (int e = 0; e < kVec; e++) v[j][e] = v[j][e] + x[j][e];
@@ -182,7 +182,7 @@ struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTA
                 for (int j = 0; j < RED_U; j++) {
                     float s, m, d[8];
                     sc[i].get(j, lane, s, m);
-                    if constexpr (kVrep != 0) agoq_tile_decode_vrep8<kVrep != 0 ? kVrep : AGOQ_VREP>(c[i][j], s, lane, d);
+                    if constexpr (kVrep != 0) agoq_tile_decode_vrep8(c[i][j], s, lane, d);
                     else agoq_tile_decode<DEC, 8, 8>(p, t, c[i][j], s, m, d);
 #pragma unroll
                     for (int e = 0; e < 8; e++) {

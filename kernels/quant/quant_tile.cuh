@@ -422,8 +422,9 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS_OPT(ENC
     using G = agoq_tile_geom<LOG2B, E, Src::kU>;
     __shared__ agoq_smem_table tab;
     constexpr int kVrep = agoq_src_vrep<Src>::value; /* replicas of the value table, 0: none */
+    static_assert(kVrep == 0 || kVrep == AGOQ_VREP, "the replicated value table has AGOQ_VREP replicas");
     if constexpr (kVrep != 0) { /* Src::kTable: synchronised below */
-        float *vrep = agoq_tile_vrep<kVrep != 0 ? kVrep : AGOQ_VREP>();
+        float *vrep = agoq_tile_vrep();
         for (int i = (int)threadIdx.x; i < 256 * kVrep; i += (int)blockDim.x) vrep[i] = p.table->value[i / kVrep];
     }
     constexpr bool kGrid = ENC == AGOQ_ENC_TABLE && (OPT & AGOQ_TILE_OPT_GRID) != 0;
