@@ -139,17 +139,34 @@ __device__ __forceinline__ void red_prefetch_batch(const chunk_view (&in)[NC], i
     }
 }
 
+/* red_prefetch_batch's lines for AGOQ_RED_LD in one warp instruction (rb = RB <= 4, block and
+ * scale size at compile time): lanes 0..4 rb - 1 the 4 lines of chunk r0 + lane / 4's codes,
+ * lanes 16..16 + rb - 1 the line of chunk r0 + (lane & 7)'s scales, 24..24 + rb - 1 its zero points. */
+template <int LOG2B, int ESZ, int RB, size_t NC>
+__device__ __forceinline__ void red_prefetch_ld(const chunk_view (&in)[NC], int nin, int r0, size_t e_tile, int lane) {
+    static_assert(RB <= 4, "16 lanes of code lines");
+    const bool codes = lane < 16;
+    const int k = codes ? lane >> 2 : lane & 7, r = r0 + k;
+    if (k < RB && r < nin) {
+        const int plane = codes ? 0 : lane < 24 ? 1 : 2; /* chunk_view: codes, scales, zeros */
+        const uint8_t *base = reinterpret_cast<const uint8_t *const *>(&in[r])[plane];
+        const size_t off = codes ? e_tile + (size_t)(lane & 3) * 128 : (e_tile >> LOG2B) * ESZ;
+        if (base) agoq_prefetch_l2(base + off);
+    }
+}
+
 /* RB (chunks loaded per batch): 4 for asymmetric codes with agoq_tile_scales, whose scales and
  * zero points of 8 chunks spilled at the 80-register bound (124-byte spill stores per thread:
  * int8_asym 0.44 of copy, 0.68 with 4); dyn8 measured alike at 4 and 8 (0.505,
  * results/h200/logs/q5_ab_s5.log). The eighth session's 8 asymmetric chunks a batch with one
  * register of scale or zero point per chunk at 2 CTAs per SM (AGOQ_G8 bit 2) measured slower
  * (0.70 -> 0.57, logs/s8_callB_ca17d3f/) and was removed in the eleventh. */
-template <int DEC, bool BF16_SUM, int VREP = 0, int RB = RED_RB, int PF = 0>
+template <int DEC, bool BF16_SUM, int VREP = 0, int RB = RED_RB, int PF = 0, int LD = 0>
 struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTAs per SM (<= 80 / 64 registers) */
     static constexpr int kVec = 8, kBits = 8, kU = RED_U, kMinCtas = PF == 4 ? 4 : 3;
     static constexpr bool kTable = DEC == AGOQ_ENC_TABLE;
     static constexpr int kVrep = kTable ? VREP : 0;
+    static constexpr bool kLoadB = LD != 0; /* load_tile_b (below): AGOQ_RED_LD */
     using scales_t = agoq_tile_scales<8, DEC == AGOQ_ENC_INT_ASYM, RED_U>;
     chunk_view in[AGOQ_CUDA_MAX_CHUNKS];
     int nin, log2b;
@@ -200,6 +217,80 @@ struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTA
                 __stcs((float4 *)(dst + 4), make_float4(v[j][4], v[j][5], v[j][6], v[j][7]));
             }
     }
+    /* AGOQ_RED_LD (issue 15, s13): the same sum from fewer instructions (the block size, LOG2B, and
+     * the scale size, ESZ, at compile time). Each lane loads the scale (and zero point) of its own
+     * vectors' blocks instead of one block per lane and two shuffles per vector and chunk; the
+     * byte offsets of codes and scales are computed once per tile, so a chunk's loads take one
+     * 64-bit add per plane and immediate offsets (vector 1's codes at +256 bytes, its scale at
+     * + (256 >> LOG2B) * ESZ); the prefetch takes one warp instruction (red_prefetch_ld). Same
+     * values, same fp32 operations in the same order: the same bits. The tile's blocks all lie in
+     * the tensor (whole tiles), so no load needs a guard. */
+    template <int LOG2B>
+    __device__ __forceinline__ void load_tile_b(const agoq_cuda_qparams &p, const agoq_smem_table *t, size_t e_tile,
+                                                int lane, float (&v)[RED_U][8]) const {
+        if (p.bf16_scale) load_tile_ld<LOG2B, 2>(p, t, e_tile, lane, v);
+        else load_tile_ld<LOG2B, 4>(p, t, e_tile, lane, v);
+    }
+    template <int ESZ>
+    static __device__ __forceinline__ float ld_scale(const uint8_t *a) {
+        if constexpr (ESZ == 2) return agoq_bf16_to_f32(*(const uint16_t *)a);
+        else return *(const float *)a;
+    }
+    template <int LOG2B, int ESZ>
+    __device__ __forceinline__ void load_tile_ld(const agoq_cuda_qparams &p, const agoq_smem_table *t, size_t e_tile,
+                                                 int lane, float (&v)[RED_U][8]) const {
+        constexpr bool kZeros = DEC == AGOQ_ENC_INT_ASYM;
+        constexpr int kSd = (256 >> LOG2B) * ESZ; /* vector j's scale at + j * kSd bytes */
+        static_assert(LOG2B >= 5 && LOG2B <= 8, "blocks of 32..256");
+#pragma unroll
+        for (int j = 0; j < RED_U; j++)
+#pragma unroll
+            for (int e = 0; e < 8; e++) v[j][e] = 0.0f;
+        const size_t ec = e_tile + (size_t)(lane * 8); /* vector 0's codes; vector j's at + j * 256 */
+        const size_t es = (ec >> LOG2B) * ESZ;         /* vector 0's scale (and zero point) */
+        for (int r0 = 0; r0 < nin; r0 += RB) { /* warp-uniform */
+            if constexpr (PF != 0) red_prefetch_ld<LOG2B, ESZ, RB>(in, nin, r0 + RB, e_tile, lane);
+            uint2 c[RB][RED_U];
+            float s[RB][RED_U], m[RB][RED_U];
+#pragma unroll
+            for (int i = 0; i < RB; i++)
+                if (r0 + i < nin) {
+                    const chunk_view &cv = in[r0 + i];
+                    const uint8_t *cp = cv.codes + ec, *sp = cv.scales + es, *zp = cv.zeros + es;
+#pragma unroll
+                    for (int j = 0; j < RED_U; j++) c[i][j] = *(const uint2 *)(cp + j * 256);
+#pragma unroll
+                    for (int j = 0; j < RED_U; j++) {
+                        s[i][j] = ld_scale<ESZ>(sp + j * kSd);
+                        m[i][j] = kZeros ? ld_scale<ESZ>(zp + j * kSd) : 0.0f;
+                    }
+                }
+#pragma unroll
+            for (int i = 0; i < RB; i++) { /* chunks in order: the sum's order is r = 0..nin-1 */
+                if (r0 + i >= nin) break;
+#pragma unroll
+                for (int j = 0; j < RED_U; j++) {
+                    float d[8];
+                    const float sj = s[i][j], mj = m[i][j];
+                    const uint64_t cc = (uint64_t)c[i][j].x | ((uint64_t)c[i][j].y << 32);
+                    if constexpr (kVrep != 0) agoq_tile_decode_vrep8(cc, sj, lane, d);
+                    else agoq_tile_decode<DEC, 8, 8>(p, t, cc, sj, mj, d);
+#pragma unroll
+                    for (int e = 0; e < 8; e++) {
+                        const float x = v[j][e] + d[e];
+                        v[j][e] = BF16_SUM ? agoq_round_bf16(x) : x;
+                    }
+                }
+            }
+        }
+        if (sum_out)
+#pragma unroll
+            for (int j = 0; j < RED_U; j++) {
+                float *dst = sum_out + e_tile + (size_t)(j * 256 + lane * 8);
+                __stcs((float4 *)dst, make_float4(v[j][0], v[j][1], v[j][2], v[j][3]));
+                __stcs((float4 *)(dst + 4), make_float4(v[j][4], v[j][5], v[j][6], v[j][7]));
+            }
+    }
 };
 
 /* The twelfth session removed AGOQ_G8=4 (the dyn8 reduce and bf16 accumulation encoding through
@@ -221,6 +312,14 @@ struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTA
 #define RED_PF_OTHERS 2
 #define RED_PF_4CTAS 4
 static int red_pf_mask(void) { return agoq_knob_int("AGOQ_RED_PF", RED_PF_ASYM | RED_PF_4CTAS, 0, 7); }
+/* AGOQ_RED_LD (issue 15, s13): int8_asym's reduce core through tile_reduce::load_tile_b (direct
+ * scale and zero-point loads, offsets once per tile; the same bits), with AGOQ_RED_PF's prefetch
+ * choice. 0: load_tile (4 chunks a batch); 1: load_tile_b, 3 chunks a batch (4 CTAs per SM when
+ * prefetching at 4); 2: load_tile_b, 4 chunks a batch at 3 CTAs per SM. Read at every launch
+ * (the tests switch it). */
+#define RED_LD_RB3 1
+#define RED_LD_RB4 2
+static int red_ld_mask(void) { return agoq_knob_int("AGOQ_RED_LD", 0, 0, 2); }
 
 /* The tile sources need 8-bit codes and a power-of-two block >= 32 (agoq_tile_scales); the
  * launcher checks the rest (rounding, block <= 256, alignment of the output codes). */
@@ -279,7 +378,7 @@ int agoq_cuda_grad_reduce(const agoq_qconfig *c, const agoq_cuda_qtensor *in, in
         if (agoq_cuda_check_qtensor(fn, c, &in[r])) return -1;
     }
     if (out->n == 0) return 0;
-    const int pf = red_pf_mask();
+    const int pf = red_pf_mask(), ld = red_ld_mask();
     agoq_dispatch_pair(p.enc, p.dec, [&](auto enc, auto dec) {
         constexpr int E = decltype(enc)::value, D = decltype(dec)::value;
         src_reduce<D> src;
@@ -291,8 +390,9 @@ int agoq_cuda_grad_reduce(const agoq_qconfig *c, const agoq_cuda_qtensor *in, in
         src.vec_sum = ((uintptr_t)sum_out & 15u) == 0;
         bool aligned = sum_out == NULL || aligned16(sum_out);
         for (int r = 0; r < nin; r++) aligned &= ((uintptr_t)in[r].codes & 7u) == 0; /* 8 codes per load */
-        auto with_tile = [&](auto bf16, auto vrep, auto rb, auto pfv) {
-            tile_reduce<D, decltype(bf16)::value != 0, decltype(vrep)::value, decltype(rb)::value, decltype(pfv)::value> tile;
+        auto with_tile_ld = [&](auto bf16, auto vrep, auto rb, auto pfv, auto ldv) {
+            tile_reduce<D, decltype(bf16)::value != 0, decltype(vrep)::value, decltype(rb)::value, decltype(pfv)::value,
+                        decltype(ldv)::value> tile;
             memset(&tile, 0, sizeof tile);
             memcpy(tile.in, src.in, sizeof tile.in);
             tile.nin = nin;
@@ -301,6 +401,7 @@ int agoq_cuda_grad_reduce(const agoq_qconfig *c, const agoq_cuda_qtensor *in, in
             tile.sum_out = sum_out;
             agoq_launch_quant<E>(p, src, *out, stream, aligned && tile_grad_ok(p) ? &tile : nullptr);
         };
+        auto with_tile = [&](auto bf16, auto vrep, auto rb, auto pfv) { with_tile_ld(bf16, vrep, rb, pfv, agoq_enc_t<0>()); };
         if constexpr (E == D) {
             const agoq_enc_t<0> no;
             auto with_pf = [&](auto bf16, auto vrep) { /* the prefetching tile at 3 or 4 CTAs per SM */
@@ -314,6 +415,15 @@ int agoq_cuda_grad_reduce(const agoq_qconfig *c, const agoq_cuda_qtensor *in, in
                         return with_tile(bf16, agoq_enc_t<AGOQ_VREP>(), agoq_enc_t<RED_RB>(), no);
                     }
                 } else if constexpr (D == AGOQ_ENC_INT_ASYM) {
+                    if (ld == RED_LD_RB3) { /* load_tile_b, 3 chunks a batch (<= 64 registers: 4 CTAs per SM) */
+                        if (!(pf & RED_PF_ASYM)) return with_tile_ld(bf16, no, agoq_enc_t<3>(), no, agoq_enc_t<1>());
+                        if (pf & RED_PF_4CTAS) return with_tile_ld(bf16, no, agoq_enc_t<3>(), agoq_enc_t<4>(), agoq_enc_t<1>());
+                        return with_tile_ld(bf16, no, agoq_enc_t<3>(), agoq_enc_t<3>(), agoq_enc_t<1>());
+                    }
+                    if (ld == RED_LD_RB4) { /* load_tile_b, 4 chunks a batch at 3 CTAs per SM (<= 80 registers) */
+                        if (!(pf & RED_PF_ASYM)) return with_tile_ld(bf16, no, agoq_enc_t<4>(), no, agoq_enc_t<1>());
+                        return with_tile_ld(bf16, no, agoq_enc_t<4>(), agoq_enc_t<3>(), agoq_enc_t<1>());
+                    }
                     if (pf & RED_PF_ASYM) return with_pf(bf16, no);
                     return with_tile(bf16, no, agoq_enc_t<4>(), no);
                 } else {

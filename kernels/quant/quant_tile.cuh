@@ -403,6 +403,13 @@ __device__ __forceinline__ bool agoq_tile_quantize_bf16p(const agoq_cuda_qparams
  *                                  int lane, float (&v)[kU][kVec]) const;
  * In-place sources (the accumulation) read a block's planes before the tile writes them: every
  * value read is consumed by the range reduction, whose shuffles every lane passes first. */
+/* Sources with kLoadB = true also take the block size at compile time: load_tile_b<LOG2B>(same
+ * arguments) instead of load_tile (grad8.cu's reduce core under AGOQ_RED_LD: scale offsets as
+ * immediates). */
+template <class S, class = void>
+struct agoq_src_load_b : std::false_type {};
+template <class S>
+struct agoq_src_load_b<S, std::void_t<decltype(S::kLoadB)>> : std::integral_constant<bool, (bool)S::kLoadB> {};
 /* CTAs per SM the kernel is register-bounded for: Src::kMinCtas (0: unbounded), at least 3
  * (80 registers) for table encoders (NF4, dyn8: the LUT lookups are independent, and unbounded
  * ptxas keeps all of a tile's in flight at 112-128 registers, 2 CTAs). */
@@ -474,7 +481,8 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS_OPT(ENC
                 agoq_tile_quantize_bf16p<ENC, BITS, LOG2B, true, G::U>(p, &tab, w, tile, out, lane);
         } else {
             float v[G::U][E];
-            src.load_tile(p, &tab, tile * (size_t)G::TILE, lane, v);
+            if constexpr (agoq_src_load_b<Src>::value) src.template load_tile_b<LOG2B>(p, &tab, tile * (size_t)G::TILE, lane, v);
+            else src.load_tile(p, &tab, tile * (size_t)G::TILE, lane, v);
             if (!agoq_tile_quantize<ENC, BITS, LOG2B, E, false, G::U, false, kLutSmem, OPT>(p, &tab, v, tile, out, lane))
                 agoq_tile_quantize<ENC, BITS, LOG2B, E, true>(p, &tab, v, tile, out, lane);
         }

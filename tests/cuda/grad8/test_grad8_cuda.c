@@ -3,7 +3,7 @@
  * (N = 1..64 chunks, fp32 and bf16 summation, sum_out, in place into one of the inputs)
  * for the gradient formats int8, fp8_e4m3 and dyn8 plus a 4-bit and an asymmetric format,
  * blocks of the segment and the warp kernels, both roundings, odd sizes, edge-case data, and
- * the AGOQ_RED_PF variants of the reduce core. */
+ * the AGOQ_RED_PF and AGOQ_RED_LD variants of the reduce core. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -200,6 +200,21 @@ TEST(cuda_grad_reduce_prefetch_variants) {
     static const int fmts[] = {AGOQ_FMT_INT8, AGOQ_FMT_INT8_ASYM, AGOQ_FMT_FP8_E4M3, AGOQ_FMT_DYN8};
     size_t runs = 0;
     const size_t bad = check_knob_masks("AGOQ_RED_PF", 7, fmts, sizeof fmts / sizeof fmts[0], &runs);
+    CHECK_MSG(bad == 0, "%zu mismatches over %zu runs", bad, runs);
+}
+
+TEST(cuda_grad_reduce_load_variants) {
+    /* AGOQ_RED_LD (grad8.cu), every value 0..2: int8_asym's reduce core through load_tile_b (direct
+     * scale loads) in batches of 3 or 4 chunks, under AGOQ_RED_PF 5 (the default: prefetching at 4
+     * CTAs per SM), 2 (int8_asym without prefetch) and 7; int8 alongside (unaffected) */
+    static const int fmts[] = {AGOQ_FMT_INT8_ASYM, AGOQ_FMT_INT8};
+    static const char *const pfs[] = {"5", "2", "7"};
+    size_t runs = 0, bad = 0;
+    for (size_t k = 0; k < sizeof pfs / sizeof pfs[0]; k++) {
+        setenv("AGOQ_RED_PF", pfs[k], 1);
+        bad += check_knob_masks("AGOQ_RED_LD", 2, fmts, sizeof fmts / sizeof fmts[0], &runs);
+    }
+    unsetenv("AGOQ_RED_PF");
     CHECK_MSG(bad == 0, "%zu mismatches over %zu runs", bad, runs);
 }
 
