@@ -110,12 +110,6 @@ constexpr int DQ_STAGE_BYTES = CODE_BYTES + B_BYTES;
 constexpr int DQ_TILE_BYTES = 64 * BK * 2;          /* one consumer's bf16 A k-tile */
 constexpr int DQ_SMEM_BYTES = STAGES * DQ_STAGE_BYTES + 4 * DQ_TILE_BYTES + C_BYTES + 1024;
 constexpr int DQR_SMEM_BYTES = STAGES * DQ_STAGE_BYTES + C_BYTES + 1024; /* the register prologue */
-/* The register prologue on a 4-stage ring (AGOQ_WG_STAGES=4; 4-bit codes only: a stage is 4 KB of
- * codes + B), C staged in halves like the 4-stage bf16 kernels. */
-constexpr int DQ4_CODE_BYTES = BM * BK / 2, DQ4_STAGE_BYTES = DQ4_CODE_BYTES + B_BYTES;
-constexpr int DQR4_SMEM_BYTES = 4 * DQ4_STAGE_BYTES + HALF_ROWS * C_STRIDE * 2 + 1024;
-static_assert(DQ4_STAGE_BYTES % 1024 == 0, "stages start on 1024-byte boundaries (the swizzle)");
-static_assert(DQR4_SMEM_BYTES + 4352 + 2048 <= 232448, "4-stage prologue ring + half staging + table + pairs exceed 227 KB");
 
 struct wg_params {
     int m, n, k;
@@ -228,9 +222,10 @@ __global__ void __launch_bounds__(THREADS, 1)
     wg_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, wg_params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     constexpr bool DEQA = DQ != 0; /* A from its stored codes: 1 decoded in shared memory, 2-3 in registers,
-                                    * 4 by the epilogue warps (gemm_wg_dqp.cuh) */
-    static_assert(ST == STAGES || (ST == 4 && (!DEQA || DQ == 2 || DQ == 3)),
-                  "4 stages: the bf16 kernels and the register prologue (4-bit codes)");
+                                    * 4 by the epilogue warps (gemm_wg_dqp.cuh), 5-6 as 2-3 with
+                                    * AGOQ_WG_DEQ_AHEAD (gemm_wg_deq.cuh's dqr_mainloop) */
+    constexpr bool DQR = DQ == 2 || DQ == 3 || DQ == 5 || DQ == 6; /* the register prologue; 5, 6: AGOQ_WG_DEQ_AHEAD */
+    static_assert(ST == STAGES || (ST == 4 && !DEQA), "4 stages: the bf16 kernels only");
     static_assert(TN == BN || (TN == 128 && !DEQA && !FASTQ && ST == STAGES) || (TN == 192 && !DEQA && !QOUT),
                   "128-wide tiles: bf16 A, 3 stages; 192-wide: bf16 A, no quantized copy");
     static_assert((ER == 1 && !BULK && !GQ) || (ST == STAGES && TN == BN && !DEQA), "epilogue variants: 3 stages, 256 wide");
@@ -241,11 +236,10 @@ __global__ void __launch_bounds__(THREADS, 1)
     constexpr int NH = HALF ? 2 : 1, RS = BM / NH; /* hand-offs a tile, rows staged in each */
     extern __shared__ uint8_t raw[];
     __shared__ __align__(8) uint64_t full[ST], empty[ST], rbar; /* rbar: the bulk residual, a phase a tile */
-    /* table encoders of the epilogue (none with 4 stages: no room; the host keeps them on 3); the
-     * prologue's table decoders (4 stages too: its ring is smaller) */
-    __shared__ __align__(16) uint8_t tab_raw[HALF && !DEQA ? 16 : sizeof(agoq_smem_table)];
+    /* table encoders of the epilogue (none with 4 stages: no room; the host keeps them on 3) */
+    __shared__ __align__(16) uint8_t tab_raw[HALF ? 16 : sizeof(agoq_smem_table)];
     agoq_smem_table &tab = *reinterpret_cast<agoq_smem_table *>(tab_raw);
-    __shared__ float2 dq_pairs[DQ == 3 ? 256 : 1]; /* the register prologue's 4-bit table pairs */
+    __shared__ float2 dq_pairs[DQ == 3 || DQ == 6 ? 256 : 1]; /* the register prologue's 4-bit table pairs */
     uint8_t *ring = raw + ((1024u - (saddr(raw) & 1023u)) & 1023u);
     const uint32_t ring_s = saddr(ring);
     const int tid = threadIdx.x, wg = tid >> 7;
@@ -265,12 +259,11 @@ __global__ void __launch_bounds__(THREADS, 1)
     __syncthreads();
     /* CL = 2: both CTAs' barriers initialized before any multicast copy or remote arrival */
     if constexpr (CL == 2) cluster_sync();
-    if (DQ == 3 && p.qa.dec == AGOQ_ENC_TABLE && p.qa.bits == 4) {
+    if ((DQ == 3 || DQ == 6) && p.qa.dec == AGOQ_ENC_TABLE && p.qa.bits == 4) {
         for (int i = tid; i < 256; i += THREADS) dq_pairs[i] = make_float2(tab.value[i & 15], tab.value[i >> 4]);
         __syncthreads();
     }
-    constexpr int SB = DEQA ? (ST == 4 ? DQ4_STAGE_BYTES : DQ_STAGE_BYTES) : stage_bytes<TN>(),
-                  AB = DEQA ? (ST == 4 ? DQ4_CODE_BYTES : CODE_BYTES) : A_BYTES;
+    constexpr int SB = DEQA ? DQ_STAGE_BYTES : stage_bytes<TN>(), AB = DEQA ? CODE_BYTES : A_BYTES;
     uint16_t *stage = reinterpret_cast<uint16_t *>(ring + (DQ == 4 ? DQP_C_OFF : ST * SB + (DQ == 1 ? 4 * DQ_TILE_BYTES : 0)));
     /* setmaxnreg: warpgroup 0 (producer + epilogue warps) gives registers to the consumers
      * (REGS_WG0 / REGS_CONSUMER); ptxas allocates each branch within its count, so the prologue's
@@ -346,7 +339,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         const int ct = tid - 128, lt = ct & 127; /* consumer thread, and its index in its warpgroup */
         const size_t nbpr = DEQA ? (size_t)(p.k / p.qa.block) : 0;
         float sc[4] = {0.0f, 0.0f, 0.0f, 0.0f}, zc[4] = {0.0f, 0.0f, 0.0f, 0.0f}; /* this k-tile's scales */
-        float rs[2] = {0.0f, 0.0f}, rz[2] = {0.0f, 0.0f}; /* register prologue: across tiles (dqr_mainloop) */
+        float rs[2] = {0.0f, 0.0f}, rz[2] = {0.0f, 0.0f}; /* AGOQ_WG_DEQ_AHEAD: scales across tiles (dqr_mainloop) */
         const tile_walk<TN, CL> w(tiles_m, tiles_n, ntiles);
         int it = 0;
         for (int t = w.first(); t < w.count; t += w.step()) {
@@ -360,22 +353,26 @@ __global__ void __launch_bounds__(THREADS, 1)
             /* register prologue: one mainloop per decoder and code width, the decoders split over
              * two kernels (DQ 2: integer and FP4, DQ 3: FP8 and table; all six in one kernel make
              * ptxas serialize the wgmma for want of registers) */
-            if constexpr (DQ == 2 || DQ == 3) {
-                constexpr int D0 = DQ == 2 ? AGOQ_ENC_INT_SYM : AGOQ_ENC_FP8_E4M3;
-                constexpr int D1 = DQ == 2 ? AGOQ_ENC_INT_ASYM : AGOQ_ENC_FP8_E5M2;
-                constexpr int D2 = DQ == 2 ? AGOQ_ENC_FP4 : AGOQ_ENC_TABLE;
+            if constexpr (DQR) {
+                constexpr bool AH = DQ >= 5, INTK = DQ == 2 || DQ == 5;
+                constexpr int D0 = INTK ? AGOQ_ENC_INT_SYM : AGOQ_ENC_FP8_E4M3;
+                constexpr int D1 = INTK ? AGOQ_ENC_INT_ASYM : AGOQ_ENC_FP8_E5M2;
+                constexpr int D2 = INTK ? AGOQ_ENC_FP4 : AGOQ_ENC_TABLE;
                 const bool b4 = p.qa.bits == 4, t0 = t == w.first();
-                int m0n = -1, n0n; /* the CTA's next tile's rows (its scales are loaded a k-tile ahead) */
-                if (t + w.step() < w.count) w.origin(t + w.step(), p.group_m, &m0n, &n0n);
+                int m0n = -1, n0n; /* AH: the CTA's next tile's rows (its scales are loaded a k-tile ahead) */
+                if (AH && t + w.step() < w.count) w.origin(t + w.step(), p.group_m, &m0n, &n0n);
+                float ls[2] = {0.0f, 0.0f}, lz[2] = {0.0f, 0.0f}; /* without AH: this tile's scales */
+                float(&sc2)[2] = AH ? rs : ls;
+                float(&zc2)[2] = AH ? rz : lz;
                 if (p.qa.dec == D0) {
-                    if (b4) dqr_mainloop<D0, 4, ST, SB, AB>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, rs, rz, cw, lt, ktiles, it);
-                    else dqr_mainloop<D0, 8, ST, SB, AB>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, rs, rz, cw, lt, ktiles, it);
+                    if (b4) dqr_mainloop<D0, 4, AH, ST, SB, AB>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, sc2, zc2, cw, lt, ktiles, it);
+                    else dqr_mainloop<D0, 8, AH, ST, SB, AB>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, sc2, zc2, cw, lt, ktiles, it);
                 } else if (p.qa.dec == D1) {
-                    if (b4) dqr_mainloop<D1, 4, ST, SB, AB>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, rs, rz, cw, lt, ktiles, it);
-                    else dqr_mainloop<D1, 8, ST, SB, AB>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, rs, rz, cw, lt, ktiles, it);
+                    if (b4) dqr_mainloop<D1, 4, AH, ST, SB, AB>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, sc2, zc2, cw, lt, ktiles, it);
+                    else dqr_mainloop<D1, 8, AH, ST, SB, AB>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, sc2, zc2, cw, lt, ktiles, it);
                 } else {
-                    if (b4) dqr_mainloop<D2, 4, ST, SB, AB>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, rs, rz, cw, lt, ktiles, it);
-                    else dqr_mainloop<D2, 8, ST, SB, AB>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, rs, rz, cw, lt, ktiles, it);
+                    if (b4) dqr_mainloop<D2, 4, AH, ST, SB, AB>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, sc2, zc2, cw, lt, ktiles, it);
+                    else dqr_mainloop<D2, 8, AH, ST, SB, AB>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, sc2, zc2, cw, lt, ktiles, it);
                 }
             }
             for (int kt = 0; (DQ < 2 || DQ == 4) && kt < ktiles; kt++, it++) {

@@ -72,18 +72,24 @@ __device__ __forceinline__ uint32_t dqr_pack(float lo, float hi) {
     const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
     return *reinterpret_cast<const uint32_t *>(&h);
 }
-/* This thread's A fragment of k-step kk: rows r0 (codes at c0) and r0 + 8 (c1), the decoder DEC; the
- * 4-bit table decoder takes the codes from w (the two rows' 32 bytes of the k-tile, loaded by
- * dqr_mainloop at the k-tile's start; k-step kk: words 2 kk and 2 kk + 1), and so does FP4 decoded by
+/* This thread's A fragment of k-step kk: rows r0 (codes at c0) and r0 + 8 (c1), the decoder DEC; PRE
+ * (AGOQ_WG_DEQ_AHEAD=1): the 4-bit table decoder takes the codes from w (the two rows' 32 bytes of
+ * the k-tile, loaded by dqr_mainloop at the k-tile's start; k-step kk: words 2 kk and 2 kk + 1), and so does FP4 decoded by
  * arithmetic (the standalone tile dequantizer's byte permutes, agoq_tile_decode: bit-exact with
  * value[code] * s; no shared-memory table, whose random lookups share the shared-memory bandwidth
  * with wgmma's B reads). */
-template <int DEC, int BITS>
+template <int DEC, int BITS, bool PRE>
 __device__ __forceinline__ void dqr_frag(const wg_params &p, const agoq_smem_table *tab, uint32_t c0,
                                          uint32_t c1, int kk, int q, const float (&sc)[2], const float (&zc)[2],
                                          const float2 *pairs, const uint32_t (&w)[2][8], uint32_t (&a)[4]) {
     if constexpr (DEC == AGOQ_ENC_TABLE && BITS == 4) { /* a byte = the two codes of a register */
-        const uint32_t x0 = w[0][2 * kk], y0 = w[0][2 * kk + 1], x1 = w[1][2 * kk], y1 = w[1][2 * kk + 1];
+        uint32_t x0, y0, x1, y1;
+        if constexpr (PRE) {
+            x0 = w[0][2 * kk], y0 = w[0][2 * kk + 1], x1 = w[1][2 * kk], y1 = w[1][2 * kk + 1];
+        } else {
+            asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(x0), "=r"(y0) : "r"(c0 + kk * 8) : "memory");
+            asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(x1), "=r"(y1) : "r"(c1 + kk * 8) : "memory");
+        }
         const int sh = 8 * q;
         const float2 p0 = pairs[(x0 >> sh) & 255u], p1 = pairs[(x1 >> sh) & 255u];
         const float2 p2 = pairs[(y0 >> sh) & 255u], p3 = pairs[(y1 >> sh) & 255u];
@@ -93,7 +99,7 @@ __device__ __forceinline__ void dqr_frag(const wg_params &p, const agoq_smem_tab
         a[3] = dqr_pack(p3.x * sc[1], p3.y * sc[1]);
         return;
     }
-    if constexpr (DEC == AGOQ_ENC_FP4 && BITS == 4) { /* FP4 by arithmetic (AGOQ_WG_DEQ_FP4=arith) */
+    if constexpr (DEC == AGOQ_ENC_FP4 && BITS == 4 && PRE) { /* FP4 by arithmetic (AGOQ_WG_DEQ_FP4=arith) */
         const uint32_t sel = (uint32_t)q | (uint32_t)(4 + q) << 4; /* byte q of each word */
 #pragma unroll
         for (int h = 0; h < 2; h++) { /* row r0 + 8 h: columns 2q, 2q + 1 (x) and 2q + 8, 2q + 9 (y) */
@@ -154,26 +160,29 @@ __device__ __forceinline__ void dq_tile(const wg_params &p, const agoq_smem_tabl
 /* The register prologue's mainloop over one tile, consumer warpgroup cw, thread lt of it: per
  * k-step decode this thread's A fragment (while the previous k-step's wgmma runs), fence, issue,
  * keep one wgmma in flight; the stage of the previous k-tile is freed once its last wgmma is
- * done. `it` counts k-tiles over the CTA's tiles (the ring's phases).
- * Off the critical path (thirteenth session): the scales (and zero points) of the next k-tile are
- * loaded from global memory a whole k-tile ahead (at its first k-step, into sn / zn; the last
- * k-tile loads those of k-tile 0 of the CTA's next tile, m0_next, or nothing: -1), so that no
- * decode waits for an L2 round trip; before, the next k-tile's were loaded after this one's last
- * decode and the next first decode waited on them. sc / zc carry them across tiles (first: the
- * CTA's first tile loads its own). The 4-bit table decoder (FP4, NF4) and FP4 by arithmetic: a row's 32 bytes of the
- * k-tile are loaded once, right after the full barrier, instead of 8 bytes before each k-step's
- * decode (the other decoders keep their per-k-step loads: with all 4-bit ones preloading, the
- * integer / FP4 kernel spilled 8 bytes, ptxas -v). Same values, same bits. */
-template <int DEC, int BITS, int ST, int SB, int AB> /* ring: ST stages of SB bytes, B at AB in each */
+ * done. `it` counts k-tiles over the CTA's tiles (the ring's phases); the ring: ST stages of SB
+ * bytes, B at AB in each (the 3-stage ring: a 4-stage one for 4-bit codes, tried in the thirteenth
+ * session, made ptxas serialize the wgmma, C7513, and was dropped).
+ * AH (AGOQ_WG_DEQ_AHEAD=1, thirteenth session, not yet run on a GPU; off by default): the
+ * scales (and zero points) of the next k-tile are loaded from global memory a whole k-tile ahead
+ * (at its first k-step, into sn / zn; the last k-tile loads those of k-tile 0 of the CTA's next
+ * tile, m0_next, or nothing: -1), so that no decode waits for an L2 round trip; without it the
+ * next k-tile's are loaded after this one's last decode and the next first decode waits on them.
+ * sc / zc then carry them across tiles (first: the CTA's first tile loads its own). The 4-bit
+ * table decoder (FP4, NF4) and FP4 by arithmetic: a row's 32 bytes of the k-tile are loaded once,
+ * right after the full barrier, instead of 8 bytes before each k-step's decode (the other
+ * decoders keep their per-k-step loads: with all 4-bit ones preloading, the integer / FP4 kernel
+ * spilled 8 bytes, ptxas -v). Same values, same bits. */
+template <int DEC, int BITS, bool AH, int ST, int SB, int AB>
 __device__ __forceinline__ void dqr_mainloop(const wg_params &p, const agoq_smem_table *tab, const float2 *pairs,
                                              float (&d)[128], uint32_t ring_s, uint64_t *full, uint64_t *empty,
                                              int m0, int m0_next, bool first, float (&sc)[2], float (&zc)[2], int cw,
                                              int lt, int ktiles, int &it) {
     constexpr int RB = BK * BITS / 8; /* code bytes of a row in a k-tile */
-    constexpr bool kPre = (DEC == AGOQ_ENC_TABLE || DEC == AGOQ_ENC_FP4) && BITS == 4; /* the k-tile's codes at once */
+    constexpr bool kPre = AH && (DEC == AGOQ_ENC_TABLE || DEC == AGOQ_ENC_FP4) && BITS == 4; /* the k-tile's codes at once */
     const int q = lt & 3, r0 = cw * 64 + (lt >> 5) * 16 + ((lt & 31) >> 2);
     const size_t nbpr = (size_t)(p.k / p.qa.block);
-    if (first) dqr_scales<DEC>(p, m0 + r0, 0, nbpr, sc, zc);
+    if (!AH || first) dqr_scales<DEC>(p, m0 + r0, 0, nbpr, sc, zc);
     float sn[2] = {sc[0], sc[1]}, zn[2] = {zc[0], zc[1]};
     uint32_t af[2][4], w[2][8];
     for (int kt = 0; kt < ktiles; kt++, it++) {
@@ -191,22 +200,25 @@ __device__ __forceinline__ void dqr_mainloop(const wg_params &p, const agoq_smem
                                  : "memory");
 #pragma unroll
         for (int kk = 0; kk < BK / 16; kk++) {
-            dqr_frag<DEC, BITS>(p, tab, c0, c0 + 8 * RB, kk, q, sc, zc, pairs, w, af[kk & 1]);
-            if (kk == 0) { /* a k-tile ahead: the next k-tile's scales, or the next tile's first */
+            dqr_frag<DEC, BITS, kPre>(p, tab, c0, c0 + 8 * RB, kk, q, sc, zc, pairs, w, af[kk & 1]);
+            if (AH && kk == 0) { /* a k-tile ahead: the next k-tile's scales, or the next tile's first */
                 if (kt + 1 < ktiles) dqr_scales<DEC>(p, m0 + r0, (kt + 1) * BK, nbpr, sn, zn);
                 else if (m0_next >= 0) dqr_scales<DEC>(p, m0_next + r0, 0, nbpr, sn, zn);
             }
+            /* without AH: the next k-tile's scales, once this one's last fragment is decoded */
+            if (!AH && kk == BK / 16 - 1 && kt + 1 < ktiles) dqr_scales<DEC>(p, m0 + r0, (kt + 1) * BK, nbpr, sc, zc);
             wg_fence();
             wgmma_256_ra<0>(d, af[kk & 1], sdesc(b + kk * 32, 16, 1024));
             wg_commit();
             wg_wait<1>(); /* the previous k-step's wgmma is done: its fragment registers are free */
             if (kk == 0 && kt > 0 && (lt & 31) == 0) mbar_arrive(saddr(&empty[(it - 1) % ST]));
         }
+        if constexpr (AH)
 #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            sc[h] = sn[h];
-            zc[h] = zn[h];
-        }
+            for (int h = 0; h < 2; h++) {
+                sc[h] = sn[h];
+                zc[h] = zn[h];
+            }
     }
 }
 #endif

@@ -23,8 +23,10 @@ typedef struct {
     int mn_swap;      /* AGOQ_WG_MN_SWAP=0|1: swap the MN-major LBO and SBO (a diagnostic; default 0) */
     int deq_smem;     /* AGOQ_WG_DEQ_SMEM=0|1: stored-A decode through shared memory (default 0) */
     int deq_producer; /* AGOQ_WG_DEQ_PRODUCER=0|1: stored-A decode by the epilogue warps (default 0) */
-    int deq_fp4_arith; /* AGOQ_WG_DEQ_FP4=arith|table: the register prologue decodes FP4 codes by
-                        * arithmetic (1, default) or by the 4-bit pairs table (0) */
+    int deq_ahead;     /* AGOQ_WG_DEQ_AHEAD=0|1: the register prologue loads its scales a k-tile
+                        * ahead and 4-bit codes once per k-tile (default 0; not yet run on a GPU) */
+    int deq_fp4_arith; /* AGOQ_WG_DEQ_FP4=table|arith: the register prologue decodes FP4 codes by
+                        * the 4-bit pairs table (0, default) or by arithmetic (1, implies AHEAD) */
     int cluster;      /* AGOQ_WG_CLUSTER=1|2: CTAs a cluster of the 4-stage bf16 kernels, 2 sharing B by
                        * TMA multicast (gemm_wg_launch.cuh; default 1) */
 } agoq_wg_knobs;

@@ -84,9 +84,7 @@ void launch_cluster(K kernel, int smem, const wg_launch &l, int tn, int *fit) {
 template <int TA, int TB, bool QOUT, int DQ = 0, bool FASTQ = false, int ST = STAGES, int TN = BN, int ER = 1,
           bool BULK = false, bool GQ = false, int CL = 1>
 void launch(const wg_launch &l) {
-    constexpr int smem = DQ == 1 ? DQ_SMEM_BYTES : DQ == 4 ? DQP_SMEM_BYTES
-                         : DQ >= 2      ? (ST == 4 ? DQR4_SMEM_BYTES : DQR_SMEM_BYTES)
-                                        : smem_bytes<ST, TN>();
+    constexpr int smem = DQ == 1 ? DQ_SMEM_BYTES : DQ == 4 ? DQP_SMEM_BYTES : DQ >= 2 ? DQR_SMEM_BYTES : smem_bytes<ST, TN>();
     static bool attr = false;
     if (!attr) {
         cudaCheck(cudaFuncSetAttribute(wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ, CL>,
@@ -268,14 +266,15 @@ extern "C" int agoq_wg_fwd_deqa(int M, int N, int K, const agoq_fq *qx, agoq_dqt
     if (kn.deq_producer) launch<0, 0, false, 4>(l);
     else if (kn.deq_smem) launch<0, 0, false, 1>(l);
     else {
-        /* AGOQ_WG_STAGES=4: a 4-stage ring for 4-bit codes (C staged in halves) */
-        const bool st4 = kn.stages == 4 && bits == 4;
-        if (l.p.qa.dec == AGOQ_ENC_INT_SYM || l.p.qa.dec == AGOQ_ENC_INT_ASYM || l.p.qa.dec == AGOQ_ENC_FP4 ||
-            (l.p.qa.enc == AGOQ_ENC_FP4 && kn.deq_fp4_arith)) { /* FP4 (decoder: its table) by arithmetic */
-            if (st4) launch<0, 0, false, 2, false, 4>(l);
-            else launch<0, 0, false, 2>(l);
-        } else if (st4) launch<0, 0, false, 3, false, 4>(l);
-        else launch<0, 0, false, 3>(l);
+        /* AGOQ_WG_DEQ_AHEAD=1 (thirteenth session, not yet run on a GPU, off): kernels 5 / 6, the register
+         * prologue with the scales a k-tile ahead and the 4-bit codes loaded once per k-tile.
+         * AGOQ_WG_DEQ_FP4=arith (off) decodes FP4 by arithmetic in kernel 5 (it reads the preloaded
+         * codes: implies AHEAD). A 4-stage ring for 4-bit codes was dropped before any run: ptxas
+         * serialized its wgmma (C7513). */
+        const bool fp4a = l.p.qa.enc == AGOQ_ENC_FP4 && kn.deq_fp4_arith, ah = kn.deq_ahead || fp4a;
+        const bool intk = l.p.qa.dec == AGOQ_ENC_INT_SYM || l.p.qa.dec == AGOQ_ENC_INT_ASYM || fp4a;
+        if (!ah) intk ? launch<0, 0, false, 2>(l) : launch<0, 0, false, 3>(l);
+        else intk ? launch<0, 0, false, 5>(l) : launch<0, 0, false, 6>(l);
     }
     return 0;
 }

@@ -209,8 +209,8 @@ TEST(cuda_wg_gemm_epilogue_fast_fp4_bit_exact) { epilogue_quant_shapes(0, 3); }
 
 /* The stored-A prologue, three ways (A fragments decoded in registers, the default; through a
  * shared-memory tile, AGOQ_WG_DEQ_SMEM=1; by the epilogue warps into the plain mainloop's bf16
- * tile, AGOQ_WG_DEQ_PRODUCER=1), and FP4 in registers both by arithmetic (the default) and by its
- * pairs table (AGOQ_WG_DEQ_FP4=table): bit-exact against the plain kernel on A dequantized on the host
+ * tile, AGOQ_WG_DEQ_PRODUCER=1), and the thirteenth session's register variants (scales a k-tile
+ * ahead, AGOQ_WG_DEQ_AHEAD=1; FP4 by arithmetic, AGOQ_WG_DEQ_FP4=arith): bit-exact against the plain kernel on A dequantized on the host
  * (agoq_rowq_dequantize_ref, rounded to bf16), with and without the residual; the second shape
  * on 2 CTAs (several tiles a CTA: the decoders' hand-off across tiles). */
 TEST(cuda_wg_gemm_prologue_dequant_bit_exact) {
@@ -253,15 +253,18 @@ TEST(cuda_wg_gemm_prologue_dequant_bit_exact) {
                 CHECK(agoq_wg_fwd(m, n, k, dadq, db, R, dp, NULL, (agoq_dqt){0}, NULL) == 0);
                 agoq_fused_dsync();
                 uint16_t *want = down16(dp, (size_t)m * n);
-                static const char *const way[] = {"registers", "smem", "producer", "registers, FP4 by its table"};
-                for (int smem = 0; smem < 4; smem++) { /* registers, through smem, by the epilogue warps, FP4 table */
-                    if (smem == 3 && c.fmt != AGOQ_FMT_FP4_E2M1) continue;
+                static const char *const way[] = {"registers", "smem", "producer", "registers, scales ahead",
+                                                  "registers, FP4 by arithmetic"};
+                for (int smem = 0; smem < 5; smem++) { /* registers, through smem, by the epilogue warps, ahead */
+                    if (smem == 4 && c.fmt != AGOQ_FMT_FP4_E2M1) continue;
                     if (smem == 1) setenv("AGOQ_WG_DEQ_SMEM", "1", 1);
                     if (smem == 2) setenv("AGOQ_WG_DEQ_PRODUCER", "1", 1);
-                    if (smem == 3) setenv("AGOQ_WG_DEQ_FP4", "table", 1);
+                    if (smem == 3) setenv("AGOQ_WG_DEQ_AHEAD", "1", 1);
+                    if (smem == 4) setenv("AGOQ_WG_DEQ_FP4", "arith", 1);
                     CHECK(agoq_wg_fwd_deqa(m, n, k, &q, dq, db, R, dc, NULL) == 0);
                     unsetenv("AGOQ_WG_DEQ_SMEM");
                     unsetenv("AGOQ_WG_DEQ_PRODUCER");
+                    unsetenv("AGOQ_WG_DEQ_AHEAD");
                     unsetenv("AGOQ_WG_DEQ_FP4");
                     agoq_fused_dsync();
                     uint16_t *got = down16(dc, (size_t)m * n);

@@ -1,0 +1,30 @@
+# Tables of tools/device_ab_s13.sh's archive: python3 tools/ab_s13_table.py DIR (the prologue's
+# vs_cublas_quant and median ms per variant and round; the reduce core's copy ratio per AGOQ_RED_LD).
+import glob
+import json
+import os
+import sys
+D=sys.argv[1]
+# prologue
+rows={}
+for f in sorted(glob.glob(D+'/deq_*_r*.json')):
+    v,r=os.path.basename(f)[4:-5].rsplit('_',1)
+    for rec in json.load(open(f))['records']:
+        if 'vs_cublas_quant' in rec:
+            key=(rec['case'],rec['bytes']>>20)
+            rows.setdefault(key,{}).setdefault(v,[]).append((rec['vs_cublas_quant'],rec['median_ms']))
+vs=['def','ah','arith']
+print('prologue vs_cublas_quant (ms) per round')
+print('case MiB | '+' | '.join(vs))
+for k in sorted(rows):
+    print(k[0],k[1],'|',' | '.join(' '.join('%.3f(%.3f)'%x for x in rows[k].get(v,[])) for v in vs))
+# reduce
+red={}
+for f in sorted(glob.glob(D+'/ld*_r*.json')):
+    v,r=os.path.basename(f)[2:-5].split('_')
+    for rec in json.load(open(f))['records']:
+        if rec.get('case')=='grad_reduce':
+            red.setdefault((rec['format'],rec['bytes']>>20),{}).setdefault(v,[]).append(rec['copy_ratio'])
+print('reduce copy ratio per round')
+for k in sorted(red):
+    print(k[0],k[1],'|',' | '.join('ld%s '%v+' '.join('%.3f'%x for x in red[k][v]) for v in sorted(red[k])))
