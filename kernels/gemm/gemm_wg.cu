@@ -365,14 +365,14 @@ __global__ void __launch_bounds__(THREADS, 1)
                 float(&sc2)[2] = AH ? rs : ls;
                 float(&zc2)[2] = AH ? rz : lz;
                 if (p.qa.dec == D0) {
-                    if (b4) dqr_mainloop<D0, 4, AH, ST, SB, AB>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, sc2, zc2, cw, lt, ktiles, it);
-                    else dqr_mainloop<D0, 8, AH, ST, SB, AB>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, sc2, zc2, cw, lt, ktiles, it);
+                    if (b4) dqr_mainloop<D0, 4, AH>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, sc2, zc2, cw, lt, ktiles, it);
+                    else dqr_mainloop<D0, 8, AH>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, sc2, zc2, cw, lt, ktiles, it);
                 } else if (p.qa.dec == D1) {
-                    if (b4) dqr_mainloop<D1, 4, AH, ST, SB, AB>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, sc2, zc2, cw, lt, ktiles, it);
-                    else dqr_mainloop<D1, 8, AH, ST, SB, AB>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, sc2, zc2, cw, lt, ktiles, it);
+                    if (b4) dqr_mainloop<D1, 4, AH>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, sc2, zc2, cw, lt, ktiles, it);
+                    else dqr_mainloop<D1, 8, AH>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, sc2, zc2, cw, lt, ktiles, it);
                 } else {
-                    if (b4) dqr_mainloop<D2, 4, AH, ST, SB, AB>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, sc2, zc2, cw, lt, ktiles, it);
-                    else dqr_mainloop<D2, 8, AH, ST, SB, AB>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, sc2, zc2, cw, lt, ktiles, it);
+                    if (b4) dqr_mainloop<D2, 4, AH>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, sc2, zc2, cw, lt, ktiles, it);
+                    else dqr_mainloop<D2, 8, AH>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, sc2, zc2, cw, lt, ktiles, it);
                 }
             }
             for (int kt = 0; (DQ < 2 || DQ == 4) && kt < ktiles; kt++, it++) {

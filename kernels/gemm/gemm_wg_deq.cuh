@@ -160,9 +160,9 @@ __device__ __forceinline__ void dq_tile(const wg_params &p, const agoq_smem_tabl
 /* The register prologue's mainloop over one tile, consumer warpgroup cw, thread lt of it: per
  * k-step decode this thread's A fragment (while the previous k-step's wgmma runs), fence, issue,
  * keep one wgmma in flight; the stage of the previous k-tile is freed once its last wgmma is
- * done. `it` counts k-tiles over the CTA's tiles (the ring's phases); the ring: ST stages of SB
- * bytes, B at AB in each (the 3-stage ring: a 4-stage one for 4-bit codes, tried in the thirteenth
- * session, made ptxas serialize the wgmma, C7513, and was dropped).
+ * done. `it` counts k-tiles over the CTA's tiles (the ring's phases; 3 stages: a 4-stage ring for
+ * 4-bit codes, tried in the thirteenth session, made ptxas serialize the wgmma, C7513, and was
+ * dropped).
  * AH (AGOQ_WG_DEQ_AHEAD=1, thirteenth session, not yet run on a GPU; off by default): the
  * scales (and zero points) of the next k-tile are loaded from global memory a whole k-tile ahead
  * (at its first k-step, into sn / zn; the last k-tile loads those of k-tile 0 of the CTA's next
@@ -173,7 +173,7 @@ __device__ __forceinline__ void dq_tile(const wg_params &p, const agoq_smem_tabl
  * right after the full barrier, instead of 8 bytes before each k-step's decode (the other
  * decoders keep their per-k-step loads: with all 4-bit ones preloading, the integer / FP4 kernel
  * spilled 8 bytes, ptxas -v). Same values, same bits. */
-template <int DEC, int BITS, bool AH, int ST, int SB, int AB>
+template <int DEC, int BITS, bool AH>
 __device__ __forceinline__ void dqr_mainloop(const wg_params &p, const agoq_smem_table *tab, const float2 *pairs,
                                              float (&d)[128], uint32_t ring_s, uint64_t *full, uint64_t *empty,
                                              int m0, int m0_next, bool first, float (&sc)[2], float (&zc)[2], int cw,
@@ -186,9 +186,9 @@ __device__ __forceinline__ void dqr_mainloop(const wg_params &p, const agoq_smem
     float sn[2] = {sc[0], sc[1]}, zn[2] = {zc[0], zc[1]};
     uint32_t af[2][4], w[2][8];
     for (int kt = 0; kt < ktiles; kt++, it++) {
-        const int s = it % ST;
-        mbar_wait(saddr(&full[s]), (uint32_t)((it / ST) & 1));
-        const uint32_t c0 = ring_s + s * SB + r0 * RB, b = ring_s + s * SB + AB;
+        const int s = it % STAGES;
+        mbar_wait(saddr(&full[s]), (uint32_t)((it / STAGES) & 1));
+        const uint32_t c0 = ring_s + s * DQ_STAGE_BYTES + r0 * RB, b = ring_s + s * DQ_STAGE_BYTES + CODE_BYTES;
         if constexpr (kPre)
 #pragma unroll
             for (int h = 0; h < 2; h++)
@@ -211,7 +211,7 @@ __device__ __forceinline__ void dqr_mainloop(const wg_params &p, const agoq_smem
             wgmma_256_ra<0>(d, af[kk & 1], sdesc(b + kk * 32, 16, 1024));
             wg_commit();
             wg_wait<1>(); /* the previous k-step's wgmma is done: its fragment registers are free */
-            if (kk == 0 && kt > 0 && (lt & 31) == 0) mbar_arrive(saddr(&empty[(it - 1) % ST]));
+            if (kk == 0 && kt > 0 && (lt & 31) == 0) mbar_arrive(saddr(&empty[(it - 1) % STAGES]));
         }
         if constexpr (AH)
 #pragma unroll

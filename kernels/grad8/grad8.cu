@@ -172,6 +172,33 @@ struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTA
     int nin, log2b;
     size_t nblocks;
     float *sum_out;
+    static __device__ __forceinline__ void zero(float (&v)[RED_U][8]) {
+#pragma unroll
+        for (int j = 0; j < RED_U; j++)
+#pragma unroll
+            for (int e = 0; e < 8; e++) v[j][e] = 0.0f;
+    }
+    /* vj += the 8 values of codes c (scale s, zero point m), in element order */
+    static __device__ __forceinline__ void add_vec(const agoq_cuda_qparams &p, const agoq_smem_table *t, uint64_t c,
+                                                   float s, float m, int lane, float (&vj)[8]) {
+        float d[8];
+        if constexpr (kVrep != 0) agoq_tile_decode_vrep8(c, s, lane, d);
+        else agoq_tile_decode<DEC, 8, 8>(p, t, c, s, m, d);
+#pragma unroll
+        for (int e = 0; e < 8; e++) {
+            const float x = vj[e] + d[e];
+            vj[e] = BF16_SUM ? agoq_round_bf16(x) : x;
+        }
+    }
+    __device__ __forceinline__ void store_sum(size_t e_tile, int lane, const float (&v)[RED_U][8]) const {
+        if (sum_out)
+#pragma unroll
+            for (int j = 0; j < RED_U; j++) {
+                float *dst = sum_out + e_tile + (size_t)(j * 256 + lane * 8);
+                __stcs((float4 *)dst, make_float4(v[j][0], v[j][1], v[j][2], v[j][3]));
+                __stcs((float4 *)(dst + 4), make_float4(v[j][4], v[j][5], v[j][6], v[j][7]));
+            }
+    }
     __device__ __forceinline__ void load_chunk(const agoq_cuda_qparams &p, int r, size_t e_tile, int lane,
                                                scales_t &sc, uint64_t (&c)[RED_U]) const {
         const uint8_t *codes = in[r].codes, *scales = in[r].scales, *zeros = in[r].zeros;
@@ -181,10 +208,7 @@ struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTA
     }
     __device__ __forceinline__ void load_tile(const agoq_cuda_qparams &p, const agoq_smem_table *t, size_t e_tile,
                                               int lane, float (&v)[RED_U][8]) const {
-#pragma unroll
-        for (int j = 0; j < RED_U; j++)
-#pragma unroll
-            for (int e = 0; e < 8; e++) v[j][e] = 0.0f;
+        zero(v);
         for (int r0 = 0; r0 < nin; r0 += RB) { /* warp-uniform */
             if constexpr (PF != 0) red_prefetch_batch(in, nin, r0 + RB, RB, e_tile, log2b, p.bf16_scale, lane);
             scales_t sc[RB];
@@ -197,25 +221,13 @@ struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTA
                 if (r0 + i >= nin) break;
 #pragma unroll
                 for (int j = 0; j < RED_U; j++) {
-                    float s, m, d[8];
+                    float s, m;
                     sc[i].get(j, lane, s, m);
-                    if constexpr (kVrep != 0) agoq_tile_decode_vrep8(c[i][j], s, lane, d);
-                    else agoq_tile_decode<DEC, 8, 8>(p, t, c[i][j], s, m, d);
-#pragma unroll
-                    for (int e = 0; e < 8; e++) {
-                        const float x = v[j][e] + d[e];
-                        v[j][e] = BF16_SUM ? agoq_round_bf16(x) : x;
-                    }
+                    add_vec(p, t, c[i][j], s, m, lane, v[j]);
                 }
             }
         }
-        if (sum_out)
-#pragma unroll
-            for (int j = 0; j < RED_U; j++) {
-                float *dst = sum_out + e_tile + (size_t)(j * 256 + lane * 8);
-                __stcs((float4 *)dst, make_float4(v[j][0], v[j][1], v[j][2], v[j][3]));
-                __stcs((float4 *)(dst + 4), make_float4(v[j][4], v[j][5], v[j][6], v[j][7]));
-            }
+        store_sum(e_tile, lane, v);
     }
     /* AGOQ_RED_LD (issue 15, s13): the same sum from fewer instructions (the block size, LOG2B, and
      * the scale size, ESZ, at compile time). Each lane loads the scale (and zero point) of its own
@@ -231,21 +243,12 @@ struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTA
         if (p.bf16_scale) load_tile_ld<LOG2B, 2>(p, t, e_tile, lane, v);
         else load_tile_ld<LOG2B, 4>(p, t, e_tile, lane, v);
     }
-    template <int ESZ>
-    static __device__ __forceinline__ float ld_scale(const uint8_t *a) {
-        if constexpr (ESZ == 2) return agoq_bf16_to_f32(*(const uint16_t *)a);
-        else return *(const float *)a;
-    }
     template <int LOG2B, int ESZ>
     __device__ __forceinline__ void load_tile_ld(const agoq_cuda_qparams &p, const agoq_smem_table *t, size_t e_tile,
                                                  int lane, float (&v)[RED_U][8]) const {
         constexpr bool kZeros = DEC == AGOQ_ENC_INT_ASYM;
-        constexpr int kSd = (256 >> LOG2B) * ESZ; /* vector j's scale at + j * kSd bytes */
         static_assert(LOG2B >= 5 && LOG2B <= 8, "blocks of 32..256");
-#pragma unroll
-        for (int j = 0; j < RED_U; j++)
-#pragma unroll
-            for (int e = 0; e < 8; e++) v[j][e] = 0.0f;
+        zero(v);
         const size_t ec = e_tile + (size_t)(lane * 8); /* vector 0's codes; vector j's at + j * 256 */
         const size_t es = (ec >> LOG2B) * ESZ;         /* vector 0's scale (and zero point) */
         for (int r0 = 0; r0 < nin; r0 += RB) { /* warp-uniform */
@@ -260,36 +263,20 @@ struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTA
 #pragma unroll
                     for (int j = 0; j < RED_U; j++) c[i][j] = *(const uint2 *)(cp + j * 256);
 #pragma unroll
-                    for (int j = 0; j < RED_U; j++) {
-                        s[i][j] = ld_scale<ESZ>(sp + j * kSd);
-                        m[i][j] = kZeros ? ld_scale<ESZ>(zp + j * kSd) : 0.0f;
+                    for (int j = 0; j < RED_U; j++) { /* vector j's block: j * (256 >> LOG2B) blocks on */
+                        s[i][j] = agoq_dev_load_scale(sp, (size_t)j * (256 >> LOG2B), ESZ == 2);
+                        m[i][j] = kZeros ? agoq_dev_load_scale(zp, (size_t)j * (256 >> LOG2B), ESZ == 2) : 0.0f;
                     }
                 }
 #pragma unroll
             for (int i = 0; i < RB; i++) { /* chunks in order: the sum's order is r = 0..nin-1 */
                 if (r0 + i >= nin) break;
 #pragma unroll
-                for (int j = 0; j < RED_U; j++) {
-                    float d[8];
-                    const float sj = s[i][j], mj = m[i][j];
-                    const uint64_t cc = (uint64_t)c[i][j].x | ((uint64_t)c[i][j].y << 32);
-                    if constexpr (kVrep != 0) agoq_tile_decode_vrep8(cc, sj, lane, d);
-                    else agoq_tile_decode<DEC, 8, 8>(p, t, cc, sj, mj, d);
-#pragma unroll
-                    for (int e = 0; e < 8; e++) {
-                        const float x = v[j][e] + d[e];
-                        v[j][e] = BF16_SUM ? agoq_round_bf16(x) : x;
-                    }
-                }
+                for (int j = 0; j < RED_U; j++)
+                    add_vec(p, t, (uint64_t)c[i][j].x | ((uint64_t)c[i][j].y << 32), s[i][j], m[i][j], lane, v[j]);
             }
         }
-        if (sum_out)
-#pragma unroll
-            for (int j = 0; j < RED_U; j++) {
-                float *dst = sum_out + e_tile + (size_t)(j * 256 + lane * 8);
-                __stcs((float4 *)dst, make_float4(v[j][0], v[j][1], v[j][2], v[j][3]));
-                __stcs((float4 *)(dst + 4), make_float4(v[j][4], v[j][5], v[j][6], v[j][7]));
-            }
+        store_sum(e_tile, lane, v);
     }
 };
 
