@@ -231,7 +231,6 @@ __global__ void __launch_bounds__(THREADS, 1)
     static_assert((ER == 1 && !BULK && !GQ) || (ST == STAGES && TN == BN && !DEQA), "epilogue variants: 3 stages, 256 wide");
     static_assert(!GQ || (QOUT && !FASTQ && !BULK), "the general row-tile copy: no fast FP4, no bulk copies");
     static_assert(CL == 1 || (CL == 2 && !DEQA && !BULK), "clusters of 2: the bf16 kernels, no bulk residual");
-    constexpr bool CLW = CL == 2; /* waits on barriers that the partner CTA also completes */
     constexpr bool HALF = ST == 4;               /* C staged a consumer warpgroup's 64 rows at a time */
     constexpr int NH = HALF ? 2 : 1, RS = BM / NH; /* hand-offs a tile, rows staged in each */
     extern __shared__ uint8_t raw[];
@@ -282,7 +281,7 @@ __global__ void __launch_bounds__(THREADS, 1)
                 for (int kt = 0; kt < ktiles; kt++, it++) {
                     const int s = it % ST, k0 = kt * BK;
                     /* CL = 2: the consumers of both CTAs have freed the stage */
-                    if (it >= ST) mbar_wait<CLW>(saddr(&empty[s]), (uint32_t)((it / ST - 1) & 1));
+                    if (it >= ST) mbar_wait(saddr(&empty[s]), (uint32_t)((it / ST - 1) & 1));
                     const uint32_t bar = saddr(&full[s]), a = ring_s + s * SB, b = a + AB;
                     /* out-of-bounds box elements are zeros and count; CL = 2: A + the whole B, half of
                      * it multicast by the partner (its bytes may land before this arms the phase:
@@ -377,7 +376,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             }
             for (int kt = 0; (DQ < 2 || DQ == 4) && kt < ktiles; kt++, it++) {
                 const int s = it % ST;
-                mbar_wait<CLW>(saddr(&full[s]), (uint32_t)((it / ST) & 1));
+                mbar_wait(saddr(&full[s]), (uint32_t)((it / ST) & 1));
                 uint32_t a = ring_s + s * SB + cw * 64 * 128;
                 const uint32_t b = ring_s + s * SB + AB;
                 if constexpr (DQ == 1) {

@@ -22,30 +22,21 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
 }
 /* Waits until the phase with this parity has completed (parity 1 on a fresh barrier: at once).
  * A wait that outlives ~2^25 polls (seconds) traps: a broken pipeline fails loudly, not hangs.
- * CLUSTER: acquire at cluster scope (AGOQ_WG_CLUSTER=2: the barrier also takes arrivals and
- * multicast copies from the partner CTA). */
-template <bool CLUSTER = false>
+ * The default .acquire.cta also serves AGOQ_WG_CLUSTER=2, where the barrier takes the partner's
+ * arrivals and multicast copies (as CUTLASS's cluster barriers wait): the copies' bytes are made
+ * visible by their complete_tx on this CTA's barrier. The .acquire.cluster form compiled to an L1
+ * invalidation (CCTL.IVALL) after every successful poll. */
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
     for (uint32_t polls = 0;; polls++) {
         uint32_t done;
-        if constexpr (CLUSTER)
-            asm volatile("{\n"
-                         ".reg .pred p;\n"
-                         "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-                         "selp.u32 %0, 1, 0, p;\n"
-                         "}\n"
-                         : "=r"(done)
-                         : "r"(bar), "r"(parity)
-                         : "memory");
-        else
-            asm volatile("{\n"
-                         ".reg .pred p;\n"
-                         "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                         "selp.u32 %0, 1, 0, p;\n"
-                         "}\n"
-                         : "=r"(done)
-                         : "r"(bar), "r"(parity)
-                         : "memory");
+        asm volatile("{\n"
+                     ".reg .pred p;\n"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n"
+                     "}\n"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
         if (done) return;
         if (polls > (1u << 25)) __trap();
     }
@@ -67,14 +58,18 @@ __device__ __forceinline__ void tma_load_mc(uint32_t dst, const CUtensorMap *map
                  ::"r"(dst), "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(bar), "h"(cta_mask)
                  : "memory");
 }
-/* One arrival on the mbarrier at offset bar of cluster CTA `rank` (this one included), released at
- * cluster scope: this thread's earlier accesses (the consumers' reads of a stage) happen before
- * whatever the waiter does after it sees the phase complete. */
+/* One arrival on the mbarrier at offset bar of cluster CTA `rank` (this one included), with the
+ * default .release.cta semantics, as CUTLASS's ClusterBarrier::arrive(cta_id): what it orders is
+ * a consumer's wgmma reads of a stage (complete at its wgmma.wait_group) before the partner
+ * producer's TMA overwrites that stage. With .release.cluster nvcc 13.0 put MEMBAR.ALL.CTA,
+ * MEMBAR.ALL.GPU, ERRBAR and CGAERRBAR before every arrival: two GPU-scope memory barriers per
+ * consumer warp and k-tile, where ncu had found 40% of the cluster kernel's stalls waiting on a
+ * memory barrier (docs/gemm.md). */
 __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank) {
     asm volatile("{\n"
                  ".reg .b32 ra;\n"
                  "mapa.shared::cluster.u32 ra, %0, %1;\n"
-                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n"
+                 "mbarrier.arrive.shared::cluster.b64 _, [ra];\n"
                  "}\n" ::"r"(bar), "r"(rank)
                  : "memory");
 }

@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
-# The thirteenth session's prepared A/Bs, never run (no GPU was lent after they were ready): on the
-# GPU machine, from the repository root, with the binaries of tools/device_pack.sh carried:
-#   source tools/device_env.sh && OUT=$OUT tools/device_ab_s13.sh $AGOQ_B
+# The A/Bs prepared in the thirteenth and fourteenth sessions, never run (no GPU was lent once they
+# were ready): on the GPU machine, from the repository root, with the binaries of
+# tools/device_pack.sh carried (about 7 minutes):
+#   source tools/device_env.sh && OUT=$OUT tools/device_ab_pending.sh $AGOQ_B
 # 1. every GPU test (make test-cuda's run; it checks the new variants bit-exact);
 # 2. issue 17, the register prologue on experiments/gemm_wg_deq.json (FC2 reading its stored FP4
 #    input vs dequantize + cuBLASLt): the default against AGOQ_WG_DEQ_AHEAD=1 (scales a k-tile
 #    ahead) and AGOQ_WG_DEQ_FP4=arith (FP4 decoded by arithmetic, implies AHEAD), two rounds, the
 #    second in reverse order; ncu of the default and of AHEAD on the prologue alone
 #    (experiments/gemm_wg_deq_ncu.json);
-# 3. issue 15, the reduce core AGOQ_RED_LD=0|1|2 (int8_asym, int8; 64 MiB .. 4 GiB), two rounds.
+# 3. issue 15, the reduce core AGOQ_RED_LD=0|1|2 (int8_asym, int8; 64 MiB .. 4 GiB), two rounds;
+# 4. issue 17, AGOQ_WG_CLUSTER=2 with CTA-scope barrier semantics (fourteenth session; the
+#    cluster-scope forms had compiled to two GPU-scope MEMBARs per consumer warp and k-tile): the
+#    GEMM GPU tests under =2, experiments/gemm_wg_cluster.json with =1, =2, =2, =1, ncu of one 7B FC1
+#    launch (4096 tokens) with each, and the SASS of every MEMBAR / CCTL in the binary.
 # Everything into one archive, $OUT/r.tgz (the device tool returns at most 8 files a call).
-# Tables: python3 tools/ab_s13_table.py DIR (DIR: the unpacked archive).
+# Tables: python3 tools/ab_pending_table.py DIR (DIR: the unpacked archive).
 set -u
-B=${1:?usage: device_ab_s13.sh BINDIR}
+B=${1:?usage: device_ab_pending.sh BINDIR}
 O=${OUT:?set OUT}; R=$(mktemp -d)
 start=$(date +%s)
 t() { echo "== $1 at $(( $(date +%s) - start ))s" | tee -a "$R/call.log"; }
@@ -46,7 +51,24 @@ for r in 1 2; do
     echo "rc=$?" | tee -a "$R/call.log"
   done
 done
+t cluster_tests
+timeout 90 env AGOQ_WG_CLUSTER=2 AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" wg_gemm > "$R/test_cl2.log" 2>&1
+echo "rc=$?" | tee -a "$R/call.log"; tail -1 "$R/test_cl2.log" | tee -a "$R/call.log"
+for v in 1 2 2b 1b; do
+  t "cluster $v"
+  timeout 60 env AGOQ_WG_CLUSTER=${v:0:1} "$B/agoq" run experiments/gemm_wg_cluster.json --backend cuda \
+    --out "$R/cl$v.json" >> "$R/cluster.log" 2>&1
+  echo "cl$v rc=$?" | tee -a "$R/call.log"
+done
 t ncu
+for v in 1 2; do # the first wg_kernel launch of gemm_wg_ncu.json: 7B FC1, 4096 tokens
+  timeout 90 env AGOQ_WG_CLUSTER=$v ncu --clock-control none -k regex:"wg_kernel" -c 1 --section SpeedOfLight \
+    --section WarpStateStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section SchedulerStats \
+    "$B/agoq" run experiments/gemm_wg_ncu.json --backend cuda --out "$R/ncu_cl$v.json" > "$R/ncu_cl$v.log" 2>&1
+  echo "ncu cl$v rc=$?" | tee -a "$R/call.log"
+done
+timeout 120 bash -c "cuobjdump -sass '$B/agoq' | grep -oE 'MEMBAR[.A-Za-z0-9]*|CCTL[.A-Za-z0-9]*|UCGABAR[._A-Za-z0-9]*' | sort | uniq -c" \
+  > "$R/sass_fences.txt" 2>&1
 for v in def ah; do
   e=X=1; [ $v = ah ] && e=AGOQ_WG_DEQ_AHEAD=1
   timeout 90 env $e ncu --clock-control none -k regex:"wg_kernel" -c 1 --section SpeedOfLight --section WarpStateStats \

@@ -1,5 +1,6 @@
-# Tables of tools/device_ab_s13.sh's archive: python3 tools/ab_s13_table.py DIR (the prologue's
-# vs_cublas_quant and median ms per variant and round; the reduce core's copy ratio per AGOQ_RED_LD).
+# Tables of tools/device_ab_pending.sh's archive: python3 tools/ab_pending_table.py DIR (the
+# prologue's vs_cublas_quant and median ms per variant and round; the reduce core's copy ratio per
+# AGOQ_RED_LD; our GEMM's vs_cublas per AGOQ_WG_CLUSTER run).
 import glob
 import json
 import os
@@ -28,3 +29,14 @@ for f in sorted(glob.glob(D+'/ld*_r*.json')):
 print('reduce copy ratio per round')
 for k in sorted(red):
     print(k[0],k[1],'|',' | '.join('ld%s '%v+' '.join('%.3f'%x for x in red[k][v]) for v in sorted(red[k])))
+# clusters
+cl={}
+for f in sorted(glob.glob(D+'/cl*.json')):
+    v=os.path.basename(f)[2:-5]
+    for rec in json.load(open(f))['records']:
+        if 'vs_cublas' in rec:
+            cl.setdefault((rec['case'],rec['bytes']>>20),{})[v]=rec['vs_cublas']
+runs=['1','2','2b','1b']
+print('GEMM vs_cublas per AGOQ_WG_CLUSTER run (1, 2, 2b, 1b)')
+for k in sorted(cl):
+    print(k[0],k[1],'|',' '.join('%.3f'%cl[k][v] if v in cl[k] else '-' for v in runs))
