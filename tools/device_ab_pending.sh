@@ -13,7 +13,8 @@
 # 4. issue 17, AGOQ_WG_CLUSTER=2 with CTA-scope barrier semantics (fourteenth session; the
 #    cluster-scope forms had compiled to two GPU-scope MEMBARs per consumer warp and k-tile): the
 #    GEMM GPU tests under =2, experiments/gemm_wg_cluster.json with =1, =2, =2, =1, ncu of one 7B FC1
-#    launch (4096 tokens) with each, and the SASS of every MEMBAR / CCTL in the binary.
+#    launch (4096 tokens) with each, and the SASS of every MEMBAR / CCTL in the binary;
+# 5. issue 15, ncu of the fp8 and int8 reduce cores at 1 GiB (behind torch.compile there).
 # Everything into one archive, $OUT/r.tgz (the device tool returns at most 8 files a call).
 # Tables: python3 tools/ab_pending_table.py DIR (DIR: the unpacked archive).
 set -u
@@ -67,6 +68,12 @@ for v in 1 2; do # the first wg_kernel launch of gemm_wg_ncu.json: 7B FC1, 4096 
     "$B/agoq" run experiments/gemm_wg_ncu.json --backend cuda --out "$R/ncu_cl$v.json" > "$R/ncu_cl$v.log" 2>&1
   echo "ncu cl$v rc=$?" | tee -a "$R/call.log"
 done
+# issue 15: the fp8 / int8 reduce cores, behind torch.compile at 1-4 GiB (0.88-0.99x) with no ncu yet
+timeout 90 ncu --clock-control none --kernel-name-base demangled -k regex:tile_reduce -c 2 --section SpeedOfLight \
+  --section MemoryWorkloadAnalysis --section Occupancy --section InstructionStats --section WarpStateStats \
+  "$B/agoq" kernels --cases grad_reduce --formats fp8_e4m3,int8 -b 1G -e 1G -n 1 -w 0 --no-check -q \
+  -o "$R/ncu_reduce.json" > "$R/ncu_reduce_fp8_int8.log" 2>&1
+echo "ncu reduce rc=$?" | tee -a "$R/call.log"
 timeout 120 bash -c "cuobjdump -sass '$B/agoq' | grep -oE 'MEMBAR[.A-Za-z0-9]*|CCTL[.A-Za-z0-9]*|UCGABAR[._A-Za-z0-9]*' | sort | uniq -c" \
   > "$R/sass_fences.txt" 2>&1
 for v in def ah; do
