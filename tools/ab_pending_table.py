@@ -29,14 +29,20 @@ for f in sorted(glob.glob(D+'/ld*_r*.json')):
 print('reduce copy ratio per round')
 for k in sorted(red):
     print(k[0],k[1],'|',' | '.join('ld%s '%v+' '.join('%.3f'%x for x in red[k][v]) for v in sorted(red[k])))
-# clusters
-cl={}
-for f in sorted(glob.glob(D+'/cl*.json')):
-    v=os.path.basename(f)[2:-5]
-    for rec in json.load(open(f))['records']:
-        if 'vs_cublas' in rec:
-            cl.setdefault((rec['case'],rec['bytes']>>20),{})[v]=rec['vs_cublas']
-runs=['1','2','2b','1b']
-print('GEMM vs_cublas per AGOQ_WG_CLUSTER run (1, 2, 2b, 1b)')
-for k in sorted(cl):
-    print(k[0],k[1],'|',' '.join('%.3f'%cl[k][v] if v in cl[k] else '-' for v in runs))
+# clusters: cl{1,2,2b,1b}.json (plain GEMMs, vs_cublas), clepi{1,2all,2allb,1b}.json (residual and
+# fused forward GEMMs: vs_cublas, or vs_cublas_quant for the fused copies)
+def cluster_table(prefix, runs, title):
+    cl = {}
+    for v in runs:
+        f = '%s/%s%s.json' % (D, prefix, v)
+        if not os.path.exists(f):
+            continue
+        for rec in json.load(open(f))['records']:
+            r = rec.get('vs_cublas_quant', rec.get('vs_cublas'))
+            if r is not None:
+                cl.setdefault((rec['case'], rec['bytes'] >> 20), {})[v] = r
+    print(title)
+    for k in sorted(cl):
+        print(k[0], k[1], '|', ' '.join('%.3f' % cl[k][v] if v in cl[k] else '-' for v in runs))
+cluster_table('cl', ['1', '2', '2b', '1b'], 'GEMM vs_cublas per AGOQ_WG_CLUSTER run (1, 2, 2, 1)')
+cluster_table('clepi', ['1', '2all', '2allb', '1b'], 'GEMM vs_cublas(_quant) per AGOQ_WG_CLUSTER run (1, 2all, 2all, 1)')

@@ -203,8 +203,12 @@ extern "C" int agoq_wg_gemm(const agoq_wg_args *g, void *stream) {
                      g->q->p.enc != AGOQ_ENC_FP4 && fz_fast_quant(g->q->p, g->cq) && g->n % 256 == 0 && kn.gen_rows;
     const bool st4 = four_stages(g, kn.stages), bk = kn.bulk;
     /* AGOQ_WG_CLUSTER=2: the 4-stage kernels without a quantized copy (plain, or a residual with
-     * AGOQ_WG_STAGES=4) in clusters of two CTAs along M sharing B; every other kernel as before */
-    const bool cl2 = kn.cluster == 2 && st4 && !g->q && tn == BN;
+     * AGOQ_WG_STAGES=4) in clusters of two CTAs along M sharing B; every other kernel as before.
+     * AGOQ_WG_CLUSTER=2all (fourteenth session, not yet run on a GPU): also the 3-stage forward
+     * kernels with their default epilogue rows and no bulk copies: a residual (4 rows), the fast
+     * FP4 copy (4 rows), the general formats' row tiles (8 rows) */
+    const bool epi3 = kn.cluster_all && !st4 && !g->a_mn && !g->b_mn && !bk && kn.epi_rows == 0 && (fast || gen || !g->q);
+    const bool cl2 = kn.cluster == 2 && tn == BN && ((st4 && !g->q) || epi3);
     wg_launch l(kn, stream);
     if (g->a_mn) make_map(&l.ma, g->a, g->m, g->k, 64); /* A stored [K][M] */
     else make_map(&l.ma, g->a, g->k, g->m, BM);         /* A stored [M][K] */
@@ -221,12 +225,15 @@ extern "C" int agoq_wg_gemm(const agoq_wg_args *g, void *stream) {
     else if (tn == 128 && g->q) launch_t<true, STAGES, 128>(g->a_mn, g->b_mn, l);
     else if (tn == 128) launch_t<false, STAGES, 128>(g->a_mn, g->b_mn, l);
     else if (fast && st4) launch<0, 0, true, 0, true, 4>(l);
+    else if (fast && cl2) launch<0, 0, true, 0, true, STAGES, BN, 4, false, false, 2>(l);
     else if (fast) launch_epi<true>(er ? er : 4, bk, l);
+    else if (gen && !st4 && cl2) launch<0, 0, true, 0, false, STAGES, BN, 8, false, true, 2>(l);
     else if (gen && !st4) launch_gen(er ? er : 8, l);
     else if (g->q && st4) launch_t<true, 4>(g->a_mn, g->b_mn, l);
     else if (g->q) launch_t<true, STAGES>(g->a_mn, g->b_mn, l);
-    else if (cl2) launch_t<false, 4, BN, 2>(g->a_mn, g->b_mn, l);
+    else if (cl2 && st4) launch_t<false, 4, BN, 2>(g->a_mn, g->b_mn, l);
     else if (st4) launch_t<false, 4>(g->a_mn, g->b_mn, l);
+    else if (cl2) launch<0, 0, false, 0, false, STAGES, BN, 4, false, false, 2>(l);
     else if (!g->a_mn && !g->b_mn) launch_epi<false>(er ? er : 4, bk, l);
     else launch_t<false, STAGES>(g->a_mn, g->b_mn, l);
     return 0;

@@ -36,7 +36,7 @@ TEST(gemm_wg_knobs_defaults_and_accepted_values) {
     agoq_wg_knobs k = agoq_wg_knobs_read();
     const int defaults_ok = k.grid_cap == 0 && k.one_tile == 0 && k.tile_n == 0 && k.stages == 0 && k.epi_rows == 0 &&
                             k.bulk == 0 && k.gen_rows == 1 && k.group_m == 8 && k.fast_epi == 1 && k.mn_swap == 0 &&
-                            k.deq_smem == 0 && k.deq_producer == 0 && k.cluster == 1 &&
+                            k.deq_smem == 0 && k.deq_producer == 0 && k.cluster == 1 && k.cluster_all == 0 &&
                             k.deq_ahead == 0 && k.deq_fp4_arith == 0;
     /* each accepted value, alone: the field it sets */
     static const struct { const char *name, *value; int want; } good[] = {
@@ -50,6 +50,7 @@ TEST(gemm_wg_knobs_defaults_and_accepted_values) {
         {"AGOQ_WG_GROUP_M", "16", 16},   {"AGOQ_WG_GROUP_M", "64", 64},    {"AGOQ_WG_FAST_EPI", "0", 0},
         {"AGOQ_WG_FAST_EPI", "1", 1},    {"AGOQ_WG_MN_SWAP", "1", 1},      {"AGOQ_WG_DEQ_SMEM", "1", 1},
         {"AGOQ_WG_DEQ_PRODUCER", "1", 1}, {"AGOQ_WG_CLUSTER", "1", 1},     {"AGOQ_WG_CLUSTER", "2", 2},
+        {"AGOQ_WG_CLUSTER", "2all", 2},
         {"AGOQ_WG_DEQ_AHEAD", "1", 1},    {"AGOQ_WG_DEQ_FP4", "table", 0},  {"AGOQ_WG_DEQ_FP4", "arith", 1},
     };
     int bad = -1;
@@ -63,8 +64,16 @@ TEST(gemm_wg_knobs_defaults_and_accepted_values) {
         for (int f = 0; f < NKNOBS; f++)
             if (!strcmp(names[f], good[i].name) && fields[f] != good[i].want) bad = (int)i;
     }
+    /* AGOQ_WG_CLUSTER's second field: 2all also clusters the 3-stage forward kernels */
+    setenv("AGOQ_WG_CLUSTER", "2all", 1);
+    k = agoq_wg_knobs_read();
+    const int all_ok = k.cluster == 2 && k.cluster_all == 1;
+    setenv("AGOQ_WG_CLUSTER", "2", 1);
+    k = agoq_wg_knobs_read();
+    const int two_ok = k.cluster == 2 && k.cluster_all == 0;
     restore(saved);
     CHECK(defaults_ok);
+    CHECK(all_ok && two_ok);
     CHECK_MSG(bad < 0, "%s=%s read wrong", good[bad].name, good[bad].value);
 }
 
@@ -93,7 +102,7 @@ TEST(gemm_wg_knobs_bad_values_die_in_one_line) {
         {"AGOQ_WG_MN_SWAP", "2", "AGOQ_WG_MN_SWAP=2: expected 0 or 1"},
         {"AGOQ_WG_DEQ_SMEM", "true", "AGOQ_WG_DEQ_SMEM=true: expected 0 or 1"},
         {"AGOQ_WG_DEQ_PRODUCER", "11", "AGOQ_WG_DEQ_PRODUCER=11: expected 0 or 1"},
-        {"AGOQ_WG_CLUSTER", "4", "AGOQ_WG_CLUSTER=4: expected one of 1, 2"},
+        {"AGOQ_WG_CLUSTER", "4", "AGOQ_WG_CLUSTER=4: expected one of 1, 2, 2all"},
         {"AGOQ_WG_DEQ_AHEAD", "2", "AGOQ_WG_DEQ_AHEAD=2: expected 0 or 1"},
         {"AGOQ_WG_DEQ_FP4", "1", "AGOQ_WG_DEQ_FP4=1: expected one of table, arith"},
     };

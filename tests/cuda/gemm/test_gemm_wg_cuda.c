@@ -342,7 +342,7 @@ static void run_knob(const char *knob, const char *val, const agoq_wg_args *g, c
  * one bf16 ulp of the default (auto: 192 or 256 by the wave fill), entry by entry (the sums run
  * in the same order; a difference is reported); AGOQ_WG_EPI_ROWS=1, =4 and =8 (defaults: 4, and 8 for the general row
  * tiles), AGOQ_WG_BULK=1 with 1 and 8, AGOQ_WG_EPI_GEN=blocks and =rows (the default),
- * AGOQ_WG_FAST_EPI=0, AGOQ_WG_CLUSTER=2 bit-exact (C, codes and
+ * AGOQ_WG_FAST_EPI=0, AGOQ_WG_CLUSTER=2 and =2all bit-exact (C, codes and
  * scales; the forward cases' plain, residual and quantized copies); AGOQ_WG_STAGES=auto and
  * AGOQ_WG_TILE_N=auto (the defaults spelled out) bit-exact. An invalid setting exits after one
  * line (core/knob.h; tested on the host by tests/gemm/test_gemm_wg_knobs.c). */
@@ -356,7 +356,7 @@ TEST(cuda_wg_gemm_knob_variants_match_default) {
         {"AGOQ_WG_BULK", "1", 1, NULL}, {"AGOQ_WG_EPI_ROWS", "1", 1, "AGOQ_WG_BULK"},
         {"AGOQ_WG_EPI_ROWS", "8", 1, NULL}, {"AGOQ_WG_EPI_ROWS", "8", 1, "AGOQ_WG_BULK"},
         {"AGOQ_WG_EPI_GEN", "blocks", 1, NULL}, {"AGOQ_WG_EPI_GEN", "rows", 1, NULL},
-        {"AGOQ_WG_FAST_EPI", "0", 1, NULL}, {"AGOQ_WG_CLUSTER", "2", 1, NULL},
+        {"AGOQ_WG_FAST_EPI", "0", 1, NULL}, {"AGOQ_WG_CLUSTER", "2", 1, NULL}, {"AGOQ_WG_CLUSTER", "2all", 1, NULL},
     };
     static const wcase cases[] = {
         {OP_FWD, 200, 328, 136}, {OP_FWD, 512, 1536, 512}, {OP_FWD, 384, 1024, 2048}, {OP_DGRAD, 200, 136, 328},
@@ -427,15 +427,15 @@ TEST(cuda_wg_gemm_knob_variants_match_default) {
     }
 }
 
-/* One run of g with AGOQ_WG_CLUSTER = cl (1: unset) into a C prefilled with NaN (0xffff: an entry
- * the kernel does not write is caught), downloaded; *rc: agoq_wg_gemm's. */
-static uint16_t *run_cluster(const agoq_wg_args *g, int cl, int *rc) {
+/* One run of g with AGOQ_WG_CLUSTER = cl (NULL: unset) into a C prefilled with NaN (0xffff: an
+ * entry the kernel does not write is caught), downloaded; *rc: agoq_wg_gemm's. */
+static uint16_t *run_cluster(const agoq_wg_args *g, const char *cl, int *rc) {
     const size_t n = (size_t)g->m * (size_t)g->n;
     uint16_t *nan = malloc(n * 2);
     memset(nan, 0xff, n * 2);
     agoq_fused_h2d(g->c, nan, n * 2);
     free(nan);
-    if (cl == 2) setenv("AGOQ_WG_CLUSTER", "2", 1);
+    if (cl) setenv("AGOQ_WG_CLUSTER", cl, 1);
     else unsetenv("AGOQ_WG_CLUSTER");
     *rc = agoq_wg_gemm(g, NULL);
     agoq_fused_dsync();
@@ -448,7 +448,10 @@ static uint16_t *run_cluster(const agoq_wg_args *g, int cl, int *rc) {
  * same k order per tile), every layout, ragged M, N and K, odd numbers of row tiles (the
  * partner's dummy tile: 1, 3, 5, 9), each on the full grid and on grids capped at 2 and 5 CTAs
  * (one and two clusters: several tile pairs per cluster, the rings' phases carried across
- * them), plain and (AGOQ_WG_STAGES=4) with the residual; every entry written (NaN prefill). */
+ * them), plain and (AGOQ_WG_STAGES=4) with the residual; every entry written (NaN prefill).
+ * AGOQ_WG_CLUSTER=2all on the forward cases: the residual on the 3-stage kernel, and where N is
+ * a multiple of 256 the residual with the fast FP4 copy (its codes and scales are checked against
+ * the reference by cuda_wg_gemm_knob_variants_match_default). */
 TEST(cuda_wg_gemm_cluster_matches_default) {
     static const wcase cases[] = {
         {OP_FWD, 328, 600, 200},    {OP_FWD, 128, 256, 64},     {OP_FWD, 1032, 1544, 520}, {OP_FWD, 512, 1536, 512},
@@ -468,30 +471,44 @@ TEST(cuda_wg_gemm_cluster_matches_default) {
         agoq_wg_args g = {0};
         uint16_t *dr = wg_operands(cases[ci], 61 + ci, &g);
         size_t nan_entries = 0;
-        for (int v = 0; v < 2; v++) { /* plain; the residual on 4 stages (fwd, dgrad) */
+        agoq_qconfig qc = agoq_qconfig_default(AGOQ_FMT_FP4_E2M1);
+        qc.block = 128;
+        agoq_fq q;
+        CHECK(agoq_fq_make(&qc, &q) == 0);
+        /* v: 0 plain, 1 the residual on 4 stages (fwd, dgrad); 2all (fwd): 2 the residual on 3
+         * stages, 3 the residual and the FP4 copy */
+        for (int v = 0; v < 4; v++) {
             if (v && cases[ci].op == OP_WGRAD) continue;
+            if (v >= 2 && (cases[ci].op != OP_FWD || (v == 3 && g.n % 256))) continue;
+            const char *cl = v >= 2 ? "2all" : "2";
             g.r = v ? dr : NULL;
-            if (v) setenv("AGOQ_WG_STAGES", "4", 1);
+            if (v == 3) CHECK(agoq_dqt_alloc(&qc, g.m, g.n, &g.cq) == 0);
+            g.q = v == 3 ? &q : NULL;
+            if (v == 1) setenv("AGOQ_WG_STAGES", "4", 1);
             for (size_t k = 0; k < sizeof caps / sizeof caps[0]; k++) {
                 if (caps[k]) setenv("AGOQ_WG_GRID_CAP", caps[k], 1);
                 else unsetenv("AGOQ_WG_GRID_CAP");
                 int rc1, rc2;
-                uint16_t *c1 = run_cluster(&g, 1, &rc1), *c2 = run_cluster(&g, 2, &rc2);
+                uint16_t *c1 = run_cluster(&g, NULL, &rc1), *c2 = run_cluster(&g, cl, &rc2);
                 CHECK(rc1 == 0 && rc2 == 0);
                 size_t diff = 0, first = (size_t)-1;
                 for (size_t e = 0; e < (size_t)g.m * g.n; e++) {
                     if (c1[e] != c2[e] && !diff++) first = e;
                     nan_entries += c2[e] == 0xffff;
                 }
-                CHECK_MSG(diff == 0, "AGOQ_WG_CLUSTER=2 %s M=%d N=%d K=%d residual=%d cap=%s: %zu entries differ, first (%zu, %zu): %04x vs %04x",
-                          kOpName[cases[ci].op], cases[ci].M, cases[ci].N, cases[ci].K, v, caps[k] ? caps[k] : "-", diff,
+                CHECK_MSG(diff == 0, "AGOQ_WG_CLUSTER=%s %s M=%d N=%d K=%d variant=%d cap=%s: %zu entries differ, first (%zu, %zu): %04x vs %04x",
+                          cl, kOpName[cases[ci].op], cases[ci].M, cases[ci].N, cases[ci].K, v, caps[k] ? caps[k] : "-", diff,
                           diff ? first / g.n : 0, diff ? first % g.n : 0, diff ? c2[first] : 0, diff ? c1[first] : 0);
                 free(c1); free(c2);
             }
             unsetenv("AGOQ_WG_STAGES");
+            if (v == 3) agoq_dqt_free(&g.cq);
+            g.q = NULL;
+            g.cq = (agoq_dqt){0};
         }
-        CHECK_MSG(nan_entries == 0, "AGOQ_WG_CLUSTER=2 %s: %zu entries left unwritten", kOpName[cases[ci].op], nan_entries);
-        printf("    cluster 2 vs 1: %s M=%d N=%d K=%d (C %d x %d, %d row tiles): bit-exact\n", kOpName[cases[ci].op],
+        agoq_fq_free(&q);
+        CHECK_MSG(nan_entries == 0, "AGOQ_WG_CLUSTER=2 / 2all %s: %zu entries left unwritten", kOpName[cases[ci].op], nan_entries);
+        printf("    cluster 2 / 2all vs 1: %s M=%d N=%d K=%d (C %d x %d, %d row tiles): bit-exact\n", kOpName[cases[ci].op],
                cases[ci].M, cases[ci].N, cases[ci].K, g.m, g.n, (g.m + 127) / 128);
         wg_operands_free(&g, dr);
     }
