@@ -232,7 +232,8 @@ static int run_case(const agoq_run_ctx *ctx, const kplan *p, const agoq_bench_ca
  * "<shape>_lt" (cuBLASLt), "<shape>_wgq" against "<shape>_ltq" (cuBLASLt + the standalone
  * quantizer) and "<shape>_wgd" against "<shape>_ltd" (the standalone dequantizer + cuBLASLt),
  * same bytes and format. Adds vs_cublas / vs_cublas_quant = their median / ours
- * (> 1: ours is faster) to ours and prints them. */
+ * (> 1: ours is faster) to ours and prints them; "<shape>_wgq" also gets vs_own_quant against
+ * "<shape>_wgu" (our GEMM, then the standalone quantizer) where the run has it. */
 static const cJSON *find_record(const cJSON *recs, const char *name, double bytes, const char *fmt) {
     const cJSON *r;
     cJSON_ArrayForEach(r, recs) {
@@ -266,6 +267,14 @@ static void add_gemm_ratios(agoq_results *res, double bytes) {
         results_num(r, plain ? "vs_cublas" : "vs_cublas_quant", ratio);
         printf("  %-30s %-9s %s %.3f (%s %.3f ms, ours %.3f ms)\n", name, f->valuestring,
                plain ? "vs_cublas" : "vs_cublas_quant", ratio, peer, om->valuedouble, med->valuedouble);
+        if (!quant) continue;
+        snprintf(peer, sizeof peer, "%.*s_wgu", (int)(len - 4), name); /* our GEMM + the standalone quantizer */
+        const cJSON *u = find_record(res->records, peer, bytes, f->valuestring);
+        const cJSON *um = u ? cJSON_GetObjectItem(u, "median_ms") : NULL;
+        if (!cJSON_IsNumber(um)) continue;
+        results_num(r, "vs_own_quant", um->valuedouble / med->valuedouble);
+        printf("  %-30s %-9s vs_own_quant %.3f (%s %.3f ms)\n", name, f->valuestring, um->valuedouble / med->valuedouble,
+               peer, um->valuedouble);
     }
     fflush(stdout);
 }

@@ -9,9 +9,11 @@
  *   fc1  C[M, 2F] = X[M, H] W1^T            fc2  C[M, H] = A[M, F] W2^T + R (residual)
  * and, for 7B FC1/FC2, the backward layouts: dgrad dX = dY W, wgrad dW = dY^T X (bf16 out).
  * Variants: lt (cuBLASLt), wg (ours), ltq (cuBLASLt, then the standalone rowq quantizer on its
- * output: the unfused AGoQ path), wgq (ours, the quantized copy in the epilogue). runners/kernels.c
- * pairs them: wg gets vs_cublas = median(lt) / median(wg), wgq vs_cublas_quant =
- * median(ltq) / median(wgq). out, fc1, fc2 are quantized (the next RMSNorm's and SwiGLU's
+ * output: the unfused AGoQ path), wgq (ours, the quantized copy in the epilogue), wgu (ours, then
+ * the standalone quantizer: the same GEMM unfused). runners/kernels.c pairs them: wg gets
+ * vs_cublas = median(lt) / median(wg), wgq vs_cublas_quant = median(ltq) / median(wgq) and
+ * vs_own_quant = median(wgu) / median(wgq) (the fusion's own gain, what the paper's 1.03-1.11x
+ * per GEMM measures). out, fc1, fc2 are quantized (the next RMSNorm's and SwiGLU's
  * inputs), qkv is not. FC2 again with its input read from the stored FP4 copy: ltd (the
  * standalone dequantize kernel, then cuBLASLt) against wgd (ours, decoding in the prologue):
  * wgd gets vs_cublas_quant = median(ltd) / median(wgd). TFLOP/s = 2 M N K / median (README). Bytes: A + B + C (+ R) (+ the quantized copy; ltq also reads C again). */
@@ -27,7 +29,7 @@
 #include "kernels/quant/quant_cuda.h"
 
 enum { L_QKV, L_OUT, L_FC1, L_FC2 };
-enum { V_LT, V_LTQ, V_WG, V_WGQ, V_LTD, V_WGD };
+enum { V_LT, V_LTQ, V_WG, V_WGQ, V_LTD, V_WGD, V_WGU };
 enum { O_FWD, O_DGRAD, O_WGRAD };
 struct wspec {
     int hidden, ffn, tp, layer, op, var;
@@ -52,7 +54,9 @@ static void wshape(wspec sp, const agoq_bench_args *a, int *M, int *N, int *K) {
     *N = sp.layer == L_QKV ? 3 * H / t : sp.layer == L_FC1 ? 2 * F / t : H;
     *K = sp.layer == L_OUT ? H / t : sp.layer == L_FC2 ? F / t : H;
 }
-static bool quantized(wspec sp) { return sp.var == V_LTQ || sp.var == V_WGQ; }
+static bool quantized(wspec sp) { return sp.var == V_LTQ || sp.var == V_WGQ || sp.var == V_WGU; }
+/* the standalone quantizer after the GEMM: it reads C again */
+static bool unfused(wspec sp) { return sp.var == V_LTQ || sp.var == V_WGU; }
 static bool stored_a(wspec sp) { return sp.var == V_LTD || sp.var == V_WGD; }
 static bool residual(wspec sp) { return sp.op == O_FWD && (sp.layer == L_OUT || sp.layer == L_FC2); }
 
@@ -67,7 +71,7 @@ static double wbytes(wspec sp, const agoq_bench_args *a) {
     }
     double b = 2.0 * (m * k + n * k + m * n) + (residual(sp) ? 2.0 * m * n : 0.0);
     if (quantized(sp)) b += (double)agoq_qtensor_bytes(&a->qc, agoq_rowq_alloc_n(&a->qc, (size_t)M, (size_t)N));
-    if (sp.var == V_LTQ) b += 2.0 * m * n;
+    if (unfused(sp)) b += 2.0 * m * n;
     return b;
 }
 
@@ -141,6 +145,7 @@ static void wlaunch(void *state, const agoq_bench_args *a) {
     } else {
         AGOQ_BENCH_MUST(agoq_wg_fwd(M, N, K, s->a, s->b, s->r, s->c, v == V_WGQ ? &s->fq : NULL,
                                     v == V_WGQ ? s->q : none, a->stream));
+        if (v == V_WGU) AGOQ_BENCH_MUST(agoq_rowq_quantize_cuda(&s->fq, s->c, M, N, s->q, a->stream));
     }
 }
 
@@ -163,7 +168,9 @@ static void wteardown(void *state) {
     static double wb_##id(const agoq_bench_args *a) { return wbytes(wspec{H, F, T, L, O, V}, a); }        \
     static int ws_##id(const agoq_bench_args *a, void **s) { return wsetup(wspec{H, F, T, L, O, V}, a, s); }
 #define WPLAIN(m, H, F, T, L, O) WCASE(m##_lt, H, F, T, L, O, V_LT) WCASE(m##_wg, H, F, T, L, O, V_WG)
-#define WQUANT(m, H, F, T, L) WPLAIN(m, H, F, T, L, O_FWD) WCASE(m##_ltq, H, F, T, L, O_FWD, V_LTQ) WCASE(m##_wgq, H, F, T, L, O_FWD, V_WGQ)
+#define WQUANT(m, H, F, T, L)                                                                                   \
+    WPLAIN(m, H, F, T, L, O_FWD) WCASE(m##_ltq, H, F, T, L, O_FWD, V_LTQ) WCASE(m##_wgq, H, F, T, L, O_FWD, V_WGQ)   \
+    WCASE(m##_wgu, H, F, T, L, O_FWD, V_WGU)
 #define WMODEL(mdl, H, F, T)                                                                               \
     WPLAIN(mdl##_qkv, H, F, T, L_QKV, O_FWD) WQUANT(mdl##_out, H, F, T, L_OUT) WQUANT(mdl##_fc1, H, F, T, L_FC1) \
     WQUANT(mdl##_fc2, H, F, T, L_FC2)
@@ -191,7 +198,7 @@ static int wsupports_deq(const agoq_qconfig *qc) {
 #define WROW(id, FMT) \
     {"gemmwg_" #id, "gemm", FMT, wb_##id, ws_##id, wlaunch, NULL, wteardown, FMT ? wsupports : NULL}
 #define WROWS_PLAIN(m) WROW(m##_lt, 0), WROW(m##_wg, 0)
-#define WROWS_QUANT(m) WROWS_PLAIN(m), WROW(m##_ltq, 1), WROW(m##_wgq, 1)
+#define WROWS_QUANT(m) WROWS_PLAIN(m), WROW(m##_ltq, 1), WROW(m##_wgq, 1), WROW(m##_wgu, 1)
 #define WROWS_MODEL(mdl) WROWS_PLAIN(mdl##_qkv), WROWS_QUANT(mdl##_out), WROWS_QUANT(mdl##_fc1), WROWS_QUANT(mdl##_fc2)
 static const agoq_bench_case gemm_wg_cases[] = {
     WROWS_MODEL(7b), WROWS_MODEL(7b_tp8), WROWS_MODEL(13b), WROWS_MODEL(13b_tp8),
