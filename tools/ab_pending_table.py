@@ -41,6 +41,8 @@ def cluster_table(prefix, runs, title):
             r = rec.get('vs_cublas_quant', rec.get('vs_cublas'))
             if r is not None:
                 cl.setdefault((rec['case'], rec['bytes'] >> 20), {})[v] = r
+            if 'vs_own_quant' in rec:  # the fused copy against our GEMM + the standalone quantizer
+                cl.setdefault((rec['case'] + ' own', rec['bytes'] >> 20), {})[v] = rec['vs_own_quant']
     print(title)
     for k in sorted(cl):
         print(k[0], k[1], '|', ' '.join('%.3f' % cl[k][v] if v in cl[k] else '-' for v in runs))
