@@ -8,11 +8,12 @@
 #   tests   every GPU test (make test-cuda's run; it checks the new variants bit-exact)      ~2 min
 #   deq     issue 17, the register prologue on experiments/gemm_wg_deq.json (FC2 reading its stored
 #           FP4 input vs dequantize + cuBLASLt): the default against AGOQ_WG_DEQ_AHEAD=1 (scales a
-#           k-tile ahead) and AGOQ_WG_DEQ_FP4=arith (FP4 decoded by arithmetic, implies AHEAD), two
+#           k-tile ahead), AGOQ_WG_DEQ_FP4=arith (FP4 decoded by arithmetic, implies AHEAD) and
+#           AGOQ_WG_DEQ_BUFS=4 (a k-tile's four fragments at a time; fourteenth session), two
 #           rounds, the second in reverse order                                             ~1 min
 #   reduce  issue 15, the reduce core AGOQ_RED_LD=0|1|2 (int8_asym, int8; 64 MiB .. 4 GiB), two
 #           rounds                                                                          ~2 min
-#   ncu15   ncu of the prologue alone (default, AHEAD; experiments/gemm_wg_deq_ncu.json) and of the
+#   ncu15   ncu of the prologue alone (default, AHEAD, BUFS=4; experiments/gemm_wg_deq_ncu.json) and of the
 #           fp8 / int8 reduce cores at 1 GiB (behind torch.compile there, no ncu yet)        ~2 min
 #   cluster issue 17, AGOQ_WG_CLUSTER=2 with CTA-scope barrier semantics (fourteenth session; the
 #           cluster-scope forms compiled to two GPU-scope MEMBARs per consumer warp and k-tile):
@@ -47,13 +48,14 @@ for part in "$@"; do
       timeout 300 env AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" > "$R/test_cuda.log" 2>&1; rc_of tests $?
       tail -1 "$R/test_cuda.log" | tee -a "$R/call.log" ;;
     deq)
-      V="def ah arith"
+      V="def ah arith bufs"
       for r in 1 2; do
         for v in $V; do
           case $v in
             def) gemm_run gemm_wg_deq "deq_def_r$r" X=1 ;;
             ah) gemm_run gemm_wg_deq "deq_ah_r$r" AGOQ_WG_DEQ_AHEAD=1 ;;
             arith) gemm_run gemm_wg_deq "deq_arith_r$r" AGOQ_WG_DEQ_FP4=arith ;;
+            bufs) gemm_run gemm_wg_deq "deq_bufs_r$r" AGOQ_WG_DEQ_BUFS=4 ;;
           esac
         done
         V=$(echo $V | tr ' ' '\n' | tac | tr '\n' ' ')
@@ -68,8 +70,8 @@ for part in "$@"; do
         done
       done ;;
     ncu15)
-      for v in def ah; do
-        e=X=1; [ $v = ah ] && e=AGOQ_WG_DEQ_AHEAD=1
+      for v in def ah bufs; do
+        e=X=1; [ $v = ah ] && e=AGOQ_WG_DEQ_AHEAD=1; [ $v = bufs ] && e=AGOQ_WG_DEQ_BUFS=4
         timeout 90 env $e ncu $ncu_sec -k regex:"wg_kernel" -c 1 "$B/agoq" run experiments/gemm_wg_deq_ncu.json \
           --backend cuda --out "$R/ncu_$v.json" > "$R/ncu_$v.log" 2>&1
         rc_of "ncu $v" $?

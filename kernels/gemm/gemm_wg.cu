@@ -86,6 +86,11 @@ static_assert(128 * REGS_WG0 + 256 * REGS_CONSUMER <= 384 * 168, "setmaxnreg cou
  * nvcc 13.0: 44-296 B of spill stores at 128 / 184, none at 136 / 176, nor in the consumers) */
 constexpr int REGS_WG0_ER8 = 136, REGS_CONSUMER_ER8 = 176;
 static_assert(128 * REGS_WG0_ER8 + 256 * REGS_CONSUMER_ER8 <= 384 * 168, "setmaxnreg counts exceed the launch's registers");
+/* AGOQ_WG_DEQ_BUFS=4 (register prologue kernels DQ 7 / 8): four A fragment buffers and up to four
+ * wgmma in flight need more consumer registers; their warpgroup 0 runs the plain one-row epilogue
+ * (+ residual) only, which fits 56 (ptxas -v: no spills) */
+constexpr int REGS_WG0_DQB = 56, REGS_CONSUMER_DQB = 224;
+static_assert(128 * REGS_WG0_DQB + 256 * REGS_CONSUMER_DQB <= 384 * 168, "setmaxnreg counts exceed the launch's registers");
 constexpr int EPI_WARPS = 3, EPI_THREADS = 32 * EPI_WARPS, BAR_FULL = 4, BAR_EMPTY = 5, BAR_EPI = 6,
               BAR_HANDOFF = 256 + EPI_THREADS;
 /* The 4-stage ring's half hand-off: consumer warpgroup cw stages its 64 rows through barriers
@@ -224,7 +229,9 @@ __global__ void __launch_bounds__(THREADS, 1)
     constexpr bool DEQA = DQ != 0; /* A from its stored codes: 1 decoded in shared memory, 2-3 in registers,
                                     * 4 by the epilogue warps (gemm_wg_dqp.cuh), 5-6 as 2-3 with
                                     * AGOQ_WG_DEQ_AHEAD (gemm_wg_deq.cuh's dqr_mainloop) */
-    constexpr bool DQR = DQ == 2 || DQ == 3 || DQ == 5 || DQ == 6; /* the register prologue; 5, 6: AGOQ_WG_DEQ_AHEAD */
+    /* the register prologue; 5, 6: AGOQ_WG_DEQ_AHEAD; 7, 8: AGOQ_WG_DEQ_BUFS=4 */
+    constexpr bool DQR = DQ == 2 || DQ == 3 || DQ == 5 || DQ == 6 || DQ == 7 || DQ == 8;
+    constexpr bool DQB = DQ == 7 || DQ == 8; /* four fragment buffers (gemm_wg_deq.cuh's dqr_mainloop NB) */
     static_assert(ST == STAGES || (ST == 4 && !DEQA), "4 stages: the bf16 kernels only");
     static_assert(TN == BN || (TN == 128 && !DEQA && !FASTQ && ST == STAGES) || (TN == 192 && !DEQA && !QOUT),
                   "128-wide tiles: bf16 A, 3 stages; 192-wide: bf16 A, no quantized copy");
@@ -238,7 +245,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     /* table encoders of the epilogue (none with 4 stages: no room; the host keeps them on 3) */
     __shared__ __align__(16) uint8_t tab_raw[HALF ? 16 : sizeof(agoq_smem_table)];
     agoq_smem_table &tab = *reinterpret_cast<agoq_smem_table *>(tab_raw);
-    __shared__ float2 dq_pairs[DQ == 3 || DQ == 6 ? 256 : 1]; /* the register prologue's 4-bit table pairs */
+    __shared__ float2 dq_pairs[DQ == 3 || DQ == 6 || DQ == 8 ? 256 : 1]; /* the register prologue's 4-bit table pairs */
     uint8_t *ring = raw + ((1024u - (saddr(raw) & 1023u)) & 1023u);
     const uint32_t ring_s = saddr(ring);
     const int tid = threadIdx.x, wg = tid >> 7;
@@ -258,7 +265,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     __syncthreads();
     /* CL = 2: both CTAs' barriers initialized before any multicast copy or remote arrival */
     if constexpr (CL == 2) cluster_sync();
-    if ((DQ == 3 || DQ == 6) && p.qa.dec == AGOQ_ENC_TABLE && p.qa.bits == 4) {
+    if ((DQ == 3 || DQ == 6 || DQ == 8) && p.qa.dec == AGOQ_ENC_TABLE && p.qa.bits == 4) {
         for (int i = tid; i < 256; i += THREADS) dq_pairs[i] = make_float2(tab.value[i & 15], tab.value[i >> 4]);
         __syncthreads();
     }
@@ -271,7 +278,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     /* Persistent: CTA b runs tiles b, b + grid, ...; `it` counts k-tiles over all of them, so
      * stage it % ST is in its (it / ST)-th use and the barrier phases carry across tiles. */
     if (wg == 0) { /* producer (thread 0) and the epilogue warps (warps 1-3) */
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(DQ == 4 ? DQP_REGS_WG0 : ER == 8 ? REGS_WG0_ER8 : REGS_WG0));
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(DQ == 4 ? DQP_REGS_WG0 : DQB ? REGS_WG0_DQB : ER == 8 ? REGS_WG0_ER8 : REGS_WG0));
         if (tid == 0) {
             const tile_walk<TN, CL> w(tiles_m, tiles_n, ntiles);
             int it = 0;
@@ -333,7 +340,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             if constexpr (BULK) bulk_wait(); /* the C copies are written */
         }
     } else { /* consumers: rows 64 * (wg - 1) .. + 63 of each tile */
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(DQ == 4 ? DQP_REGS_CONSUMER : ER == 8 ? REGS_CONSUMER_ER8 : REGS_CONSUMER));
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(DQ == 4 ? DQP_REGS_CONSUMER : DQB ? REGS_CONSUMER_DQB : ER == 8 ? REGS_CONSUMER_ER8 : REGS_CONSUMER));
         const int cw = wg - 1;
         const int ct = tid - 128, lt = ct & 127; /* consumer thread, and its index in its warpgroup */
         const size_t nbpr = DEQA ? (size_t)(p.k / p.qa.block) : 0;
@@ -350,10 +357,10 @@ __global__ void __launch_bounds__(THREADS, 1)
             acc_fence(d); /* the zeros are written before the first wgmma.fence, not inside its stage */
             if (DQ == 1) dq_scales(p, m0 + cw * 64, 0, nbpr, lt, sc, zc);
             /* register prologue: one mainloop per decoder and code width, the decoders split over
-             * two kernels (DQ 2: integer and FP4, DQ 3: FP8 and table; all six in one kernel make
-             * ptxas serialize the wgmma for want of registers) */
+             * two kernels (DQ 2 / 5 / 7: integer and FP4, DQ 3 / 6 / 8: FP8 and table; all six in one
+             * kernel make ptxas serialize the wgmma for want of registers) */
             if constexpr (DQR) {
-                constexpr bool AH = DQ >= 5, INTK = DQ == 2 || DQ == 5;
+                constexpr bool AH = DQ == 5 || DQ == 6, INTK = DQ == 2 || DQ == 5 || DQ == 7;
                 constexpr int D0 = INTK ? AGOQ_ENC_INT_SYM : AGOQ_ENC_FP8_E4M3;
                 constexpr int D1 = INTK ? AGOQ_ENC_INT_ASYM : AGOQ_ENC_FP8_E5M2;
                 constexpr int D2 = INTK ? AGOQ_ENC_FP4 : AGOQ_ENC_TABLE;
@@ -363,7 +370,17 @@ __global__ void __launch_bounds__(THREADS, 1)
                 float ls[2] = {0.0f, 0.0f}, lz[2] = {0.0f, 0.0f}; /* without AH: this tile's scales */
                 float(&sc2)[2] = AH ? rs : ls;
                 float(&zc2)[2] = AH ? rz : lz;
-                if (p.qa.dec == D0) {
+                if constexpr (DQB) { /* AGOQ_WG_DEQ_BUFS=4: a k-tile's four fragments at a time */
+                    auto batch = [&](auto dec, auto bits) {
+                        dqr_mainloop_batch<decltype(dec)::value, decltype(bits)::value>(p, &tab, dq_pairs, d, ring_s, full, empty,
+                                                                                       m0, ls, lz, cw, lt, ktiles, it);
+                    };
+                    using I4 = agoq_enc_t<4>;
+                    using I8 = agoq_enc_t<8>;
+                    if (p.qa.dec == D0) b4 ? batch(agoq_enc_t<D0>(), I4()) : batch(agoq_enc_t<D0>(), I8());
+                    else if (p.qa.dec == D1) b4 ? batch(agoq_enc_t<D1>(), I4()) : batch(agoq_enc_t<D1>(), I8());
+                    else b4 ? batch(agoq_enc_t<D2>(), I4()) : batch(agoq_enc_t<D2>(), I8());
+                } else if (p.qa.dec == D0) {
                     if (b4) dqr_mainloop<D0, 4, AH>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, sc2, zc2, cw, lt, ktiles, it);
                     else dqr_mainloop<D0, 8, AH>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, sc2, zc2, cw, lt, ktiles, it);
                 } else if (p.qa.dec == D1) {

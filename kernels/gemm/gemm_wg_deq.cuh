@@ -221,4 +221,41 @@ __device__ __forceinline__ void dqr_mainloop(const wg_params &p, const agoq_smem
             }
     }
 }
+/* AGOQ_WG_DEQ_BUFS=4 (kernels DQ 7 / 8; fourteenth session, not yet run on a GPU): the register
+ * prologue a k-tile at a time. dqr_mainloop decodes one k-step's fragment while the previous
+ * k-step's wgmma runs, so each warpgroup has at most two wgmma in flight and every k-step's decode
+ * (a chain of dependent shared loads, table lookups, multiplies and packs: latency, not issue)
+ * must finish within the other warpgroup's one wgmma (128 tensor clocks) or the tensor pipe waits
+ * (ncu: busy about 45% of the time). Here a warpgroup decodes all four fragments of a k-tile (four
+ * independent chains), issues their four wgmma back to back and waits for them; its next
+ * decode overlaps the other warpgroup's four wgmma (512 tensor clocks), and the two warpgroups
+ * alternate. No register an in-flight wgmma reads is written (ptxas reports no serialized wgmma,
+ * C7511 / C7513, which a 4-buffer form with a decode between wgmma got). A stage is freed as soon
+ * as its wgmma are done (the caller frees the tile's last). Same decode, same k order: the same
+ * bits as dqr_mainloop. */
+template <int DEC, int BITS>
+__device__ __forceinline__ void dqr_mainloop_batch(const wg_params &p, const agoq_smem_table *tab, const float2 *pairs,
+                                                   float (&d)[128], uint32_t ring_s, uint64_t *full, uint64_t *empty,
+                                                   int m0, float (&sc)[2], float (&zc)[2], int cw, int lt, int ktiles,
+                                                   int &it) {
+    constexpr int RB = BK * BITS / 8, KS = BK / 16; /* code bytes of a row in a k-tile; k-steps */
+    const int q = lt & 3, r0 = cw * 64 + (lt >> 5) * 16 + ((lt & 31) >> 2);
+    const size_t nbpr = (size_t)(p.k / p.qa.block);
+    dqr_scales<DEC>(p, m0 + r0, 0, nbpr, sc, zc);
+    uint32_t af[KS][4], w[2][8]; /* w: the preloaded codes of dqr_frag's PRE form, unused here */
+    for (int kt = 0; kt < ktiles; kt++, it++) {
+        const int s = it % STAGES;
+        mbar_wait(saddr(&full[s]), (uint32_t)((it / STAGES) & 1));
+        const uint32_t c0 = ring_s + s * DQ_STAGE_BYTES + r0 * RB, b = ring_s + s * DQ_STAGE_BYTES + CODE_BYTES;
+#pragma unroll
+        for (int kk = 0; kk < KS; kk++) dqr_frag<DEC, BITS, false>(p, tab, c0, c0 + 8 * RB, kk, q, sc, zc, pairs, w, af[kk]);
+        if (kt + 1 < ktiles) dqr_scales<DEC>(p, m0 + r0, (kt + 1) * BK, nbpr, sc, zc); /* used after the wait */
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < KS; kk++) wgmma_256_ra<0>(d, af[kk], sdesc(b + kk * 32, 16, 1024));
+        wg_commit();
+        wg_wait<0>();
+        if (kt + 1 < ktiles && (lt & 31) == 0) mbar_arrive(saddr(&empty[s]));
+    }
+}
 #endif
