@@ -228,10 +228,11 @@ __global__ void __launch_bounds__(THREADS, 1)
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     constexpr bool DEQA = DQ != 0; /* A from its stored codes: 1 decoded in shared memory, 2-3 in registers,
                                     * 4 by the epilogue warps (gemm_wg_dqp.cuh), 5-6 as 2-3 with
-                                    * AGOQ_WG_DEQ_AHEAD (gemm_wg_deq.cuh's dqr_mainloop) */
+                                    * AGOQ_WG_DEQ_AHEAD (gemm_wg_deq.cuh's dqr_mainloop), 7-8 as 2-3 a
+                                    * k-tile at a time (AGOQ_WG_DEQ_BUFS=4) */
     /* the register prologue; 5, 6: AGOQ_WG_DEQ_AHEAD; 7, 8: AGOQ_WG_DEQ_BUFS=4 */
     constexpr bool DQR = DQ == 2 || DQ == 3 || DQ == 5 || DQ == 6 || DQ == 7 || DQ == 8;
-    constexpr bool DQB = DQ == 7 || DQ == 8; /* four fragment buffers (gemm_wg_deq.cuh's dqr_mainloop NB) */
+    constexpr bool DQB = DQ == 7 || DQ == 8; /* a k-tile's four fragments at a time (dqr_mainloop_batch) */
     static_assert(ST == STAGES || (ST == 4 && !DEQA), "4 stages: the bf16 kernels only");
     static_assert(TN == BN || (TN == 128 && !DEQA && !FASTQ && ST == STAGES) || (TN == 192 && !DEQA && !QOUT),
                   "128-wide tiles: bf16 A, 3 stages; 192-wide: bf16 A, no quantized copy");
