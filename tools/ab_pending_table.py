@@ -3,9 +3,29 @@
 # AGOQ_RED_LD; our GEMM's vs_cublas per AGOQ_WG_CLUSTER run).
 import glob
 import json
+import math
 import os
 import sys
 D=sys.argv[1]
+
+
+def summary(table, base, variants, higher=True):
+    """Per variant against base over the points both have: the geometric mean of the ratio of
+    their round means (> 1: the variant is better) and the points where every round of the
+    variant beats every round of base."""
+    for v in variants:
+        logs, wins, n = [], 0, 0
+        for k, row in table.items():
+            b, x = row.get(base), row.get(v)
+            if not b or not x:
+                continue
+            n += 1
+            mb, mx = sum(b) / len(b), sum(x) / len(x)
+            logs.append(math.log(mx / mb if higher else mb / mx))
+            wins += (min(x) > max(b)) if higher else (max(x) < min(b))
+        if n:
+            print('  %s vs %s: geomean %.3f over %d points, better in every round at %d' %
+                  (v, base, math.exp(sum(logs) / n), n, wins))
 # prologue
 rows={}
 for f in sorted(glob.glob(D+'/deq_*_r*.json')):
@@ -19,6 +39,7 @@ print('prologue vs_cublas_quant (ms) per round')
 print('case MiB | '+' | '.join(vs))
 for k in sorted(rows):
     print(k[0],k[1],'|',' | '.join(' '.join('%.3f(%.3f)'%x for x in rows[k].get(v,[])) for v in vs))
+summary({k: {v: [x[0] for x in r] for v, r in row.items()} for k, row in rows.items()}, 'def', vs[1:])
 # reduce
 red={}
 for f in sorted(glob.glob(D+'/ld*_r*.json')):
@@ -29,6 +50,7 @@ for f in sorted(glob.glob(D+'/ld*_r*.json')):
 print('reduce copy ratio per round')
 for k in sorted(red):
     print(k[0],k[1],'|',' | '.join('ld%s '%v+' '.join('%.3f'%x for x in red[k][v]) for v in sorted(red[k])))
+summary(red, '0', ['1', '2'])
 # clusters: cl{1,2,2b,1b}.json (plain GEMMs, vs_cublas), clepi{1,2all,2allb,1b}.json (residual and
 # fused forward GEMMs: vs_cublas, or vs_cublas_quant for the fused copies)
 def cluster_table(prefix, runs, title):
@@ -46,5 +68,8 @@ def cluster_table(prefix, runs, title):
     print(title)
     for k in sorted(cl):
         print(k[0], k[1], '|', ' '.join('%.3f' % cl[k][v] if v in cl[k] else '-' for v in runs))
+    two = {k: {'base': [row[v] for v in (runs[0], runs[3]) if v in row], 'var': [row[v] for v in runs[1:3] if v in row]}
+           for k, row in cl.items() if not k[0].endswith(' own')}
+    summary(two, 'base', ['var'])
 cluster_table('cl', ['1', '2', '2b', '1b'], 'GEMM vs_cublas per AGOQ_WG_CLUSTER run (1, 2, 2, 1)')
 cluster_table('clepi', ['1', '2all', '2allb', '1b'], 'GEMM vs_cublas(_quant) per AGOQ_WG_CLUSTER run (1, 2all, 2all, 1)')
