@@ -371,26 +371,20 @@ __global__ void __launch_bounds__(THREADS, 1)
                 float ls[2] = {0.0f, 0.0f}, lz[2] = {0.0f, 0.0f}; /* without AH: this tile's scales */
                 float(&sc2)[2] = AH ? rs : ls;
                 float(&zc2)[2] = AH ? rz : lz;
-                if constexpr (DQB) { /* AGOQ_WG_DEQ_BUFS=4: a k-tile's four fragments at a time */
-                    auto batch = [&](auto dec, auto bits) {
-                        dqr_mainloop_batch<decltype(dec)::value, decltype(bits)::value>(p, &tab, dq_pairs, d, ring_s, full, empty,
-                                                                                       m0, ls, lz, cw, lt, ktiles, it);
-                    };
-                    using I4 = agoq_enc_t<4>;
-                    using I8 = agoq_enc_t<8>;
-                    if (p.qa.dec == D0) b4 ? batch(agoq_enc_t<D0>(), I4()) : batch(agoq_enc_t<D0>(), I8());
-                    else if (p.qa.dec == D1) b4 ? batch(agoq_enc_t<D1>(), I4()) : batch(agoq_enc_t<D1>(), I8());
-                    else b4 ? batch(agoq_enc_t<D2>(), I4()) : batch(agoq_enc_t<D2>(), I8());
-                } else if (p.qa.dec == D0) {
-                    if (b4) dqr_mainloop<D0, 4, AH>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, sc2, zc2, cw, lt, ktiles, it);
-                    else dqr_mainloop<D0, 8, AH>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, sc2, zc2, cw, lt, ktiles, it);
-                } else if (p.qa.dec == D1) {
-                    if (b4) dqr_mainloop<D1, 4, AH>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, sc2, zc2, cw, lt, ktiles, it);
-                    else dqr_mainloop<D1, 8, AH>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, sc2, zc2, cw, lt, ktiles, it);
-                } else {
-                    if (b4) dqr_mainloop<D2, 4, AH>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, sc2, zc2, cw, lt, ktiles, it);
-                    else dqr_mainloop<D2, 8, AH>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, sc2, zc2, cw, lt, ktiles, it);
-                }
+                /* DQB (AGOQ_WG_DEQ_BUFS=4): a k-tile's four fragments at a time */
+                auto run = [&](auto dec, auto bits) {
+                    constexpr int DD = decltype(dec)::value, BB = decltype(bits)::value;
+                    if constexpr (DQB)
+                        dqr_mainloop_batch<DD, BB>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, ls, lz, cw, lt, ktiles, it);
+                    else
+                        dqr_mainloop<DD, BB, AH>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, sc2, zc2, cw, lt,
+                                                 ktiles, it);
+                };
+                using I4 = agoq_enc_t<4>;
+                using I8 = agoq_enc_t<8>;
+                if (p.qa.dec == D0) b4 ? run(agoq_enc_t<D0>(), I4()) : run(agoq_enc_t<D0>(), I8());
+                else if (p.qa.dec == D1) b4 ? run(agoq_enc_t<D1>(), I4()) : run(agoq_enc_t<D1>(), I8());
+                else b4 ? run(agoq_enc_t<D2>(), I4()) : run(agoq_enc_t<D2>(), I8());
             }
             for (int kt = 0; (DQ < 2 || DQ == 4) && kt < ktiles; kt++, it++) {
                 const int s = it % ST;
