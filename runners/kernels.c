@@ -234,16 +234,29 @@ static int run_case(const agoq_run_ctx *ctx, const kplan *p, const agoq_bench_ca
  * same bytes and format. Adds vs_cublas / vs_cublas_quant = their median / ours
  * (> 1: ours is faster) to ours and prints them; "<shape>_wgq" also gets vs_own_quant against
  * "<shape>_wgu" (our GEMM, then the standalone quantizer) where the run has it. */
-static const cJSON *find_record(const cJSON *recs, const char *name, double bytes, const char *fmt) {
+/* The median of record "<name's first stem characters><suffix>" of this size and format, or -1. */
+static double peer_median(const cJSON *recs, const char *name, size_t stem, const char *suffix, double bytes,
+                          const char *fmt, char *peer, size_t npeer) {
+    snprintf(peer, npeer, "%.*s%s", (int)stem, name, suffix);
     const cJSON *r;
     cJSON_ArrayForEach(r, recs) {
         const cJSON *c = cJSON_GetObjectItem(r, "case"), *b = cJSON_GetObjectItem(r, "bytes"),
-                    *f = cJSON_GetObjectItem(r, "format");
-        if (cJSON_IsString(c) && !strcmp(c->valuestring, name) && cJSON_IsNumber(b) && b->valuedouble == bytes &&
+                    *f = cJSON_GetObjectItem(r, "format"), *m = cJSON_GetObjectItem(r, "median_ms");
+        if (cJSON_IsString(c) && !strcmp(c->valuestring, peer) && cJSON_IsNumber(b) && b->valuedouble == bytes &&
             cJSON_IsString(f) && !strcmp(f->valuestring, fmt))
-            return r;
+            return cJSON_IsNumber(m) ? m->valuedouble : -1.0;
     }
-    return NULL;
+    return -1.0;
+}
+/* Adds key = the peer's median / ours (med) to record r and prints it; 0, or -1 without the peer. */
+static int add_ratio(agoq_results *res, cJSON *r, const char *name, size_t stem, const char *suffix, const char *key,
+                     double bytes, const char *fmt, double med) {
+    char peer[128];
+    const double pm = peer_median(res->records, name, stem, suffix, bytes, fmt, peer, sizeof peer);
+    if (pm < 0) return -1;
+    results_num(r, key, pm / med);
+    printf("  %-30s %-9s %s %.3f (%s %.3f ms, ours %.3f ms)\n", name, fmt, key, pm / med, peer, pm, med);
+    return 0;
 }
 static void add_gemm_ratios(agoq_results *res, double bytes) {
     cJSON *r;
@@ -258,23 +271,11 @@ static void add_gemm_ratios(agoq_results *res, double bytes) {
         const int quant = len > 4 && !strcmp(name + len - 4, "_wgq"), plain = len > 3 && !strcmp(name + len - 3, "_wg");
         const int deq = len > 4 && !strcmp(name + len - 4, "_wgd");
         if (!quant && !plain && !deq) continue;
-        char peer[128];
-        snprintf(peer, sizeof peer, "%.*s%s", (int)(len - (plain ? 3 : 4)), name, plain ? "_lt" : deq ? "_ltd" : "_ltq");
-        const cJSON *o = find_record(res->records, peer, bytes, f->valuestring);
-        const cJSON *om = o ? cJSON_GetObjectItem(o, "median_ms") : NULL;
-        if (!cJSON_IsNumber(om)) continue;
-        const double ratio = om->valuedouble / med->valuedouble;
-        results_num(r, plain ? "vs_cublas" : "vs_cublas_quant", ratio);
-        printf("  %-30s %-9s %s %.3f (%s %.3f ms, ours %.3f ms)\n", name, f->valuestring,
-               plain ? "vs_cublas" : "vs_cublas_quant", ratio, peer, om->valuedouble, med->valuedouble);
-        if (!quant) continue;
-        snprintf(peer, sizeof peer, "%.*s_wgu", (int)(len - 4), name); /* our GEMM + the standalone quantizer */
-        const cJSON *u = find_record(res->records, peer, bytes, f->valuestring);
-        const cJSON *um = u ? cJSON_GetObjectItem(u, "median_ms") : NULL;
-        if (!cJSON_IsNumber(um)) continue;
-        results_num(r, "vs_own_quant", um->valuedouble / med->valuedouble);
-        printf("  %-30s %-9s vs_own_quant %.3f (%s %.3f ms)\n", name, f->valuestring, um->valuedouble / med->valuedouble,
-               peer, um->valuedouble);
+        const size_t stem = len - (plain ? 3 : 4);
+        if (add_ratio(res, r, name, stem, plain ? "_lt" : deq ? "_ltd" : "_ltq", plain ? "vs_cublas" : "vs_cublas_quant",
+                      bytes, f->valuestring, med->valuedouble) == 0 &&
+            quant) /* our GEMM + the standalone quantizer */
+            add_ratio(res, r, name, stem, "_wgu", "vs_own_quant", bytes, f->valuestring, med->valuedouble);
     }
     fflush(stdout);
 }
