@@ -19,7 +19,7 @@ static const char *const g_no_experiment[] = {
     "results/h200/gemm_run1.json",     /* an earlier run of experiments/gemm.json, cited by docs/simulator.md */
     "results/h200/step_pytorch.json",  /* the PyTorch peer of agoq step: validation/hf_step.py (tools/device_step.sh) */
     /* the torch.compile peer of agoq kernels: validation/torch_kernels.py (tools/device_kernels.sh);
-     * _dynamic: its first run, dynamic shapes only (README "Kernels"); _fused: the fused cases
+     * _dynamic: its first run, dynamic shapes only (README "Ours vs torch.compile"); _fused: the fused cases
      * alone (--only fused), timed in the ninth session's call K for kernels_fused.json */
     "results/h200/torch_kernels.json",
     "results/h200/torch_kernels_dynamic.json",

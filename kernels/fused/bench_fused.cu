@@ -27,7 +27,7 @@
  * agoq_exp_det, IEEE division: ~43-60 instructions per SiLU/GELU element, ~8 more per division)
  * and the SwiGLU/GELU kernels were compute-bound (GELU forward at 0.28 of copy). The fast math of
  * fused_fast.cuh (ex2.approx, rcp.approx, FMA: ~10 instructions) leaves the quantizer (~16-22
- * per element in tiles) as the main cost; measured limiters are in the README (Fused kernels).
+ * per element in tiles) as the main cost; measured limiters are in README "Fused kernels" and docs/kernels.md.
  * The fused GEMM cases are kernels/gemm/bench_gemm.cu. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -19,7 +19,7 @@
  * are the same bits (quant_q7.h, proved by tests/quant/test_quant_q7.c). At 4 CTAs per SM (64
  * registers) ptxas spills 32 bytes. A row's last partial unit goes vector by vector.
  * The alternatives it was measured against lost (H200, FP4 E2M1/128, copy ratio at 256 MiB /
- * 1 GiB / 4 GiB; README "Fused kernels") and were removed in the eleventh session: the unit
+ * 1 GiB / 4 GiB; docs/kernels.md "Fused kernels") and were removed in the eleventh session: the unit
  * unpacked once into fp32 and quantized as one split tile (F5, 0.70 / 0.74 / 0.75 against F8's
  * 0.77 / 0.81 / 0.81, logs/s8_callB_ca17d3f/), the same at 3 CTAs per SM (AGOQ_F8=2: 0.75 /
  * 0.79 / 0.79), the F5 loads through a per-warp cp.async ring on a resident grid (AGOQ_F6,

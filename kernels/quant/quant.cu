@@ -217,7 +217,7 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS) dequant_kernel(agoq_cuda_q
  * Blocks: powers of two >= 32; codes: 2, 4 or 8 bits. MINB: the register bound (CTAs per SM).
  *
  * Since the seventh session the flat kernel of quant_flat.cuh is the default for every format
- * (measured ahead, README "CUDA kernels"); this tile kernel runs where the flat one's config does
+ * (measured ahead, docs/kernels.md "CUDA kernels"); this tile kernel runs where the flat one's config does
  * not apply, and under AGOQ_DEQ_VAR=0. The A/B variants the sixth and seventh sessions measured
  * against it (16-byte code loads through shared memory or cp.async, load and store cache
  * operators, register bounds of 3, 4 and 6 CTAs per SM, four other flat
