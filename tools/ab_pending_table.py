@@ -34,7 +34,7 @@ for f in sorted(glob.glob(D+'/deq_*_r*.json')):
         if 'vs_cublas_quant' in rec:
             key=(rec['case'],rec['bytes']>>20)
             rows.setdefault(key,{}).setdefault(v,[]).append((rec['vs_cublas_quant'],rec['median_ms']))
-vs=['def','ah','arith','bufs']
+vs=['def','ah','arith','bufs','bufso']
 print('prologue vs_cublas_quant (ms) per round')
 print('case MiB | '+' | '.join(vs))
 for k in sorted(rows):

@@ -96,6 +96,13 @@ constexpr int EPI_WARPS = 3, EPI_THREADS = 32 * EPI_WARPS, BAR_FULL = 4, BAR_EMP
 /* The 4-stage ring's half hand-off: consumer warpgroup cw stages its 64 rows through barriers
  * BAR_FULL / BAR_EMPTY (cw 0) or BAR_FULL1 / BAR_EMPTY1 (cw 1), 128 consumer threads each. */
 constexpr int BAR_FULL1 = 7, BAR_EMPTY1 = 8, BAR_HALF = 128 + EPI_THREADS;
+/* AGOQ_WG_DEQ_BUFS=4o (register prologue kernels DQ 9 / 10): the consumer warpgroups' turns to
+ * issue a k-tile's wgmma (dqr_mainloop_batch): warpgroup 0 arrives on BAR_ORD0 after issuing,
+ * warpgroup 1 waits on it before its own and arrives on BAR_ORD1, which warpgroup 0 waits on
+ * before its next; 256 consumer threads each. Predicated (nbar_sync_if / nbar_arrive_if): with a
+ * branch around them, or a bar.sync after the tile loop, ptxas serialized the wgmma (C7512) and
+ * spilled 144-228 bytes (nvcc 13.0) */
+constexpr int BAR_ORD0 = 9, BAR_ORD1 = 10; /* consecutive: warpgroup cw arrives on BAR_ORD0 + cw, waits on BAR_ORD1 - cw */
 /* Dynamic shared memory of the bf16 kernels: the ring, the staging tile (+ slack to align the
  * ring to 1024). ST = 4 (196 KB of ring) leaves room for half a staging tile only, and no static
  * table (the host keeps table encoders on 3 stages): 231,424 B + ~100 B static <= 227 KB. */
@@ -229,10 +236,13 @@ __global__ void __launch_bounds__(THREADS, 1)
     constexpr bool DEQA = DQ != 0; /* A from its stored codes: 1 decoded in shared memory, 2-3 in registers,
                                     * 4 by the epilogue warps (gemm_wg_dqp.cuh), 5-6 as 2-3 with
                                     * AGOQ_WG_DEQ_AHEAD (gemm_wg_deq.cuh's dqr_mainloop), 7-8 as 2-3 a
-                                    * k-tile at a time (AGOQ_WG_DEQ_BUFS=4) */
-    /* the register prologue; 5, 6: AGOQ_WG_DEQ_AHEAD; 7, 8: AGOQ_WG_DEQ_BUFS=4 */
-    constexpr bool DQR = DQ == 2 || DQ == 3 || DQ == 5 || DQ == 6 || DQ == 7 || DQ == 8;
-    constexpr bool DQB = DQ == 7 || DQ == 8; /* a k-tile's four fragments at a time (dqr_mainloop_batch) */
+                                    * k-tile at a time (AGOQ_WG_DEQ_BUFS=4), 9-10 as 7-8 with the
+                                    * warpgroups issuing in turn (AGOQ_WG_DEQ_BUFS=4o) */
+    /* the register prologue; 5, 6: AGOQ_WG_DEQ_AHEAD; 7, 8: AGOQ_WG_DEQ_BUFS=4; 9, 10: =4o */
+    constexpr bool DQR = (DQ >= 2 && DQ <= 3) || (DQ >= 5 && DQ <= 10);
+    constexpr bool DQB = DQ >= 7 && DQ <= 10; /* a k-tile's four fragments at a time (dqr_mainloop_batch) */
+    constexpr bool ORD = DQ == 9 || DQ == 10; /* the warpgroups issue their k-tiles in turn */
+    constexpr bool PAIRS = DQ == 3 || DQ == 6 || DQ == 8 || DQ == 10; /* the FP8 / table kernels: 4-bit table pairs */
     static_assert(ST == STAGES || (ST == 4 && !DEQA), "4 stages: the bf16 kernels only");
     static_assert(TN == BN || (TN == 128 && !DEQA && !FASTQ && ST == STAGES) || (TN == 192 && !DEQA && !QOUT),
                   "128-wide tiles: bf16 A, 3 stages; 192-wide: bf16 A, no quantized copy");
@@ -246,7 +256,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     /* table encoders of the epilogue (none with 4 stages: no room; the host keeps them on 3) */
     __shared__ __align__(16) uint8_t tab_raw[HALF ? 16 : sizeof(agoq_smem_table)];
     agoq_smem_table &tab = *reinterpret_cast<agoq_smem_table *>(tab_raw);
-    __shared__ float2 dq_pairs[DQ == 3 || DQ == 6 || DQ == 8 ? 256 : 1]; /* the register prologue's 4-bit table pairs */
+    __shared__ float2 dq_pairs[PAIRS ? 256 : 1]; /* the register prologue's 4-bit table pairs */
     uint8_t *ring = raw + ((1024u - (saddr(raw) & 1023u)) & 1023u);
     const uint32_t ring_s = saddr(ring);
     const int tid = threadIdx.x, wg = tid >> 7;
@@ -266,7 +276,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     __syncthreads();
     /* CL = 2: both CTAs' barriers initialized before any multicast copy or remote arrival */
     if constexpr (CL == 2) cluster_sync();
-    if ((DQ == 3 || DQ == 6 || DQ == 8) && p.qa.dec == AGOQ_ENC_TABLE && p.qa.bits == 4) {
+    if (PAIRS && p.qa.dec == AGOQ_ENC_TABLE && p.qa.bits == 4) {
         for (int i = tid; i < 256; i += THREADS) dq_pairs[i] = make_float2(tab.value[i & 15], tab.value[i >> 4]);
         __syncthreads();
     }
@@ -358,10 +368,10 @@ __global__ void __launch_bounds__(THREADS, 1)
             acc_fence(d); /* the zeros are written before the first wgmma.fence, not inside its stage */
             if (DQ == 1) dq_scales(p, m0 + cw * 64, 0, nbpr, lt, sc, zc);
             /* register prologue: one mainloop per decoder and code width, the decoders split over
-             * two kernels (DQ 2 / 5 / 7: integer and FP4, DQ 3 / 6 / 8: FP8 and table; all six in one
+             * two kernels (DQ 2 / 5 / 7 / 9: integer and FP4, DQ 3 / 6 / 8 / 10: FP8 and table; all six in one
              * kernel make ptxas serialize the wgmma for want of registers) */
             if constexpr (DQR) {
-                constexpr bool AH = DQ == 5 || DQ == 6, INTK = DQ == 2 || DQ == 5 || DQ == 7;
+                constexpr bool AH = DQ == 5 || DQ == 6, INTK = DQ == 2 || DQ == 5 || DQ == 7 || DQ == 9;
                 constexpr int D0 = INTK ? AGOQ_ENC_INT_SYM : AGOQ_ENC_FP8_E4M3;
                 constexpr int D1 = INTK ? AGOQ_ENC_INT_ASYM : AGOQ_ENC_FP8_E5M2;
                 constexpr int D2 = INTK ? AGOQ_ENC_FP4 : AGOQ_ENC_TABLE;
@@ -371,11 +381,12 @@ __global__ void __launch_bounds__(THREADS, 1)
                 float ls[2] = {0.0f, 0.0f}, lz[2] = {0.0f, 0.0f}; /* without AH: this tile's scales */
                 float(&sc2)[2] = AH ? rs : ls;
                 float(&zc2)[2] = AH ? rz : lz;
-                /* DQB (AGOQ_WG_DEQ_BUFS=4): a k-tile's four fragments at a time */
+                /* DQB (AGOQ_WG_DEQ_BUFS=4, =4o): a k-tile's four fragments at a time */
                 auto run = [&](auto dec, auto bits) {
                     constexpr int DD = decltype(dec)::value, BB = decltype(bits)::value;
                     if constexpr (DQB)
-                        dqr_mainloop_batch<DD, BB>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, ls, lz, cw, lt, ktiles, it);
+                        dqr_mainloop_batch<DD, BB, ORD>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, ls, lz, cw, lt, ktiles,
+                                                        t + w.step() >= w.count, it);
                     else
                         dqr_mainloop<DD, BB, AH>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, sc2, zc2, cw, lt,
                                                  ktiles, it);

@@ -232,12 +232,20 @@ __device__ __forceinline__ void dqr_mainloop(const wg_params &p, const agoq_smem
  * alternate. No register an in-flight wgmma reads is written (ptxas reports no serialized wgmma,
  * C7511 / C7513, which a 4-buffer form with a decode between wgmma got). A stage is freed as soon
  * as its wgmma are done (the caller frees the tile's last). Same decode, same k order: the same
- * bits as dqr_mainloop. */
-template <int DEC, int BITS>
+ * bits as dqr_mainloop.
+ * ORD (AGOQ_WG_DEQ_BUFS=4o, kernels DQ 9 / 10; fifteenth session, not yet run on a GPU): nothing
+ * above makes the warpgroups alternate. Both wait on the same full barrier, decode at the same
+ * time and may interleave their wgmma, so that both wait for all eight and decode again while the
+ * tensor pipe idles. With ORD they take turns to issue (named barriers BAR_ORD0 / BAR_ORD1): 0
+ * issues k-tile n, then 1 issues n, then 0 issues n + 1 (its decode of n + 1 done while 1's four
+ * wgmma run), ... The turns strictly alternate, so neither barrier gets a second arrival of one
+ * warpgroup before the other's wait; warpgroup 1 does not arrive after the CTA's last k-tile
+ * (last_tile: no arrival left pending at exit). */
+template <int DEC, int BITS, bool ORD>
 __device__ __forceinline__ void dqr_mainloop_batch(const wg_params &p, const agoq_smem_table *tab, const float2 *pairs,
                                                    float (&d)[128], uint32_t ring_s, uint64_t *full, uint64_t *empty,
                                                    int m0, float (&sc)[2], float (&zc)[2], int cw, int lt, int ktiles,
-                                                   int &it) {
+                                                   bool last_tile, int &it) {
     constexpr int RB = BK * BITS / 8, KS = BK / 16; /* code bytes of a row in a k-tile; k-steps */
     const int q = lt & 3, r0 = cw * 64 + (lt >> 5) * 16 + ((lt & 31) >> 2);
     const size_t nbpr = (size_t)(p.k / p.qa.block);
@@ -250,10 +258,14 @@ __device__ __forceinline__ void dqr_mainloop_batch(const wg_params &p, const ago
 #pragma unroll
         for (int kk = 0; kk < KS; kk++) dqr_frag<DEC, BITS, false>(p, tab, c0, c0 + 8 * RB, kk, q, sc, zc, pairs, w, af[kk]);
         if (kt + 1 < ktiles) dqr_scales<DEC>(p, m0 + r0, (kt + 1) * BK, nbpr, sc, zc); /* used after the wait */
+        /* ORD: this warpgroup's turn (0 after 1's previous k-tile, 1 after 0's) */
+        if constexpr (ORD) nbar_sync_if(cw == 1 || it > 0, BAR_ORD1 - cw, 256);
         wg_fence();
 #pragma unroll
         for (int kk = 0; kk < KS; kk++) wgmma_256_ra<0>(d, af[kk], sdesc(b + kk * 32, 16, 1024));
         wg_commit();
+        /* ORD: the other warpgroup's turn; none after warpgroup 1's last k-tile of the CTA */
+        if constexpr (ORD) nbar_arrive_if(cw == 0 || !last_tile || kt + 1 < ktiles, BAR_ORD0 + cw, 256);
         wg_wait<0>();
         if (kt + 1 < ktiles && (lt & 31) == 0) mbar_arrive(saddr(&empty[s]));
     }

@@ -27,8 +27,10 @@ typedef struct {
                         * ahead and 4-bit codes once per k-tile (default 0; not yet run on a GPU) */
     int deq_fp4_arith; /* AGOQ_WG_DEQ_FP4=table|arith: the register prologue decodes FP4 codes by
                         * the 4-bit pairs table (0, default) or by arithmetic (1, implies AHEAD) */
-    int deq_bufs;      /* AGOQ_WG_DEQ_BUFS=2|4: A fragment buffers (and wgmma in flight) of the register
+    int deq_bufs;      /* AGOQ_WG_DEQ_BUFS=2|4|4o: A fragment buffers (and wgmma in flight) of the register
                         * prologue without AHEAD (default 2; 4: fourteenth session, not yet run on a GPU) */
+    int deq_order;     /* AGOQ_WG_DEQ_BUFS=4o: 4, the two consumer warpgroups taking turns to issue
+                        * their k-tiles (fifteenth session, not yet run on a GPU) */
     int cluster;      /* AGOQ_WG_CLUSTER=1|2|2all: CTAs a cluster of the 4-stage bf16 kernels, 2 sharing B
                        * by TMA multicast (gemm_wg_launch.cuh; default 1) */
     int cluster_all;  /* AGOQ_WG_CLUSTER=2all: the 3-stage forward kernels too (residual, fused copy;

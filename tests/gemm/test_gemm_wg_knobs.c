@@ -38,7 +38,7 @@ TEST(gemm_wg_knobs_defaults_and_accepted_values) {
     const int defaults_ok = k.grid_cap == 0 && k.one_tile == 0 && k.tile_n == 0 && k.stages == 0 && k.epi_rows == 0 &&
                             k.bulk == 0 && k.gen_rows == 1 && k.group_m == 8 && k.fast_epi == 1 && k.mn_swap == 0 &&
                             k.deq_smem == 0 && k.deq_producer == 0 && k.cluster == 1 && k.cluster_all == 0 &&
-                            k.deq_ahead == 0 && k.deq_fp4_arith == 0 && k.deq_bufs == 2;
+                            k.deq_ahead == 0 && k.deq_fp4_arith == 0 && k.deq_bufs == 2 && k.deq_order == 0;
     /* each accepted value, alone: the field it sets */
     static const struct { const char *name, *value; int want; } good[] = {
         {"AGOQ_WG_GRID_CAP", "0", 0},    {"AGOQ_WG_GRID_CAP", "3", 3},     {"AGOQ_WG_ONE_TILE", "1", 1},
@@ -53,7 +53,7 @@ TEST(gemm_wg_knobs_defaults_and_accepted_values) {
         {"AGOQ_WG_DEQ_PRODUCER", "1", 1}, {"AGOQ_WG_CLUSTER", "1", 1},     {"AGOQ_WG_CLUSTER", "2", 2},
         {"AGOQ_WG_CLUSTER", "2all", 2},
         {"AGOQ_WG_DEQ_AHEAD", "1", 1},    {"AGOQ_WG_DEQ_FP4", "table", 0},  {"AGOQ_WG_DEQ_FP4", "arith", 1},
-        {"AGOQ_WG_DEQ_BUFS", "2", 2},     {"AGOQ_WG_DEQ_BUFS", "4", 4},
+        {"AGOQ_WG_DEQ_BUFS", "2", 2},     {"AGOQ_WG_DEQ_BUFS", "4", 4},     {"AGOQ_WG_DEQ_BUFS", "4o", 4},
     };
     int bad = -1;
     for (size_t i = 0; i < sizeof good / sizeof good[0] && bad < 0; i++) {
@@ -73,9 +73,17 @@ TEST(gemm_wg_knobs_defaults_and_accepted_values) {
     setenv("AGOQ_WG_CLUSTER", "2", 1);
     k = agoq_wg_knobs_read();
     const int two_ok = k.cluster == 2 && k.cluster_all == 0;
+    /* AGOQ_WG_DEQ_BUFS's second field: 4o also orders the warpgroups' turns */
+    setenv("AGOQ_WG_DEQ_BUFS", "4o", 1);
+    k = agoq_wg_knobs_read();
+    const int ord_ok = k.deq_bufs == 4 && k.deq_order == 1;
+    setenv("AGOQ_WG_DEQ_BUFS", "4", 1);
+    k = agoq_wg_knobs_read();
+    const int unord_ok = k.deq_bufs == 4 && k.deq_order == 0;
     restore(saved);
     CHECK(defaults_ok);
     CHECK(all_ok && two_ok);
+    CHECK(ord_ok && unord_ok);
     CHECK_MSG(bad < 0, "%s=%s read wrong", good[bad].name, good[bad].value);
 }
 
@@ -107,7 +115,7 @@ TEST(gemm_wg_knobs_bad_values_die_in_one_line) {
         {"AGOQ_WG_CLUSTER", "4", "AGOQ_WG_CLUSTER=4: expected one of 1, 2, 2all"},
         {"AGOQ_WG_DEQ_AHEAD", "2", "AGOQ_WG_DEQ_AHEAD=2: expected 0 or 1"},
         {"AGOQ_WG_DEQ_FP4", "1", "AGOQ_WG_DEQ_FP4=1: expected one of table, arith"},
-        {"AGOQ_WG_DEQ_BUFS", "3", "AGOQ_WG_DEQ_BUFS=3: expected one of 2, 4"},
+        {"AGOQ_WG_DEQ_BUFS", "3", "AGOQ_WG_DEQ_BUFS=3: expected one of 2, 4, 4o"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CHECK_MSG(agoq_test_expect_die(read_knobs, (void *)bad[i], bad[i][2]), "%s=%s", bad[i][0], bad[i][1]);
