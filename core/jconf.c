@@ -146,11 +146,15 @@ int jconf_obj(jconf c, const cJSON *obj, const char *key, int required, const cJ
     return 0;
 }
 
-int jconf_only(jconf c, const cJSON *obj, const char *const *allowed) {
+int jconf_only(jconf c, const cJSON *obj, const char *const *allowed) { return jconf_only2(c, obj, allowed, NULL); }
+
+int jconf_only2(jconf c, const cJSON *obj, const char *const *allowed, const char *const *more) {
     const cJSON *e;
     cJSON_ArrayForEach(e, obj) {
         int ok = 0;
         for (const char *const *a = allowed; *a; a++)
+            if (strcmp(*a, e->string) == 0) ok = 1;
+        for (const char *const *a = more; a && *a; a++)
             if (strcmp(*a, e->string) == 0) ok = 1;
         if (!ok) {
             char k[256];

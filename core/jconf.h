@@ -40,6 +40,8 @@ int jconf_nums(jconf c, const cJSON *obj, const char *key, int required, double 
 int jconf_obj(jconf c, const cJSON *obj, const char *key, int required, const cJSON **out);
 /* Reject keys not in the NULL-terminated allow list (catches typos in experiment files). */
 int jconf_only(jconf c, const cJSON *obj, const char *const *allowed);
+/* The same with a second list (NULL: none), e.g. a runner's keys and the shared agoq_layout_keys. */
+int jconf_only2(jconf c, const cJSON *obj, const char *const *allowed, const char *const *more);
 /* Child context for nested objects: prefix "a.b" */
 jconf jconf_child(jconf c, const char *key, char *buf, size_t len);
 

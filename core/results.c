@@ -65,6 +65,16 @@ void results_num(cJSON *obj, const char *key, double v) {
     else cJSON_AddNullToObject(obj, key);
 }
 
+double results_get_num(const cJSON *obj, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+const char *results_get_str(const cJSON *obj, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
 void results_error_stats(cJSON *obj, const agoq_error_stats *e) {
     results_num(obj, "mse", e->mse);
     results_num(obj, "rmse", e->rmse);

@@ -36,6 +36,12 @@ void results_set_source(agoq_results *r, const char *source);
 cJSON *results_add_record(agoq_results *r);
 /* Adds a number, writing null for NaN/Inf (cJSON's own behaviour, made explicit). */
 void results_num(cJSON *obj, const char *key, double v);
+/* Reading records back (the lenient lookups of checks and calibration, not of experiment files:
+ * those go through core/jconf.h): the number at key, NAN when it is missing or not a number (so
+ * a null written by results_num reads back as NAN); the string at key, "" when missing or not a
+ * string. */
+double results_get_num(const cJSON *obj, const char *key);
+const char *results_get_str(const cJSON *obj, const char *key);
 /* Writes every field of an error-stats record (core/metrics.h): mse, rmse, nmse, snr_db,
  * max_abs, max_rel, cosine, norm_l2, nonfinite. One definition for every runner. */
 struct agoq_error_stats_s;

@@ -132,16 +132,12 @@ static const char *const bitalloc_keys[] = {"model", "policy", "budget_gb", "can
                                             "compare_greedy", "units", "seed", NULL};
 
 static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, ba_plan *p) {
-    const char *keys[sizeof bitalloc_keys / sizeof bitalloc_keys[0] + 16], *model, *policy, *qres, *dist, *method;
-    size_t nk = 0;
-    for (size_t i = 0; bitalloc_keys[i]; i++) keys[nk++] = bitalloc_keys[i];
-    for (size_t i = 0; agoq_layout_keys[i]; i++) keys[nk++] = agoq_layout_keys[i];
-    keys[nk] = NULL;
+    const char *model, *policy, *qres, *dist, *method;
     jconf c = ctx->where;
     double budget;
     memset(p, 0, sizeof *p);
     agoq_bitalloc_default(&p->pr);
-    if (jconf_only(c, cfg, keys) || parse_units(c, cfg, p) ||
+    if (jconf_only2(c, cfg, bitalloc_keys, agoq_layout_keys) || parse_units(c, cfg, p) ||
         jconf_str(c, cfg, "model", !p->has_units, NULL, &model) || jconf_str(c, cfg, "policy", 0, "agoq", &policy) ||
         jconf_num(c, cfg, "budget_gb", 0, 1e-9, 1e6, 0, &budget) || parse_candidates(c, cfg, p) ||
         jconf_str(c, cfg, "quant_results", 0, NULL, &qres) || jconf_str(c, cfg, "proxy_dist", 0, "normal", &dist) ||

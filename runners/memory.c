@@ -178,16 +178,12 @@ static const char *const memory_keys[] = {"models", "layers", "policies", "accou
                                           "roles", "inventory", "paper", "seed", NULL};
 
 static int parse_plan(const agoq_run_ctx *ctx, const cJSON *cfg, mem_plan *p) {
-    const char *keys[sizeof memory_keys / sizeof memory_keys[0] + 16];
-    size_t nk = 0;
-    for (size_t i = 0; memory_keys[i]; i++) keys[nk++] = memory_keys[i];
-    for (size_t i = 0; agoq_layout_keys[i]; i++) keys[nk++] = agoq_layout_keys[i];
-    keys[nk] = NULL;
     jconf c = ctx->where;
     const char **models;
     int acc[2];
     memset(p, 0, sizeof *p);
-    if (jconf_only(c, cfg, keys) || jconf_strs(c, cfg, "models", 1, &models, &p->nmodel)) return -1;
+    if (jconf_only2(c, cfg, memory_keys, agoq_layout_keys) || jconf_strs(c, cfg, "models", 1, &models, &p->nmodel))
+        return -1;
     int rc = 0;
     if (p->nmodel > sizeof p->models / sizeof p->models[0]) {
         agoq_error("%s: key '%s.models': at most %zu models", c.file, c.prefix, sizeof p->models / sizeof p->models[0]);

@@ -289,10 +289,7 @@ static void record_time(cJSON *o, const agoq_step_result *r) {
     results_num(o, "grad_ref_spread_max", spread);
 }
 
-static double num(const cJSON *o, const char *k) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
+static double num(const cJSON *o, const char *k) { return results_get_num(o, k); }
 
 static int same_point(const cJSON *a, const cJSON *b) {
     return strcmp(cJSON_GetObjectItem(a, "model")->valuestring, cJSON_GetObjectItem(b, "model")->valuestring) == 0 &&

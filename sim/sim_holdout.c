@@ -50,15 +50,9 @@ typedef struct {
     int n;
 } hgroup;
 
-static const char *str(const cJSON *o, const char *k) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : "";
-}
+static const char *str(const cJSON *o, const char *k) { return results_get_str(o, k); }
 
-static double num(const cJSON *o, const char *k) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
+static double num(const cJSON *o, const char *k) { return results_get_num(o, k); }
 
 static int group_of(hgroup *g, int *ng, int cap, const cJSON *rec) {
     char key[160];

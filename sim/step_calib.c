@@ -5,18 +5,13 @@
 #include <string.h>
 
 #include "core/common.h"
+#include "core/results.h"
 #include "models/memory.h"
 #include "sim/step_model.h"
 
-static double num(const cJSON *o, const char *k) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
+static double num(const cJSON *o, const char *k) { return results_get_num(o, k); }
 
-static const char *str(const cJSON *o, const char *k) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : "";
-}
+static const char *str(const cJSON *o, const char *k) { return results_get_str(o, k); }
 
 int agoq_step_meas_read(const cJSON *rec, agoq_step_meas *m) {
     memset(m, 0, sizeof *m);

@@ -13,10 +13,7 @@
 #define VALIDATION_JSON "results/h200/saved_tensors.json"
 #define TOLERANCE 0.02
 
-static double num(const cJSON *o, const char *k) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
+static double num(const cJSON *o, const char *k) { return results_get_num(o, k); }
 static int flag(const cJSON *o, const char *k) { return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, k)); }
 
 /* Bytes the memory model gives one layer of record r (bf16, REAL, one rank). */

@@ -11,15 +11,7 @@
 #include "kernels/attn/attn.h"
 #include "kernels/quant/quant_math.h"
 #include "tests/test.h"
-
-static uint16_t *rand_bf16(size_t n, uint64_t seed) {
-    float *f = malloc(n * sizeof(float));
-    uint16_t *h = malloc(n * sizeof(uint16_t));
-    agoq_fill(AGOQ_DIST_NORMAL, f, n, seed);
-    for (size_t i = 0; i < n; i++) h[i] = agoq_f32_to_bf16(f[i]);
-    free(f);
-    return h;
-}
+#include "tests/test_bf16.h"
 
 static agoq_attn_desc mkdesc(int b, int s, int heads, int kv, int d, float scale) {
     agoq_attn_desc a = {.b = b, .s = s, .heads = heads, .kv_heads = kv, .head_dim = d,

@@ -12,15 +12,9 @@
 #include "core/results.h"
 #include "tests/test.h"
 
-static double num(const cJSON *o, const char *k) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
+static double num(const cJSON *o, const char *k) { return results_get_num(o, k); }
 
-static const char *str(const cJSON *o, const char *k) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : "";
-}
+static const char *str(const cJSON *o, const char *k) { return results_get_str(o, k); }
 
 static const cJSON *by_name(const cJSON *recs, const char *name) {
     const cJSON *r;

@@ -27,20 +27,8 @@
 #include "kernels/fused/fused.h"
 #include "kernels/quant/quant_math.h"
 #include "tests/test.h"
+#include "tests/test_bf16.h"
 
-static uint16_t *rand_bf16(size_t n, uint64_t seed) {
-    float *f = malloc(n * sizeof(float));
-    uint16_t *h = malloc(n * sizeof(uint16_t));
-    agoq_fill(AGOQ_DIST_NORMAL, f, n, seed);
-    for (size_t i = 0; i < n; i++) h[i] = agoq_f32_to_bf16(f[i]);
-    free(f);
-    return h;
-}
-static uint16_t *abs_bf16(const uint16_t *x, size_t n) {
-    uint16_t *y = malloc(n * sizeof(uint16_t));
-    for (size_t i = 0; i < n; i++) y[i] = x[i] & 0x7fff;
-    return y;
-}
 static void *up(const void *h, size_t bytes) {
     void *d = agoq_fused_dmalloc(bytes);
     agoq_fused_h2d(d, h, bytes);

@@ -20,12 +20,7 @@
 #include "kernels/quant/quant_math.h"
 #include "tests/cuda/fused/test_fused_util.h"
 #include "tests/test.h"
-
-static uint16_t *abs_bf16(const uint16_t *x, size_t n) {
-    uint16_t *h = malloc(n * 2);
-    for (size_t i = 0; i < n; i++) h[i] = x[i] & 0x7fffu;
-    return h;
-}
+#include "tests/test_bf16.h"
 
 /* Violations of the bound of the file comment; prints the first few. got_bf16 or got_f32. */
 static size_t check_out(const char *what, const uint16_t *got_bf16, const float *got_f32, const float *ref,
