@@ -449,12 +449,8 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS_OPT(ENC
             agoq_tile_stage_lut(p);
         }
         __syncthreads();
-    } else if constexpr (ENC == AGOQ_ENC_TABLE) {
-        AGOQ_STAGE_TABLE_LUT(tab, p.table);
-        __syncthreads();
-    } else if constexpr (Src::kTable) {
-        agoq_dev_load_table(&tab, p.table);
-        __syncthreads();
+    } else {
+        AGOQ_STAGE_QUANT_TABLES(tab, p, ENC, Src);
     }
     const int lane = (int)(threadIdx.x & 31u);
     const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
