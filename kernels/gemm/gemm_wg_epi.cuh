@@ -207,7 +207,7 @@ __device__ __forceinline__ void quant_blocks(const wg_params &p, const agoq_smem
     const int B = p.q.block, G = B >> 3, bpr = TN / B;
     const size_t nbpr = (size_t)(p.n / B);
     const agoq_cuda_qtensor qt = fz_qt(p.cq, (size_t)p.m * (size_t)p.n);
-    fz_with_kind(p.q.enc, [&](auto kind) {
+    agoq_dispatch_enc(p.q.enc, [&](auto kind) {
         constexpr int ENC = decltype(kind)::value;
         for (int b = et; b < rows * bpr; b += EPI_THREADS) {
             const int r = b % rows, col0 = n0 + (b / rows) * B;
