@@ -76,10 +76,8 @@ __global__ void __launch_bounds__(FZ_THREADS) ew_fwd_gen_kernel(agoq_cuda_qparam
                                                                  int rows, int cols, uint16_t *__restrict__ y,
                                                                  agoq_cuda_qtensor q, size_t ob0, int vec) {
     __shared__ agoq_smem_table tab;
-    if (QUANT && p.enc == AGOQ_ENC_TABLE) { /* p is uniform: every thread takes the barrier */
-        agoq_dev_load_table(&tab, p.table);
-        __syncthreads();
-    }
+    /* p is uniform: every thread takes the barrier */
+    if (QUANT && p.enc == AGOQ_ENC_TABLE) AGOQ_STAGE_TABLE(tab, p.table);
     constexpr int NIN = OP == FZ_OP_SWIGLU ? 2 : 1;
     const int B = QUANT ? p.block : 8, G = B >> 3, lane = (int)(threadIdx.x & 31u);
     const size_t nbpr = (size_t)((cols + B - 1) / B), nob = (size_t)rows * nbpr;
@@ -129,10 +127,7 @@ __global__ void __launch_bounds__(FZ_THREADS) ew_bwd_gen_kernel(agoq_cuda_qparam
                                                                  uint16_t *__restrict__ dx, uint16_t *__restrict__ y,
                                                                  int vec) {
     __shared__ agoq_smem_table tab;
-    if (DEQ && p.dec == AGOQ_ENC_TABLE) {
-        agoq_dev_load_table(&tab, p.table);
-        __syncthreads();
-    }
+    if (DEQ && p.dec == AGOQ_ENC_TABLE) AGOQ_STAGE_TABLE(tab, p.table);
     constexpr int NIN = OP == FZ_OP_SWIGLU ? 2 : 1;
     const size_t gpr = (size_t)((cols + 7) / 8), ngroups = (size_t)rows * gpr;
     const size_t stride = (size_t)gridDim.x * blockDim.x;

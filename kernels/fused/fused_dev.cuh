@@ -199,18 +199,7 @@ __device__ __forceinline__ void row_tree_sum_1bar(float (&v)[NV], float *red, in
     row_sum_finish<NV>(v, red, parity);
 }
 
-/* ---- general path: 8-element groups of the rowq layout, runtime kinds ---- */
-template <class F>
-__device__ __forceinline__ void fz_with_kind(int kind, F f) {
-    switch (kind) { /* warp-uniform: a kernel parameter */
-    case AGOQ_ENC_INT_SYM: f(agoq_enc_t<AGOQ_ENC_INT_SYM>()); break;
-    case AGOQ_ENC_INT_ASYM: f(agoq_enc_t<AGOQ_ENC_INT_ASYM>()); break;
-    case AGOQ_ENC_FP4: f(agoq_enc_t<AGOQ_ENC_FP4>()); break;
-    case AGOQ_ENC_FP8_E4M3: f(agoq_enc_t<AGOQ_ENC_FP8_E4M3>()); break;
-    case AGOQ_ENC_FP8_E5M2: f(agoq_enc_t<AGOQ_ENC_FP8_E5M2>()); break;
-    default: f(agoq_enc_t<AGOQ_ENC_TABLE>()); break;
-    }
-}
+/* ---- general path: 8-element groups of the rowq layout, runtime kinds (agoq_dispatch_enc) ---- */
 /* Scale, zero point and 1/s of the block held by `width` consecutive lanes (this one at pos);
  * every lane of the warp calls it. Only asymmetric formats reduce differently. */
 __device__ __forceinline__ void fz_params_seg(const agoq_cuda_qparams &p, const float (&v)[8], int nvalid, int width,
@@ -233,7 +222,7 @@ __device__ __forceinline__ void fz_range8(const float (&v)[8], int nvalid, float
 __device__ __forceinline__ uint64_t fz_encode8(const agoq_cuda_qparams &p, const agoq_smem_table *t,
                                                const float (&v)[8], int nvalid, float inv, float m, uint64_t idx0) {
     uint64_t r = 0;
-    fz_with_kind(p.enc, [&](auto k) { r = agoq_dev_encode8<decltype(k)::value>(p, t, v, nvalid, inv, m, idx0); });
+    agoq_dispatch_enc(p.enc, [&](auto k) { r = agoq_dev_encode8<decltype(k)::value>(p, t, v, nvalid, inv, m, idx0); });
     return r;
 }
 /* Columns [col0, col0 + 8) of row `row` of a rowq tensor cols wide (block B, G = B/8 groups). */
@@ -242,7 +231,7 @@ __device__ __forceinline__ void fz_decode_rowq(const agoq_cuda_qparams &p, const
                                                float (&v)[8]) {
     const size_t nbpr = (size_t)((cols + p.block - 1) / p.block), blk = row * nbpr + (size_t)(col0 / p.block);
     const size_t g = blk * (size_t)(p.block >> 3) + (size_t)((col0 % p.block) >> 3);
-    fz_with_kind(p.dec, [&](auto k) {
+    agoq_dispatch_enc(p.dec, [&](auto k) {
         agoq_dev_decode_group<decltype(k)::value>(p, t, q.codes, q.scales, q.zeros, g, blk, v);
     });
 }

@@ -33,10 +33,7 @@ __global__ void __launch_bounds__(FZ_THREADS, MINB)
     gelu_fwd_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ x, uint16_t *__restrict__ y, agoq_cuda_qtensor q,
                     size_t n, size_t ntiles) {
     __shared__ agoq_smem_table tab;
-    if constexpr (QUANT && ENC == AGOQ_ENC_TABLE) {
-        AGOQ_STAGE_TABLE_LUT(tab, p.table);
-        __syncthreads();
-    }
+    if constexpr (QUANT && ENC == AGOQ_ENC_TABLE) AGOQ_STAGE_TABLE_LUT(tab, p.table);
     const int lane = (int)(threadIdx.x & 31u);
     const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5;
@@ -70,10 +67,7 @@ __global__ void __launch_bounds__(FZ_THREADS, MINB)
                     const uint16_t *__restrict__ dy, uint16_t *__restrict__ dx, uint16_t *__restrict__ y, size_t n,
                     size_t nunits, int log2b) {
     __shared__ agoq_smem_table tab;
-    if constexpr (DEQ && DEC == AGOQ_ENC_TABLE) {
-        agoq_dev_load_table(&tab, p.table);
-        __syncthreads();
-    }
+    if constexpr (DEQ && DEC == AGOQ_ENC_TABLE) AGOQ_STAGE_TABLE(tab, p.table);
     const int lane = (int)(threadIdx.x & 31u);
     const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5;

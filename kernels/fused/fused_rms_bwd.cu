@@ -75,10 +75,7 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_STAGED_CTAS(NG))
     int nrow = 0;                                    /* F6, F8: rows done by this CTA, the buffer's parity */
     (void)nrow;
     __shared__ agoq_smem_table tab;
-    if constexpr (DEQ && DEC == AGOQ_ENC_TABLE) {
-        agoq_dev_load_table(&tab, p.table);
-        __syncthreads();
-    }
+    if constexpr (DEQ && DEC == AGOQ_ENC_TABLE) AGOQ_STAGE_TABLE(tab, p.table);
     const int tid = (int)threadIdx.x, ngroups = cols >> 3, ngrp = (rows + rpg - 1) / rpg;
     /* this thread's copies of row r into stage k (one commit group, empty past the group's end) */
     auto issue = [&](int k, int r, int r1) {

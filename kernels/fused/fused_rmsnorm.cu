@@ -40,10 +40,8 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_FWD_CTAS)
     __shared__ float red[2 * AGOQ_ROW_THREADS / 32];
     __shared__ agoq_smem_table tab;
     __shared__ uint4 srow[QUANT ? 2 : 1][QUANT ? RMS_MAX_COLS / 8 : 1]; /* the row's groups, 2 buffers */
-    if constexpr (QUANT && ENC == AGOQ_ENC_TABLE) {
-        agoq_dev_load_table(&tab, p.table); /* the LUT stays in global memory: no room beside srow */
-        __syncthreads();
-    }
+    /* the LUT stays in global memory: no room beside srow */
+    if constexpr (QUANT && ENC == AGOQ_ENC_TABLE) AGOQ_STAGE_TABLE(tab, p.table);
     const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5, ngroups = cols >> 3;
     const int wvecs = cols / FZ_WVEC, npairs = wvecs / 2; /* QUANT: cols % 256 == 0 */
     int buf = 0;
@@ -129,10 +127,7 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_WARP_CTAS)
                         int cols, float eps, uint16_t *__restrict__ y, agoq_cuda_qtensor q, float *rstd_out) {
     constexpr int NW = AGOQ_ROW_THREADS / 32, U = RMS_WARP_U;
     __shared__ agoq_smem_table tab;
-    if constexpr (QUANT && ENC == AGOQ_ENC_TABLE) {
-        AGOQ_STAGE_TABLE_LUT(tab, p.table);
-        __syncthreads();
-    }
+    if constexpr (QUANT && ENC == AGOQ_ENC_TABLE) AGOQ_STAGE_TABLE_LUT(tab, p.table);
     const int lane = (int)(threadIdx.x & 31u), nv = cols / FZ_WVEC;
     const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5;
@@ -200,10 +195,7 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_BWD_CTAS)
     __shared__ float red[2 * AGOQ_ROW_THREADS / 32];
     __shared__ float4 dws[RMS_NG * 2][AGOQ_ROW_THREADS];
     __shared__ agoq_smem_table tab;
-    if constexpr (DEQ && DEC == AGOQ_ENC_TABLE) {
-        agoq_dev_load_table(&tab, p.table);
-        __syncthreads();
-    }
+    if constexpr (DEQ && DEC == AGOQ_ENC_TABLE) AGOQ_STAGE_TABLE(tab, p.table);
     const int tid = (int)threadIdx.x, ngroups = cols >> 3, ngrp = (rows + rpg - 1) / rpg;
     fz_bwd_in<DEC, BITS, DEQ> in[RMS_NG], in_n[RMS_NG];
     uint4 d[RMS_NG], d_n[RMS_NG];
@@ -288,10 +280,7 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS) rms_fwd_gen_kernel(agoq_cuda
                                                                       agoq_cuda_qtensor q, float *rstd_out, int vec) {
     __shared__ float red[2 * AGOQ_ROW_THREADS / 32];
     __shared__ agoq_smem_table tab;
-    if (QUANT && p.enc == AGOQ_ENC_TABLE) {
-        agoq_dev_load_table(&tab, p.table);
-        __syncthreads();
-    }
+    if (QUANT && p.enc == AGOQ_ENC_TABLE) AGOQ_STAGE_TABLE(tab, p.table);
     const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5, ngroups = (cols + 7) / 8;
     const int B = QUANT ? p.block : 8, G = B >> 3, nbpr = (cols + B - 1) / B;
     const bool seg = !QUANT || (B <= 256 && (B & (B - 1)) == 0); /* G | 32: a block = G lanes of a warp */
@@ -374,10 +363,7 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS) rms_bwd_gen_kernel(agoq_cuda
     extern __shared__ float dw_acc[]; /* [cols]: column j owned by the thread owning group j/8 */
     __shared__ float red[2 * AGOQ_ROW_THREADS / 32];
     __shared__ agoq_smem_table tab;
-    if (DEQ && p.dec == AGOQ_ENC_TABLE) {
-        agoq_dev_load_table(&tab, p.table);
-        __syncthreads();
-    }
+    if (DEQ && p.dec == AGOQ_ENC_TABLE) AGOQ_STAGE_TABLE(tab, p.table);
     const int ngroups = (cols + 7) / 8;
     for (int g = threadIdx.x; g < ngroups; g += AGOQ_ROW_THREADS)
         for (int e = 0; e < fz_nvalid(cols, 8 * g); e++) dw_acc[8 * g + e] = 0.0f;

@@ -76,10 +76,7 @@ __global__ void __launch_bounds__(FZ_THREADS, FZ_FWD_CTAS(ENC))
                       agoq_cuda_qtensor q, int f, uint32_t vpr, uint32_t upr, size_t nunits) {
     static_assert(V == SWI_FWD_V || !QUANT, "units of V != SWI_FWD_V: the plain bf16 kernel only");
     __shared__ agoq_smem_table tab;
-    if constexpr (QUANT && ENC == AGOQ_ENC_TABLE) {
-        AGOQ_STAGE_TABLE_LUT(tab, p.table);
-        __syncthreads();
-    }
+    if constexpr (QUANT && ENC == AGOQ_ENC_TABLE) AGOQ_STAGE_TABLE_LUT(tab, p.table);
     const int lane = (int)(threadIdx.x & 31u);
     const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5;
@@ -136,10 +133,7 @@ __global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS)
                       const uint16_t *__restrict__ dout, uint16_t *__restrict__ dh, uint16_t *__restrict__ out, int f,
                       uint32_t vpr, uint32_t upr, size_t nunits, int log2b) {
     __shared__ agoq_smem_table tab;
-    if constexpr (DEQ && DEC == AGOQ_ENC_TABLE) {
-        agoq_dev_load_table(&tab, p.table);
-        __syncthreads();
-    }
+    if constexpr (DEQ && DEC == AGOQ_ENC_TABLE) AGOQ_STAGE_TABLE(tab, p.table);
     const int lane = (int)(threadIdx.x & 31u);
     const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5;

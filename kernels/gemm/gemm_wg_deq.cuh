@@ -149,7 +149,7 @@ __device__ __forceinline__ void dq_tile(const wg_params &p, const agoq_smem_tabl
         const int g = lt + 128 * i;
         const uint64_t packed = agoq_dev_load_group(codes, (size_t)g, p.qa.bits);
         float v[8];
-        fz_with_kind(p.qa.dec, [&](auto k) { agoq_dev_decode8<decltype(k)::value>(p.qa, tab, packed, sc[i], zc[i], v); });
+        agoq_dispatch_enc(p.qa.dec, [&](auto k) { agoq_dev_decode8<decltype(k)::value>(p.qa, tab, packed, sc[i], zc[i], v); });
         uint32_t h[4];
 #pragma unroll
         for (int e = 0; e < 4; e++) h[e] = (uint32_t)agoq_f32_to_bf16(v[2 * e]) | (uint32_t)agoq_f32_to_bf16(v[2 * e + 1]) << 16;

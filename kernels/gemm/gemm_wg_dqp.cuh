@@ -146,7 +146,7 @@ template <int DQ>
 __device__ __forceinline__ void dqp_run(const wg_params &p, const agoq_smem_table *tab, uint8_t *ring, uint64_t *full,
                                         uint16_t *stage, int et, int tiles_m, int tiles_n, int ntiles, int ktiles) {
     if constexpr (DQ == 4) {
-        fz_with_kind(p.qa.dec, [&](auto k) {
+        agoq_dispatch_enc(p.qa.dec, [&](auto k) {
             constexpr int D = decltype(k)::value;
             if constexpr (D == AGOQ_ENC_FP4) dqp_decoders<D, 4>(p, tab, ring, full, stage, et, tiles_m, tiles_n, ntiles, ktiles);
             else if constexpr (D == AGOQ_ENC_FP8_E4M3 || D == AGOQ_ENC_FP8_E5M2)

@@ -89,13 +89,7 @@ __device__ __forceinline__ bool epi_rows_quantize(const agoq_cuda_qparams &p, co
     static_assert(G::VB == 1 && G::K == R, "one vector holds whole blocks");
     constexpr bool kAsym = ENC == AGOQ_ENC_INT_ASYM;
     float a[G::K], lo[G::K], hi[G::K];
-#pragma unroll
-    for (int k = 0; k < G::K; k++) {
-        a[k] = 0.0f;
-        lo[k] = __int_as_float(0x7f800000);
-        hi[k] = __int_as_float(0xff800000);
-        agoq_tile_range<ENC, E, 1, CAREFUL>(&v[k], a[k], lo[k], hi[k]);
-    }
+    agoq_tile_ranges<ENC, G, CAREFUL>(agoq_tile_view_f32<R, E>{v}, a, lo, hi);
     float s[G::H], m[G::H], inv[G::H];
     if (!agoq_tile_params<ENC, G::K, G::LB, G::H, CAREFUL>(p, a, lo, hi, s, m, inv, lane)) return false;
     const int seg = lane / G::LB, pos = lane % G::LB;
@@ -213,7 +207,7 @@ __device__ __forceinline__ void quant_blocks(const wg_params &p, const agoq_smem
     const int B = p.q.block, G = B >> 3, bpr = TN / B;
     const size_t nbpr = (size_t)(p.n / B);
     const agoq_cuda_qtensor qt = fz_qt(p.cq, (size_t)p.m * (size_t)p.n);
-    fz_with_kind(p.q.enc, [&](auto kind) {
+    agoq_dispatch_enc(p.q.enc, [&](auto kind) {
         constexpr int ENC = decltype(kind)::value;
         for (int b = et; b < rows * bpr; b += EPI_THREADS) {
             const int r = b % rows, col0 = n0 + (b / rows) * B;

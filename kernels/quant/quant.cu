@@ -180,10 +180,7 @@ template <int DEC, typename T>
 __global__ void __launch_bounds__(AGOQ_QUANT_THREADS) dequant_kernel(agoq_cuda_qparams p, agoq_cuda_qtensor q,
                                                                       T *__restrict__ y, int vec, int gshift, size_t g0) {
     __shared__ agoq_smem_table tab;
-    if constexpr (DEC == AGOQ_ENC_TABLE) {
-        agoq_dev_load_table(&tab, p.table);
-        __syncthreads();
-    }
+    if constexpr (DEC == AGOQ_ENC_TABLE) AGOQ_STAGE_TABLE(tab, p.table);
     const size_t n = q.n, ngroups = (n + 7) / 8, G = (size_t)(p.block >> 3);
     const size_t lane = threadIdx.x & 31u, warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const size_t tile = 32 * DEQUANT_UNROLL, stride = (((size_t)gridDim.x * blockDim.x) >> 5) * tile;
@@ -229,10 +226,7 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, MINB) dequant_tile_kernel(
     constexpr int E = 16 / (int)sizeof(T), U = AGOQ_TILE_U, TILE = 32 * U * E;
     constexpr bool kAsym = DEC == AGOQ_ENC_INT_ASYM;
     __shared__ agoq_smem_table tab;
-    if constexpr (DEC == AGOQ_ENC_TABLE) {
-        agoq_dev_load_table(&tab, p.table);
-        __syncthreads();
-    }
+    if constexpr (DEC == AGOQ_ENC_TABLE) AGOQ_STAGE_TABLE(tab, p.table);
     const int lane = (int)(threadIdx.x & 31u);
     const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5, nblocks = (q.n + ((size_t)1 << log2b) - 1) >> log2b;

@@ -11,7 +11,7 @@
  *
  * Typical use inside a kernel (all lanes of the warp must call the seg_* reductions):
  *   __shared__ agoq_smem_table tab;                    // only for table formats
- *   agoq_dev_load_table(&tab, p.table); __syncthreads();
+ *   AGOQ_STAGE_TABLE(tab, p.table);                     // loads it, then __syncthreads()
  *   float v[8]; ...                                     // this lane's group, nvalid in 0..8
  *   float amax = agoq_warp_seg_max(agoq_dev_absmax8(v, nvalid), G);
  *   float s, m, inv; agoq_dev_block_params(p, amax, 0, 0, &s, &m, &inv);   // sym / table
@@ -63,12 +63,27 @@ __device__ __forceinline__ void agoq_dev_load_table(agoq_smem_table *s, const ag
     if (lut)
         for (int i = tid, ne = 2 * g->lut.nb; i < ne; i += nthreads) lut[i] = ((const uint2 *)g->lut.e)[i];
 }
+/* A kernel's table prologue, inside a CTA-uniform branch (a compile-time condition, or kernel
+ * parameters): agoq_dev_load_table, then the CTA barrier. */
+#define AGOQ_STAGE_TABLE(tab, table)                                    \
+    do {                                                                \
+        agoq_dev_load_table(&(tab), (table));                           \
+        __syncthreads();                                                \
+    } while (0)
 /* The same with the LUT staged too (22 KB more shared memory): kernels whose round-to-nearest
- * table encoding is hot (the quantizers, the fused forwards). Inside a CTA-uniform branch. */
+ * table encoding is hot (the quantizers, the fused forwards). */
 #define AGOQ_STAGE_TABLE_LUT(tab, table)                                \
     do {                                                                \
         __shared__ uint2 agoq_lut_smem_[AGOQ_TAB_LUT_MAX];              \
         agoq_dev_load_table(&(tab), (table), agoq_lut_smem_);           \
+        __syncthreads();                                                \
+    } while (0)
+/* The tables of a quantizer kernel of encoder ENC reading source Src: the table and its LUT for
+ * the table encoder, else the table alone for a source that decodes with one (Src::kTable). */
+#define AGOQ_STAGE_QUANT_TABLES(tab, p, ENC, Src)                                    \
+    do {                                                                             \
+        if constexpr ((ENC) == AGOQ_ENC_TABLE) AGOQ_STAGE_TABLE_LUT(tab, (p).table); \
+        else if constexpr (Src::kTable) AGOQ_STAGE_TABLE(tab, (p).table);            \
     } while (0)
 
 /* The round-to-nearest code of y (not NaN) by the LUT of tab_lut.h: one 8-byte load (shared
@@ -373,13 +388,7 @@ template <int ENC, int U, class Src>
 __global__ void __launch_bounds__(AGOQ_QUANT_THREADS) agoq_quant_seg_kernel(agoq_cuda_qparams p, Src src,
                                                                              agoq_cuda_qtensor out, size_t blk0) {
     __shared__ agoq_smem_table tab;
-    if constexpr (ENC == AGOQ_ENC_TABLE) {
-        AGOQ_STAGE_TABLE_LUT(tab, p.table);
-        __syncthreads();
-    } else if constexpr (Src::kTable) {
-        agoq_dev_load_table(&tab, p.table);
-        __syncthreads();
-    }
+    AGOQ_STAGE_QUANT_TABLES(tab, p, ENC, Src);
     const size_t n = out.n, B = (size_t)p.block;
     const int G = p.block >> 3, bpw = 32 / G, lane = (int)(threadIdx.x & 31u), seg = lane / G, pos = lane - seg * G;
     const size_t nblocks = (n + B - 1) / B, ntasks = (nblocks - blk0 + (size_t)bpw - 1) / (size_t)bpw;
@@ -416,13 +425,7 @@ template <int ENC, class Src>
 __global__ void __launch_bounds__(AGOQ_QUANT_THREADS) agoq_quant_warp_kernel(agoq_cuda_qparams p, Src src,
                                                                               agoq_cuda_qtensor out, size_t blk0) {
     __shared__ agoq_smem_table tab;
-    if constexpr (ENC == AGOQ_ENC_TABLE) {
-        AGOQ_STAGE_TABLE_LUT(tab, p.table);
-        __syncthreads();
-    } else if constexpr (Src::kTable) {
-        agoq_dev_load_table(&tab, p.table);
-        __syncthreads();
-    }
+    AGOQ_STAGE_QUANT_TABLES(tab, p, ENC, Src);
     const size_t n = out.n, B = (size_t)p.block;
     const int G = p.block >> 3, lane = (int)(threadIdx.x & 31u);
     const size_t nblocks = (n + B - 1) / B;

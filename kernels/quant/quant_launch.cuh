@@ -1,6 +1,6 @@
 /* Host-side launch helpers shared by kernels/quant/quant.cu and kernels/grad8/grad8.cu: grid sizing,
- * runtime-to-template dispatch of the encoders, and the launch of the generic block-quantize
- * kernels of quant_device.cuh. */
+ * runtime-to-template dispatch of the encoders (also used inside kernels), and the launch of the
+ * generic block-quantize kernels of quant_device.cuh. */
 #ifndef AGOQ_QUANT_LAUNCH_CUH
 #define AGOQ_QUANT_LAUNCH_CUH
 #include <cuda_runtime.h>
@@ -27,9 +27,14 @@ static inline unsigned agoq_grid_for(size_t threads) {
 template <int V>
 using agoq_enc_t = std::integral_constant<int, V>;
 
-/* Calls f(agoq_enc_t<enc>()) for a runtime encoder / decoder kind. */
+/* Calls f(agoq_enc_t<enc>()) for a runtime encoder / decoder kind: on the host, the launch of
+ * the kernel for that kind; in a kernel, the encoder or decoder of a kind that is a kernel
+ * parameter (warp-uniform). nv_exec_check_disable: f is a host lambda on the host and a device
+ * one in kernels, and nvcc would otherwise warn about calling the former from __host__ __device__
+ * code (each instantiation only ever runs on f's side). */
+#pragma nv_exec_check_disable
 template <class F>
-static void agoq_dispatch_enc(int enc, F f) {
+__host__ __device__ __forceinline__ void agoq_dispatch_enc(int enc, F f) {
     switch (enc) {
     case AGOQ_ENC_INT_SYM: f(agoq_enc_t<AGOQ_ENC_INT_SYM>()); break;
     case AGOQ_ENC_INT_ASYM: f(agoq_enc_t<AGOQ_ENC_INT_ASYM>()); break;

@@ -312,6 +312,21 @@ __device__ __forceinline__ bool agoq_tile_params(const agoq_cuda_qparams &p, flo
     }
     return CAREFUL || !__any_sync(0xffffffffu, !finite);
 }
+/* The ranges of this lane's G::K block slots of a tile view (G: its agoq_tile_geom): slot k folds
+ * vectors k VB .. k VB + VB - 1 (a: absmax, lo / hi: min / max; 0, +Inf, -Inf when empty), for
+ * agoq_tile_params. The arrays stay the caller's: a helper owning them (and calling
+ * agoq_tile_params) changed the registers and spills of the tile kernels. */
+template <int ENC, class G, bool CAREFUL, class View>
+__device__ __forceinline__ void agoq_tile_ranges(const View &tv, float (&a)[G::K], float (&lo)[G::K],
+                                                 float (&hi)[G::K]) {
+#pragma unroll
+    for (int k = 0; k < G::K; k++) {
+        a[k] = 0.0f;
+        lo[k] = __int_as_float(0x7f800000);
+        hi[k] = __int_as_float(0xff800000);
+        tv.template range<ENC, G::VB, CAREFUL>(k * G::VB, a[k], lo[k], hi[k]);
+    }
+}
 /* 1/s (and m) of block slot k of this lane's segment seg, fetched from the lane that holds it. */
 template <int K, int LB, int H, bool ASYM>
 __device__ __forceinline__ void agoq_tile_held(int k, int seg, const float (&inv)[H], const float (&m)[H], float &inv_k,
@@ -337,13 +352,7 @@ __device__ __forceinline__ bool agoq_tile_quantize_view(const agoq_cuda_qparams 
     using G = agoq_tile_geom<LOG2B, E, U>;
     constexpr bool kAsym = ENC == AGOQ_ENC_INT_ASYM;
     float a[G::K], lo[G::K], hi[G::K];
-#pragma unroll
-    for (int k = 0; k < G::K; k++) {
-        a[k] = 0.0f;
-        lo[k] = __int_as_float(0x7f800000);
-        hi[k] = __int_as_float(0xff800000);
-        tv.template range<ENC, G::VB, CAREFUL>(k * G::VB, a[k], lo[k], hi[k]);
-    }
+    agoq_tile_ranges<ENC, G, CAREFUL>(tv, a, lo, hi);
     float s[G::H], m[G::H], inv[G::H];
     if (!agoq_tile_params<ENC, G::K, G::LB, G::H, CAREFUL>(p, a, lo, hi, s, m, inv, lane)) return false;
     const int seg = lane / G::LB, pos = lane % G::LB;
@@ -449,12 +458,8 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS_OPT(ENC
             agoq_tile_stage_lut(p);
         }
         __syncthreads();
-    } else if constexpr (ENC == AGOQ_ENC_TABLE) {
-        AGOQ_STAGE_TABLE_LUT(tab, p.table);
-        __syncthreads();
-    } else if constexpr (Src::kTable) {
-        agoq_dev_load_table(&tab, p.table);
-        __syncthreads();
+    } else {
+        AGOQ_STAGE_QUANT_TABLES(tab, p, ENC, Src);
     }
     const int lane = (int)(threadIdx.x & 31u);
     const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
