@@ -31,6 +31,12 @@ static void restore(char *saved[NKNOBS]) {
     }
 }
 
+/* the knobs read with name=value set (on top of what is set already) */
+static agoq_wg_knobs knobs_with(const char *name, const char *value) {
+    setenv(name, value, 1);
+    return agoq_wg_knobs_read();
+}
+
 TEST(gemm_wg_knobs_defaults_and_accepted_values) {
     char *saved[NKNOBS];
     save_clear(saved);
@@ -66,19 +72,15 @@ TEST(gemm_wg_knobs_defaults_and_accepted_values) {
         for (int f = 0; f < NKNOBS; f++)
             if (!strcmp(names[f], good[i].name) && fields[f] != good[i].want) bad = (int)i;
     }
-    /* AGOQ_WG_CLUSTER's second field: 2all also clusters the 3-stage forward kernels */
-    setenv("AGOQ_WG_CLUSTER", "2all", 1);
-    k = agoq_wg_knobs_read();
+    /* the second fields: AGOQ_WG_CLUSTER=2all also clusters the 3-stage forward kernels,
+     * AGOQ_WG_DEQ_BUFS=4o also orders the warpgroups' turns */
+    k = knobs_with("AGOQ_WG_CLUSTER", "2all");
     const int all_ok = k.cluster == 2 && k.cluster_all == 1;
-    setenv("AGOQ_WG_CLUSTER", "2", 1);
-    k = agoq_wg_knobs_read();
+    k = knobs_with("AGOQ_WG_CLUSTER", "2");
     const int two_ok = k.cluster == 2 && k.cluster_all == 0;
-    /* AGOQ_WG_DEQ_BUFS's second field: 4o also orders the warpgroups' turns */
-    setenv("AGOQ_WG_DEQ_BUFS", "4o", 1);
-    k = agoq_wg_knobs_read();
+    k = knobs_with("AGOQ_WG_DEQ_BUFS", "4o");
     const int ord_ok = k.deq_bufs == 4 && k.deq_order == 1;
-    setenv("AGOQ_WG_DEQ_BUFS", "4", 1);
-    k = agoq_wg_knobs_read();
+    k = knobs_with("AGOQ_WG_DEQ_BUFS", "4");
     const int unord_ok = k.deq_bufs == 4 && k.deq_order == 0;
     restore(saved);
     CHECK(defaults_ok);
