@@ -19,12 +19,14 @@
  * modes there, named in torch_mode), and vs_torch = torch_ms / our median_ms: > 1 means ours
  * is faster).
  * Run: agoq kernels -b 1M -e 4G -f 4   (needs a GPU; results/h200/kernels.json by convention) */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "runners/cmdline.h"
 #include "core/common.h"
+#include "core/results.h"
 #include "runners/experiment.h"
 #include "kernels/quant/qspec.h"
 #if AGOQ_HAVE_CUDA
@@ -240,11 +242,11 @@ static double peer_median(const cJSON *recs, const char *name, size_t stem, cons
     snprintf(peer, npeer, "%.*s%s", (int)stem, name, suffix);
     const cJSON *r;
     cJSON_ArrayForEach(r, recs) {
-        const cJSON *c = cJSON_GetObjectItem(r, "case"), *b = cJSON_GetObjectItem(r, "bytes"),
-                    *f = cJSON_GetObjectItem(r, "format"), *m = cJSON_GetObjectItem(r, "median_ms");
-        if (cJSON_IsString(c) && !strcmp(c->valuestring, peer) && cJSON_IsNumber(b) && b->valuedouble == bytes &&
-            cJSON_IsString(f) && !strcmp(f->valuestring, fmt))
-            return cJSON_IsNumber(m) ? m->valuedouble : -1.0;
+        if (!strcmp(results_get_str(r, "case"), peer) && results_get_num(r, "bytes") == bytes &&
+            !strcmp(results_get_str(r, "format"), fmt)) {
+            const double m = results_get_num(r, "median_ms");
+            return isnan(m) ? -1.0 : m;
+        }
     }
     return -1.0;
 }
@@ -261,21 +263,18 @@ static int add_ratio(agoq_results *res, cJSON *r, const char *name, size_t stem,
 static void add_gemm_ratios(agoq_results *res, double bytes) {
     cJSON *r;
     cJSON_ArrayForEach(r, res->records) {
-        const cJSON *c = cJSON_GetObjectItem(r, "case"), *b = cJSON_GetObjectItem(r, "bytes"),
-                    *f = cJSON_GetObjectItem(r, "format"), *med = cJSON_GetObjectItem(r, "median_ms");
-        if (!cJSON_IsString(c) || !cJSON_IsNumber(b) || b->valuedouble != bytes || !cJSON_IsString(f) ||
-            !cJSON_IsNumber(med))
-            continue;
-        const char *name = c->valuestring;
+        const char *name = results_get_str(r, "case"), *fmt = results_get_str(r, "format");
+        const double med = results_get_num(r, "median_ms");
+        if (results_get_num(r, "bytes") != bytes || !*fmt || isnan(med)) continue;
         const size_t len = strlen(name);
         const int quant = len > 4 && !strcmp(name + len - 4, "_wgq"), plain = len > 3 && !strcmp(name + len - 3, "_wg");
         const int deq = len > 4 && !strcmp(name + len - 4, "_wgd");
         if (!quant && !plain && !deq) continue;
         const size_t stem = len - (plain ? 3 : 4);
         if (add_ratio(res, r, name, stem, plain ? "_lt" : deq ? "_ltd" : "_ltq", plain ? "vs_cublas" : "vs_cublas_quant",
-                      bytes, f->valuestring, med->valuedouble) == 0 &&
+                      bytes, fmt, med) == 0 &&
             quant) /* our GEMM + the standalone quantizer */
-            add_ratio(res, r, name, stem, "_wgu", "vs_own_quant", bytes, f->valuestring, med->valuedouble);
+            add_ratio(res, r, name, stem, "_wgu", "vs_own_quant", bytes, fmt, med);
     }
     fflush(stdout);
 }

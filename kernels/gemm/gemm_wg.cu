@@ -99,9 +99,9 @@ constexpr int BAR_FULL1 = 7, BAR_EMPTY1 = 8, BAR_HALF = 128 + EPI_THREADS;
 /* AGOQ_WG_DEQ_BUFS=4o (register prologue kernels DQ 9 / 10): the consumer warpgroups' turns to
  * issue a k-tile's wgmma (dqr_mainloop_batch): warpgroup 0 arrives on BAR_ORD0 after issuing,
  * warpgroup 1 waits on it before its own and arrives on BAR_ORD1, which warpgroup 0 waits on
- * before its next; 256 consumer threads each. Predicated (nbar_sync_if / nbar_arrive_if): with a
- * branch around them, or a bar.sync after the tile loop, ptxas serialized the wgmma (C7512) and
- * spilled 144-228 bytes (nvcc 13.0) */
+ * before its next; 256 consumer threads each. No bar.sync after the tile loop to take warpgroup
+ * 1's last arrival (it skips that one instead): with one there, even alone, ptxas serialized the
+ * wgmma (C7512) and spilled 144-228 bytes (nvcc 13.0) */
 constexpr int BAR_ORD0 = 9, BAR_ORD1 = 10; /* consecutive: warpgroup cw arrives on BAR_ORD0 + cw, waits on BAR_ORD1 - cw */
 /* Dynamic shared memory of the bf16 kernels: the ring, the staging tile (+ slack to align the
  * ring to 1024). ST = 4 (196 KB of ring) leaves room for half a staging tile only, and no static
@@ -242,7 +242,9 @@ __global__ void __launch_bounds__(THREADS, 1)
     constexpr bool DQR = (DQ >= 2 && DQ <= 3) || (DQ >= 5 && DQ <= 10);
     constexpr bool DQB = DQ >= 7 && DQ <= 10; /* a k-tile's four fragments at a time (dqr_mainloop_batch) */
     constexpr bool ORD = DQ == 9 || DQ == 10; /* the warpgroups issue their k-tiles in turn */
-    constexpr bool PAIRS = DQ == 3 || DQ == 6 || DQ == 8 || DQ == 10; /* the FP8 / table kernels: 4-bit table pairs */
+    /* the register prologue's decoders, split over two kernels: integer and FP4, or FP8 and table
+     * (the latter build the 4-bit table pairs) */
+    constexpr bool INTK = DQ == 2 || DQ == 5 || DQ == 7 || DQ == 9, PAIRS = DQR && !INTK;
     static_assert(ST == STAGES || (ST == 4 && !DEQA), "4 stages: the bf16 kernels only");
     static_assert(TN == BN || (TN == 128 && !DEQA && !FASTQ && ST == STAGES) || (TN == 192 && !DEQA && !QOUT),
                   "128-wide tiles: bf16 A, 3 stages; 192-wide: bf16 A, no quantized copy");
@@ -371,7 +373,7 @@ __global__ void __launch_bounds__(THREADS, 1)
              * two kernels (DQ 2 / 5 / 7 / 9: integer and FP4, DQ 3 / 6 / 8 / 10: FP8 and table; all six in one
              * kernel make ptxas serialize the wgmma for want of registers) */
             if constexpr (DQR) {
-                constexpr bool AH = DQ == 5 || DQ == 6, INTK = DQ == 2 || DQ == 5 || DQ == 7 || DQ == 9;
+                constexpr bool AH = DQ == 5 || DQ == 6;
                 constexpr int D0 = INTK ? AGOQ_ENC_INT_SYM : AGOQ_ENC_FP8_E4M3;
                 constexpr int D1 = INTK ? AGOQ_ENC_INT_ASYM : AGOQ_ENC_FP8_E5M2;
                 constexpr int D2 = INTK ? AGOQ_ENC_FP4 : AGOQ_ENC_TABLE;

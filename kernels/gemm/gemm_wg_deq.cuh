@@ -259,13 +259,13 @@ __device__ __forceinline__ void dqr_mainloop_batch(const wg_params &p, const ago
         for (int kk = 0; kk < KS; kk++) dqr_frag<DEC, BITS, false>(p, tab, c0, c0 + 8 * RB, kk, q, sc, zc, pairs, w, af[kk]);
         if (kt + 1 < ktiles) dqr_scales<DEC>(p, m0 + r0, (kt + 1) * BK, nbpr, sc, zc); /* used after the wait */
         /* ORD: this warpgroup's turn (0 after 1's previous k-tile, 1 after 0's) */
-        if constexpr (ORD) nbar_sync_if(cw == 1 || it > 0, BAR_ORD1 - cw, 256);
+        if (ORD && (cw == 1 || it > 0)) nbar_sync(BAR_ORD1 - cw, 256);
         wg_fence();
 #pragma unroll
         for (int kk = 0; kk < KS; kk++) wgmma_256_ra<0>(d, af[kk], sdesc(b + kk * 32, 16, 1024));
         wg_commit();
         /* ORD: the other warpgroup's turn; none after warpgroup 1's last k-tile of the CTA */
-        if constexpr (ORD) nbar_arrive_if(cw == 0 || !last_tile || kt + 1 < ktiles, BAR_ORD0 + cw, 256);
+        if (ORD && (cw == 0 || !last_tile || kt + 1 < ktiles)) nbar_arrive(BAR_ORD0 + cw, 256);
         wg_wait<0>();
         if (kt + 1 < ktiles && (lt & 31) == 0) mbar_arrive(saddr(&empty[s]));
     }

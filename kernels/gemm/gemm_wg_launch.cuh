@@ -284,7 +284,7 @@ extern "C" int agoq_wg_fwd_deqa(int M, int N, int K, const agoq_fq *qx, agoq_dqt
         const bool fp4a = l.p.qa.enc == AGOQ_ENC_FP4 && kn.deq_fp4_arith, ah = kn.deq_ahead || fp4a;
         const bool intk = l.p.qa.dec == AGOQ_ENC_INT_SYM || l.p.qa.dec == AGOQ_ENC_INT_ASYM || fp4a;
         if (ah) intk ? launch<0, 0, false, 5>(l) : launch<0, 0, false, 6>(l);
-        else if (kn.deq_bufs == 4 && kn.deq_order) intk ? launch<0, 0, false, 9>(l) : launch<0, 0, false, 10>(l);
+        else if (kn.deq_order) intk ? launch<0, 0, false, 9>(l) : launch<0, 0, false, 10>(l);
         else if (kn.deq_bufs == 4) intk ? launch<0, 0, false, 7>(l) : launch<0, 0, false, 8>(l);
         else intk ? launch<0, 0, false, 2>(l) : launch<0, 0, false, 3>(l);
     }

@@ -180,17 +180,7 @@ __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wai
 __device__ __forceinline__ void nbar_sync(int id, int count) {
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
-/* nbar_sync where pred is nonzero, without a branch */
-__device__ __forceinline__ void nbar_sync_if(int pred, int id, int count) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %0, 0;\n@p bar.sync %1, %2;\n}" ::"r"(pred), "r"(id), "r"(count)
-                 : "memory");
-}
 __device__ __forceinline__ void nbar_arrive(int id, int count) {
     asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
-}
-/* nbar_arrive where pred is nonzero, without a branch */
-__device__ __forceinline__ void nbar_arrive_if(int pred, int id, int count) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %0, 0;\n@p bar.arrive %1, %2;\n}" ::"r"(pred), "r"(id), "r"(count)
-                 : "memory");
 }
 #endif
