@@ -147,15 +147,13 @@ static double peer_ms(const cJSON *peer, const char *name, const char *fmt, int 
     *mode = "";
     if (!peer) return best;
     cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(peer, "records")) {
-        const cJSON *k = cJSON_GetObjectItemCaseSensitive(r, "case"), *f = cJSON_GetObjectItemCaseSensitive(r, "format");
-        const cJSON *b = cJSON_GetObjectItemCaseSensitive(r, "block"), *n = cJSON_GetObjectItemCaseSensitive(r, "bytes");
-        const cJSON *ms = cJSON_GetObjectItemCaseSensitive(r, "median_ms"), *m = cJSON_GetObjectItemCaseSensitive(r, "mode");
-        if (cJSON_IsString(k) && cJSON_IsString(f) && cJSON_IsNumber(b) && cJSON_IsNumber(n) && cJSON_IsNumber(ms) &&
-            !strcmp(k->valuestring, name) && !strcmp(f->valuestring, fmt) && b->valueint == block &&
-            (size_t)n->valuedouble == bytes && ms->valuedouble > 0 && (best < 0 || ms->valuedouble < best)) {
-            best = ms->valuedouble;
-            *mode = cJSON_IsString(m) ? m->valuestring : "";
-        }
+        const double ms = results_get_num(r, "median_ms");
+        if (strcmp(results_get_str(r, "case"), name) || strcmp(results_get_str(r, "format"), fmt) ||
+            results_get_num(r, "block") != block || results_get_num(r, "bytes") != (double)bytes || !(ms > 0) ||
+            (best >= 0 && ms >= best))
+            continue;
+        best = ms;
+        *mode = results_get_str(r, "mode");
     }
     return best;
 }

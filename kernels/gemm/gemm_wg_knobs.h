@@ -24,13 +24,14 @@ typedef struct {
     int deq_smem;     /* AGOQ_WG_DEQ_SMEM=0|1: stored-A decode through shared memory (default 0) */
     int deq_producer; /* AGOQ_WG_DEQ_PRODUCER=0|1: stored-A decode by the epilogue warps (default 0) */
     int deq_ahead;     /* AGOQ_WG_DEQ_AHEAD=0|1: the register prologue loads its scales a k-tile
-                        * ahead and 4-bit codes once per k-tile (default 0; not yet run on a GPU) */
+                        * ahead and 4-bit codes once per k-tile (default 0; FP4 by arithmetic implies it) */
     int deq_fp4_arith; /* AGOQ_WG_DEQ_FP4=table|arith: the register prologue decodes FP4 codes by
-                        * the 4-bit pairs table (0, default) or by arithmetic (1, implies AHEAD) */
+                        * the 4-bit pairs table (0) or by arithmetic (1, default since the sixteenth
+                        * session; implies AHEAD) */
     int deq_bufs;      /* AGOQ_WG_DEQ_BUFS=2|4|4o: A fragment buffers (and wgmma in flight) of the register
-                        * prologue without AHEAD (default 2; 4: fourteenth session, not yet run on a GPU) */
+                        * prologue without AHEAD (default 2; 4: fourteenth session, slower on an H100) */
     int deq_order;     /* AGOQ_WG_DEQ_BUFS=4o: 4, the two consumer warpgroups taking turns to issue
-                        * their k-tiles (fifteenth session, not yet run on a GPU) */
+                        * their k-tiles (fifteenth session, slower on an H100) */
     int cluster;      /* AGOQ_WG_CLUSTER=1|2|2all: CTAs a cluster of the 4-stage bf16 kernels, 2 sharing B
                        * by TMA multicast (gemm_wg_launch.cuh; default 1) */
     int cluster_all;  /* AGOQ_WG_CLUSTER=2all: the 3-stage forward kernels too (residual, fused copy;

@@ -273,14 +273,18 @@ extern "C" int agoq_wg_fwd_deqa(int M, int N, int K, const agoq_fq *qx, agoq_dqt
     if (kn.deq_producer) launch<0, 0, false, 4>(l);
     else if (kn.deq_smem) launch<0, 0, false, 1>(l);
     else {
-        /* AGOQ_WG_DEQ_AHEAD=1 (thirteenth session, not yet run on a GPU, off): kernels 5 / 6, the register
-         * prologue with the scales a k-tile ahead and the 4-bit codes loaded once per k-tile.
-         * AGOQ_WG_DEQ_FP4=arith (off) decodes FP4 by arithmetic in kernel 5 (it reads the preloaded
-         * codes: implies AHEAD). A 4-stage ring for 4-bit codes was dropped before any run: ptxas
-         * serialized its wgmma (C7513). AGOQ_WG_DEQ_BUFS=4 (fourteenth session, not yet run on a
-         * GPU, off; not with AHEAD): kernels 7 / 8, four A fragment buffers and up to four wgmma in
-         * flight per warpgroup instead of two (224 consumer registers); =4o (fifteenth session, not
-         * yet run): kernels 9 / 10, the same with the two warpgroups issuing their k-tiles in turn. */
+        /* AGOQ_WG_DEQ_AHEAD=1 (thirteenth session, off): kernels 5 / 6, the register prologue with
+         * the scales a k-tile ahead and the 4-bit codes loaded once per k-tile.
+         * AGOQ_WG_DEQ_FP4=arith (the default since the sixteenth session; =table: the pairs table)
+         * decodes FP4 by arithmetic in kernel 5 (it reads the preloaded codes: implies AHEAD). A
+         * 4-stage ring for 4-bit codes was dropped before any run: ptxas serialized its wgmma
+         * (C7513). AGOQ_WG_DEQ_BUFS=4 (fourteenth session, off; not with AHEAD, so FP4 needs
+         * AGOQ_WG_DEQ_FP4=table): kernels 7 / 8, four A fragment buffers and up to four wgmma in
+         * flight per warpgroup instead of two (224 consumer registers); =4o (fifteenth session):
+         * kernels 9 / 10, the same with the two warpgroups issuing their k-tiles in turn.
+         * Sixteenth session, H100 (one device call, two rounds, FC2 of 7B / 13B reading its stored
+         * FP4 input, docs/gemm.md): against the pairs table without AHEAD, geometric mean of
+         * vs_cublas_quant over 6 points, arith 1.068x, AHEAD 1.039x, BUFS=4 0.959x, =4o 0.930x. */
         const bool fp4a = l.p.qa.enc == AGOQ_ENC_FP4 && kn.deq_fp4_arith, ah = kn.deq_ahead || fp4a;
         const bool intk = l.p.qa.dec == AGOQ_ENC_INT_SYM || l.p.qa.dec == AGOQ_ENC_INT_ASYM || fp4a;
         if (ah) intk ? launch<0, 0, false, 5>(l) : launch<0, 0, false, 6>(l);
