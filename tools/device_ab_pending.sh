@@ -10,12 +10,12 @@
 #   deq     issue 17, the register prologue on experiments/gemm_wg_deq.json (FC2 reading its stored
 #           FP4 input vs dequantize + cuBLASLt): the default (FP4 by arithmetic since the sixteenth
 #           session, `def`) against the pairs table (AGOQ_WG_DEQ_FP4=table, `table`), the table
-#           with AGOQ_WG_DEQ_AHEAD=1 (`ah`), with AGOQ_WG_DEQ_BUFS=4 (`bufs`) and with =4o
-#           (`bufso`), two rounds, the second in reverse order                              ~1 min
+#           and the table with AGOQ_WG_DEQ_AHEAD=1 (`ah`), two rounds, the second in reverse
+#           order                                                                           ~1 min
 #   reduce  issue 15, the reduce core AGOQ_RED_LD=0|1|2 (2 the default since the sixteenth
 #           session; int8_asym, int8; 64 MiB .. 4 GiB), two
 #           rounds                                                                          ~2 min
-#   ncu15   ncu of the prologue alone (default, table, AHEAD, BUFS=4, =4o; experiments/gemm_wg_deq_ncu.json) and of the
+#   ncu15   ncu of the prologue alone (default, table, AHEAD; experiments/gemm_wg_deq_ncu.json) and of the
 #           fp8 / int8 reduce cores at 1 GiB (behind torch.compile there, no ncu yet)        ~2 min
 #   cluster issue 17, AGOQ_WG_CLUSTER=2 with CTA-scope barrier semantics (fourteenth session; the
 #           cluster-scope forms compiled to two GPU-scope MEMBARs per consumer warp and k-tile):
@@ -50,15 +50,13 @@ for part in "$@"; do
       timeout 300 env AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" > "$R/test_cuda.log" 2>&1; rc_of tests $?
       tail -1 "$R/test_cuda.log" | tee -a "$R/call.log" ;;
     deq)
-      V="def ah table bufs bufso"
+      V="def ah table"
       for r in 1 2; do
         for v in $V; do
           case $v in
             def) gemm_run gemm_wg_deq "deq_def_r$r" X=1 ;;
             ah) gemm_run gemm_wg_deq "deq_ah_r$r" AGOQ_WG_DEQ_AHEAD=1 AGOQ_WG_DEQ_FP4=table ;;
             table) gemm_run gemm_wg_deq "deq_table_r$r" AGOQ_WG_DEQ_FP4=table ;;
-            bufs) gemm_run gemm_wg_deq "deq_bufs_r$r" AGOQ_WG_DEQ_BUFS=4 AGOQ_WG_DEQ_FP4=table ;;
-            bufso) gemm_run gemm_wg_deq "deq_bufso_r$r" AGOQ_WG_DEQ_BUFS=4o AGOQ_WG_DEQ_FP4=table ;;
           esac
         done
         V=$(echo $V | tr ' ' '\n' | tac | tr '\n' ' ')
@@ -73,9 +71,8 @@ for part in "$@"; do
         done
       done ;;
     ncu15)
-      for v in def table ah bufs bufso; do
-        e=X=1; [ $v = ah ] && e=AGOQ_WG_DEQ_AHEAD=1; [ $v = bufs ] && e=AGOQ_WG_DEQ_BUFS=4
-        [ $v = bufso ] && e=AGOQ_WG_DEQ_BUFS=4o
+      for v in def table ah; do
+        e=X=1; [ $v = ah ] && e=AGOQ_WG_DEQ_AHEAD=1
         [ $v = def ] || e="$e AGOQ_WG_DEQ_FP4=table"
         timeout 90 env $e ncu $ncu_sec -k regex:"wg_kernel" -c 1 "$B/agoq" run experiments/gemm_wg_deq_ncu.json \
           --backend cuda --out "$R/ncu_$v.json" > "$R/ncu_$v.log" 2>&1

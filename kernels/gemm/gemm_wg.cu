@@ -86,23 +86,11 @@ static_assert(128 * REGS_WG0 + 256 * REGS_CONSUMER <= 384 * 168, "setmaxnreg cou
  * nvcc 13.0: 44-296 B of spill stores at 128 / 184, none at 136 / 176, nor in the consumers) */
 constexpr int REGS_WG0_ER8 = 136, REGS_CONSUMER_ER8 = 176;
 static_assert(128 * REGS_WG0_ER8 + 256 * REGS_CONSUMER_ER8 <= 384 * 168, "setmaxnreg counts exceed the launch's registers");
-/* AGOQ_WG_DEQ_BUFS=4 (register prologue kernels DQ 7 / 8): four A fragment buffers and up to four
- * wgmma in flight need more consumer registers; their warpgroup 0 runs the plain one-row epilogue
- * (+ residual) only, which fits 56 (ptxas -v: no spills) */
-constexpr int REGS_WG0_DQB = 56, REGS_CONSUMER_DQB = 224;
-static_assert(128 * REGS_WG0_DQB + 256 * REGS_CONSUMER_DQB <= 384 * 168, "setmaxnreg counts exceed the launch's registers");
 constexpr int EPI_WARPS = 3, EPI_THREADS = 32 * EPI_WARPS, BAR_FULL = 4, BAR_EMPTY = 5, BAR_EPI = 6,
               BAR_HANDOFF = 256 + EPI_THREADS;
 /* The 4-stage ring's half hand-off: consumer warpgroup cw stages its 64 rows through barriers
  * BAR_FULL / BAR_EMPTY (cw 0) or BAR_FULL1 / BAR_EMPTY1 (cw 1), 128 consumer threads each. */
 constexpr int BAR_FULL1 = 7, BAR_EMPTY1 = 8, BAR_HALF = 128 + EPI_THREADS;
-/* AGOQ_WG_DEQ_BUFS=4o (register prologue kernels DQ 9 / 10): the consumer warpgroups' turns to
- * issue a k-tile's wgmma (dqr_mainloop_batch): warpgroup 0 arrives on BAR_ORD0 after issuing,
- * warpgroup 1 waits on it before its own and arrives on BAR_ORD1, which warpgroup 0 waits on
- * before its next; 256 consumer threads each. No bar.sync after the tile loop to take warpgroup
- * 1's last arrival (it skips that one instead): with one there, even alone, ptxas serialized the
- * wgmma (C7512) and spilled 144-228 bytes (nvcc 13.0) */
-constexpr int BAR_ORD0 = 9, BAR_ORD1 = 10; /* consecutive: warpgroup cw arrives on BAR_ORD0 + cw, waits on BAR_ORD1 - cw */
 /* Dynamic shared memory of the bf16 kernels: the ring, the staging tile (+ slack to align the
  * ring to 1024). ST = 4 (196 KB of ring) leaves room for half a staging tile only, and no static
  * table (the host keeps table encoders on 3 stages): 231,424 B + ~100 B static <= 227 KB. */
@@ -235,16 +223,11 @@ __global__ void __launch_bounds__(THREADS, 1)
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     constexpr bool DEQA = DQ != 0; /* A from its stored codes: 1 decoded in shared memory, 2-3 in registers,
                                     * 4 by the epilogue warps (gemm_wg_dqp.cuh), 5-6 as 2-3 with
-                                    * AGOQ_WG_DEQ_AHEAD (gemm_wg_deq.cuh's dqr_mainloop), 7-8 as 2-3 a
-                                    * k-tile at a time (AGOQ_WG_DEQ_BUFS=4), 9-10 as 7-8 with the
-                                    * warpgroups issuing in turn (AGOQ_WG_DEQ_BUFS=4o) */
-    /* the register prologue; 5, 6: AGOQ_WG_DEQ_AHEAD; 7, 8: AGOQ_WG_DEQ_BUFS=4; 9, 10: =4o */
-    constexpr bool DQR = (DQ >= 2 && DQ <= 3) || (DQ >= 5 && DQ <= 10);
-    constexpr bool DQB = DQ >= 7 && DQ <= 10; /* a k-tile's four fragments at a time (dqr_mainloop_batch) */
-    constexpr bool ORD = DQ == 9 || DQ == 10; /* the warpgroups issue their k-tiles in turn */
+                                    * AGOQ_WG_DEQ_AHEAD (gemm_wg_deq.cuh's dqr_mainloop) */
+    constexpr bool DQR = (DQ >= 2 && DQ <= 3) || (DQ >= 5 && DQ <= 6); /* the register prologue */
     /* the register prologue's decoders, split over two kernels: integer and FP4, or FP8 and table
      * (the latter build the 4-bit table pairs) */
-    constexpr bool INTK = DQ == 2 || DQ == 5 || DQ == 7 || DQ == 9, PAIRS = DQR && !INTK;
+    constexpr bool INTK = DQ == 2 || DQ == 5, PAIRS = DQR && !INTK;
     static_assert(ST == STAGES || (ST == 4 && !DEQA), "4 stages: the bf16 kernels only");
     static_assert(TN == BN || (TN == 128 && !DEQA && !FASTQ && ST == STAGES) || (TN == 192 && !DEQA && !QOUT),
                   "128-wide tiles: bf16 A, 3 stages; 192-wide: bf16 A, no quantized copy");
@@ -291,7 +274,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     /* Persistent: CTA b runs tiles b, b + grid, ...; `it` counts k-tiles over all of them, so
      * stage it % ST is in its (it / ST)-th use and the barrier phases carry across tiles. */
     if (wg == 0) { /* producer (thread 0) and the epilogue warps (warps 1-3) */
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(DQ == 4 ? DQP_REGS_WG0 : DQB ? REGS_WG0_DQB : ER == 8 ? REGS_WG0_ER8 : REGS_WG0));
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(DQ == 4 ? DQP_REGS_WG0 : ER == 8 ? REGS_WG0_ER8 : REGS_WG0));
         if (tid == 0) {
             const tile_walk<TN, CL> w(tiles_m, tiles_n, ntiles);
             int it = 0;
@@ -353,7 +336,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             if constexpr (BULK) bulk_wait(); /* the C copies are written */
         }
     } else { /* consumers: rows 64 * (wg - 1) .. + 63 of each tile */
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(DQ == 4 ? DQP_REGS_CONSUMER : DQB ? REGS_CONSUMER_DQB : ER == 8 ? REGS_CONSUMER_ER8 : REGS_CONSUMER));
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(DQ == 4 ? DQP_REGS_CONSUMER : ER == 8 ? REGS_CONSUMER_ER8 : REGS_CONSUMER));
         const int cw = wg - 1;
         const int ct = tid - 128, lt = ct & 127; /* consumer thread, and its index in its warpgroup */
         const size_t nbpr = DEQA ? (size_t)(p.k / p.qa.block) : 0;
@@ -370,7 +353,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             acc_fence(d); /* the zeros are written before the first wgmma.fence, not inside its stage */
             if (DQ == 1) dq_scales(p, m0 + cw * 64, 0, nbpr, lt, sc, zc);
             /* register prologue: one mainloop per decoder and code width, the decoders split over
-             * two kernels (DQ 2 / 5 / 7 / 9: integer and FP4, DQ 3 / 6 / 8 / 10: FP8 and table; all six in one
+             * two kernels (DQ 2 / 5: integer and FP4, DQ 3 / 6: FP8 and table; all six in one
              * kernel make ptxas serialize the wgmma for want of registers) */
             if constexpr (DQR) {
                 constexpr bool AH = DQ == 5 || DQ == 6;
@@ -383,15 +366,9 @@ __global__ void __launch_bounds__(THREADS, 1)
                 float ls[2] = {0.0f, 0.0f}, lz[2] = {0.0f, 0.0f}; /* without AH: this tile's scales */
                 float(&sc2)[2] = AH ? rs : ls;
                 float(&zc2)[2] = AH ? rz : lz;
-                /* DQB (AGOQ_WG_DEQ_BUFS=4, =4o): a k-tile's four fragments at a time */
                 auto run = [&](auto dec, auto bits) {
-                    constexpr int DD = decltype(dec)::value, BB = decltype(bits)::value;
-                    if constexpr (DQB)
-                        dqr_mainloop_batch<DD, BB, ORD>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, ls, lz, cw, lt, ktiles,
-                                                        t + w.step() >= w.count, it);
-                    else
-                        dqr_mainloop<DD, BB, AH>(p, &tab, dq_pairs, d, ring_s, full, empty, m0, m0n, t0, sc2, zc2, cw, lt,
-                                                 ktiles, it);
+                    dqr_mainloop<decltype(dec)::value, decltype(bits)::value, AH>(p, &tab, dq_pairs, d, ring_s, full, empty,
+                                                                                  m0, m0n, t0, sc2, zc2, cw, lt, ktiles, it);
                 };
                 using I4 = agoq_enc_t<4>;
                 using I8 = agoq_enc_t<8>;

@@ -28,10 +28,6 @@ typedef struct {
     int deq_fp4_arith; /* AGOQ_WG_DEQ_FP4=table|arith: the register prologue decodes FP4 codes by
                         * the 4-bit pairs table (0) or by arithmetic (1, default since the sixteenth
                         * session; implies AHEAD) */
-    int deq_bufs;      /* AGOQ_WG_DEQ_BUFS=2|4|4o: A fragment buffers (and wgmma in flight) of the register
-                        * prologue without AHEAD (default 2; 4: fourteenth session, slower on an H100) */
-    int deq_order;     /* AGOQ_WG_DEQ_BUFS=4o: 4, the two consumer warpgroups taking turns to issue
-                        * their k-tiles (fifteenth session, slower on an H100) */
     int cluster;      /* AGOQ_WG_CLUSTER=1|2|2all: CTAs a cluster of the 4-stage bf16 kernels, 2 sharing B
                        * by TMA multicast (gemm_wg_launch.cuh; default 1) */
     int cluster_all;  /* AGOQ_WG_CLUSTER=2all: the 3-stage forward kernels too (residual, fused copy;

@@ -278,18 +278,15 @@ extern "C" int agoq_wg_fwd_deqa(int M, int N, int K, const agoq_fq *qx, agoq_dqt
          * AGOQ_WG_DEQ_FP4=arith (the default since the sixteenth session; =table: the pairs table)
          * decodes FP4 by arithmetic in kernel 5 (it reads the preloaded codes: implies AHEAD). A
          * 4-stage ring for 4-bit codes was dropped before any run: ptxas serialized its wgmma
-         * (C7513). AGOQ_WG_DEQ_BUFS=4 (fourteenth session, off; not with AHEAD, so FP4 needs
-         * AGOQ_WG_DEQ_FP4=table): kernels 7 / 8, four A fragment buffers and up to four wgmma in
-         * flight per warpgroup instead of two (224 consumer registers); =4o (fifteenth session):
-         * kernels 9 / 10, the same with the two warpgroups issuing their k-tiles in turn.
-         * Sixteenth session, H100 (one device call, two rounds, FC2 of 7B / 13B reading its stored
-         * FP4 input, docs/gemm.md): against the pairs table without AHEAD, geometric mean of
-         * vs_cublas_quant over 6 points, arith 1.068x, AHEAD 1.039x, BUFS=4 0.959x, =4o 0.930x. */
+         * (C7513). Sixteenth session, H100 (one device call, two rounds, FC2 of 7B / 13B reading
+         * its stored FP4 input, docs/gemm.md): against the pairs table without AHEAD, geometric
+         * mean of vs_cublas_quant over 6 points, arith 1.068x, AHEAD 1.039x; a k-tile's four
+         * fragments before one wait (AGOQ_WG_DEQ_BUFS=4, kernels 7 / 8) 0.959x and the same with
+         * the warpgroups issuing in turn (=4o, kernels 9 / 10) 0.930x, slower at every point:
+         * both removed (docs/gemm.md). */
         const bool fp4a = l.p.qa.enc == AGOQ_ENC_FP4 && kn.deq_fp4_arith, ah = kn.deq_ahead || fp4a;
         const bool intk = l.p.qa.dec == AGOQ_ENC_INT_SYM || l.p.qa.dec == AGOQ_ENC_INT_ASYM || fp4a;
         if (ah) intk ? launch<0, 0, false, 5>(l) : launch<0, 0, false, 6>(l);
-        else if (kn.deq_order) intk ? launch<0, 0, false, 9>(l) : launch<0, 0, false, 10>(l);
-        else if (kn.deq_bufs == 4) intk ? launch<0, 0, false, 7>(l) : launch<0, 0, false, 8>(l);
         else intk ? launch<0, 0, false, 2>(l) : launch<0, 0, false, 3>(l);
     }
     return 0;

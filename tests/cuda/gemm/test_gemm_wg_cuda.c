@@ -210,9 +210,8 @@ TEST(cuda_wg_gemm_epilogue_fast_fp4_bit_exact) { epilogue_quant_shapes(0, 3); }
 /* The stored-A prologue, three ways (A fragments decoded in registers, the default, FP4 by
  * arithmetic; through a shared-memory tile, AGOQ_WG_DEQ_SMEM=1; by the epilogue warps into the
  * plain mainloop's bf16 tile, AGOQ_WG_DEQ_PRODUCER=1), and the register variants: scales a k-tile
- * ahead (AGOQ_WG_DEQ_AHEAD=1), FP4 by the pairs table (AGOQ_WG_DEQ_FP4=table), a k-tile's four
- * fragments at a time (AGOQ_WG_DEQ_BUFS=4) and the same with the warpgroups issuing in turn (=4o);
- * FP4 takes the last three through the pairs table (arithmetic implies AHEAD): bit-exact against the plain kernel on A dequantized on the host
+ * ahead (AGOQ_WG_DEQ_AHEAD=1; FP4 through the pairs table there, arithmetic implies AHEAD) and FP4
+ * by the pairs table (AGOQ_WG_DEQ_FP4=table): bit-exact against the plain kernel on A dequantized on the host
  * (agoq_rowq_dequantize_ref, rounded to bf16), with and without the residual; the second shape
  * on 2 CTAs (several tiles a CTA: the decoders' hand-off across tiles). */
 TEST(cuda_wg_gemm_prologue_dequant_bit_exact) {
@@ -256,22 +255,18 @@ TEST(cuda_wg_gemm_prologue_dequant_bit_exact) {
                 agoq_fused_dsync();
                 uint16_t *want = down16(dp, (size_t)m * n);
                 static const char *const way[] = {"registers", "smem", "producer", "registers, scales ahead",
-                                                  "registers, FP4 by the pairs table", "registers, a k-tile at a time",
-                                                  "registers, a k-tile at a time, in turn"};
-                for (int smem = 0; smem < 7; smem++) { /* registers, through smem, by the epilogue warps, ahead, ... */
+                                                  "registers, FP4 by the pairs table"};
+                for (int smem = 0; smem < 5; smem++) { /* registers, through smem, by the epilogue warps, ahead, ... */
                     if (smem == 4 && c.fmt != AGOQ_FMT_FP4_E2M1) continue;
                     if (smem == 1) setenv("AGOQ_WG_DEQ_SMEM", "1", 1);
                     if (smem == 2) setenv("AGOQ_WG_DEQ_PRODUCER", "1", 1);
                     if (smem == 3) setenv("AGOQ_WG_DEQ_AHEAD", "1", 1);
                     if (smem >= 3 && c.fmt == AGOQ_FMT_FP4_E2M1) setenv("AGOQ_WG_DEQ_FP4", "table", 1);
-                    if (smem == 5) setenv("AGOQ_WG_DEQ_BUFS", "4", 1);
-                    if (smem == 6) setenv("AGOQ_WG_DEQ_BUFS", "4o", 1);
                     CHECK(agoq_wg_fwd_deqa(m, n, k, &q, dq, db, R, dc, NULL) == 0);
                     unsetenv("AGOQ_WG_DEQ_SMEM");
                     unsetenv("AGOQ_WG_DEQ_PRODUCER");
                     unsetenv("AGOQ_WG_DEQ_AHEAD");
                     unsetenv("AGOQ_WG_DEQ_FP4");
-                    unsetenv("AGOQ_WG_DEQ_BUFS");
                     agoq_fused_dsync();
                     uint16_t *got = down16(dc, (size_t)m * n);
                     CHECK_MSG(agoq_validate_bytes("C deqa vs plain on dequantized A", (const uint8_t *)want,
