@@ -1,6 +1,6 @@
 # Tables of tools/device_ab_pending.sh's archive: python3 tools/ab_pending_table.py DIR (the
 # prologue's vs_cublas_quant and median ms per variant and round; the reduce core's copy ratio per
-# AGOQ_RED_LD; our GEMM's vs_cublas per AGOQ_WG_CLUSTER run).
+# AGOQ_RED_LD; our GEMM's vs_cublas per AGOQ_WG_CLUSTER run and per AGOQ_WG_STREAMK run).
 import glob
 import json
 import math
@@ -74,3 +74,4 @@ def cluster_table(prefix, runs, title):
     summary(two, 'base', ['var'])
 cluster_table('cl', ['1', '2', '2b', '1b'], 'GEMM vs_cublas per AGOQ_WG_CLUSTER run (1, 2, 2, 1)')
 cluster_table('clepi', ['1', '2all', '2allb', '1b'], 'GEMM vs_cublas(_quant) per AGOQ_WG_CLUSTER run (1, 2all, 2all, 1)')
+cluster_table('sk', ['0', '1', '1b', '0b'], 'GEMM vs_cublas(_quant) per AGOQ_WG_STREAMK run (0, 1, 1, 0)')

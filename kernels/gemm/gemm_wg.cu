@@ -65,6 +65,7 @@
 #include "kernels/fused/fused_dev.cuh"
 #include "kernels/gemm/gemm_wg.h"
 #include "kernels/gemm/gemm_wg_ptx.cuh"
+#include "kernels/gemm/gemm_wg_sk.h"
 
 namespace {
 /* STAGES: the 3-stage ring; the kernel's ST template argument may be 4 (plain epilogues,
@@ -121,6 +122,12 @@ struct wg_params {
     agoq_cuda_qparams qa;    /* stored-A prologue: A's format, and its planes (rowq [m][k]) */
     agoq_dqt aq;
     int group_m; /* row tiles of a rasterization group (tile_origin) */
+    /* AGOQ_WG_STREAMK (kernels with SK; gemm_wg_sk.h): the schedule, the workspace slots of the
+     * split tiles' partial sums (BM x TN fp32 each, slot b for CTA b's TAIL) and their flags
+     * (0 between launches) */
+    agoq_wg_sk sk;
+    float4 *sk_ws;
+    unsigned *sk_flags;
 };
 
 /* Epilogue, consumer side, by consumer thread ct (0..255) for the tile at (m0, n0): each fp32
@@ -181,22 +188,24 @@ __device__ __forceinline__ void free_stage(uint32_t bar) {
  * CTAs run column n0 together, the same number of tiles and k-tiles, so their rings stay in
  * lock-step. With tiles_m odd, rank 1's tile of the last pair row lies below C: a dummy whose
  * TMA boxes are all out of bounds (zeros) and whose rows the epilogue skips (m0 >= m). */
-template <int TN, int CL>
+template <int TN, int CL, bool SK = false>
 struct tile_walk {
     int count, tiles_m, tiles_n, rank;
     /* tm, tn, nt: row and column tiles of C, and their product (made where a loop starts; the
      * block indices and group_m read where the loops read them before clusters: CL = 1 compiles
      * to the same PTX) */
-    __device__ __forceinline__ tile_walk(int tm, int tn, int nt) {
+    __device__ __forceinline__ tile_walk(int tm, int tn, int nt, const agoq_wg_sk &sk) {
         tiles_n = tn;
-        if constexpr (CL == 1) {
+        if constexpr (SK) {
+            count = agoq_wg_sk_units(&sk, (int)blockIdx.x), tiles_m = tm, rank = 0;
+        } else if constexpr (CL == 1) {
             count = nt, tiles_m = tm, rank = 0;
         } else {
             tiles_m = (tm + 1) / 2, count = tiles_m * tn, rank = (int)cluster_rank();
         }
     }
-    __device__ __forceinline__ int first() const { return CL == 1 ? (int)blockIdx.x : (int)blockIdx.x / CL; }
-    __device__ __forceinline__ int step() const { return CL == 1 ? (int)gridDim.x : (int)gridDim.x / CL; }
+    __device__ __forceinline__ int first() const { return SK ? 0 : CL == 1 ? (int)blockIdx.x : (int)blockIdx.x / CL; }
+    __device__ __forceinline__ int step() const { return SK ? 1 : CL == 1 ? (int)gridDim.x : (int)gridDim.x / CL; }
     /* group_m: wg_params' row tiles of a rasterization group */
     __device__ __forceinline__ void origin(int t, int group_m, int *m0, int *n0) const {
         if constexpr (CL == 1) {
@@ -206,7 +215,54 @@ struct tile_walk {
             *m0 = 2 * *m0 + rank * BM;
         }
     }
+    /* Work unit t: its tile's origin and k-tiles [*kb, *ke) (SK: unit t of this CTA's schedule;
+     * else tile t, whole); returns AGOQ_WG_SK_WHOLE, _TAIL or _HEAD. */
+    __device__ __forceinline__ int unit(int t, const wg_params &p, int ktiles, int *m0, int *n0, int *kb, int *ke) const {
+        if constexpr (SK) {
+            int tile;
+            const int kind = agoq_wg_sk_unit(&p.sk, (int)blockIdx.x, t, &tile, kb, ke);
+            tile_origin<TN>(tile, tiles_m, tiles_n, p.group_m, m0, n0);
+            return kind;
+        } else {
+            origin(t, p.group_m, m0, n0);
+            *kb = 0, *ke = ktiles;
+            return AGOQ_WG_SK_WHOLE;
+        }
+    }
 };
+
+/* Stream-K hand-over of a split tile between the 256 consumer threads of two CTAs (named
+ * barrier BAR_SK among them). TAIL: consumer thread ct's accumulators to slot `slot` (float4 i
+ * of every thread side by side: coalesced), made visible, then the slot's flag raised. HEAD:
+ * waits for the flag, adds the slot to its accumulators (k-tiles [0, x) + [x, K): the same order
+ * whichever CTA is first), and clears the flag for the next launch once all have read it. */
+constexpr int BAR_SK = 9;
+template <int TN>
+__device__ __forceinline__ void sk_put(const wg_params &p, const float (&d)[TN / 2], int ct, int slot) {
+    float4 *w = p.sk_ws + (size_t)slot * (BM * TN / 4) + ct;
+#pragma unroll
+    for (int i = 0; i < TN / 8; i++) __stcg(w + 256 * i, make_float4(d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]));
+    __threadfence();
+    nbar_sync(BAR_SK, 256);
+    if (ct == 0) asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p.sk_flags + slot), "r"(1u) : "memory");
+}
+template <int TN>
+__device__ __forceinline__ void sk_add(const wg_params &p, float (&d)[TN / 2], int ct, int slot) {
+    unsigned f = 0;
+    for (;;) {
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(f) : "l"(p.sk_flags + slot) : "memory");
+        if (f) break;
+        __nanosleep(64);
+    }
+    const float4 *w = p.sk_ws + (size_t)slot * (BM * TN / 4) + ct;
+#pragma unroll
+    for (int i = 0; i < TN / 8; i++) {
+        const float4 v = __ldcg(w + 256 * i);
+        d[4 * i] += v.x, d[4 * i + 1] += v.y, d[4 * i + 2] += v.z, d[4 * i + 3] += v.w;
+    }
+    nbar_sync(BAR_SK, 256);
+    if (ct == 0) p.sk_flags[slot] = 0u;
+}
 
 #include "kernels/gemm/gemm_wg_deq.cuh"
 #include "kernels/gemm/gemm_wg_dqp.cuh"
@@ -217,7 +273,7 @@ struct tile_walk {
  * ER, BULK: the epilogue's AGOQ_WG_EPI_ROWS and AGOQ_WG_BULK; GQ: the general formats' copy
  * through the row tiles (AGOQ_WG_EPI_GEN=rows; gemm_wg_epi.cuh). */
 template <int TA, int TB, bool QOUT, int DQ, bool FASTQ, int ST = STAGES, int TN = BN, int ER = 1, bool BULK = false,
-          bool GQ = false, int CL = 1>
+          bool GQ = false, int CL = 1, bool SK = false>
 __global__ void __launch_bounds__(THREADS, 1)
     wg_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, wg_params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -234,6 +290,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     static_assert((ER == 1 && !BULK && !GQ) || (ST == STAGES && TN == BN && !DEQA), "epilogue variants: 3 stages, 256 wide");
     static_assert(!GQ || (QOUT && !FASTQ && !BULK), "the general row-tile copy: no fast FP4, no bulk copies");
     static_assert(CL == 1 || (CL == 2 && !DEQA && !BULK), "clusters of 2: the bf16 kernels, no bulk residual");
+    static_assert(!SK || (CL == 1 && !DEQA && !BULK), "stream-K: the bf16 kernels, no clusters, no bulk residual");
     constexpr bool HALF = ST == 4;               /* C staged a consumer warpgroup's 64 rows at a time */
     constexpr int NH = HALF ? 2 : 1, RS = BM / NH; /* hand-offs a tile, rows staged in each */
     extern __shared__ uint8_t raw[];
@@ -276,12 +333,12 @@ __global__ void __launch_bounds__(THREADS, 1)
     if (wg == 0) { /* producer (thread 0) and the epilogue warps (warps 1-3) */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(DQ == 4 ? DQP_REGS_WG0 : ER == 8 ? REGS_WG0_ER8 : REGS_WG0));
         if (tid == 0) {
-            const tile_walk<TN, CL> w(tiles_m, tiles_n, ntiles);
+            const tile_walk<TN, CL, SK> w(tiles_m, tiles_n, ntiles, p.sk);
             int it = 0;
             for (int t = w.first(); t < w.count; t += w.step()) {
-                int m0, n0;
-                w.origin(t, p.group_m, &m0, &n0);
-                for (int kt = 0; kt < ktiles; kt++, it++) {
+                int m0, n0, kb, ke;
+                w.unit(t, p, ktiles, &m0, &n0, &kb, &ke);
+                for (int kt = kb; kt < ke; kt++, it++) {
                     const int s = it % ST, k0 = kt * BK;
                     /* CL = 2: the consumers of both CTAs have freed the stage */
                     if (it >= ST) mbar_wait(saddr(&empty[s]), (uint32_t)((it / ST - 1) & 1));
@@ -314,10 +371,10 @@ __global__ void __launch_bounds__(THREADS, 1)
             dqp_run<DQ>(p, &tab, ring, full, stage, tid - 32, tiles_m, tiles_n, ntiles, ktiles);
         } else if (tid >= 32) { /* epilogue warps: NH hand-offs of the staging tile per tile */
             const int et = tid - 32, ew = et >> 5, lane = tid & 31;
-            const tile_walk<TN, CL> w(tiles_m, tiles_n, ntiles);
+            const tile_walk<TN, CL, SK> w(tiles_m, tiles_n, ntiles, p.sk);
             for (int t = w.first(); t < w.count; t += w.step()) {
-                int m0, n0;
-                w.origin(t, p.group_m, &m0, &n0);
+                int m0, n0, kb, ke;
+                if (w.unit(t, p, ktiles, &m0, &n0, &kb, &ke) == AGOQ_WG_SK_TAIL) continue; /* no epilogue here */
 #pragma unroll 1
                 for (int h = 0; h < NH; h++) { /* half h: consumer warpgroup h's rows (HALF) */
                     const int mh = m0 + h * RS;
@@ -342,11 +399,11 @@ __global__ void __launch_bounds__(THREADS, 1)
         const size_t nbpr = DEQA ? (size_t)(p.k / p.qa.block) : 0;
         float sc[4] = {0.0f, 0.0f, 0.0f, 0.0f}, zc[4] = {0.0f, 0.0f, 0.0f, 0.0f}; /* this k-tile's scales */
         float rs[2] = {0.0f, 0.0f}, rz[2] = {0.0f, 0.0f}; /* AGOQ_WG_DEQ_AHEAD: scales across tiles (dqr_mainloop) */
-        const tile_walk<TN, CL> w(tiles_m, tiles_n, ntiles);
+        const tile_walk<TN, CL, SK> w(tiles_m, tiles_n, ntiles, p.sk);
         int it = 0;
         for (int t = w.first(); t < w.count; t += w.step()) {
-            int m0, n0;
-            w.origin(t, p.group_m, &m0, &n0);
+            int m0, n0, kb, ke;
+            [[maybe_unused]] const int kind = w.unit(t, p, ktiles, &m0, &n0, &kb, &ke);
             float d[TN / 2];
 #pragma unroll
             for (int i = 0; i < TN / 2; i++) d[i] = 0.0f;
@@ -376,7 +433,7 @@ __global__ void __launch_bounds__(THREADS, 1)
                 else if (p.qa.dec == D1) b4 ? run(agoq_enc_t<D1>(), I4()) : run(agoq_enc_t<D1>(), I8());
                 else b4 ? run(agoq_enc_t<D2>(), I4()) : run(agoq_enc_t<D2>(), I8());
             }
-            for (int kt = 0; (DQ < 2 || DQ == 4) && kt < ktiles; kt++, it++) {
+            for (int kt = kb; (DQ < 2 || DQ == 4) && kt < ke; kt++, it++) {
                 const int s = it % ST;
                 mbar_wait(saddr(&full[s]), (uint32_t)((it / ST) & 1));
                 uint32_t a = ring_s + s * SB + cw * 64 * 128;
@@ -403,13 +460,20 @@ __global__ void __launch_bounds__(THREADS, 1)
                 }
                 wg_commit();
                 wg_wait<1>(); /* the previous k-tile's wgmma are done: free its stage */
-                if (kt > 0 && (tid & 31) == 0) free_stage<CL>(saddr(&empty[(it - 1) % ST]));
+                if (kt > kb && (tid & 31) == 0) free_stage<CL>(saddr(&empty[(it - 1) % ST]));
                 if (DQ == 4 && kt > 0 && (tid & 31) == 0) dqp_release(ring, it - 1);
             }
             wg_wait<0>();
             acc_fence(d);
             if ((tid & 31) == 0) free_stage<CL>(saddr(&empty[(it - 1) % ST])); /* the tile's last stage */
             if (DQ == 4 && (tid & 31) == 0) dqp_release(ring, it - 1);
+            if constexpr (SK) { /* a split tile: the TAIL hands its sums over, the HEAD adds them */
+                if (kind == AGOQ_WG_SK_TAIL) {
+                    sk_put<TN>(p, d, ct, (int)blockIdx.x);
+                    continue;
+                }
+                if (kind == AGOQ_WG_SK_HEAD) sk_add<TN>(p, d, ct, (int)blockIdx.x + 1);
+            }
             if constexpr (HALF) { /* this warpgroup's 64 rows in their own hand-off; warpgroup 1's
                                    * waits for the epilogue warps to finish warpgroup 0's */
                 nbar_sync(cw ? BAR_EMPTY1 : BAR_EMPTY, BAR_HALF);

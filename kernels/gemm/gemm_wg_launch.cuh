@@ -81,13 +81,37 @@ void launch_cluster(K kernel, int smem, const wg_launch &l, int tn, int *fit) {
     cudaCheck(cudaLaunchKernelEx(&cfg, kernel, l.ma, l.mb, l.p));
 }
 
+/* AGOQ_WG_STREAMK's workspace on the current device (gemm_wg_sk.h): `slots` partial tiles of
+ * BM x BN fp32 and their flags, zeroed once (every launch leaves them zero). It grows on demand,
+ * after a device synchronization (no kernel may still use the old one). One per device and
+ * process: GEMMs with stream-K must not run at the same time on two streams. */
+void sk_workspace(int slots, float4 **ws, unsigned **flags) {
+    static struct { int slots; float4 *ws; unsigned *flags; } per[64];
+    int dev = 0;
+    cudaCheck(cudaGetDevice(&dev));
+    if (dev < 0 || dev >= 64) agoq_die("gemm_wg: stream-K workspace: device %d out of range", dev);
+    auto &e = per[dev];
+    if (e.slots < slots) {
+        if (e.ws) {
+            cudaCheck(cudaDeviceSynchronize());
+            cudaCheck(cudaFree(e.ws));
+            cudaCheck(cudaFree(e.flags));
+        }
+        cudaCheck(cudaMalloc(&e.ws, (size_t)slots * BM * BN * sizeof(float)));
+        cudaCheck(cudaMalloc(&e.flags, (size_t)slots * sizeof(unsigned)));
+        cudaCheck(cudaMemset(e.flags, 0, (size_t)slots * sizeof(unsigned)));
+        e.slots = slots;
+    }
+    *ws = e.ws, *flags = e.flags;
+}
+
 template <int TA, int TB, bool QOUT, int DQ = 0, bool FASTQ = false, int ST = STAGES, int TN = BN, int ER = 1,
-          bool BULK = false, bool GQ = false, int CL = 1>
+          bool BULK = false, bool GQ = false, int CL = 1, bool SK = false>
 void launch(const wg_launch &l) {
     constexpr int smem = DQ == 1 ? DQ_SMEM_BYTES : DQ == 4 ? DQP_SMEM_BYTES : DQ >= 2 ? DQR_SMEM_BYTES : smem_bytes<ST, TN>();
     static bool attr = false;
     if (!attr) {
-        cudaCheck(cudaFuncSetAttribute(wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ, CL>,
+        cudaCheck(cudaFuncSetAttribute(wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ, CL, SK>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         attr = true;
     }
@@ -104,15 +128,24 @@ void launch(const wg_launch &l) {
         if (grid > num_sms()) grid = num_sms();
         if (l.grid_cap > 0 && grid > l.grid_cap) grid = l.grid_cap;
     }
-    wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ><<<(unsigned)grid, THREADS, smem, l.s>>>(l.ma, l.mb, l.p);
+    wg_params p = l.p;
+    if constexpr (SK) { /* AGOQ_WG_STREAMK: the schedule on this grid; none: the kernel without */
+        p.sk = agoq_wg_sk_plan((int)num_tiles(p.m, p.n, TN), (int)grid, (p.k + BK - 1) / BK, 1);
+        if (!p.sk.sk) {
+            launch<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ, CL, false>(l);
+            return;
+        }
+        sk_workspace((int)grid + 1, &p.sk_ws, &p.sk_flags);
+    }
+    wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ, CL, SK><<<(unsigned)grid, THREADS, smem, l.s>>>(l.ma, l.mb, p);
     cudaCheckLaunch();
 }
-template <bool QOUT, int ST, int TN = BN, int CL = 1>
+template <bool QOUT, int ST, int TN = BN, int CL = 1, bool SK = false>
 void launch_t(int ta, int tb, const wg_launch &l) {
-    if (!ta && !tb) launch<0, 0, QOUT, 0, false, ST, TN, 1, false, false, CL>(l);
-    else if (!ta && tb) launch<0, 1, QOUT, 0, false, ST, TN, 1, false, false, CL>(l);
-    else if (ta && !tb) launch<1, 0, QOUT, 0, false, ST, TN, 1, false, false, CL>(l);
-    else launch<1, 1, QOUT, 0, false, ST, TN, 1, false, false, CL>(l);
+    if (!ta && !tb) launch<0, 0, QOUT, 0, false, ST, TN, 1, false, false, CL, SK>(l);
+    else if (!ta && tb) launch<0, 1, QOUT, 0, false, ST, TN, 1, false, false, CL, SK>(l);
+    else if (ta && !tb) launch<1, 0, QOUT, 0, false, ST, TN, 1, false, false, CL, SK>(l);
+    else launch<1, 1, QOUT, 0, false, ST, TN, 1, false, false, CL, SK>(l);
 }
 /* The epilogue variants (gemm_wg_epi.cuh): AGOQ_WG_EPI_ROWS=1|4|8 rows a warp iteration (unset:
  * 4 for the fast FP4 copy and the plain epilogues, 8 for the general formats' row tiles),
@@ -202,6 +235,7 @@ extern "C" int agoq_wg_gemm(const agoq_wg_args *g, void *stream) {
     const bool gen = g->q && !fast && tn == BN && kn.fast_epi && !g->a_mn && !g->b_mn && g->q->p.block == 128 &&
                      g->q->p.enc != AGOQ_ENC_FP4 && fz_fast_quant(g->q->p, g->cq) && g->n % 256 == 0 && kn.gen_rows;
     const bool st4 = four_stages(g, kn.stages), bk = kn.bulk;
+    const int er = kn.epi_rows;
     /* AGOQ_WG_CLUSTER=2: the 4-stage kernels without a quantized copy (plain, or a residual with
      * AGOQ_WG_STAGES=4) in clusters of two CTAs along M sharing B; every other kernel as before.
      * AGOQ_WG_CLUSTER=2all (fourteenth session, not yet run on a GPU): also the 3-stage forward
@@ -209,6 +243,11 @@ extern "C" int agoq_wg_gemm(const agoq_wg_args *g, void *stream) {
      * FP4 copy (4 rows), the general formats' row tiles (8 rows) */
     const bool epi3 = kn.cluster_all && !st4 && !g->a_mn && !g->b_mn && !bk && kn.epi_rows == 0 && (fast || gen || !g->q);
     const bool cl2 = kn.cluster == 2 && tn == BN && ((st4 && !g->q) || epi3);
+    /* AGOQ_WG_STREAMK=1 (seventeenth session, not yet run on a GPU): the 256-wide kernels of a
+     * plain epilogue on 4 stages (every layout), and the forward ones on 3 stages with a residual
+     * or the fast FP4 copy (4 epilogue rows), split the last partial wave's tiles over the grid
+     * (gemm_wg_sk.h; launch() falls back to the plain kernel where no wave is partial) */
+    const bool skk = kn.streamk && tn == BN && !cl2 && !bk && (er == 0 || er == 4) && !kn.one_tile;
     wg_launch l(kn, stream);
     if (g->a_mn) make_map(&l.ma, g->a, g->m, g->k, 64); /* A stored [K][M] */
     else make_map(&l.ma, g->a, g->k, g->m, BM);         /* A stored [M][K] */
@@ -218,9 +257,11 @@ extern "C" int agoq_wg_gemm(const agoq_wg_args *g, void *stream) {
      * descriptor that the device test did not confirm (gemm_wg.cu's top comment); not for use. */
     const uint32_t lbo = kn.mn_swap ? 1024u : (uint32_t)MN_BOX_BYTES, sbo = kn.mn_swap ? (uint32_t)MN_BOX_BYTES : 1024u;
     l.p = {g->m, g->n, g->k, g->r, g->c, g->q ? g->q->p : agoq_cuda_qparams{}, g->cq, lbo, sbo,
-           agoq_cuda_qparams{}, agoq_dqt{}, kn.group_m};
-    const int er = kn.epi_rows;
-    if (tn == 192 && st4) launch_t<false, 4, 192>(g->a_mn, g->b_mn, l);
+           agoq_cuda_qparams{}, agoq_dqt{}, kn.group_m, agoq_wg_sk{}, NULL, NULL};
+    if (skk && st4 && !g->q) launch_t<false, 4, BN, 1, true>(g->a_mn, g->b_mn, l);
+    else if (skk && fast && !st4) launch<0, 0, true, 0, true, STAGES, BN, 4, false, false, 1, true>(l);
+    else if (skk && !g->q && !st4 && !g->a_mn && !g->b_mn) launch<0, 0, false, 0, false, STAGES, BN, 4, false, false, 1, true>(l);
+    else if (tn == 192 && st4) launch_t<false, 4, 192>(g->a_mn, g->b_mn, l);
     else if (tn == 192) launch_t<false, STAGES, 192>(g->a_mn, g->b_mn, l);
     else if (tn == 128 && g->q) launch_t<true, STAGES, 128>(g->a_mn, g->b_mn, l);
     else if (tn == 128) launch_t<false, STAGES, 128>(g->a_mn, g->b_mn, l);
@@ -267,7 +308,7 @@ extern "C" int agoq_wg_fwd_deqa(int M, int N, int K, const agoq_fq *qx, agoq_dqt
     wg_launch l(kn, stream);
     make_map(&l.ma, xq.codes, K * bits / 8, M, BM, true, BK * bits / 8); /* codes [M][K bits / 8] */
     make_map(&l.mb, W, K, N, BN);
-    l.p = {M, N, K, R, Y, agoq_cuda_qparams{}, agoq_dqt{}, MN_BOX_BYTES, 1024u, qx->p, xq, kn.group_m};
+    l.p = {M, N, K, R, Y, agoq_cuda_qparams{}, agoq_dqt{}, MN_BOX_BYTES, 1024u, qx->p, xq, kn.group_m, agoq_wg_sk{}, NULL, NULL};
     /* the A fragments decoded in registers; AGOQ_WG_DEQ_SMEM=1: through shared memory (gemm_wg_deq.cuh);
      * AGOQ_WG_DEQ_PRODUCER=1 (before SMEM): by the epilogue warps (gemm_wg_dqp.cuh) */
     if (kn.deq_producer) launch<0, 0, false, 4>(l);

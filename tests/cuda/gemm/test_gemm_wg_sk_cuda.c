@@ -1,0 +1,132 @@
+/* GPU test of the Hopper GEMM's stream-K schedule (AGOQ_WG_STREAMK=1, kernels/gemm/gemm_wg_sk.h;
+ * the schedule itself is tested on the host by tests/gemm/test_gemm_wg_sk.c). On grids capped so
+ * that the last wave is partial (AGOQ_WG_GRID_CAP 3-7: tiles split between two CTAs, the partial
+ * sums handed over through the workspace), every kernel that takes it: the plain 4-stage ones of
+ * the three layouts (fwd, dgrad, wgrad), the forward 3-stage ones with a residual and with the
+ * fast FP4 E2M1/128 copy (+ residual). Each entry of C (prefilled with NaN: an entry never
+ * written is caught) within the bound of test_gemm_wg_cuda.c against the float64 reference
+ * (|c - ref| <= 2^-8 |ref| + K 2^-23 sum|a||b|: one split adds one fp32 addition in another
+ * order, inside that bound); the same C on a second launch (the flags left at zero, the sum
+ * order fixed: C does not depend on which CTA gets there first); the FP4 copy bit-exact against
+ * the reference quantizer on that C. The entries that differ from the unsplit kernel's are
+ * counted (printed, not required to be zero). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/common.h"
+#include "kernels/fused/fused.h"
+#include "kernels/gemm/gemm_wg.h"
+#include "kernels/gemm/gemm_wg_sk.h"
+#include "kernels/quant/quant_math.h"
+#include "tests/cuda/fused/test_fused_util.h"
+#include "tests/test.h"
+#include "tests/test_bf16.h"
+
+/* C of g under AGOQ_WG_STREAMK = sk into a NaN-prefilled C, downloaded; *fails += a launch error. */
+static uint16_t *run_sk(const agoq_wg_args *g, int sk, int *fails) {
+    const size_t n = (size_t)g->m * (size_t)g->n;
+    uint16_t *nan = malloc(n * 2);
+    memset(nan, 0xff, n * 2);
+    agoq_fused_h2d(g->c, nan, n * 2);
+    free(nan);
+    if (sk) setenv("AGOQ_WG_STREAMK", "1", 1);
+    else unsetenv("AGOQ_WG_STREAMK");
+    const int rc = agoq_wg_gemm(g, NULL);
+    agoq_fused_dsync();
+    unsetenv("AGOQ_WG_STREAMK");
+    *fails += rc != 0;
+    return down16(g->c, n);
+}
+
+/* Entries of c out of the reference bound (all of them checked). */
+static size_t out_of_bound(const agoq_wg_args *g, const uint16_t *a, const uint16_t *b, const uint16_t *r,
+                           const uint16_t *c, double *worst) {
+    size_t bad = 0;
+    for (int i = 0; i < g->m; i++)
+        for (int j = 0; j < g->n; j++) {
+            double mag;
+            const double ref = agoq_wg_ref_entry(g->m, g->n, g->k, a, g->a_mn, b, g->b_mn, r, i, j, &mag);
+            const double tol = fabs(ref) * 0x1p-8 + (double)g->k * 0x1p-23 * mag;
+            const double e = fabs(agoq_bf16_to_f32(c[(size_t)i * g->n + j]) - ref) / tol;
+            if (!(e <= 1.0) && bad++ < 3) fprintf(stderr, "    C[%d,%d] err/bound %.3g\n", i, j, e);
+            if (e > *worst || e != e) *worst = e;
+        }
+    return bad;
+}
+
+TEST(cuda_wg_gemm_streamk_matches_reference) {
+    /* C[m, n] = A B with A [m][k] (a_mn: [k][m]), B [n][k] (b_mn: [k][n]); grid cap; variant:
+     * 0 plain, 1 residual, 2 FP4 copy, 3 FP4 copy + residual */
+    static const struct { int m, n, k, a_mn, b_mn, cap, v; } cases[] = {
+        {520, 600, 520, 0, 0, 4, 0},  {520, 600, 520, 0, 0, 7, 0},  {384, 1024, 2048, 0, 0, 5, 0},
+        {520, 776, 264, 0, 1, 3, 0},  {264, 456, 200, 1, 1, 4, 0},  {520, 600, 520, 0, 0, 4, 1},
+        {520, 512, 520, 0, 0, 4, 2},  {520, 512, 520, 0, 0, 3, 3},  {384, 1024, 2048, 0, 0, 5, 3},
+    };
+    const char *names[3] = {"AGOQ_WG_TILE_N", "AGOQ_WG_GRID_CAP", "AGOQ_WG_STREAMK"};
+    char *saved[3];
+    for (int i = 0; i < 3; i++) {
+        saved[i] = getenv(names[i]) ? strdup(getenv(names[i])) : NULL;
+        unsetenv(names[i]);
+    }
+    setenv("AGOQ_WG_TILE_N", "256", 1); /* the width stream-K takes (auto may pick 192) */
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        agoq_wg_args g = {0};
+        g.m = cases[ci].m, g.n = cases[ci].n, g.k = cases[ci].k, g.a_mn = cases[ci].a_mn, g.b_mn = cases[ci].b_mn;
+        const size_t na = (size_t)g.m * g.k, nb = (size_t)g.n * g.k, nc = (size_t)g.m * g.n;
+        uint16_t *a = rand_bf16(na, 101 + ci), *b = rand_bf16(nb, 203 + ci);
+        uint16_t *r = cases[ci].v & 1 ? rand_bf16(nc, 307 + ci) : NULL;
+        g.a = up16(a, na), g.b = up16(b, nb), g.r = r ? up16(r, nc) : NULL;
+        g.c = agoq_fused_dmalloc(nc * 2);
+        agoq_qconfig qc = agoq_qconfig_default(AGOQ_FMT_FP4_E2M1);
+        qc.block = 128;
+        agoq_fq q;
+        if (cases[ci].v >= 2) {
+            CHECK(agoq_fq_make(&qc, &q) == 0 && agoq_dqt_alloc(&qc, g.m, g.n, &g.cq) == 0);
+            g.q = &q;
+        }
+        char cap[16];
+        snprintf(cap, sizeof cap, "%d", cases[ci].cap);
+        setenv("AGOQ_WG_GRID_CAP", cap, 1);
+        const int tiles = (g.m + 127) / 128 * ((g.n + 255) / 256), ktiles = (g.k + 63) / 64;
+        const agoq_wg_sk plan = agoq_wg_sk_plan(tiles, cases[ci].cap, ktiles, 1);
+        CHECK_MSG(plan.sk > 0, "case %zu: no stream-K tiles planned (%d tiles, cap %d)", ci, tiles, cases[ci].cap);
+        int fails = 0;
+        uint16_t *c0 = run_sk(&g, 0, &fails), *c1 = run_sk(&g, 1, &fails), *c2 = run_sk(&g, 1, &fails);
+        CHECK(fails == 0);
+        double w0 = 0.0, w1 = 0.0;
+        const size_t bad0 = out_of_bound(&g, a, b, r, c0, &w0), bad1 = out_of_bound(&g, a, b, r, c1, &w1);
+        size_t differ = 0, again = 0;
+        for (size_t e = 0; e < nc; e++) {
+            differ += c1[e] != c0[e];
+            again += c2[e] != c1[e];
+        }
+        if (g.q) { /* the copy of the second stream-K run, against the reference on its C */
+            const size_t nq = agoq_rowq_alloc_n(&qc, g.m, g.n);
+            agoq_qtensor want, got;
+            CHECK(agoq_qtensor_alloc(&want, &qc, nq) == 0 && agoq_qtensor_alloc(&got, &qc, nq) == 0);
+            agoq_rowq_quantize_ref(&qc, c2, g.m, g.n, &want);
+            agoq_dqt_download(&qc, g.m, g.n, g.cq, &got);
+            CHECK_MSG(agoq_validate_bytes("codes", want.codes, got.codes, agoq_codes_bytes(&qc, nq)) == 0 &&
+                          agoq_validate_bytes("scales", want.scales, got.scales, agoq_scales_bytes(&qc, nq)) == 0,
+                      "case %zu: FP4 copy", ci);
+            agoq_qtensor_free(&want); agoq_qtensor_free(&got);
+            agoq_dqt_free(&g.cq); agoq_fq_free(&q);
+        }
+        printf("    streamk %s%s M=%d N=%d K=%d cap %d: %d tiles (%d whole, %d split over k), err/bound %.3f "
+               "(unsplit %.3f), %zu entries differ from the unsplit kernel\n",
+               g.a_mn ? "wgrad" : g.b_mn ? "dgrad" : "fwd", cases[ci].v == 1 ? " +R" : cases[ci].v == 2 ? " +FP4" : cases[ci].v == 3 ? " +R+FP4" : "",
+               g.m, g.n, g.k, cases[ci].cap, tiles, plan.dp, plan.sk, w1, w0, differ);
+        CHECK_MSG(bad0 == 0 && bad1 == 0, "case %zu: %zu / %zu entries out of bound (unsplit / stream-K)", ci, bad0, bad1);
+        CHECK_MSG(again == 0, "case %zu: a second stream-K launch changed %zu entries", ci, again);
+        agoq_fused_dfree((void *)g.a); agoq_fused_dfree((void *)g.b); agoq_fused_dfree(g.c);
+        if (g.r) agoq_fused_dfree((void *)g.r);
+        free(a); free(b); free(r); free(c0); free(c1); free(c2);
+    }
+    for (int i = 0; i < 3; i++) {
+        if (saved[i]) setenv(names[i], saved[i], 1);
+        else unsetenv(names[i]);
+        free(saved[i]);
+    }
+}
