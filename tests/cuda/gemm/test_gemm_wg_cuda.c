@@ -459,11 +459,11 @@ TEST(cuda_wg_gemm_cluster_matches_default) {
         {OP_DGRAD, 520, 264, 776},  {OP_DGRAD, 200, 136, 328},  {OP_WGRAD, 200, 264, 456}, {OP_WGRAD, 1024, 1160, 384},
     };
     static const char *caps[] = {NULL, "2", "5"};
-    /* restored at the end; the 256-wide tile that clusters take (auto would run 1032 x 1544 on
+    /* restored at the end (stream-K cleared: clusters take none, the baseline would); the 256-wide tile that clusters take (auto would run 1032 x 1544 on
      * 192-wide tiles, without clusters, on both sides) */
-    const char *names[4] = {"AGOQ_WG_STAGES", "AGOQ_WG_GRID_CAP", "AGOQ_WG_CLUSTER", "AGOQ_WG_TILE_N"};
-    char *saved[4];
-    for (int i = 0; i < 4; i++) {
+    const char *names[5] = {"AGOQ_WG_STAGES", "AGOQ_WG_GRID_CAP", "AGOQ_WG_CLUSTER", "AGOQ_WG_TILE_N", "AGOQ_WG_STREAMK"};
+    char *saved[5];
+    for (int i = 0; i < 5; i++) {
         saved[i] = getenv(names[i]) ? strdup(getenv(names[i])) : NULL;
         unsetenv(names[i]);
     }
@@ -513,7 +513,7 @@ TEST(cuda_wg_gemm_cluster_matches_default) {
                cases[ci].M, cases[ci].N, cases[ci].K, g.m, g.n, (g.m + 127) / 128);
         wg_operands_free(&g, dr);
     }
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         if (saved[i]) setenv(names[i], saved[i], 1);
         else unsetenv(names[i]);
         free(saved[i]);
