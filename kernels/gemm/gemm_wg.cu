@@ -122,9 +122,8 @@ struct wg_params {
     agoq_cuda_qparams qa;    /* stored-A prologue: A's format, and its planes (rowq [m][k]) */
     agoq_dqt aq;
     int group_m; /* row tiles of a rasterization group (tile_origin) */
-    /* AGOQ_WG_STREAMK (kernels with SK; gemm_wg_sk.h): the schedule, the workspace slots of the
-     * split tiles' partial sums (BM x TN fp32 each, slot b for CTA b's TAIL) and their flags
-     * (0 between launches) */
+    /* AGOQ_WG_STREAMK (kernels with SK; gemm_wg_sk.h): the plan, the workspace slots of the
+     * split tiles' partial sums (BM x TN fp32 each) and their flags (0 between launches) */
     agoq_wg_sk sk;
     float4 *sk_ws;
     unsigned *sk_flags;
@@ -215,27 +214,28 @@ struct tile_walk {
             *m0 = 2 * *m0 + rank * BM;
         }
     }
-    /* Work unit t: its tile's origin and k-tiles [*kb, *ke) (SK: unit t of this CTA's schedule;
-     * else tile t, whole); returns AGOQ_WG_SK_WHOLE, _TAIL or _HEAD. */
-    __device__ __forceinline__ int unit(int t, const wg_params &p, int ktiles, int *m0, int *n0, int *kb, int *ke) const {
+    /* Work unit t: its tile's origin, k-tiles [*kb, *ke) and workspace slot (SK: unit t of this
+     * CTA's plan; else tile t, whole); returns AGOQ_WG_SK_WHOLE, _PART or _LAST. */
+    __device__ __forceinline__ int unit(int t, const wg_params &p, int ktiles, int *m0, int *n0, int *kb, int *ke,
+                                        int *slot) const {
         if constexpr (SK) {
             int tile;
-            const int kind = agoq_wg_sk_unit(&p.sk, (int)blockIdx.x, t, &tile, kb, ke);
+            const int kind = agoq_wg_sk_unit(&p.sk, (int)blockIdx.x, t, &tile, kb, ke, slot);
             tile_origin<TN>(tile, tiles_m, tiles_n, p.group_m, m0, n0);
             return kind;
         } else {
             origin(t, p.group_m, m0, n0);
-            *kb = 0, *ke = ktiles;
+            *kb = 0, *ke = ktiles, *slot = 0;
             return AGOQ_WG_SK_WHOLE;
         }
     }
 };
 
-/* Stream-K hand-over of a split tile between the 256 consumer threads of two CTAs (named
- * barrier BAR_SK among them). TAIL: consumer thread ct's accumulators to slot `slot` (float4 i
- * of every thread side by side: coalesced), made visible, then the slot's flag raised. HEAD:
- * waits for the flag, adds the slot to its accumulators (k-tiles [0, x) + [x, K): the same order
- * whichever CTA is first), and clears the flag for the next launch once all have read it. */
+/* The split tiles' hand-over between the 256 consumer threads of the CTAs (named barrier BAR_SK
+ * among them). PART: consumer thread ct's accumulators to slot `slot` (float4 i of every thread
+ * side by side: coalesced), made visible, then the slot's flag raised. LAST: for each of its
+ * tile's n slots in chunk order, waits for the flag and adds the slot to its accumulators (the
+ * same order whichever CTA is first); clears the flags for the next launch once all have read. */
 constexpr int BAR_SK = 9;
 template <int TN>
 __device__ __forceinline__ void sk_put(const wg_params &p, const float (&d)[TN / 2], int ct, int slot) {
@@ -247,21 +247,24 @@ __device__ __forceinline__ void sk_put(const wg_params &p, const float (&d)[TN /
     if (ct == 0) asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p.sk_flags + slot), "r"(1u) : "memory");
 }
 template <int TN>
-__device__ __forceinline__ void sk_add(const wg_params &p, float (&d)[TN / 2], int ct, int slot) {
-    unsigned f = 0;
-    for (;;) {
-        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(f) : "l"(p.sk_flags + slot) : "memory");
-        if (f) break;
-        __nanosleep(64);
-    }
-    const float4 *w = p.sk_ws + (size_t)slot * (BM * TN / 4) + ct;
+__device__ __forceinline__ void sk_add(const wg_params &p, float (&d)[TN / 2], int ct, int slot0, int n) {
+#pragma unroll 1
+    for (int c = 0; c < n; c++) {
+        unsigned f = 0;
+        for (;;) {
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(f) : "l"(p.sk_flags + slot0 + c) : "memory");
+            if (f) break;
+            __nanosleep(64);
+        }
+        const float4 *w = p.sk_ws + (size_t)(slot0 + c) * (BM * TN / 4) + ct;
 #pragma unroll
-    for (int i = 0; i < TN / 8; i++) {
-        const float4 v = __ldcg(w + 256 * i);
-        d[4 * i] += v.x, d[4 * i + 1] += v.y, d[4 * i + 2] += v.z, d[4 * i + 3] += v.w;
+        for (int i = 0; i < TN / 8; i++) {
+            const float4 v = __ldcg(w + 256 * i);
+            d[4 * i] += v.x, d[4 * i + 1] += v.y, d[4 * i + 2] += v.z, d[4 * i + 3] += v.w;
+        }
     }
     nbar_sync(BAR_SK, 256);
-    if (ct == 0) p.sk_flags[slot] = 0u;
+    if (ct < n) p.sk_flags[slot0 + ct] = 0u;
 }
 
 #include "kernels/gemm/gemm_wg_deq.cuh"
@@ -336,8 +339,8 @@ __global__ void __launch_bounds__(THREADS, 1)
             const tile_walk<TN, CL, SK> w(tiles_m, tiles_n, ntiles, p.sk);
             int it = 0;
             for (int t = w.first(); t < w.count; t += w.step()) {
-                int m0, n0, kb, ke;
-                w.unit(t, p, ktiles, &m0, &n0, &kb, &ke);
+                int m0, n0, kb, ke, slot;
+                w.unit(t, p, ktiles, &m0, &n0, &kb, &ke, &slot);
                 for (int kt = kb; kt < ke; kt++, it++) {
                     const int s = it % ST, k0 = kt * BK;
                     /* CL = 2: the consumers of both CTAs have freed the stage */
@@ -373,8 +376,8 @@ __global__ void __launch_bounds__(THREADS, 1)
             const int et = tid - 32, ew = et >> 5, lane = tid & 31;
             const tile_walk<TN, CL, SK> w(tiles_m, tiles_n, ntiles, p.sk);
             for (int t = w.first(); t < w.count; t += w.step()) {
-                int m0, n0, kb, ke;
-                if (w.unit(t, p, ktiles, &m0, &n0, &kb, &ke) == AGOQ_WG_SK_TAIL) continue; /* no epilogue here */
+                int m0, n0, kb, ke, slot;
+                if (w.unit(t, p, ktiles, &m0, &n0, &kb, &ke, &slot) == AGOQ_WG_SK_PART) continue; /* no epilogue here */
 #pragma unroll 1
                 for (int h = 0; h < NH; h++) { /* half h: consumer warpgroup h's rows (HALF) */
                     const int mh = m0 + h * RS;
@@ -402,8 +405,8 @@ __global__ void __launch_bounds__(THREADS, 1)
         const tile_walk<TN, CL, SK> w(tiles_m, tiles_n, ntiles, p.sk);
         int it = 0;
         for (int t = w.first(); t < w.count; t += w.step()) {
-            int m0, n0, kb, ke;
-            [[maybe_unused]] const int kind = w.unit(t, p, ktiles, &m0, &n0, &kb, &ke);
+            int m0, n0, kb, ke, slot;
+            [[maybe_unused]] const int kind = w.unit(t, p, ktiles, &m0, &n0, &kb, &ke, &slot);
             float d[TN / 2];
 #pragma unroll
             for (int i = 0; i < TN / 2; i++) d[i] = 0.0f;
@@ -467,12 +470,12 @@ __global__ void __launch_bounds__(THREADS, 1)
             acc_fence(d);
             if ((tid & 31) == 0) free_stage<CL>(saddr(&empty[(it - 1) % ST])); /* the tile's last stage */
             if (DQ == 4 && (tid & 31) == 0) dqp_release(ring, it - 1);
-            if constexpr (SK) { /* a split tile: the TAIL hands its sums over, the HEAD adds them */
-                if (kind == AGOQ_WG_SK_TAIL) {
-                    sk_put<TN>(p, d, ct, (int)blockIdx.x);
+            if constexpr (SK) { /* a split tile: a PART hands its sums over, the LAST adds them */
+                if (kind == AGOQ_WG_SK_PART) {
+                    sk_put<TN>(p, d, ct, slot);
                     continue;
                 }
-                if (kind == AGOQ_WG_SK_HEAD) sk_add<TN>(p, d, ct, (int)blockIdx.x + 1);
+                if (kind == AGOQ_WG_SK_LAST) sk_add<TN>(p, d, ct, slot, p.sk.s - 1);
             }
             if constexpr (HALF) { /* this warpgroup's 64 rows in their own hand-off; warpgroup 1's
                                    * waits for the epilogue warps to finish warpgroup 0's */

@@ -131,11 +131,11 @@ void launch(const wg_launch &l) {
     wg_params p = l.p;
     if constexpr (SK) { /* AGOQ_WG_STREAMK: the schedule on this grid; none: the kernel without */
         p.sk = agoq_wg_sk_plan((int)num_tiles(p.m, p.n, TN), (int)grid, (p.k + BK - 1) / BK, 1);
-        if (!p.sk.sk) {
+        if (!p.sk.r) {
             launch<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ, CL, false>(l);
             return;
         }
-        sk_workspace((int)grid + 1, &p.sk_ws, &p.sk_flags);
+        sk_workspace(p.sk.r * (p.sk.s - 1), &p.sk_ws, &p.sk_flags);
     }
     wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ, CL, SK><<<(unsigned)grid, THREADS, smem, l.s>>>(l.ma, l.mb, p);
     cudaCheckLaunch();
@@ -243,10 +243,10 @@ extern "C" int agoq_wg_gemm(const agoq_wg_args *g, void *stream) {
      * FP4 copy (4 rows), the general formats' row tiles (8 rows) */
     const bool epi3 = kn.cluster_all && !st4 && !g->a_mn && !g->b_mn && !bk && kn.epi_rows == 0 && (fast || gen || !g->q);
     const bool cl2 = kn.cluster == 2 && tn == BN && ((st4 && !g->q) || epi3);
-    /* AGOQ_WG_STREAMK=1 (seventeenth session, not yet run on a GPU): the 256-wide kernels of a
-     * plain epilogue on 4 stages (every layout), and the forward ones on 3 stages with a residual
-     * or the fast FP4 copy (4 epilogue rows), split the last partial wave's tiles over the grid
-     * (gemm_wg_sk.h; launch() falls back to the plain kernel where no wave is partial) */
+    /* AGOQ_WG_STREAMK=1 (seventeenth session): the 256-wide kernels of a plain epilogue on 4
+     * stages (every layout), and the forward ones on 3 stages with a residual or the fast FP4
+     * copy (4 epilogue rows), split the partial last wave's tiles by k (gemm_wg_sk.h; launch()
+     * runs the unsplit kernel where the plan splits nothing) */
     const bool skk = kn.streamk && tn == BN && !cl2 && !bk && (er == 0 || er == 4) && !kn.one_tile;
     wg_launch l(kn, stream);
     if (g->a_mn) make_map(&l.ma, g->a, g->m, g->k, 64); /* A stored [K][M] */

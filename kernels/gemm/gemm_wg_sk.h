@@ -1,75 +1,76 @@
-/* Stream-K schedule of the Hopper GEMM (gemm_wg.cu, AGOQ_WG_STREAMK=1; off by default): where the
- * output tiles do not fill the persistent CTAs' last wave (7B TP=8 FC1 at 4096 tokens: 352 tiles
- * of 128 x 256 on 132 SMs, 2.67 waves run as 3), all but the last one or two waves stay whole
- * tiles, a tile per CTA per wave (data-parallel, `dp` tiles, a multiple of the grid), and the
- * remaining `sk` tiles' k-tiles are split evenly over the CTAs: CTA b takes the contiguous run
- * [s0, s1) of the (tile, k-tile) sequence of those tiles (tile-major), about sk * ktiles / grid
- * k-tiles. Planned only with sk >= grid, so every run is at least ktiles long and a tile is
- * split at most once, between two CTAs:
- *   - TAIL: CTA b + 1 starts its run inside the tile, at k-tile kb > 0: it computes k-tiles
- *     [kb, ktiles) first (its run's start), writes its fp32 partial sums to workspace slot b + 1
- *     and raises that slot's flag; no epilogue;
- *   - HEAD: CTA b ends its run inside the same tile: it computes k-tiles [0, ke) last, waits for
- *     slot b + 1's flag, adds the partial to its accumulators (always in that order: C does not
- *     depend on timing) and runs the tile's epilogue (residual, C, quantized copy) as usual.
- * The HEAD's CTA reaches the tile at the end of its run, the TAIL's at the start of its own, so
- * the wait is short. C differs from the unsplit kernel's only by the order of one fp32 addition
- * per entry (within the GPU test's bound; not bit-identical). Plain C with AGOQ_HD: the kernel,
- * the launcher and the host test (tests/gemm/test_gemm_wg_sk.c: every (tile, k-tile) exactly
- * once, each split tile one TAIL and one HEAD on adjacent CTAs) share it. */
+/* The split last wave of the Hopper GEMM (gemm_wg.cu, AGOQ_WG_STREAMK=1; off by default): where
+ * the output tiles do not fill the persistent CTAs' last wave (7B TP=8 FC1 at 4096 tokens: 352
+ * tiles of 128 x 256 on 132 SMs, 2.67 waves run as 3), the full waves stay whole tiles (`dp`
+ * tiles, a multiple of the grid, CTA b taking b, b + grid, ...), and each of the `r` tiles of the
+ * partial wave is split into `s` chunks of its k-tiles, chunk c = [c kt / s, (c + 1) kt / s).
+ * Units u = c r + i (tile dp + i, chunk c) go to CTA u % grid in rounds: the last wave takes
+ * ceil(r s / grid) / s of a tile's time instead of one (352 tiles: s = 3, 2/3). The CTAs of a
+ * round start their chunks at the same few k-tiles, so A and B stream through L2 as in the full
+ * waves. (The seventeenth session's first form, stream-K proper, gave every CTA an equal run of
+ * the partial wave's (tile, k-tile) sequence: each CTA then read A and B at its own k, and it
+ * ran 0.86x the unsplit kernel on an H100: results/h100/logs/s17_ab_26027579/.)
+ *   - PART (chunk c < s - 1): its fp32 partial sums to workspace slot i (s - 1) + c, then that
+ *     slot's flag raised; no epilogue;
+ *   - LAST (chunk s - 1, the tile's highest unit, so the latest round): waits for the tile's
+ *     s - 1 slots, adds them to its accumulators in chunk order (C does not depend on timing),
+ *     clears the flags and runs the tile's epilogue (residual, C, quantized copy) as usual.
+ * A CTA waits only at a LAST unit, only for lower units: no cycle (every CTA resident).
+ * C differs from the unsplit kernel's by the order of s - 1 fp32 additions per entry (within the
+ * GPU test's bound; not bit-identical). Plain C with AGOQ_HD: the kernel, the launcher and the
+ * host test (tests/gemm/test_gemm_wg_sk.c) share it. */
 #ifndef AGOQ_GEMM_WG_SK_H
 #define AGOQ_GEMM_WG_SK_H
 
 #include "kernels/quant/quant_math.h"
 
 typedef struct {
-    int dp;     /* data-parallel tiles 0 .. dp - 1: CTA b takes b, b + grid, ... */
-    int sk;     /* stream-K tiles dp .. dp + sk - 1 (0: none) */
+    int dp;     /* whole tiles 0 .. dp - 1 */
+    int r;      /* split tiles dp .. dp + r - 1 (0: none) */
+    int s;      /* chunks a split tile */
     int grid;   /* persistent CTAs */
     int ktiles; /* k-tiles a tile */
 } agoq_wg_sk;
 
-enum { AGOQ_WG_SK_WHOLE = 0, AGOQ_WG_SK_TAIL = 1, AGOQ_WG_SK_HEAD = 2 };
+enum { AGOQ_WG_SK_WHOLE = 0, AGOQ_WG_SK_PART = 1, AGOQ_WG_SK_LAST = 2, AGOQ_WG_SK_MAX_S = 8 };
 
-/* The schedule of ntiles tiles of ktiles k-tiles on grid CTAs: stream-K (on) where the last wave
- * is partial and every run can cover a whole tile; else every tile whole (sk = 0). */
+/* The plan for ntiles tiles of ktiles k-tiles on grid CTAs (on = 0: every tile whole). The last
+ * wave of s chunks (2 .. AGOQ_WG_SK_MAX_S, <= ktiles, workspace within 2 grid slots) takes
+ * ceil(r s / grid) / s of a tile; the smallest s within a tenth of a tile of the shortest (fewer
+ * partial sums to write and read), only where that saves at least a tenth of a tile. */
+AGOQ_HD double agoq_wg_sk_wave(int r, int s, int grid) { return (double)((r * s + grid - 1) / grid) / s; }
 AGOQ_HD agoq_wg_sk agoq_wg_sk_plan(int ntiles, int grid, int ktiles, int on) {
-    agoq_wg_sk s;
-    s.dp = ntiles, s.sk = 0, s.grid = grid, s.ktiles = ktiles;
-    if (on && grid > 1 && ktiles > 1 && ntiles > grid && ntiles % grid) {
-        s.dp = (ntiles / grid - 1) * grid;
-        s.sk = ntiles - s.dp; /* grid < sk < 2 grid */
-    }
-    return s;
+    agoq_wg_sk p;
+    p.dp = ntiles, p.r = 0, p.s = 1, p.grid = grid, p.ktiles = ktiles;
+    const int r = grid > 0 ? ntiles % grid : 0;
+    if (!on || grid < 2 || r == 0) return p;
+    double best = 0.9 + 1e-9;
+    for (int s = 2; s <= AGOQ_WG_SK_MAX_S && s <= ktiles && r * (s - 1) <= 2 * grid; s++)
+        if (agoq_wg_sk_wave(r, s, grid) < best) best = agoq_wg_sk_wave(r, s, grid);
+    for (int s = 2; s <= AGOQ_WG_SK_MAX_S && s <= ktiles && r * (s - 1) <= 2 * grid; s++)
+        if (agoq_wg_sk_wave(r, s, grid) < 0.9 - 1e-9 && agoq_wg_sk_wave(r, s, grid) <= best + 0.1 + 1e-9) {
+            p.dp = ntiles - r, p.r = r, p.s = s;
+            break;
+        }
+    return p;
 }
-/* CTA b's run of the stream-K k-tiles: [*s0, *s1) */
-AGOQ_HD void agoq_wg_sk_run(const agoq_wg_sk *s, int b, long *s0, long *s1) {
-    const long total = (long)s->sk * s->ktiles, base = total / s->grid, rem = total % s->grid;
-    *s0 = (long)b * base + (b < rem ? b : rem);
-    *s1 = *s0 + base + (b < rem ? 1 : 0);
+/* Work units of CTA b: its whole tiles, then its chunks. */
+AGOQ_HD int agoq_wg_sk_units(const agoq_wg_sk *p, int b) {
+    const int nu = p->r * p->s;
+    return (b < p->dp ? (p->dp - b + p->grid - 1) / p->grid : 0) + (p->r && b < nu ? (nu - b + p->grid - 1) / p->grid : 0);
 }
-/* Work units of CTA b: its data-parallel tiles, then the tiles its run touches. */
-AGOQ_HD int agoq_wg_sk_units(const agoq_wg_sk *s, int b) {
-    int n = b < s->dp ? (s->dp - b + s->grid - 1) / s->grid : 0;
-    if (s->sk) {
-        long s0, s1;
-        agoq_wg_sk_run(s, b, &s0, &s1);
-        n += (int)((s1 - 1) / s->ktiles - s0 / s->ktiles + 1);
-    }
-    return n;
-}
-/* Unit j of CTA b: tile *t (tile_origin's order), k-tiles [*kb, *ke); returns its kind. */
-AGOQ_HD int agoq_wg_sk_unit(const agoq_wg_sk *s, int b, int j, int *t, int *kb, int *ke) {
-    const int ndp = b < s->dp ? (s->dp - b + s->grid - 1) / s->grid : 0;
+/* Unit j of CTA b: tile *t (tile_origin's order), k-tiles [*kb, *ke), and *slot: a PART's slot,
+ * a LAST's first slot (its tile's s - 1 slots follow); returns the kind. */
+AGOQ_HD int agoq_wg_sk_unit(const agoq_wg_sk *p, int b, int j, int *t, int *kb, int *ke, int *slot) {
+    const int ndp = b < p->dp ? (p->dp - b + p->grid - 1) / p->grid : 0;
+    *slot = 0;
     if (j < ndp) {
-        *t = b + j * s->grid, *kb = 0, *ke = s->ktiles;
+        *t = b + j * p->grid, *kb = 0, *ke = p->ktiles;
         return AGOQ_WG_SK_WHOLE;
     }
-    long s0, s1;
-    agoq_wg_sk_run(s, b, &s0, &s1);
-    const long kt = s->ktiles, tt = s0 / kt + (j - ndp);
-    const long lo = s0 > tt * kt ? s0 : tt * kt, hi = s1 < (tt + 1) * kt ? s1 : (tt + 1) * kt;
-    *t = s->dp + (int)tt, *kb = (int)(lo - tt * kt), *ke = (int)(hi - tt * kt);
-    return *kb > 0 ? AGOQ_WG_SK_TAIL : *ke < s->ktiles ? AGOQ_WG_SK_HEAD : AGOQ_WG_SK_WHOLE;
+    const int u = b + (j - ndp) * p->grid, i = u % p->r, c = u / p->r;
+    *t = p->dp + i;
+    *kb = (int)((long)c * p->ktiles / p->s), *ke = (int)((long)(c + 1) * p->ktiles / p->s);
+    *slot = i * (p->s - 1) + (c < p->s - 1 ? c : 0);
+    return c < p->s - 1 ? AGOQ_WG_SK_PART : AGOQ_WG_SK_LAST;
 }
 #endif

@@ -1,10 +1,10 @@
-/* The Hopper GEMM's stream-K schedule (kernels/gemm/gemm_wg_sk.h), without a GPU: for every tile
+/* The Hopper GEMM's split last wave (kernels/gemm/gemm_wg_sk.h), without a GPU: for every tile
  * count, grid and k-tile count of a sweep (and the LLaMA shapes that motivate it), the units of
- * all CTAs cover every (tile, k-tile) exactly once; each tile is either whole on one CTA or split
- * once, a TAIL on CTA b + 1 (k-tiles [x, ktiles), its run's first unit) and a HEAD on CTA b
- * (k-tiles [0, x), its run's last unit), which is what the kernel's workspace slots (slot b + 1)
- * and its deadlock-free wait rely on; the plan is off where the last wave is full or shorter
- * than a tile's run, and the busiest CTA's k-tiles are within one of the ideal share. */
+ * all CTAs cover every (tile, k-tile) exactly once; a split tile has s chunks in k order, chunks
+ * 0 .. s - 2 PARTs with distinct slots i (s - 1) + c inside the workspace's r (s - 1), and chunk
+ * s - 1 the LAST, whose unit index is the tile's highest (so a CTA only ever waits for lower
+ * units: the kernel's wait cannot deadlock); the plan is off where the last wave is full or the
+ * split would not save a tenth of a tile, and the busiest CTA's k-tiles are what the plan says. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,79 +12,89 @@
 #include "kernels/gemm/gemm_wg_sk.h"
 #include "tests/test.h"
 
-/* Checks one schedule; returns the number of violations (the first few printed). */
+/* Checks one plan; returns the number of violations (the first few printed). */
 static int check_plan(int ntiles, int grid, int ktiles) {
-    const agoq_wg_sk s = agoq_wg_sk_plan(ntiles, grid, ktiles, 1);
+    const agoq_wg_sk p = agoq_wg_sk_plan(ntiles, grid, ktiles, 1);
     int bad = 0;
     unsigned char *seen = calloc((size_t)ntiles * ktiles, 1);
-    int *head_cta = malloc(sizeof(int) * (size_t)ntiles), *tail_cta = malloc(sizeof(int) * (size_t)ntiles);
-    for (int i = 0; i < ntiles; i++) head_cta[i] = tail_cta[i] = -1;
+    int *parts = calloc((size_t)ntiles, sizeof(int)), *last_u = malloc(sizeof(int) * (size_t)ntiles),
+        *max_u = malloc(sizeof(int) * (size_t)ntiles);
+    unsigned char *slot_used = calloc((size_t)(p.r * (p.s - 1) + 1), 1);
+    for (int i = 0; i < ntiles; i++) last_u[i] = max_u[i] = -1;
     long busiest = 0;
 #define BAD(...) do { if (bad++ < 3) fprintf(stderr, "    tiles %d grid %d ktiles %d: ", ntiles, grid, ktiles), fprintf(stderr, __VA_ARGS__), fprintf(stderr, "\n"); } while (0)
     for (int b = 0; b < grid; b++) {
-        const int n = agoq_wg_sk_units(&s, b);
+        const int n = agoq_wg_sk_units(&p, b);
         long work = 0;
         for (int j = 0; j < n; j++) {
-            int t, kb, ke;
-            const int kind = agoq_wg_sk_unit(&s, b, j, &t, &kb, &ke);
+            int t, kb, ke, slot;
+            const int kind = agoq_wg_sk_unit(&p, b, j, &t, &kb, &ke, &slot);
             if (t < 0 || t >= ntiles || kb < 0 || ke > ktiles || kb >= ke) { BAD("CTA %d unit %d: tile %d [%d, %d)", b, j, t, kb, ke); continue; }
             for (int k = kb; k < ke; k++) seen[(size_t)t * ktiles + k]++;
             work += ke - kb;
-            if (kind == AGOQ_WG_SK_TAIL) {
-                if (j != (b < s.dp ? (s.dp - b + grid - 1) / grid : 0) || ke != ktiles)
-                    BAD("CTA %d unit %d: TAIL not its run's first unit or not to the tile's end", b, j);
-                tail_cta[t] = b;
-            } else if (kind == AGOQ_WG_SK_HEAD) {
-                if (j != n - 1 || kb != 0) BAD("CTA %d unit %d: HEAD not its last unit or not from k-tile 0", b, j);
-                head_cta[t] = b;
-            } else if (kb != 0 || ke != ktiles) {
-                BAD("CTA %d unit %d: WHOLE unit [%d, %d)", b, j, kb, ke);
+            /* the unit's global order: its round j and CTA b (rounds run in order on every CTA) */
+            const int u = j * grid + b;
+            if (u > max_u[t]) max_u[t] = u;
+            if (kind == AGOQ_WG_SK_PART) {
+                parts[t]++;
+                if (slot < 0 || slot >= p.r * (p.s - 1) || slot_used[slot]++) BAD("CTA %d unit %d: slot %d", b, j, slot);
+                if (slot != (t - p.dp) * (p.s - 1) + (int)(((long)kb * p.s + ktiles - 1) / ktiles)) BAD("tile %d chunk at %d: slot %d", t, kb, slot);
+            } else if (kind == AGOQ_WG_SK_LAST) {
+                if (ke != ktiles || slot != (t - p.dp) * (p.s - 1)) BAD("tile %d: LAST [%d, %d) slot %d", t, kb, ke, slot);
+                last_u[t] = u;
+            } else if (kb != 0 || ke != ktiles || t >= p.dp) {
+                BAD("CTA %d unit %d: WHOLE tile %d [%d, %d)", b, j, t, kb, ke);
             }
         }
         if (work > busiest) busiest = work;
     }
     for (long e = 0; e < (long)ntiles * ktiles; e++)
         if (seen[e] != 1) { BAD("tile %ld k-tile %ld computed %d times", e / ktiles, e % ktiles, seen[e]); break; }
-    for (int t = 0; t < ntiles; t++)
-        if ((head_cta[t] < 0) != (tail_cta[t] < 0) || (head_cta[t] >= 0 && tail_cta[t] != head_cta[t] + 1))
-            BAD("tile %d: HEAD on CTA %d, TAIL on CTA %d", t, head_cta[t], tail_cta[t]);
-    const int on = s.sk > 0;
-    if (on != (grid > 1 && ktiles > 1 && ntiles > grid && ntiles % grid != 0)) BAD("plan %s", on ? "on" : "off");
-    if (on && (s.dp % grid || s.sk <= grid || s.sk >= 2 * grid)) BAD("dp %d sk %d", s.dp, s.sk);
-    /* balance: with stream-K the busiest CTA does ceil(total / grid) k-tiles, else ceil(tiles / grid) tiles */
-    const long total = (long)ntiles * ktiles;
-    const long ideal = on ? (total + grid - 1) / grid : (long)((ntiles + grid - 1) / grid) * ktiles;
-    if (busiest != ideal) BAD("busiest CTA %ld k-tiles, expected %ld", busiest, ideal);
+    for (int t = p.dp; t < ntiles; t++)
+        if (parts[t] != p.s - 1 || last_u[t] < 0 || last_u[t] != max_u[t])
+            BAD("tile %d: %d PARTs, LAST at %d, highest unit %d", t, parts[t], last_u[t], max_u[t]);
+    const int on = p.r > 0;
+    if (on && (p.dp % grid || p.r != ntiles % grid || p.s < 2 || p.s > ktiles || p.r * (p.s - 1) > 2 * grid))
+        BAD("plan dp %d r %d s %d", p.dp, p.r, p.s);
+    if (!on && p.dp != ntiles) BAD("plan off but dp %d", p.dp);
+    /* the busiest CTA: its whole tiles and ceil(r s / grid) chunks of at most ceil(kt / s) k-tiles */
+    const long rounds = on ? (p.r * p.s + grid - 1) / grid : 0;
+    const long ideal = (long)((p.dp + grid - 1) / grid) * ktiles + rounds * ((ktiles + p.s - 1) / p.s);
+    if (busiest > ideal) BAD("busiest CTA %ld k-tiles, at most %ld expected", busiest, ideal);
+    if (on && 10 * rounds >= 9L * p.s) BAD("split saves under a tenth of a tile");
 #undef BAD
-    free(seen); free(head_cta); free(tail_cta);
+    free(seen); free(parts); free(last_u); free(max_u); free(slot_used);
     return bad;
 }
 
-TEST(gemm_wg_sk_schedule_covers_every_k_tile_once) {
+TEST(gemm_wg_sk_split_wave_covers_every_k_tile_once) {
     int bad = 0, planned = 0;
     for (int grid = 1; grid <= 12; grid++)
         for (int ntiles = 1; ntiles <= 40; ntiles++)
             for (int ktiles = 1; ktiles <= 9; ktiles++) {
                 bad += check_plan(ntiles, grid, ktiles);
-                planned += agoq_wg_sk_plan(ntiles, grid, ktiles, 1).sk > 0;
+                planned += agoq_wg_sk_plan(ntiles, grid, ktiles, 1).r > 0;
             }
     /* the bench's wave-limited shapes on 132 SMs: 7B TP=8 FC1 (352 tiles, K 4096), 13B TP=8 FC1
-     * (448, K 5120), 7B TP=8 QKV (192, K 4096), 7B TP=8 FC1 wgrad (352, K 4096 / 65536) */
-    static const int llama[][2] = {{352, 64}, {448, 80}, {192, 64}, {352, 1024}, {133, 2}, {263, 3}};
+     * (448, K 5120), 7B TP=8 QKV (192), 7B TP=8 FC1 wgrad (352, K 65536), 7B FC2 dgrad (1376) */
+    static const int llama[][2] = {{352, 64}, {448, 80}, {192, 64}, {352, 1024}, {1376, 64}, {133, 2}, {100, 64}};
     for (size_t i = 0; i < sizeof llama / sizeof llama[0]; i++) {
         bad += check_plan(llama[i][0], 132, llama[i][1]);
-        planned += agoq_wg_sk_plan(llama[i][0], 132, llama[i][1], 1).sk > 0;
+        planned += agoq_wg_sk_plan(llama[i][0], 132, llama[i][1], 1).r > 0;
     }
-    printf("    %d schedules checked, %d of them stream-K\n", 12 * 40 * 9 + (int)(sizeof llama / sizeof llama[0]), planned);
+    printf("    %d plans checked, %d of them split\n", 12 * 40 * 9 + (int)(sizeof llama / sizeof llama[0]), planned);
     CHECK_MSG(bad == 0, "%d violations", bad);
-    CHECK(planned > 1000);
-    /* off by the knob, or where it cannot help: the plain persistent walk */
-    agoq_wg_sk s = agoq_wg_sk_plan(352, 132, 64, 0);
-    CHECK(s.sk == 0 && s.dp == 352);
-    s = agoq_wg_sk_plan(264, 132, 64, 1);
-    CHECK(s.sk == 0 && s.dp == 264);
-    s = agoq_wg_sk_plan(100, 132, 64, 1);
-    CHECK(s.sk == 0 && agoq_wg_sk_units(&s, 99) == 1 && agoq_wg_sk_units(&s, 100) == 0);
-    s = agoq_wg_sk_plan(352, 132, 64, 1);
-    CHECK(s.dp == 132 && s.sk == 220);
+    CHECK(planned > 500);
+    /* the plans the GEMMs of the bench get: 352 tiles, 88 in the last wave, in 3 chunks (two
+     * rounds of a third); 448: 52 in 2 (one round of a half); off by the knob or a full wave */
+    agoq_wg_sk p = agoq_wg_sk_plan(352, 132, 64, 1);
+    CHECK(p.dp == 264 && p.r == 88 && p.s == 3);
+    p = agoq_wg_sk_plan(448, 132, 80, 1);
+    CHECK(p.dp == 396 && p.r == 52 && p.s == 2);
+    p = agoq_wg_sk_plan(352, 132, 64, 0);
+    CHECK(p.r == 0 && p.dp == 352);
+    p = agoq_wg_sk_plan(264, 132, 64, 1);
+    CHECK(p.r == 0 && p.dp == 264);
+    p = agoq_wg_sk_plan(100, 132, 64, 1); /* 100 tiles, 132 CTAs: no split halves a round's time */
+    CHECK(p.r == 0 && agoq_wg_sk_units(&p, 99) == 1 && agoq_wg_sk_units(&p, 100) == 0);
 }

@@ -1,11 +1,11 @@
-/* GPU test of the Hopper GEMM's stream-K schedule (AGOQ_WG_STREAMK=1, kernels/gemm/gemm_wg_sk.h;
- * the schedule itself is tested on the host by tests/gemm/test_gemm_wg_sk.c). On grids capped so
- * that the last wave is partial (AGOQ_WG_GRID_CAP 3-7: tiles split between two CTAs, the partial
- * sums handed over through the workspace), every kernel that takes it: the plain 4-stage ones of
+/* GPU test of the Hopper GEMM's split last wave (AGOQ_WG_STREAMK=1, kernels/gemm/gemm_wg_sk.h;
+ * the plan itself is tested on the host by tests/gemm/test_gemm_wg_sk.c). On grids capped so that
+ * the last wave is partial (AGOQ_WG_GRID_CAP 3-9: its tiles split into 2, 3 or 5 chunks of k, the
+ * partial sums handed over through the workspace), every kernel that takes it: the plain 4-stage ones of
  * the three layouts (fwd, dgrad, wgrad), the forward 3-stage ones with a residual and with the
  * fast FP4 E2M1/128 copy (+ residual). Each entry of C (prefilled with NaN: an entry never
  * written is caught) within the bound of test_gemm_wg_cuda.c against the float64 reference
- * (|c - ref| <= 2^-8 |ref| + K 2^-23 sum|a||b|: one split adds one fp32 addition in another
+ * (|c - ref| <= 2^-8 |ref| + K 2^-23 sum|a||b|: s chunks add s - 1 fp32 additions in another
  * order, inside that bound); the same C on a second launch (the flags left at zero, the sum
  * order fixed: C does not depend on which CTA gets there first); the FP4 copy bit-exact against
  * the reference quantizer on that C. The entries that differ from the unsplit kernel's are
@@ -60,9 +60,9 @@ TEST(cuda_wg_gemm_streamk_matches_reference) {
     /* C[m, n] = A B with A [m][k] (a_mn: [k][m]), B [n][k] (b_mn: [k][n]); grid cap; variant:
      * 0 plain, 1 residual, 2 FP4 copy, 3 FP4 copy + residual */
     static const struct { int m, n, k, a_mn, b_mn, cap, v; } cases[] = {
-        {520, 600, 520, 0, 0, 4, 0},  {520, 600, 520, 0, 0, 7, 0},  {384, 1024, 2048, 0, 0, 5, 0},
-        {520, 776, 264, 0, 1, 3, 0},  {264, 456, 200, 1, 1, 4, 0},  {520, 600, 520, 0, 0, 4, 1},
-        {520, 512, 520, 0, 0, 4, 2},  {520, 512, 520, 0, 0, 3, 3},  {384, 1024, 2048, 0, 0, 5, 3},
+        {520, 600, 520, 0, 0, 6, 0},  {520, 600, 520, 0, 0, 7, 0},  {384, 1024, 2048, 0, 0, 9, 0},
+        {520, 776, 264, 0, 1, 3, 0},  {264, 456, 200, 1, 1, 4, 0},  {520, 600, 520, 0, 0, 6, 1},
+        {520, 512, 520, 0, 0, 4, 2},  {520, 512, 520, 0, 0, 6, 3},  {384, 1024, 2048, 0, 0, 8, 3},
     };
     const char *names[3] = {"AGOQ_WG_TILE_N", "AGOQ_WG_GRID_CAP", "AGOQ_WG_STREAMK"};
     char *saved[3];
@@ -70,7 +70,7 @@ TEST(cuda_wg_gemm_streamk_matches_reference) {
         saved[i] = getenv(names[i]) ? strdup(getenv(names[i])) : NULL;
         unsetenv(names[i]);
     }
-    setenv("AGOQ_WG_TILE_N", "256", 1); /* the width stream-K takes (auto may pick 192) */
+    setenv("AGOQ_WG_TILE_N", "256", 1); /* the width the split takes (auto may pick 192) */
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         agoq_wg_args g = {0};
         g.m = cases[ci].m, g.n = cases[ci].n, g.k = cases[ci].k, g.a_mn = cases[ci].a_mn, g.b_mn = cases[ci].b_mn;
@@ -91,7 +91,7 @@ TEST(cuda_wg_gemm_streamk_matches_reference) {
         setenv("AGOQ_WG_GRID_CAP", cap, 1);
         const int tiles = (g.m + 127) / 128 * ((g.n + 255) / 256), ktiles = (g.k + 63) / 64;
         const agoq_wg_sk plan = agoq_wg_sk_plan(tiles, cases[ci].cap, ktiles, 1);
-        CHECK_MSG(plan.sk > 0, "case %zu: no stream-K tiles planned (%d tiles, cap %d)", ci, tiles, cases[ci].cap);
+        CHECK_MSG(plan.r > 0, "case %zu: no split tiles planned (%d tiles, cap %d)", ci, tiles, cases[ci].cap);
         int fails = 0;
         uint16_t *c0 = run_sk(&g, 0, &fails), *c1 = run_sk(&g, 1, &fails), *c2 = run_sk(&g, 1, &fails);
         CHECK(fails == 0);
@@ -102,7 +102,7 @@ TEST(cuda_wg_gemm_streamk_matches_reference) {
             differ += c1[e] != c0[e];
             again += c2[e] != c1[e];
         }
-        if (g.q) { /* the copy of the second stream-K run, against the reference on its C */
+        if (g.q) { /* the copy of the second split run, against the reference on its C */
             const size_t nq = agoq_rowq_alloc_n(&qc, g.m, g.n);
             agoq_qtensor want, got;
             CHECK(agoq_qtensor_alloc(&want, &qc, nq) == 0 && agoq_qtensor_alloc(&got, &qc, nq) == 0);
@@ -114,12 +114,12 @@ TEST(cuda_wg_gemm_streamk_matches_reference) {
             agoq_qtensor_free(&want); agoq_qtensor_free(&got);
             agoq_dqt_free(&g.cq); agoq_fq_free(&q);
         }
-        printf("    streamk %s%s M=%d N=%d K=%d cap %d: %d tiles (%d whole, %d split over k), err/bound %.3f "
+        printf("    split wave %s%s M=%d N=%d K=%d cap %d: %d tiles (%d whole, %d in %d chunks of k), err/bound %.3f "
                "(unsplit %.3f), %zu entries differ from the unsplit kernel\n",
                g.a_mn ? "wgrad" : g.b_mn ? "dgrad" : "fwd", cases[ci].v == 1 ? " +R" : cases[ci].v == 2 ? " +FP4" : cases[ci].v == 3 ? " +R+FP4" : "",
-               g.m, g.n, g.k, cases[ci].cap, tiles, plan.dp, plan.sk, w1, w0, differ);
-        CHECK_MSG(bad0 == 0 && bad1 == 0, "case %zu: %zu / %zu entries out of bound (unsplit / stream-K)", ci, bad0, bad1);
-        CHECK_MSG(again == 0, "case %zu: a second stream-K launch changed %zu entries", ci, again);
+               g.m, g.n, g.k, cases[ci].cap, tiles, plan.dp, plan.r, plan.s, w1, w0, differ);
+        CHECK_MSG(bad0 == 0 && bad1 == 0, "case %zu: %zu / %zu entries out of bound (unsplit / split)", ci, bad0, bad1);
+        CHECK_MSG(again == 0, "case %zu: a second split launch changed %zu entries", ci, again);
         agoq_fused_dfree((void *)g.a); agoq_fused_dfree((void *)g.b); agoq_fused_dfree(g.c);
         if (g.r) agoq_fused_dfree((void *)g.r);
         free(a); free(b); free(r); free(c0); free(c1); free(c2);
