@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The A/Bs prepared in the thirteenth to fifteenth sessions. tests, deq, reduce, ncu15 and ncu17
-# ran once in the sixteenth session on an H100 (results/h100/logs/s16_ab_1a5ea74/; no H200 could
-# be started), cluster and clepi never. On the GPU machine, from the repository root, with the
-# binaries of tools/device_pack.sh carried, in two device calls of under 10 minutes each:
+# The A/Bs prepared in the thirteenth to seventeenth sessions. Run on an H100 in the sixteenth
+# (results/h100/logs/s16_ab_1a5ea74/) and seventeenth sessions (results/h100/logs/s17_ab_26027579/:
+# every part), and sk, reduce, deq on an H200 in the seventeenth (results/h200/logs/s17_e664521/).
+# On the GPU machine, from the repository root, with the binaries of tools/device_pack.sh
+# carried, in two device calls of under 10 minutes each:
 #   source tools/device_env.sh && OUT=$OUT tools/device_ab_pending.sh $AGOQ_B tests deq reduce ncu15
 #   source tools/device_env.sh && OUT=$OUT tools/device_ab_pending.sh $AGOQ_B cluster clepi ncu17
 # Parts:
@@ -12,7 +13,7 @@
 #           session, `def`) against the pairs table (AGOQ_WG_DEQ_FP4=table, `table`), the table
 #           and the table with AGOQ_WG_DEQ_AHEAD=1 (`ah`), two rounds, the second in reverse
 #           order                                                                           ~1 min
-#   reduce  issue 15, the reduce core AGOQ_RED_LD=0|1|2 (2 the default since the sixteenth
+#   reduce  issue 15, the reduce core AGOQ_RED_LD=0|1|2 (1 the default since the seventeenth
 #           session; int8_asym, int8; 64 MiB .. 4 GiB), two
 #           rounds                                                                          ~2 min
 #   ncu15   ncu of the prologue alone (default, table, AHEAD; experiments/gemm_wg_deq_ncu.json) and of the

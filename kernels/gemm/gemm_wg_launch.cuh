@@ -246,7 +246,8 @@ extern "C" int agoq_wg_gemm(const agoq_wg_args *g, void *stream) {
     /* AGOQ_WG_STREAMK=1 (seventeenth session): the 256-wide kernels of a plain epilogue on 4
      * stages (every layout), and the forward ones on 3 stages with a residual or the fast FP4
      * copy (4 epilogue rows), split the partial last wave's tiles by k (gemm_wg_sk.h; launch()
-     * runs the unsplit kernel where the plan splits nothing) */
+     * runs the unsplit kernel where the plan splits nothing). H200, e664521: geomean 1.010x of
+     * the unsplit kernel's vs_cublas over 12 points, 0.95-1.11x each (docs/gemm.md): off */
     const bool skk = kn.streamk && tn == BN && !cl2 && !bk && (er == 0 || er == 4) && !kn.one_tile;
     wg_launch l(kn, stream);
     if (g->a_mn) make_map(&l.ma, g->a, g->m, g->k, 64); /* A stored [K][M] */

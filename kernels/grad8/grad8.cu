@@ -294,22 +294,26 @@ struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTA
  * results/h200/logs/s12_ab_1dbd92e/), copy ratio at 64 MiB / 256 MiB / 1 GiB / 4 GiB:
  *   int8_asym  0 -> 7: 0.65 / 0.69 / 0.70 / 0.68 -> 0.65 / 0.70 / 0.73 / 0.72 (3, at 3 CTAs: 0.59-0.67, slower)
  *   int8, fp8_e4m3: bit 2 slower at every size (-0.08 .. -0.15); dyn8 within +-0.01.
- * Under AGOQ_RED_LD=2 (the default since the sixteenth session) int8_asym prefetches at 3 CTAs
- * per SM whatever bit 4 says. Read at every launch (the tests switch it). */
+ * Under AGOQ_RED_LD=2 int8_asym prefetches at 3 CTAs per SM whatever bit 4 says. Read at every launch (the tests switch it). */
 #define RED_PF_ASYM 1
 #define RED_PF_OTHERS 2
 #define RED_PF_4CTAS 4
 static int red_pf_mask(void) { return agoq_knob_int("AGOQ_RED_PF", RED_PF_ASYM | RED_PF_4CTAS, 0, 7); }
 /* AGOQ_RED_LD (issue 15, s13): int8_asym's reduce core through tile_reduce::load_tile_b (direct
  * scale and zero-point loads, offsets once per tile; the same bits), with AGOQ_RED_PF's prefetch
- * choice. 0: load_tile (4 chunks a batch); 1: load_tile_b, 3 chunks a batch (4 CTAs per SM when
- * prefetching at 4); 2 (default since the sixteenth session): load_tile_b, 4 chunks a batch at 3
- * CTAs per SM. Read at every launch (the tests switch it). Sixteenth session, H100 (two rounds,
- * results/h100/logs/s16_ab_1a5ea74/), int8_asym copy ratio at 64 MiB / 256 MiB / 1 GiB / 4 GiB:
- * 0: 0.74 / 0.82 / 0.86 / 0.85, 1: 0.76 / 0.85 / 0.89 / 0.88, 2: 0.78 / 0.90 / 0.96 / 0.95. */
+ * choice. 0: load_tile (4 chunks a batch); 1 (the default since the seventeenth session):
+ * load_tile_b, 3 chunks a batch (4 CTAs per SM when prefetching at 4); 2: load_tile_b, 4 chunks a
+ * batch at 3 CTAs per SM. Read at every launch (the tests switch it). int8_asym's copy ratio at
+ * 64 MiB / 256 MiB / 1 GiB / 4 GiB, two rounds each, the second in reverse order:
+ *   H200 (seventeenth session, e664521, results/h200/logs/s17_e664521/reduce/):
+ *     0: 0.65 / 0.71 / 0.73 / 0.72, 1: 0.71 / 0.77 / 0.80 / 0.79, 2: 0.63 / 0.70 / 0.73 / 0.71;
+ *   H100 (sixteenth, results/h100/logs/s16_ab_1a5ea74/; seventeenth the same within 0.01):
+ *     0: 0.74 / 0.82 / 0.86 / 0.85, 1: 0.76 / 0.85 / 0.89 / 0.88, 2: 0.78 / 0.90 / 0.96 / 0.95.
+ * The sixteenth session made 2 the default from the H100 alone; on the H200, the project's
+ * reference card, 1 is the fastest and 2 no faster than 0, so 1 is the default. */
 #define RED_LD_RB3 1
 #define RED_LD_RB4 2
-static int red_ld_mask(void) { return agoq_knob_int("AGOQ_RED_LD", RED_LD_RB4, 0, 2); }
+static int red_ld_mask(void) { return agoq_knob_int("AGOQ_RED_LD", RED_LD_RB3, 0, 2); }
 
 /* The tile sources need 8-bit codes and a power-of-two block >= 32 (agoq_tile_scales); the
  * launcher checks the rest (rounding, block <= 256, alignment of the output codes). */
