@@ -32,8 +32,9 @@ typedef struct {
                        * by TMA multicast (gemm_wg_launch.cuh; default 1) */
     int cluster_all;  /* AGOQ_WG_CLUSTER=2all: the 3-stage forward kernels too (residual, fused copy;
                        * fourteenth session, not yet run on a GPU) */
-    int streamk;      /* AGOQ_WG_STREAMK=0|1: the partial last wave's tiles split into chunks of
-                       * k-tiles over the CTAs (gemm_wg_sk.h; seventeenth session; default 0) */
+    int streamk;      /* AGOQ_WG_STREAMK=0|1|all: the partial last wave's tiles split into chunks of
+                       * k-tiles over the CTAs where that saves AGOQ_WG_SK_MIN_SAVED k-tiles (1) or
+                       * any (all, 2) (gemm_wg_sk.h; seventeenth session; default 0) */
 } agoq_wg_knobs;
 
 /* Every knob above, read now. */

@@ -47,10 +47,12 @@ struct wg_launch {
     CUtensorMap ma, mb;
     wg_params p;
     cudaStream_t s;
-    int grid_cap;  /* AGOQ_WG_GRID_CAP (0: none) */
-    bool one_tile; /* AGOQ_WG_ONE_TILE */
+    int grid_cap;     /* AGOQ_WG_GRID_CAP (0: none) */
+    bool one_tile;    /* AGOQ_WG_ONE_TILE */
+    int sk_min_saved; /* AGOQ_WG_STREAMK: 1 AGOQ_WG_SK_MIN_SAVED, all 0 (gemm_wg_sk.h) */
     wg_launch(const agoq_wg_knobs &kn, void *stream)
-        : s((cudaStream_t)stream), grid_cap(kn.grid_cap), one_tile(kn.one_tile) {}
+        : s((cudaStream_t)stream), grid_cap(kn.grid_cap), one_tile(kn.one_tile),
+          sk_min_saved(kn.streamk == 2 ? 0 : AGOQ_WG_SK_MIN_SAVED) {}
 };
 
 /* AGOQ_WG_CLUSTER=2: the kernel in clusters of two CTAs along M (cudaLaunchKernelEx with a
@@ -130,7 +132,7 @@ void launch(const wg_launch &l) {
     }
     wg_params p = l.p;
     if constexpr (SK) { /* AGOQ_WG_STREAMK: the schedule on this grid; none: the kernel without */
-        p.sk = agoq_wg_sk_plan((int)num_tiles(p.m, p.n, TN), (int)grid, (p.k + BK - 1) / BK, 1);
+        p.sk = agoq_wg_sk_plan((int)num_tiles(p.m, p.n, TN), (int)grid, (p.k + BK - 1) / BK, 1, l.sk_min_saved);
         if (!p.sk.r) {
             launch<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ, CL, false>(l);
             return;

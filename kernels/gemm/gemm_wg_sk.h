@@ -36,9 +36,10 @@ enum { AGOQ_WG_SK_WHOLE = 0, AGOQ_WG_SK_PART = 1, AGOQ_WG_SK_LAST = 2, AGOQ_WG_S
 /* The plan for ntiles tiles of ktiles k-tiles on grid CTAs (on = 0: every tile whole). The last
  * wave of s chunks (2 .. AGOQ_WG_SK_MAX_S, <= ktiles, workspace within 2 grid slots) takes
  * ceil(r s / grid) / s of a tile; the smallest s within a tenth of a tile of the shortest (fewer
- * partial sums to write and read), only where that saves at least a tenth of a tile. */
+ * partial sums to write and read), only where that saves at least a tenth of a tile and at least
+ * min_saved k-tiles (the partial sums' traffic: AGOQ_WG_SK_MIN_SAVED, below). */
 AGOQ_HD double agoq_wg_sk_wave(int r, int s, int grid) { return (double)((r * s + grid - 1) / grid) / s; }
-AGOQ_HD agoq_wg_sk agoq_wg_sk_plan(int ntiles, int grid, int ktiles, int on) {
+AGOQ_HD agoq_wg_sk agoq_wg_sk_plan(int ntiles, int grid, int ktiles, int on, int min_saved) {
     agoq_wg_sk p;
     p.dp = ntiles, p.r = 0, p.s = 1, p.grid = grid, p.ktiles = ktiles;
     const int r = grid > 0 ? ntiles % grid : 0;
@@ -48,11 +49,18 @@ AGOQ_HD agoq_wg_sk agoq_wg_sk_plan(int ntiles, int grid, int ktiles, int on) {
         if (agoq_wg_sk_wave(r, s, grid) < best) best = agoq_wg_sk_wave(r, s, grid);
     for (int s = 2; s <= AGOQ_WG_SK_MAX_S && s <= ktiles && r * (s - 1) <= 2 * grid; s++)
         if (agoq_wg_sk_wave(r, s, grid) < 0.9 - 1e-9 && agoq_wg_sk_wave(r, s, grid) <= best + 0.1 + 1e-9) {
-            p.dp = ntiles - r, p.r = r, p.s = s;
+            if ((long)ktiles * (s - (r * s + grid - 1) / grid) >= (long)min_saved * s) p.dp = ntiles - r, p.r = r, p.s = s;
             break;
         }
     return p;
 }
+/* The k-tiles a split must save for AGOQ_WG_STREAMK=1 (=all: 0). From the seventeenth session's
+ * H200 A/B of every split (results/h200/logs/s17_e664521/sk/, 12 points): the splits that saved
+ * 32-128 k-tiles (13B TP=8 FC1 at 4096 tokens: 40; 7B TP=8 FC1 wgrad at 16384: 85; 7B FC2 dgrad
+ * and wgrad: 32, 128) ran 1.00-1.10x the unsplit kernel, those that saved 21-27 (3 chunks of 64
+ * or 80 k-tiles) 0.95-1.04x: a chunk's partial sums (128 KB written, read by the LAST) and its
+ * pipeline fill cost about a tile's 25 k-tiles. Chosen from that A/B, not measured on its own. */
+enum { AGOQ_WG_SK_MIN_SAVED = 32 };
 /* Work units of CTA b: its whole tiles, then its chunks. */
 AGOQ_HD int agoq_wg_sk_units(const agoq_wg_sk *p, int b) {
     const int nu = p->r * p->s;

@@ -59,7 +59,7 @@ TEST(gemm_wg_knobs_defaults_and_accepted_values) {
         {"AGOQ_WG_DEQ_PRODUCER", "1", 1}, {"AGOQ_WG_CLUSTER", "1", 1},     {"AGOQ_WG_CLUSTER", "2", 2},
         {"AGOQ_WG_CLUSTER", "2all", 2},
         {"AGOQ_WG_DEQ_AHEAD", "1", 1},    {"AGOQ_WG_DEQ_FP4", "table", 0},  {"AGOQ_WG_DEQ_FP4", "arith", 1},
-        {"AGOQ_WG_STREAMK", "1", 1},      {"AGOQ_WG_STREAMK", "0", 0},
+        {"AGOQ_WG_STREAMK", "1", 1},      {"AGOQ_WG_STREAMK", "0", 0},     {"AGOQ_WG_STREAMK", "all", 2},
     };
     int bad = -1;
     for (size_t i = 0; i < sizeof good / sizeof good[0] && bad < 0; i++) {
@@ -111,7 +111,7 @@ TEST(gemm_wg_knobs_bad_values_die_in_one_line) {
         {"AGOQ_WG_CLUSTER", "4", "AGOQ_WG_CLUSTER=4: expected one of 1, 2, 2all"},
         {"AGOQ_WG_DEQ_AHEAD", "2", "AGOQ_WG_DEQ_AHEAD=2: expected 0 or 1"},
         {"AGOQ_WG_DEQ_FP4", "1", "AGOQ_WG_DEQ_FP4=1: expected one of table, arith"},
-        {"AGOQ_WG_STREAMK", "on", "AGOQ_WG_STREAMK=on: expected 0 or 1"},
+        {"AGOQ_WG_STREAMK", "on", "AGOQ_WG_STREAMK=on: expected one of 0, 1, all"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CHECK_MSG(agoq_test_expect_die(read_knobs, (void *)bad[i], bad[i][2]), "%s=%s", bad[i][0], bad[i][1]);

@@ -4,7 +4,8 @@
  * 0 .. s - 2 PARTs with distinct slots i (s - 1) + c inside the workspace's r (s - 1), and chunk
  * s - 1 the LAST, whose unit index is the tile's highest (so a CTA only ever waits for lower
  * units: the kernel's wait cannot deadlock); the plan is off where the last wave is full or the
- * split would not save a tenth of a tile, and the busiest CTA's k-tiles are what the plan says. */
+ * split would not save a tenth of a tile or min_saved k-tiles (AGOQ_WG_STREAMK=1: 32; =all: 0),
+ * and the busiest CTA's k-tiles are what the plan says. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +14,8 @@
 #include "tests/test.h"
 
 /* Checks one plan; returns the number of violations (the first few printed). */
-static int check_plan(int ntiles, int grid, int ktiles) {
-    const agoq_wg_sk p = agoq_wg_sk_plan(ntiles, grid, ktiles, 1);
+static int check_plan(int ntiles, int grid, int ktiles, int min_saved) {
+    const agoq_wg_sk p = agoq_wg_sk_plan(ntiles, grid, ktiles, 1, min_saved);
     int bad = 0;
     unsigned char *seen = calloc((size_t)ntiles * ktiles, 1);
     int *parts = calloc((size_t)ntiles, sizeof(int)), *last_u = malloc(sizeof(int) * (size_t)ntiles),
@@ -62,6 +63,10 @@ static int check_plan(int ntiles, int grid, int ktiles) {
     const long ideal = (long)((p.dp + grid - 1) / grid) * ktiles + rounds * ((ktiles + p.s - 1) / p.s);
     if (busiest > ideal) BAD("busiest CTA %ld k-tiles, at most %ld expected", busiest, ideal);
     if (on && 10 * rounds >= 9L * p.s) BAD("split saves under a tenth of a tile");
+    if (on && (long)ktiles * (p.s - rounds) < (long)min_saved * p.s) BAD("split saves under %d k-tiles", min_saved);
+    const agoq_wg_sk all = agoq_wg_sk_plan(ntiles, grid, ktiles, 1, 0); /* a threshold only removes splits */
+    if (!on && all.r && (long)ktiles * (all.s - (all.r * all.s + grid - 1) / grid) >= (long)min_saved * all.s)
+        BAD("no split though s = %d saves enough", all.s);
 #undef BAD
     free(seen); free(parts); free(last_u); free(max_u); free(slot_used);
     return bad;
@@ -72,29 +77,34 @@ TEST(gemm_wg_sk_split_wave_covers_every_k_tile_once) {
     for (int grid = 1; grid <= 12; grid++)
         for (int ntiles = 1; ntiles <= 40; ntiles++)
             for (int ktiles = 1; ktiles <= 9; ktiles++) {
-                bad += check_plan(ntiles, grid, ktiles);
-                planned += agoq_wg_sk_plan(ntiles, grid, ktiles, 1).r > 0;
+                bad += check_plan(ntiles, grid, ktiles, 0);
+                planned += agoq_wg_sk_plan(ntiles, grid, ktiles, 1, 0).r > 0;
             }
     /* the bench's wave-limited shapes on 132 SMs: 7B TP=8 FC1 (352 tiles, K 4096), 13B TP=8 FC1
      * (448, K 5120), 7B TP=8 QKV (192), 7B TP=8 FC1 wgrad (352, K 65536), 7B FC2 dgrad (1376) */
     static const int llama[][2] = {{352, 64}, {448, 80}, {192, 64}, {352, 1024}, {1376, 64}, {133, 2}, {100, 64}};
     for (size_t i = 0; i < sizeof llama / sizeof llama[0]; i++) {
-        bad += check_plan(llama[i][0], 132, llama[i][1]);
-        planned += agoq_wg_sk_plan(llama[i][0], 132, llama[i][1], 1).r > 0;
+        for (int ms = 0; ms <= AGOQ_WG_SK_MIN_SAVED; ms += AGOQ_WG_SK_MIN_SAVED) bad += check_plan(llama[i][0], 132, llama[i][1], ms);
+        planned += agoq_wg_sk_plan(llama[i][0], 132, llama[i][1], 1, 0).r > 0;
     }
-    printf("    %d plans checked, %d of them split\n", 12 * 40 * 9 + (int)(sizeof llama / sizeof llama[0]), planned);
+    printf("    %d plans checked, %d of them split\n", 12 * 40 * 9 + 2 * (int)(sizeof llama / sizeof llama[0]), planned);
     CHECK_MSG(bad == 0, "%d violations", bad);
     CHECK(planned > 500);
     /* the plans the GEMMs of the bench get: 352 tiles, 88 in the last wave, in 3 chunks (two
-     * rounds of a third); 448: 52 in 2 (one round of a half); off by the knob or a full wave */
-    agoq_wg_sk p = agoq_wg_sk_plan(352, 132, 64, 1);
+     * rounds of a third) with =all, none with =1 at 64 k-tiles (21 saved), 3 chunks at 1024;
+     * 448: 52 in 2 (one round of a half, 40 of 80 saved) either way; off by the knob or a full wave */
+    agoq_wg_sk p = agoq_wg_sk_plan(352, 132, 64, 1, 0);
     CHECK(p.dp == 264 && p.r == 88 && p.s == 3);
-    p = agoq_wg_sk_plan(448, 132, 80, 1);
-    CHECK(p.dp == 396 && p.r == 52 && p.s == 2);
-    p = agoq_wg_sk_plan(352, 132, 64, 0);
+    p = agoq_wg_sk_plan(352, 132, 64, 1, AGOQ_WG_SK_MIN_SAVED);
     CHECK(p.r == 0 && p.dp == 352);
-    p = agoq_wg_sk_plan(264, 132, 64, 1);
+    p = agoq_wg_sk_plan(352, 132, 1024, 1, AGOQ_WG_SK_MIN_SAVED);
+    CHECK(p.r == 88 && p.s == 3);
+    p = agoq_wg_sk_plan(448, 132, 80, 1, AGOQ_WG_SK_MIN_SAVED);
+    CHECK(p.dp == 396 && p.r == 52 && p.s == 2);
+    p = agoq_wg_sk_plan(352, 132, 64, 0, 0);
+    CHECK(p.r == 0 && p.dp == 352);
+    p = agoq_wg_sk_plan(264, 132, 64, 1, 0);
     CHECK(p.r == 0 && p.dp == 264);
-    p = agoq_wg_sk_plan(100, 132, 64, 1); /* 100 tiles, 132 CTAs: no split halves a round's time */
+    p = agoq_wg_sk_plan(100, 132, 64, 1, 0); /* 100 tiles, 132 CTAs: no split halves a round's time */
     CHECK(p.r == 0 && agoq_wg_sk_units(&p, 99) == 1 && agoq_wg_sk_units(&p, 100) == 0);
 }

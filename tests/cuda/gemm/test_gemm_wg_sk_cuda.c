@@ -1,4 +1,4 @@
-/* GPU test of the Hopper GEMM's split last wave (AGOQ_WG_STREAMK=1, kernels/gemm/gemm_wg_sk.h;
+/* GPU test of the Hopper GEMM's split last wave (AGOQ_WG_STREAMK=all, kernels/gemm/gemm_wg_sk.h;
  * the plan itself is tested on the host by tests/gemm/test_gemm_wg_sk.c). On grids capped so that
  * the last wave is partial (AGOQ_WG_GRID_CAP 3-9: its tiles split into 2, 3 or 5 chunks of k, the
  * partial sums handed over through the workspace), every kernel that takes it: the plain 4-stage ones of
@@ -31,7 +31,7 @@ static uint16_t *run_sk(const agoq_wg_args *g, int sk, int *fails) {
     memset(nan, 0xff, n * 2);
     agoq_fused_h2d(g->c, nan, n * 2);
     free(nan);
-    if (sk) setenv("AGOQ_WG_STREAMK", "1", 1);
+    if (sk) setenv("AGOQ_WG_STREAMK", "all", 1); /* every split (=1 needs 32 k-tiles saved) */
     else unsetenv("AGOQ_WG_STREAMK");
     const int rc = agoq_wg_gemm(g, NULL);
     agoq_fused_dsync();
@@ -90,7 +90,7 @@ TEST(cuda_wg_gemm_streamk_matches_reference) {
         snprintf(cap, sizeof cap, "%d", cases[ci].cap);
         setenv("AGOQ_WG_GRID_CAP", cap, 1);
         const int tiles = (g.m + 127) / 128 * ((g.n + 255) / 256), ktiles = (g.k + 63) / 64;
-        const agoq_wg_sk plan = agoq_wg_sk_plan(tiles, cases[ci].cap, ktiles, 1);
+        const agoq_wg_sk plan = agoq_wg_sk_plan(tiles, cases[ci].cap, ktiles, 1, 0);
         CHECK_MSG(plan.r > 0, "case %zu: no split tiles planned (%d tiles, cap %d)", ci, tiles, cases[ci].cap);
         int fails = 0;
         uint16_t *c0 = run_sk(&g, 0, &fails), *c1 = run_sk(&g, 1, &fails), *c2 = run_sk(&g, 1, &fails);
