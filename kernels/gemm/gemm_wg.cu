@@ -293,7 +293,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     static_assert((ER == 1 && !BULK && !GQ) || (ST == STAGES && TN == BN && !DEQA), "epilogue variants: 3 stages, 256 wide");
     static_assert(!GQ || (QOUT && !FASTQ && !BULK), "the general row-tile copy: no fast FP4, no bulk copies");
     static_assert(CL == 1 || (CL == 2 && !DEQA && !BULK), "clusters of 2: the bf16 kernels, no bulk residual");
-    static_assert(!SK || (CL == 1 && !DEQA && !BULK), "stream-K: the bf16 kernels, no clusters, no bulk residual");
+    static_assert(!SK || (CL == 1 && !DEQA && !BULK), "the split last wave: the bf16 kernels, no clusters, no bulk residual");
     constexpr bool HALF = ST == 4;               /* C staged a consumer warpgroup's 64 rows at a time */
     constexpr int NH = HALF ? 2 : 1, RS = BM / NH; /* hand-offs a tile, rows staged in each */
     extern __shared__ uint8_t raw[];
