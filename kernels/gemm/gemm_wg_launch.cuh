@@ -86,7 +86,8 @@ void launch_cluster(K kernel, int smem, const wg_launch &l, int tn, int *fit) {
 /* AGOQ_WG_STREAMK's workspace on the current device (gemm_wg_sk.h): `slots` partial tiles of
  * BM x BN fp32 and their flags, zeroed once (every launch leaves them zero). It grows on demand,
  * after a device synchronization (no kernel may still use the old one). One per device and
- * process: GEMMs with stream-K must not run at the same time on two streams. */
+ * process: GEMMs with AGOQ_WG_STREAMK on must not run at the same time on two streams, nor be
+ * captured into a CUDA graph on their first call (cudaMalloc). */
 void sk_workspace(int slots, float4 **ws, unsigned **flags) {
     static struct { int slots; float4 *ws; unsigned *flags; } per[64];
     int dev = 0;
@@ -245,7 +246,7 @@ extern "C" int agoq_wg_gemm(const agoq_wg_args *g, void *stream) {
      * FP4 copy (4 rows), the general formats' row tiles (8 rows) */
     const bool epi3 = kn.cluster_all && !st4 && !g->a_mn && !g->b_mn && !bk && kn.epi_rows == 0 && (fast || gen || !g->q);
     const bool cl2 = kn.cluster == 2 && tn == BN && ((st4 && !g->q) || epi3);
-    /* AGOQ_WG_STREAMK=1 (seventeenth session): the 256-wide kernels of a plain epilogue on 4
+    /* AGOQ_WG_STREAMK=1|all (seventeenth session): the 256-wide kernels of a plain epilogue on 4
      * stages (every layout), and the forward ones on 3 stages with a residual or the fast FP4
      * copy (4 epilogue rows), split the partial last wave's tiles by k (gemm_wg_sk.h; launch()
      * runs the unsplit kernel where the plan splits nothing). H200, e664521: geomean 1.010x of
