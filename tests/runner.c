@@ -45,6 +45,20 @@ void agoq_test_skip(const char *fmt, ...) {
     g_skipped_current = 1;
 }
 
+void agoq_test_env_save(const char *const *names, int n, char **saved) {
+    for (int i = 0; i < n; i++) {
+        saved[i] = getenv(names[i]) ? strdup(getenv(names[i])) : NULL;
+        unsetenv(names[i]);
+    }
+}
+void agoq_test_env_restore(const char *const *names, int n, char **saved) {
+    for (int i = 0; i < n; i++) {
+        if (saved[i]) setenv(names[i], saved[i], 1);
+        else unsetenv(names[i]);
+        free(saved[i]);
+    }
+}
+
 const char *agoq_test_bin(void) {
     const char *b = getenv("AGOQ_BIN");
     return b && *b ? b : "build/agoq";

@@ -32,6 +32,11 @@ int agoq_test_expect_die(void (*fn)(void *), void *arg, const char *want);
 /* Runs fn(arg) in this process with its stderr captured into msg (NUL-terminated, truncated to
  * len); returns fn's result, or -2 when stderr could not be redirected. */
 int agoq_test_capture_stderr(int (*fn)(void *), void *arg, char *msg, size_t len);
+/* Environment variables a test switches (knobs): agoq_test_env_save copies the values of
+ * names[0 .. n - 1] into saved (NULL: unset) and unsets them; agoq_test_env_restore sets them
+ * back (or unsets them) and frees the copies. */
+void agoq_test_env_save(const char *const *names, int n, char **saved);
+void agoq_test_env_restore(const char *const *names, int n, char **saved);
 /* Fresh temporary directory for a test's files (removed at exit). */
 const char *agoq_test_tmpdir(void);
 int agoq_test_file_exists(const char *path);

@@ -38,7 +38,8 @@ enum { AGOQ_WG_SK_WHOLE = 0, AGOQ_WG_SK_PART = 1, AGOQ_WG_SK_LAST = 2, AGOQ_WG_S
  * ceil(r s / grid) / s of a tile; the smallest s within a tenth of a tile of the shortest (fewer
  * partial sums to write and read), only where that saves at least a tenth of a tile and at least
  * min_saved k-tiles (the partial sums' traffic: AGOQ_WG_SK_MIN_SAVED, below). */
-AGOQ_HD double agoq_wg_sk_wave(int r, int s, int grid) { return (double)((r * s + grid - 1) / grid) / s; }
+AGOQ_HD int agoq_wg_sk_rounds(int r, int s, int grid) { return (r * s + grid - 1) / grid; }
+AGOQ_HD double agoq_wg_sk_wave(int r, int s, int grid) { return (double)agoq_wg_sk_rounds(r, s, grid) / s; }
 AGOQ_HD agoq_wg_sk agoq_wg_sk_plan(int ntiles, int grid, int ktiles, int on, int min_saved) {
     agoq_wg_sk p;
     p.dp = ntiles, p.r = 0, p.s = 1, p.grid = grid, p.ktiles = ktiles;
@@ -49,27 +50,31 @@ AGOQ_HD agoq_wg_sk agoq_wg_sk_plan(int ntiles, int grid, int ktiles, int on, int
         if (agoq_wg_sk_wave(r, s, grid) < best) best = agoq_wg_sk_wave(r, s, grid);
     for (int s = 2; s <= AGOQ_WG_SK_MAX_S && s <= ktiles && r * (s - 1) <= 2 * grid; s++)
         if (agoq_wg_sk_wave(r, s, grid) < 0.9 - 1e-9 && agoq_wg_sk_wave(r, s, grid) <= best + 0.1 + 1e-9) {
-            if ((long)ktiles * (s - (r * s + grid - 1) / grid) >= (long)min_saved * s) p.dp = ntiles - r, p.r = r, p.s = s;
+            if ((long)ktiles * (s - agoq_wg_sk_rounds(r, s, grid)) >= (long)min_saved * s) p.dp = ntiles - r, p.r = r, p.s = s;
             break;
         }
     return p;
 }
 /* The k-tiles a split must save for AGOQ_WG_STREAMK=1 (=all: 0). From the seventeenth session's
- * H200 A/B of every split (results/h200/logs/s17_e664521/sk/, 12 points): the splits that saved
- * 32-128 k-tiles (13B TP=8 FC1 at 4096 tokens: 40; 7B TP=8 FC1 wgrad at 16384: 85; 7B FC2 dgrad
- * and wgrad: 32, 128) ran 1.00-1.10x the unsplit kernel, those that saved 21-27 (3 chunks of 64
- * or 80 k-tiles) 0.95-1.04x: a chunk's partial sums (128 KB written, read by the LAST) and its
- * pipeline fill cost about a tile's 25 k-tiles. Chosen from that A/B, not measured on its own. */
+ * H200 A/B of every split (results/h200/logs/s17_e664521/sk/, 12 points, two rounds each way):
+ * the splits that saved 32-128 k-tiles (13B TP=8 FC1 at 4096 tokens, plain and with the FP4 copy:
+ * 40; 7B TP=8 FC1 wgrad at 16384: 85; 7B FC2 dgrad and wgrad: 32, 128) ran 0.995-1.11x the
+ * unsplit kernel, those that saved 21-27 (3 chunks of 64 or 80 k-tiles) 0.95-1.04x (an unsplit
+ * point in both arms read 0.974x: about 3% is noise): a chunk's partial sums (128 KB written,
+ * read by the LAST) and its pipeline fill cost more than 21-27 k-tiles save. Chosen from that
+ * A/B, not measured on its own. */
 enum { AGOQ_WG_SK_MIN_SAVED = 32 };
+/* Of 0 .. n - 1, the indices b, b + grid, ...: CTA b's whole tiles (n = dp) */
+AGOQ_HD int agoq_wg_sk_strided(int n, int b, int grid) { return b < n ? (n - b + grid - 1) / grid : 0; }
 /* Work units of CTA b: its whole tiles, then its chunks. */
 AGOQ_HD int agoq_wg_sk_units(const agoq_wg_sk *p, int b) {
     const int nu = p->r * p->s;
-    return (b < p->dp ? (p->dp - b + p->grid - 1) / p->grid : 0) + (p->r && b < nu ? (nu - b + p->grid - 1) / p->grid : 0);
+    return agoq_wg_sk_strided(p->dp, b, p->grid) + (p->r && b < nu ? (nu - b + p->grid - 1) / p->grid : 0);
 }
 /* Unit j of CTA b: tile *t (tile_origin's order), k-tiles [*kb, *ke), and *slot: a PART's slot,
  * a LAST's first slot (its tile's s - 1 slots follow); returns the kind. */
 AGOQ_HD int agoq_wg_sk_unit(const agoq_wg_sk *p, int b, int j, int *t, int *kb, int *ke, int *slot) {
-    const int ndp = b < p->dp ? (p->dp - b + p->grid - 1) / p->grid : 0;
+    const int ndp = agoq_wg_sk_strided(p->dp, b, p->grid);
     *slot = 0;
     if (j < ndp) {
         *t = b + j * p->grid, *kb = 0, *ke = p->ktiles;

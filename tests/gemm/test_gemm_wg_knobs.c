@@ -17,19 +17,8 @@ static const char *const names[] = {
 enum { NKNOBS = sizeof names / sizeof names[0] };
 
 /* Unsets every knob; returns their saved values (the caller restores them). */
-static void save_clear(char *saved[NKNOBS]) {
-    for (int i = 0; i < NKNOBS; i++) {
-        saved[i] = getenv(names[i]) ? strdup(getenv(names[i])) : NULL;
-        unsetenv(names[i]);
-    }
-}
-static void restore(char *saved[NKNOBS]) {
-    for (int i = 0; i < NKNOBS; i++) {
-        if (saved[i]) setenv(names[i], saved[i], 1);
-        else unsetenv(names[i]);
-        free(saved[i]);
-    }
-}
+static void save_clear(char *saved[NKNOBS]) { agoq_test_env_save(names, NKNOBS, saved); }
+static void restore(char *saved[NKNOBS]) { agoq_test_env_restore(names, NKNOBS, saved); }
 
 /* the knobs read with name=value set (on top of what is set already) */
 static agoq_wg_knobs knobs_with(const char *name, const char *value) {

@@ -372,10 +372,7 @@ TEST(cuda_wg_gemm_knob_variants_match_default) {
     const char *names[NK] = {"AGOQ_WG_STAGES", "AGOQ_WG_TILE_N", "AGOQ_WG_EPI_ROWS", "AGOQ_WG_BULK", "AGOQ_WG_EPI_GEN",
                              "AGOQ_WG_FAST_EPI", "AGOQ_WG_CLUSTER"};
     char *saved[NK];
-    for (int i = 0; i < NK; i++) {
-        saved[i] = getenv(names[i]) ? strdup(getenv(names[i])) : NULL;
-        unsetenv(names[i]);
-    }
+    agoq_test_env_save(names, NK, saved);
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         if (ci & 1) setenv("AGOQ_WG_GRID_CAP", "2", 1);
         else unsetenv("AGOQ_WG_GRID_CAP");
@@ -422,10 +419,7 @@ TEST(cuda_wg_gemm_knob_variants_match_default) {
         wg_operands_free(&g, dr);
     }
     unsetenv("AGOQ_WG_GRID_CAP");
-    for (int i = 0; i < NK; i++) {
-        if (saved[i]) setenv(names[i], saved[i], 1);
-        free(saved[i]);
-    }
+    agoq_test_env_restore(names, NK, saved);
 }
 
 /* One run of g with AGOQ_WG_CLUSTER = cl (NULL: unset) into a C prefilled with NaN (0xffff: an
@@ -459,14 +453,12 @@ TEST(cuda_wg_gemm_cluster_matches_default) {
         {OP_DGRAD, 520, 264, 776},  {OP_DGRAD, 200, 136, 328},  {OP_WGRAD, 200, 264, 456}, {OP_WGRAD, 1024, 1160, 384},
     };
     static const char *caps[] = {NULL, "2", "5"};
-    /* restored at the end (stream-K cleared: clusters take none, the baseline would); the 256-wide tile that clusters take (auto would run 1032 x 1544 on
-     * 192-wide tiles, without clusters, on both sides) */
+    /* restored at the end (the split wave cleared: clusters take none, the baseline would); the
+     * 256-wide tile that clusters take (auto would run 1032 x 1544 on 192-wide tiles, without
+     * clusters, on both sides) */
     const char *names[5] = {"AGOQ_WG_STAGES", "AGOQ_WG_GRID_CAP", "AGOQ_WG_CLUSTER", "AGOQ_WG_TILE_N", "AGOQ_WG_STREAMK"};
     char *saved[5];
-    for (int i = 0; i < 5; i++) {
-        saved[i] = getenv(names[i]) ? strdup(getenv(names[i])) : NULL;
-        unsetenv(names[i]);
-    }
+    agoq_test_env_save(names, 5, saved);
     setenv("AGOQ_WG_TILE_N", "256", 1);
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         agoq_wg_args g = {0};
@@ -513,11 +505,7 @@ TEST(cuda_wg_gemm_cluster_matches_default) {
                cases[ci].M, cases[ci].N, cases[ci].K, g.m, g.n, (g.m + 127) / 128);
         wg_operands_free(&g, dr);
     }
-    for (int i = 0; i < 5; i++) {
-        if (saved[i]) setenv(names[i], saved[i], 1);
-        else unsetenv(names[i]);
-        free(saved[i]);
-    }
+    agoq_test_env_restore(names, 5, saved);
 }
 
 TEST(cuda_wg_gemm_rejects_unsupported_shapes) {

@@ -66,10 +66,7 @@ TEST(cuda_wg_gemm_streamk_matches_reference) {
     };
     const char *names[3] = {"AGOQ_WG_TILE_N", "AGOQ_WG_GRID_CAP", "AGOQ_WG_STREAMK"};
     char *saved[3];
-    for (int i = 0; i < 3; i++) {
-        saved[i] = getenv(names[i]) ? strdup(getenv(names[i])) : NULL;
-        unsetenv(names[i]);
-    }
+    agoq_test_env_save(names, 3, saved);
     setenv("AGOQ_WG_TILE_N", "256", 1); /* the width the split takes (auto may pick 192) */
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         agoq_wg_args g = {0};
@@ -124,9 +121,5 @@ TEST(cuda_wg_gemm_streamk_matches_reference) {
         if (g.r) agoq_fused_dfree((void *)g.r);
         free(a); free(b); free(r); free(c0); free(c1); free(c2);
     }
-    for (int i = 0; i < 3; i++) {
-        if (saved[i]) setenv(names[i], saved[i], 1);
-        else unsetenv(names[i]);
-        free(saved[i]);
-    }
+    agoq_test_env_restore(names, 3, saved);
 }
