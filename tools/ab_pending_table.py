@@ -69,9 +69,14 @@ def cluster_table(prefix, runs, title):
     print(title)
     for k in sorted(cl):
         print(k[0], k[1], '|', ' '.join('%.3f' % cl[k][v] if v in cl[k] else '-' for v in runs))
-    two = {k: {'base': [row[v] for v in (runs[0], runs[3]) if v in row], 'var': [row[v] for v in runs[1:3] if v in row]}
-           for k, row in cl.items() if not k[0].endswith(' own')}
-    summary(two, 'base', ['var'])
+    # a run named X and a repeat named Xb are the two rounds of arm X; the first run's arm is the base
+    arm = lambda v: v[:-1] if v.endswith('b') and v[:-1] in runs else v
+    arms = list(dict.fromkeys(arm(v) for v in runs))
+    rounds = {k: {a: [row[v] for v in runs if arm(v) == a and v in row] for a in arms}
+              for k, row in cl.items() if not k[0].endswith(' own')}
+    summary(rounds, arms[0], arms[1:])
 cluster_table('cl', ['1', '2', '2b', '1b'], 'GEMM vs_cublas per AGOQ_WG_CLUSTER run (1, 2, 2, 1)')
 cluster_table('clepi', ['1', '2all', '2allb', '1b'], 'GEMM vs_cublas(_quant) per AGOQ_WG_CLUSTER run (1, 2all, 2all, 1)')
-cluster_table('sk', ['0', '1', '1b', '0b'], 'GEMM vs_cublas(_quant) per AGOQ_WG_STREAMK run (0, 1, 1, 0)')
+# sk: the seventeenth session's runs 0, 1, 1, 0 (then =1 split everywhere); from the eighteenth 0, all, 1, 1, all, 0
+sk = ['0', 'all', '1', '1b', 'allb', '0b'] if os.path.exists(D + '/skall.json') else ['0', '1', '1b', '0b']
+cluster_table('sk', sk, 'GEMM vs_cublas(_quant) per AGOQ_WG_STREAMK run (%s)' % ', '.join(sk))

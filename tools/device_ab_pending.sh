@@ -26,8 +26,9 @@
 #           copy) on experiments/gemm_wg_cluster_epi.json, =1, =2all, =2all, =1             ~3 min
 #   sk      issue 17, AGOQ_WG_STREAMK (seventeenth session: the tiles of a partial last wave
 #           split into chunks of k over the CTAs, gemm_wg_sk.h): its GPU test, the GEMM GPU
-#           tests with =all set, experiments/gemm_wg_sk.json with =0, =1, =1, =0 (on the H200
-#           at e664521 =1 was every split, what =all is now)                                 ~3 min
+#           tests with =all set, experiments/gemm_wg_sk.json with =0, =all, =1, =1, =all, =0
+#           (until the eighteenth session 0, 1, 1, 0; on the H200 at e664521 =1 was every split,
+#           what =all is now)                                                                ~3 min
 #   ncu17   ncu of one 7B FC1 launch (4096 tokens) with AGOQ_WG_CLUSTER=1 and =2, and every
 #           MEMBAR / CCTL in the binary's SASS                                               ~1 min
 # Everything into one archive, $OUT/r.tgz (the device tool returns at most 8 files a call).
@@ -104,7 +105,7 @@ for part in "$@"; do
       rc_of "tests sk" $?; tail -1 "$R/test_sk.log" | tee -a "$R/call.log"
       timeout 200 env AGOQ_WG_STREAMK=all AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" wg_gemm > "$R/test_sk_all.log" 2>&1
       rc_of "tests wg_gemm with AGOQ_WG_STREAMK=all" $?; tail -1 "$R/test_sk_all.log" | tee -a "$R/call.log"
-      for v in 0 1 1b 0b; do gemm_run gemm_wg_sk "sk$v" AGOQ_WG_STREAMK=${v:0:1}; done ;;
+      for v in 0 all 1 1b allb 0b; do gemm_run gemm_wg_sk "sk$v" AGOQ_WG_STREAMK=${v%b}; done ;;
     ncu17)
       for v in 1 2; do # the first wg_kernel launch of gemm_wg_ncu.json: 7B FC1, 4096 tokens
         timeout 90 env AGOQ_WG_CLUSTER=$v ncu $ncu_sec -k regex:"wg_kernel" -c 1 "$B/agoq" run experiments/gemm_wg_ncu.json \

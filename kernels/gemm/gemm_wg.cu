@@ -232,39 +232,50 @@ struct tile_walk {
 };
 
 /* The split tiles' hand-over between the 256 consumer threads of the CTAs (named barrier BAR_SK
- * among them). PART: consumer thread ct's accumulators to slot `slot` (float4 i of every thread
- * side by side: coalesced), made visible, then the slot's flag raised. LAST: for each of its
- * tile's n slots in chunk order, waits for the flag and adds the slot to its accumulators (the
- * same order whichever CTA is first); clears the flags for the next launch once all have read. */
+ * among them), with one releasing and n acquiring threads a tile, not 256 (CUTLASS's generic
+ * barrier has the same shape). PART: consumer thread ct's accumulators to slot `slot` (float4 i
+ * of every thread side by side: coalesced), the CTA barrier, then thread 0's release of the
+ * slot's flag (the barrier orders the other threads' stores before it). LAST: thread c < n waits
+ * for slot c's flag (acquire), the CTA barrier, then every thread adds the n slots to its
+ * accumulators in chunk order, 8 loads in flight (the same order whichever CTA is first), and
+ * the flags are cleared for the next launch (a launch reads each slot once). */
 constexpr int BAR_SK = 9;
 template <int TN>
 __device__ __forceinline__ void sk_put(const wg_params &p, const float (&d)[TN / 2], int ct, int slot) {
     float4 *w = p.sk_ws + (size_t)slot * (BM * TN / 4) + ct;
 #pragma unroll
     for (int i = 0; i < TN / 8; i++) __stcg(w + 256 * i, make_float4(d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]));
-    __threadfence();
     nbar_sync(BAR_SK, 256);
     if (ct == 0) asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p.sk_flags + slot), "r"(1u) : "memory");
 }
 template <int TN>
 __device__ __forceinline__ void sk_add(const wg_params &p, float (&d)[TN / 2], int ct, int slot0, int n) {
-#pragma unroll 1
-    for (int c = 0; c < n; c++) {
+    static_assert(TN % 64 == 0, "the slot is read in batches of 8 float4 a thread");
+    if (ct < n) {
         unsigned f = 0;
         for (;;) {
-            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(f) : "l"(p.sk_flags + slot0 + c) : "memory");
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(f) : "l"(p.sk_flags + slot0 + ct) : "memory");
             if (f) break;
             __nanosleep(64);
-        }
-        const float4 *w = p.sk_ws + (size_t)(slot0 + c) * (BM * TN / 4) + ct;
-#pragma unroll
-        for (int i = 0; i < TN / 8; i++) {
-            const float4 v = __ldcg(w + 256 * i);
-            d[4 * i] += v.x, d[4 * i + 1] += v.y, d[4 * i + 2] += v.z, d[4 * i + 3] += v.w;
         }
     }
     nbar_sync(BAR_SK, 256);
     if (ct < n) p.sk_flags[slot0 + ct] = 0u;
+#pragma unroll 1
+    for (int c = 0; c < n; c++) {
+        const float4 *w = p.sk_ws + (size_t)(slot0 + c) * (BM * TN / 4) + ct;
+#pragma unroll
+        for (int i0 = 0; i0 < TN / 8; i0 += 8) {
+            float4 v[8];
+#pragma unroll
+            for (int j = 0; j < 8; j++) v[j] = __ldcg(w + 256 * (i0 + j));
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                const int i = i0 + j;
+                d[4 * i] += v[j].x, d[4 * i + 1] += v[j].y, d[4 * i + 2] += v[j].z, d[4 * i + 3] += v[j].w;
+            }
+        }
+    }
 }
 
 #include "kernels/gemm/gemm_wg_deq.cuh"
