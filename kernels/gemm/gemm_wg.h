@@ -67,6 +67,10 @@ int agoq_wg_fwd_deqa(int M, int N, int K, const agoq_fq *qx, agoq_dqt xq, const 
  * *mag = sum |a||b| (+ |r|), for error bounds. */
 double agoq_wg_ref_entry(int m, int n, int k, const uint16_t *a, int a_mn, const uint16_t *b, int b_mn,
                          const uint16_t *r, int i, int j, double *mag);
+/* The GPU tests' bound on |C - ref| for an entry of reference ref and mag = sum |a||b| (+ |r|)
+ * over k products: 2^-8 |ref| (rounding to bf16: 2^-9, twice) + k 2^-23 mag (fp32 accumulation
+ * in any order: k 2^-24 mag, twice). */
+double agoq_wg_ref_bound(double ref, int k, double mag);
 
 #ifdef __cplusplus
 }

@@ -23,3 +23,5 @@ double agoq_wg_ref_entry(int m, int n, int k, const uint16_t *a, int a_mn, const
     if (mag) *mag = s;
     return acc;
 }
+
+double agoq_wg_ref_bound(double ref, int k, double mag) { return (ref < 0 ? -ref : ref) * 0x1p-8 + (double)k * 0x1p-23 * mag; }

@@ -68,7 +68,7 @@ static size_t check_entries(wcase w, const uint16_t *a, const uint16_t *b, const
         const int i = (int)(idx / (size_t)gn), j = (int)(idx % (size_t)gn);
         double mag;
         const double ref = agoq_wg_ref_entry(gm, gn, gk, a, a_mn, b, b_mn, r, i, j, &mag);
-        const double tol = fabs(ref) * 0x1p-8 + (double)gk * 0x1p-23 * mag;
+        const double tol = agoq_wg_ref_bound(ref, gk, mag);
         const double got = agoq_bf16_to_f32(c[idx]), want_lt = agoq_bf16_to_f32(lt[idx]);
         const double eo = fabs(got - ref) / tol, el = fabs(want_lt - ref) / tol;
         if (eo > *worst_ours || eo != eo) *worst_ours = eo;
@@ -222,7 +222,10 @@ TEST(cuda_wg_gemm_prologue_dequant_bit_exact) {
     };
     static const int shapes[][3] = {{200, 384, 256}, {256, 512, 1024}};
     /* the plain reference on the prologue's own tile width (AGOQ_WG_TILE_N leaves deqa at 256) */
-    char *tile_n = getenv("AGOQ_WG_TILE_N") ? strdup(getenv("AGOQ_WG_TILE_N")) : NULL;
+    static const char *const knobs[] = {"AGOQ_WG_TILE_N",       "AGOQ_WG_GRID_CAP",  "AGOQ_WG_DEQ_SMEM",
+                                        "AGOQ_WG_DEQ_PRODUCER", "AGOQ_WG_DEQ_AHEAD", "AGOQ_WG_DEQ_FP4"};
+    char *saved[6]; /* each way below sets its own knobs, from none set */
+    agoq_test_env_save(knobs, 6, saved);
     setenv("AGOQ_WG_TILE_N", "256", 1);
     for (size_t si = 0; si < 2; si++) {
         const int m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
@@ -284,10 +287,7 @@ TEST(cuda_wg_gemm_prologue_dequant_bit_exact) {
         agoq_fused_dfree(db); agoq_fused_dfree(dr); agoq_fused_dfree(dc); agoq_fused_dfree(dp);
         free(a); free(b); free(r);
     }
-    unsetenv("AGOQ_WG_GRID_CAP");
-    if (tile_n) setenv("AGOQ_WG_TILE_N", tile_n, 1);
-    else unsetenv("AGOQ_WG_TILE_N");
-    free(tile_n);
+    agoq_test_env_restore(knobs, 6, saved);
 }
 
 /* The op as g's GEMM with N(0, 1) operands on the device (A, B and the returned residual [m][n]

@@ -4,7 +4,7 @@
  * partial sums handed over through the workspace), every kernel that takes it: the plain 4-stage ones of
  * the three layouts (fwd, dgrad, wgrad), the forward 3-stage ones with a residual and with the
  * fast FP4 E2M1/128 copy (+ residual). Each entry of C (prefilled with NaN: an entry never
- * written is caught) within the bound of test_gemm_wg_cuda.c against the float64 reference
+ * written is caught) within agoq_wg_ref_bound (gemm_wg.h) against the float64 reference
  * (|c - ref| <= 2^-8 |ref| + K 2^-23 sum|a||b|: s chunks add s - 1 fp32 additions in another
  * order, inside that bound); the same C on a second launch (the flags left at zero, the sum
  * order fixed: C does not depend on which CTA gets there first); the FP4 copy bit-exact against
@@ -48,7 +48,7 @@ static size_t out_of_bound(const agoq_wg_args *g, const uint16_t *a, const uint1
         for (int j = 0; j < g->n; j++) {
             double mag;
             const double ref = agoq_wg_ref_entry(g->m, g->n, g->k, a, g->a_mn, b, g->b_mn, r, i, j, &mag);
-            const double tol = fabs(ref) * 0x1p-8 + (double)g->k * 0x1p-23 * mag;
+            const double tol = agoq_wg_ref_bound(ref, g->k, mag);
             const double e = fabs(agoq_bf16_to_f32(c[(size_t)i * g->n + j]) - ref) / tol;
             if (!(e <= 1.0) && bad++ < 3) fprintf(stderr, "    C[%d,%d] err/bound %.3g\n", i, j, e);
             if (e > *worst || e != e) *worst = e;
