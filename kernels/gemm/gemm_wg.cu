@@ -60,6 +60,8 @@
 #include <cuda_runtime.h>
 #include <stdio.h>
 
+#include <mutex>
+
 #include "core/check.h"
 #include "core/common.h"
 #include "kernels/fused/fused_dev.cuh"

@@ -34,7 +34,8 @@ typedef struct {
                        * fourteenth session, not yet run on a GPU) */
     int streamk;      /* AGOQ_WG_STREAMK=0|1|all: the partial last wave's tiles split into chunks of
                        * k-tiles over the CTAs where that saves AGOQ_WG_SK_MIN_SAVED k-tiles (1) or
-                       * any (all, 2) (gemm_wg_sk.h; seventeenth session; default 0) */
+                       * any (all, 2) (gemm_wg_sk.h; seventeenth session; default 1 since
+                       * the eighteenth) */
 } agoq_wg_knobs;
 
 /* Every knob above, read now. */

@@ -83,29 +83,43 @@ void launch_cluster(K kernel, int smem, const wg_launch &l, int tn, int *fit) {
     cudaCheck(cudaLaunchKernelEx(&cfg, kernel, l.ma, l.mb, l.p));
 }
 
-/* AGOQ_WG_STREAMK's workspace on the current device (gemm_wg_sk.h): `slots` partial tiles of
- * BM x BN fp32 and their flags, zeroed once (every launch leaves them zero). It grows on demand,
- * after a device synchronization (no kernel may still use the old one). One per device and
- * process: GEMMs with AGOQ_WG_STREAMK on must not run at the same time on two streams, nor be
- * captured into a CUDA graph on their first call (cudaMalloc). */
-void sk_workspace(int slots, float4 **ws, unsigned **flags) {
-    static struct { int slots; float4 *ws; unsigned *flags; } per[64];
-    int dev = 0;
+/* AGOQ_WG_STREAMK's workspace of one stream on the current device (gemm_wg_sk.h): `slots` partial
+ * tiles of BM x BN fp32 and their flags, zeroed on that stream once (every launch leaves them
+ * zero). Only that stream's GEMMs use it, so GEMMs on different streams may run at once; it
+ * grows on demand after the stream's earlier work is done. Returns false where it would have to
+ * grow while the stream is captured into a CUDA graph (no cudaMalloc there): the caller runs the
+ * unsplit kernel. Kept until the process ends (at most 2 x 132 slots, 33 MiB a stream on an
+ * H100 / H200); a stream destroyed and a new one given the same handle share it, one after the
+ * other. */
+bool sk_workspace(cudaStream_t s, int slots, float4 **ws, unsigned **flags) {
+    static struct { int dev; cudaStream_t s; int slots; float4 *ws; unsigned *flags; } per[64];
+    static int n = 0;
+    static std::mutex mu;
+    const std::lock_guard<std::mutex> hold(mu);
+    int dev = 0, i = 0;
     cudaCheck(cudaGetDevice(&dev));
-    if (dev < 0 || dev >= 64) agoq_die("gemm_wg: stream-K workspace: device %d out of range", dev);
-    auto &e = per[dev];
+    while (i < n && !(per[i].dev == dev && per[i].s == s)) i++;
+    if (i == n) {
+        if (n == 64) agoq_die("gemm_wg: split-wave workspaces for more than 64 streams (AGOQ_WG_STREAMK=0 turns them off)");
+        per[n++] = {dev, s, 0, NULL, NULL};
+    }
+    auto &e = per[i];
     if (e.slots < slots) {
+        cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+        cudaCheck(cudaStreamIsCapturing(s, &cs));
+        if (cs != cudaStreamCaptureStatusNone) return false;
         if (e.ws) {
-            cudaCheck(cudaDeviceSynchronize());
+            cudaCheck(cudaStreamSynchronize(s));
             cudaCheck(cudaFree(e.ws));
             cudaCheck(cudaFree(e.flags));
         }
         cudaCheck(cudaMalloc(&e.ws, (size_t)slots * BM * BN * sizeof(float)));
         cudaCheck(cudaMalloc(&e.flags, (size_t)slots * sizeof(unsigned)));
-        cudaCheck(cudaMemset(e.flags, 0, (size_t)slots * sizeof(unsigned)));
+        cudaCheck(cudaMemsetAsync(e.flags, 0, (size_t)slots * sizeof(unsigned), s));
         e.slots = slots;
     }
     *ws = e.ws, *flags = e.flags;
+    return true;
 }
 
 template <int TA, int TB, bool QOUT, int DQ = 0, bool FASTQ = false, int ST = STAGES, int TN = BN, int ER = 1,
@@ -134,11 +148,10 @@ void launch(const wg_launch &l) {
     wg_params p = l.p;
     if constexpr (SK) { /* AGOQ_WG_STREAMK: the schedule on this grid; none: the kernel without */
         p.sk = agoq_wg_sk_plan((int)num_tiles(p.m, p.n, TN), (int)grid, (p.k + BK - 1) / BK, 1, l.sk_min_saved);
-        if (!p.sk.r) {
+        if (!p.sk.r || !sk_workspace(l.s, p.sk.r * (p.sk.s - 1), &p.sk_ws, &p.sk_flags)) {
             launch<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ, CL, false>(l);
             return;
         }
-        sk_workspace(p.sk.r * (p.sk.s - 1), &p.sk_ws, &p.sk_flags);
     }
     wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ, CL, SK><<<(unsigned)grid, THREADS, smem, l.s>>>(l.ma, l.mb, p);
     cudaCheckLaunch();
@@ -249,8 +262,10 @@ extern "C" int agoq_wg_gemm(const agoq_wg_args *g, void *stream) {
     /* AGOQ_WG_STREAMK=1|all (seventeenth session): the 256-wide kernels of a plain epilogue on 4
      * stages (every layout), and the forward ones on 3 stages with a residual or the fast FP4
      * copy (4 epilogue rows), split the partial last wave's tiles by k (gemm_wg_sk.h; launch()
-     * runs the unsplit kernel where the plan splits nothing). H200, e664521: geomean 1.010x of
-     * the unsplit kernel's vs_cublas over 12 points, 0.95-1.11x each (docs/gemm.md): off */
+     * runs the unsplit kernel where the plan splits nothing). H200, e664521, every split (=all):
+     * geomean 1.010x of the unsplit kernel's vs_cublas over 12 points, 0.95-1.11x each, 0.995-
+     * 1.11x where =1 splits; H100, 9c32540 (one releasing thread a PART): =1 1.018x, =all 1.008x
+     * (docs/gemm.md): =1 the default since the eighteenth session */
     const bool skk = kn.streamk && tn == BN && !cl2 && !bk && (er == 0 || er == 4) && !kn.one_tile;
     wg_launch l(kn, stream);
     if (g->a_mn) make_map(&l.ma, g->a, g->m, g->k, 64); /* A stored [K][M] */

@@ -222,11 +222,12 @@ TEST(cuda_wg_gemm_prologue_dequant_bit_exact) {
     };
     static const int shapes[][3] = {{200, 384, 256}, {256, 512, 1024}};
     /* the plain reference on the prologue's own tile width (AGOQ_WG_TILE_N leaves deqa at 256) */
-    static const char *const knobs[] = {"AGOQ_WG_TILE_N",       "AGOQ_WG_GRID_CAP",  "AGOQ_WG_DEQ_SMEM",
-                                        "AGOQ_WG_DEQ_PRODUCER", "AGOQ_WG_DEQ_AHEAD", "AGOQ_WG_DEQ_FP4"};
-    char *saved[6]; /* each way below sets its own knobs, from none set */
-    agoq_test_env_save(knobs, 6, saved);
+    static const char *const knobs[] = {"AGOQ_WG_TILE_N",    "AGOQ_WG_GRID_CAP", "AGOQ_WG_DEQ_SMEM", "AGOQ_WG_DEQ_PRODUCER",
+                                        "AGOQ_WG_DEQ_AHEAD", "AGOQ_WG_DEQ_FP4",  "AGOQ_WG_STREAMK"};
+    char *saved[7]; /* each way below sets its own knobs, from none set */
+    agoq_test_env_save(knobs, 7, saved);
     setenv("AGOQ_WG_TILE_N", "256", 1);
+    setenv("AGOQ_WG_STREAMK", "0", 1); /* the plain reference unsplit, as the prologue kernels */
     for (size_t si = 0; si < 2; si++) {
         const int m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
         if (si) setenv("AGOQ_WG_GRID_CAP", "2", 1);
@@ -287,7 +288,7 @@ TEST(cuda_wg_gemm_prologue_dequant_bit_exact) {
         agoq_fused_dfree(db); agoq_fused_dfree(dr); agoq_fused_dfree(dc); agoq_fused_dfree(dp);
         free(a); free(b); free(r);
     }
-    agoq_test_env_restore(knobs, 6, saved);
+    agoq_test_env_restore(knobs, 7, saved);
 }
 
 /* The op as g's GEMM with N(0, 1) operands on the device (A, B and the returned residual [m][n]
@@ -368,11 +369,12 @@ TEST(cuda_wg_gemm_knob_variants_match_default) {
     static const agoq_format fmts[] = {AGOQ_FMT_FP4_E2M1, AGOQ_FMT_INT4, AGOQ_FMT_NF4, AGOQ_FMT_INT8,
                                        AGOQ_FMT_FP8_E4M3, AGOQ_FMT_INT4_ASYM, AGOQ_FMT_NF4};
     static const int blocks[] = {128, 32, 64, 128, 128, 128, 128};
-    enum { NF = sizeof fmts / sizeof fmts[0], NK = 7 };
-    const char *names[NK] = {"AGOQ_WG_STAGES", "AGOQ_WG_TILE_N", "AGOQ_WG_EPI_ROWS", "AGOQ_WG_BULK", "AGOQ_WG_EPI_GEN",
-                             "AGOQ_WG_FAST_EPI", "AGOQ_WG_CLUSTER"};
+    enum { NF = sizeof fmts / sizeof fmts[0], NK = 8 };
+    const char *names[NK] = {"AGOQ_WG_STAGES",   "AGOQ_WG_TILE_N",  "AGOQ_WG_EPI_ROWS", "AGOQ_WG_BULK",
+                             "AGOQ_WG_EPI_GEN",  "AGOQ_WG_FAST_EPI", "AGOQ_WG_CLUSTER", "AGOQ_WG_STREAMK"};
     char *saved[NK];
     agoq_test_env_save(names, NK, saved);
+    setenv("AGOQ_WG_STREAMK", "0", 1); /* bit-exact between variants: no split wave on either side */
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         if (ci & 1) setenv("AGOQ_WG_GRID_CAP", "2", 1);
         else unsetenv("AGOQ_WG_GRID_CAP");
@@ -453,13 +455,14 @@ TEST(cuda_wg_gemm_cluster_matches_default) {
         {OP_DGRAD, 520, 264, 776},  {OP_DGRAD, 200, 136, 328},  {OP_WGRAD, 200, 264, 456}, {OP_WGRAD, 1024, 1160, 384},
     };
     static const char *caps[] = {NULL, "2", "5"};
-    /* restored at the end (the split wave cleared: clusters take none, the baseline would); the
+    /* restored at the end (the split wave off: clusters take none, the baseline would); the
      * 256-wide tile that clusters take (auto would run 1032 x 1544 on 192-wide tiles, without
      * clusters, on both sides) */
     const char *names[5] = {"AGOQ_WG_STAGES", "AGOQ_WG_GRID_CAP", "AGOQ_WG_CLUSTER", "AGOQ_WG_TILE_N", "AGOQ_WG_STREAMK"};
     char *saved[5];
     agoq_test_env_save(names, 5, saved);
     setenv("AGOQ_WG_TILE_N", "256", 1);
+    setenv("AGOQ_WG_STREAMK", "0", 1);
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         agoq_wg_args g = {0};
         uint16_t *dr = wg_operands(cases[ci], 61 + ci, &g);
