@@ -83,43 +83,62 @@ void launch_cluster(K kernel, int smem, const wg_launch &l, int tn, int *fit) {
     cudaCheck(cudaLaunchKernelEx(&cfg, kernel, l.ma, l.mb, l.p));
 }
 
-/* AGOQ_WG_STREAMK's workspace of one stream on the current device (gemm_wg_sk.h): `slots` partial
- * tiles of BM x BN fp32 and their flags, zeroed on that stream once (every launch leaves them
- * zero). Only that stream's GEMMs use it, so GEMMs on different streams may run at once; it
- * grows on demand after the stream's earlier work is done. Returns false where it would have to
- * grow while the stream is captured into a CUDA graph (no cudaMalloc there): the caller runs the
- * unsplit kernel. Kept until the process ends (at most 2 x 132 slots, 33 MiB a stream on an
- * H100 / H200); a stream destroyed and a new one given the same handle share it, one after the
- * other. */
-bool sk_workspace(cudaStream_t s, int slots, float4 **ws, unsigned **flags) {
-    static struct { int dev; cudaStream_t s; int slots; float4 *ws; unsigned *flags; } per[64];
-    static int n = 0;
+/* AGOQ_WG_STREAMK's workspace on a device (gemm_wg_sk.h): `slots` partial tiles of BM x BN fp32
+ * and their flags, zeroed once (every launch leaves them zero), at most 2 x 132 slots (33 MiB on
+ * an H100 / H200), kept until the process ends. One per device, used by one split launch at a
+ * time: under sk_mutex a launch on stream s first waits (on the GPU) for the event the previous
+ * split launch recorded on another stream, and records its own after it, so split GEMMs on two
+ * streams run one after the other and the memory does not grow with the streams a process makes.
+ * Grows after a device synchronization. No split while the stream is captured into a CUDA graph
+ * (sk_acquire returns false: the caller runs the unsplit kernel). */
+struct sk_space {
+    int slots;
+    float4 *ws;
+    unsigned *flags;
+    cudaEvent_t done;   /* recorded after the last split launch */
+    cudaStream_t last;  /* its stream */
+    bool used;
+};
+std::mutex &sk_mutex() {
     static std::mutex mu;
-    const std::lock_guard<std::mutex> hold(mu);
-    int dev = 0, i = 0;
+    return mu;
+}
+sk_space &sk_of_device() {
+    static sk_space per[64];
+    int dev = 0;
     cudaCheck(cudaGetDevice(&dev));
-    while (i < n && !(per[i].dev == dev && per[i].s == s)) i++;
-    if (i == n) {
-        if (n == 64) agoq_die("gemm_wg: split-wave workspaces for more than 64 streams (AGOQ_WG_STREAMK=0 turns them off)");
-        per[n++] = {dev, s, 0, NULL, NULL};
-    }
-    auto &e = per[i];
+    if (dev < 0 || dev >= 64) agoq_die("gemm_wg: split-wave workspace: device %d out of range", dev);
+    return per[dev];
+}
+/* Under sk_mutex: the workspace for `slots` slots, ordered after its previous user on stream s. */
+bool sk_acquire(cudaStream_t s, int slots, float4 **ws, unsigned **flags) {
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    cudaCheck(cudaStreamIsCapturing(s, &cs));
+    if (cs != cudaStreamCaptureStatusNone) return false;
+    sk_space &e = sk_of_device();
+    if (!e.done) cudaCheck(cudaEventCreateWithFlags(&e.done, cudaEventDisableTiming));
     if (e.slots < slots) {
-        cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-        cudaCheck(cudaStreamIsCapturing(s, &cs));
-        if (cs != cudaStreamCaptureStatusNone) return false;
+        cudaCheck(cudaDeviceSynchronize()); /* no kernel may still use the old one */
         if (e.ws) {
-            cudaCheck(cudaStreamSynchronize(s));
             cudaCheck(cudaFree(e.ws));
             cudaCheck(cudaFree(e.flags));
         }
         cudaCheck(cudaMalloc(&e.ws, (size_t)slots * BM * BN * sizeof(float)));
         cudaCheck(cudaMalloc(&e.flags, (size_t)slots * sizeof(unsigned)));
-        cudaCheck(cudaMemsetAsync(e.flags, 0, (size_t)slots * sizeof(unsigned), s));
+        cudaCheck(cudaMemset(e.flags, 0, (size_t)slots * sizeof(unsigned)));
+        cudaCheck(cudaDeviceSynchronize());
         e.slots = slots;
+    } else if (e.used && e.last != s) {
+        cudaCheck(cudaStreamWaitEvent(s, e.done, 0));
     }
     *ws = e.ws, *flags = e.flags;
     return true;
+}
+/* Under sk_mutex, after the split launch on stream s. */
+void sk_release(cudaStream_t s) {
+    sk_space &e = sk_of_device();
+    cudaCheck(cudaEventRecord(e.done, s));
+    e.last = s, e.used = true;
 }
 
 template <int TA, int TB, bool QOUT, int DQ = 0, bool FASTQ = false, int ST = STAGES, int TN = BN, int ER = 1,
@@ -148,13 +167,20 @@ void launch(const wg_launch &l) {
     wg_params p = l.p;
     if constexpr (SK) { /* AGOQ_WG_STREAMK: the schedule on this grid; none: the kernel without */
         p.sk = agoq_wg_sk_plan((int)num_tiles(p.m, p.n, TN), (int)grid, (p.k + BK - 1) / BK, 1, l.sk_min_saved);
-        if (!p.sk.r || !sk_workspace(l.s, p.sk.r * (p.sk.s - 1), &p.sk_ws, &p.sk_flags)) {
-            launch<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ, CL, false>(l);
-            return;
+        if (p.sk.r) {
+            const std::lock_guard<std::mutex> hold(sk_mutex());
+            if (sk_acquire(l.s, p.sk.r * (p.sk.s - 1), &p.sk_ws, &p.sk_flags)) {
+                wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ, CL, SK><<<(unsigned)grid, THREADS, smem, l.s>>>(l.ma, l.mb, p);
+                cudaCheckLaunch();
+                sk_release(l.s);
+                return;
+            }
         }
+        launch<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ, CL, false>(l);
+    } else {
+        wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ, CL, SK><<<(unsigned)grid, THREADS, smem, l.s>>>(l.ma, l.mb, p);
+        cudaCheckLaunch();
     }
-    wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ, CL, SK><<<(unsigned)grid, THREADS, smem, l.s>>>(l.ma, l.mb, p);
-    cudaCheckLaunch();
 }
 template <bool QOUT, int ST, int TN = BN, int CL = 1, bool SK = false>
 void launch_t(int ta, int tb, const wg_launch &l) {

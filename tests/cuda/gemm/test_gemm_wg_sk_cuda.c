@@ -20,6 +20,7 @@
 #include "kernels/gemm/gemm_wg.h"
 #include "kernels/gemm/gemm_wg_sk.h"
 #include "kernels/quant/quant_math.h"
+#include "step/dev.h"
 #include "tests/cuda/fused/test_fused_util.h"
 #include "tests/test.h"
 #include "tests/test_bf16.h"
@@ -119,5 +120,50 @@ TEST(cuda_wg_gemm_streamk_matches_reference) {
         if (g.r) agoq_fused_dfree((void *)g.r);
         free(a); free(b); free(r); free(c0); free(c1); free(c2);
     }
+    agoq_test_env_restore(names, 3, saved);
+}
+
+/* Split GEMMs launched on four streams at once, twice each, with no synchronization between
+ * them: the one workspace of the device is handed from stream to stream by events
+ * (gemm_wg_launch.cuh, sk_acquire / sk_release), so every C equals a lone launch's bit for bit
+ * (the split's sum order is fixed) and the flags are left at zero (a later launch still agrees). */
+TEST(cuda_wg_gemm_streamk_streams_take_turns) {
+    enum { NS = 4 };
+    const char *names[3] = {"AGOQ_WG_TILE_N", "AGOQ_WG_GRID_CAP", "AGOQ_WG_STREAMK"};
+    char *saved[3];
+    agoq_test_env_save(names, 3, saved);
+    setenv("AGOQ_WG_TILE_N", "256", 1);
+    setenv("AGOQ_WG_GRID_CAP", "6", 1);
+    agoq_wg_args g = {0};
+    g.m = 520, g.n = 600, g.k = 1544; /* 15 tiles on 6 CTAs: the last 3 split in 2 chunks of k */
+    const size_t na = (size_t)g.m * g.k, nb = (size_t)g.n * g.k, nc = (size_t)g.m * g.n;
+    uint16_t *a = rand_bf16(na, 401), *b = rand_bf16(nb, 402);
+    g.a = up16(a, na), g.b = up16(b, nb), g.c = agoq_fused_dmalloc(nc * 2);
+    int fails = 0;
+    uint16_t *want = run_sk(&g, 1, &fails);
+    CHECK(fails == 0);
+    void *st[NS];
+    uint16_t *dc[NS];
+    for (int i = 0; i < NS; i++) st[i] = step_dev_stream_create(), dc[i] = agoq_fused_dmalloc(nc * 2);
+    setenv("AGOQ_WG_STREAMK", "all", 1);
+    for (int rep = 0; rep < 2; rep++)
+        for (int i = 0; i < NS; i++) {
+            agoq_wg_args gi = g;
+            gi.c = dc[i];
+            CHECK(agoq_wg_gemm(&gi, st[i]) == 0);
+        }
+    step_dev_sync();
+    for (int i = 0; i < NS; i++) {
+        uint16_t *got = down16(dc[i], nc);
+        CHECK_MSG(agoq_validate_bytes("C on a stream vs alone", (const uint8_t *)want, (const uint8_t *)got, nc * 2) == 0,
+                  "stream %d", i);
+        free(got);
+        step_dev_stream_destroy(st[i]);
+        agoq_fused_dfree(dc[i]);
+    }
+    uint16_t *again = run_sk(&g, 1, &fails);
+    CHECK(fails == 0 && memcmp(again, want, nc * 2) == 0);
+    agoq_fused_dfree((void *)g.a); agoq_fused_dfree((void *)g.b); agoq_fused_dfree(g.c);
+    free(a); free(b); free(want); free(again);
     agoq_test_env_restore(names, 3, saved);
 }
