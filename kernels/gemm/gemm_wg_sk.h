@@ -1,5 +1,5 @@
-/* The split last wave of the Hopper GEMM (gemm_wg.cu, AGOQ_WG_STREAMK=1, the default since the
- * eighteenth session; =0 turns it off): where
+/* The split last wave of the Hopper GEMM (gemm_wg.cu, AGOQ_WG_STREAMK=1; off by default, see
+ * gemm_wg_knobs.h): where
  * the output tiles do not fill the persistent CTAs' last wave (7B TP=8 FC1 at 4096 tokens: 352
  * tiles of 128 x 256 on 132 SMs, 2.67 waves run as 3), the full waves stay whole tiles (`dp`
  * tiles, a multiple of the grid, CTA b taking b, b + grid, ...), and each of the `r` tiles of the

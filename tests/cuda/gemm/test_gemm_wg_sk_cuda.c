@@ -32,7 +32,7 @@ static uint16_t *run_sk(const agoq_wg_args *g, int sk, int *fails) {
     memset(nan, 0xff, n * 2);
     agoq_fused_h2d(g->c, nan, n * 2);
     free(nan);
-    setenv("AGOQ_WG_STREAMK", sk ? "all" : "0", 1); /* every split (=1, the default, needs 32 k-tiles saved) */
+    setenv("AGOQ_WG_STREAMK", sk ? "all" : "0", 1); /* every split (=1 needs 32 k-tiles saved) */
     const int rc = agoq_wg_gemm(g, NULL);
     agoq_fused_dsync();
     *fails += rc != 0;
