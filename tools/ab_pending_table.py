@@ -80,3 +80,10 @@ cluster_table('clepi', ['1', '2all', '2allb', '1b'], 'GEMM vs_cublas(_quant) per
 # sk: the seventeenth session's runs 0, 1, 1, 0 (then =1 split everywhere); from the eighteenth 0, all, 1, 1, all, 0
 sk = ['0', 'all', '1', '1b', 'allb', '0b'] if os.path.exists(D + '/skall.json') else ['0', '1', '1b', '0b']
 cluster_table('sk', sk, 'GEMM vs_cublas(_quant) per AGOQ_WG_STREAMK run (%s)' % ', '.join(sk))
+# skws: step_llama2_7b.json with AGOQ_WG_STREAMK=1 and =0: step time and device memory per point
+if os.path.exists(D + '/step7b_sk1.json') and os.path.exists(D + '/step7b_sk0.json'):
+    on, off = (json.load(open('%s/step7b_sk%d.json' % (D, v)))['records'] for v in (1, 0))
+    logs = [math.log(a['step_ms'] / b['step_ms']) for a, b in zip(on, off)]
+    print('step_llama2_7b =1 / =0: step time geomean %.4f over %d points' % (math.exp(sum(logs) / len(logs)), len(logs)))
+    print('  cuda_used_bytes =1 - =0 (MiB) per point:',
+          ' '.join('%.0f' % ((a['cuda_used_bytes'] - b['cuda_used_bytes']) / 2**20) for a, b in zip(on, off)))

@@ -29,6 +29,10 @@
 #           tests with =all set, experiments/gemm_wg_sk.json with =0, =all, =1, =1, =all, =0
 #           (until the eighteenth session 0, 1, 1, 0; on the H200 at e664521 =1 was every split,
 #           what =all is now)                                                                ~3 min
+#   skws    issue 17, the split wave's one workspace per device handed between streams by events
+#           (77b4d7e, not yet run on a GPU): its GPU tests (one launches on four streams at
+#           once), then experiments/step_llama2_7b.json with AGOQ_WG_STREAMK=1 and =0 (a new
+#           stream each point: cuda_used_bytes must not grow with =1 as it did at 30f06dd)     ~1 min
 #   ncu17   ncu of one 7B FC1 launch (4096 tokens) with AGOQ_WG_CLUSTER=1 and =2, and every
 #           MEMBAR / CCTL in the binary's SASS                                               ~1 min
 # Everything into one archive, $OUT/r.tgz (the device tool returns at most 8 files a call).
@@ -106,6 +110,14 @@ for part in "$@"; do
       timeout 200 env AGOQ_WG_STREAMK=all AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" wg_gemm > "$R/test_sk_all.log" 2>&1
       rc_of "tests wg_gemm with AGOQ_WG_STREAMK=all" $?; tail -1 "$R/test_sk_all.log" | tee -a "$R/call.log"
       for v in 0 all 1 1b allb 0b; do gemm_run gemm_wg_sk "sk$v" AGOQ_WG_STREAMK=${v%b}; done ;;
+    skws)
+      timeout 120 env AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" wg_gemm_streamk > "$R/test_skws.log" 2>&1
+      rc_of "tests wg_gemm_streamk" $?; tail -1 "$R/test_skws.log" | tee -a "$R/call.log"
+      for v in 1 0; do
+        AGOQ_WG_STREAMK=$v timeout 120 "$B/agoq" run experiments/step_llama2_7b.json --backend cuda \
+          --out "$R/step7b_sk$v.json" > "$R/step7b_sk$v.log" 2>&1
+        rc_of "step7b sk$v" $?
+      done ;;
     ncu17)
       for v in 1 2; do # the first wg_kernel launch of gemm_wg_ncu.json: 7B FC1, 4096 tokens
         timeout 90 env AGOQ_WG_CLUSTER=$v ncu $ncu_sec -k regex:"wg_kernel" -c 1 "$B/agoq" run experiments/gemm_wg_ncu.json \
