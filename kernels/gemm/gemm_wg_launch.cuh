@@ -165,22 +165,19 @@ void launch(const wg_launch &l) {
         if (l.grid_cap > 0 && grid > l.grid_cap) grid = l.grid_cap;
     }
     wg_params p = l.p;
+    std::unique_lock<std::mutex> hold; /* SK: the workspace's, from acquire to release */
     if constexpr (SK) { /* AGOQ_WG_STREAMK: the schedule on this grid; none: the kernel without */
         p.sk = agoq_wg_sk_plan((int)num_tiles(p.m, p.n, TN), (int)grid, (p.k + BK - 1) / BK, 1, l.sk_min_saved);
-        if (p.sk.r) {
-            const std::lock_guard<std::mutex> hold(sk_mutex());
-            if (sk_acquire(l.s, p.sk.r * (p.sk.s - 1), &p.sk_ws, &p.sk_flags)) {
-                wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ, CL, SK><<<(unsigned)grid, THREADS, smem, l.s>>>(l.ma, l.mb, p);
-                cudaCheckLaunch();
-                sk_release(l.s);
-                return;
-            }
+        if (p.sk.r) hold = std::unique_lock<std::mutex>(sk_mutex());
+        if (!p.sk.r || !sk_acquire(l.s, p.sk.r * (p.sk.s - 1), &p.sk_ws, &p.sk_flags)) {
+            if (hold) hold.unlock();
+            launch<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ, CL, false>(l);
+            return;
         }
-        launch<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ, CL, false>(l);
-    } else {
-        wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ, CL, SK><<<(unsigned)grid, THREADS, smem, l.s>>>(l.ma, l.mb, p);
-        cudaCheckLaunch();
     }
+    wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ, CL, SK><<<(unsigned)grid, THREADS, smem, l.s>>>(l.ma, l.mb, p);
+    cudaCheckLaunch();
+    if constexpr (SK) sk_release(l.s);
 }
 template <bool QOUT, int ST, int TN = BN, int CL = 1, bool SK = false>
 void launch_t(int ta, int tb, const wg_launch &l) {

@@ -32,6 +32,7 @@
 #include "kernels/gemm/gemm_wg.h"
 #include "kernels/quant/quant_math.h"
 #include "tests/cuda/fused/test_fused_util.h"
+#include "tests/cuda/gemm/test_gemm_wg_util.h"
 #include "tests/test.h"
 
 enum { OP_FWD, OP_DGRAD, OP_WGRAD };
@@ -424,22 +425,6 @@ TEST(cuda_wg_gemm_knob_variants_match_default) {
     agoq_test_env_restore(names, NK, saved);
 }
 
-/* One run of g with AGOQ_WG_CLUSTER = cl (NULL: unset) into a C prefilled with NaN (0xffff: an
- * entry the kernel does not write is caught), downloaded; *rc: agoq_wg_gemm's. */
-static uint16_t *run_cluster(const agoq_wg_args *g, const char *cl, int *rc) {
-    const size_t n = (size_t)g->m * (size_t)g->n;
-    uint16_t *nan = malloc(n * 2);
-    memset(nan, 0xff, n * 2);
-    agoq_fused_h2d(g->c, nan, n * 2);
-    free(nan);
-    if (cl) setenv("AGOQ_WG_CLUSTER", cl, 1);
-    else unsetenv("AGOQ_WG_CLUSTER");
-    *rc = agoq_wg_gemm(g, NULL);
-    agoq_fused_dsync();
-    unsetenv("AGOQ_WG_CLUSTER");
-    return down16(g->c, n);
-}
-
 /* AGOQ_WG_CLUSTER=2 (clusters of two CTAs along M sharing B by TMA multicast; the 4-stage
  * kernels without a quantized copy) bit-exact against AGOQ_WG_CLUSTER=1 (the same wgmma in the
  * same k order per tile), every layout, ragged M, N and K, odd numbers of row tiles (the
@@ -484,9 +469,9 @@ TEST(cuda_wg_gemm_cluster_matches_default) {
             for (size_t k = 0; k < sizeof caps / sizeof caps[0]; k++) {
                 if (caps[k]) setenv("AGOQ_WG_GRID_CAP", caps[k], 1);
                 else unsetenv("AGOQ_WG_GRID_CAP");
-                int rc1, rc2;
-                uint16_t *c1 = run_cluster(&g, NULL, &rc1), *c2 = run_cluster(&g, cl, &rc2);
-                CHECK(rc1 == 0 && rc2 == 0);
+                int fails = 0;
+                uint16_t *c1 = wg_run_knob(&g, "AGOQ_WG_CLUSTER", NULL, &fails), *c2 = wg_run_knob(&g, "AGOQ_WG_CLUSTER", cl, &fails);
+                CHECK(fails == 0);
                 size_t diff = 0, first = (size_t)-1;
                 for (size_t e = 0; e < (size_t)g.m * g.n; e++) {
                     if (c1[e] != c2[e] && !diff++) first = e;

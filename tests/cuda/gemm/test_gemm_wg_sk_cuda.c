@@ -22,22 +22,12 @@
 #include "kernels/quant/quant_math.h"
 #include "step/dev.h"
 #include "tests/cuda/fused/test_fused_util.h"
+#include "tests/cuda/gemm/test_gemm_wg_util.h"
 #include "tests/test.h"
 #include "tests/test_bf16.h"
 
-/* C of g under AGOQ_WG_STREAMK = sk into a NaN-prefilled C, downloaded; *fails += a launch error. */
-static uint16_t *run_sk(const agoq_wg_args *g, int sk, int *fails) {
-    const size_t n = (size_t)g->m * (size_t)g->n;
-    uint16_t *nan = malloc(n * 2);
-    memset(nan, 0xff, n * 2);
-    agoq_fused_h2d(g->c, nan, n * 2);
-    free(nan);
-    setenv("AGOQ_WG_STREAMK", sk ? "all" : "0", 1); /* every split (=1 needs 32 k-tiles saved) */
-    const int rc = agoq_wg_gemm(g, NULL);
-    agoq_fused_dsync();
-    *fails += rc != 0;
-    return down16(g->c, n);
-}
+/* C of g with every split (AGOQ_WG_STREAMK=all; =1 needs 32 k-tiles saved) or none (=0). */
+static uint16_t *run_sk(const agoq_wg_args *g, int sk, int *fails) { return wg_run_knob(g, "AGOQ_WG_STREAMK", sk ? "all" : "0", fails); }
 
 /* Entries of c out of the reference bound (all of them checked). */
 static size_t out_of_bound(const agoq_wg_args *g, const uint16_t *a, const uint16_t *b, const uint16_t *r,
