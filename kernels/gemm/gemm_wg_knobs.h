@@ -34,10 +34,9 @@ typedef struct {
                        * fourteenth session, not yet run on a GPU) */
     int streamk;      /* AGOQ_WG_STREAMK=0|1|all: the partial last wave's tiles split into chunks of
                        * k-tiles over the CTAs where that saves AGOQ_WG_SK_MIN_SAVED k-tiles (1) or
-                       * any (all, 2) (gemm_wg_sk.h; seventeenth session; default 0: =1 ran
-                       * 1.017x on an H100 and was the default at a15abb8-30f06dd, off again
-                       * until the workspace hand-off between streams of 77b4d7e has run on
-                       * a GPU) */
+                       * any (all, 2) (gemm_wg_sk.h; seventeenth session; default 1: 1.017x on
+                       * an H100; off at 31ec4da-61ae2dd until the workspace hand-off between
+                       * streams of 77b4d7e had run on a GPU: H100, nineteenth session) */
 } agoq_wg_knobs;
 
 /* Every knob above, read now. */

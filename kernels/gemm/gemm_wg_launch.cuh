@@ -288,7 +288,7 @@ extern "C" int agoq_wg_gemm(const agoq_wg_args *g, void *stream) {
      * runs the unsplit kernel where the plan splits nothing). H200, e664521, every split (=all):
      * geomean 1.010x of the unsplit kernel's vs_cublas over 12 points, 0.95-1.11x each, 0.995-
      * 1.11x where =1 splits; H100, 9c32540 (one releasing thread a PART): =1 1.018x, =all 1.008x
-     * (docs/gemm.md); default 0 (gemm_wg_knobs.h) */
+     * (docs/gemm.md); default 1 (gemm_wg_knobs.h) */
     const bool skk = kn.streamk && tn == BN && !cl2 && !bk && (er == 0 || er == 4) && !kn.one_tile;
     wg_launch l(kn, stream);
     if (g->a_mn) make_map(&l.ma, g->a, g->m, g->k, 64); /* A stored [K][M] */

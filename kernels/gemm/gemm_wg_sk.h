@@ -1,4 +1,4 @@
-/* The split last wave of the Hopper GEMM (gemm_wg.cu, AGOQ_WG_STREAMK=1; off by default, see
+/* The split last wave of the Hopper GEMM (gemm_wg.cu, AGOQ_WG_STREAMK=1, the default; see
  * gemm_wg_knobs.h): where
  * the output tiles do not fill the persistent CTAs' last wave (7B TP=8 FC1 at 4096 tokens: 352
  * tiles of 128 x 256 on 132 SMs, 2.67 waves run as 3), the full waves stay whole tiles (`dp`

@@ -33,7 +33,7 @@ TEST(gemm_wg_knobs_defaults_and_accepted_values) {
     const int defaults_ok = k.grid_cap == 0 && k.one_tile == 0 && k.tile_n == 0 && k.stages == 0 && k.epi_rows == 0 &&
                             k.bulk == 0 && k.gen_rows == 1 && k.group_m == 8 && k.fast_epi == 1 && k.mn_swap == 0 &&
                             k.deq_smem == 0 && k.deq_producer == 0 && k.cluster == 1 && k.cluster_all == 0 &&
-                            k.deq_ahead == 0 && k.deq_fp4_arith == 1 && k.streamk == 0;
+                            k.deq_ahead == 0 && k.deq_fp4_arith == 1 && k.streamk == 1;
     /* each accepted value, alone: the field it sets */
     static const struct { const char *name, *value; int want; } good[] = {
         {"AGOQ_WG_GRID_CAP", "0", 0},    {"AGOQ_WG_GRID_CAP", "3", 3},     {"AGOQ_WG_ONE_TILE", "1", 1},
