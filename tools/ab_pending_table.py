@@ -87,3 +87,15 @@ if os.path.exists(D + '/step7b_sk1.json') and os.path.exists(D + '/step7b_sk0.js
     print('step_llama2_7b =1 / =0: step time geomean %.4f over %d points' % (math.exp(sum(logs) / len(logs)), len(logs)))
     print('  cuda_used_bytes =1 - =0 (MiB) per point:',
           ' '.join('%.0f' % ((a['cuda_used_bytes'] - b['cuda_used_bytes']) / 2**20) for a, b in zip(on, off)))
+# rkeep: keep{0,1,1b,0b}.json, the RMSNorm backward's copy ratio per AGOQ_RMS_KEEP run
+kp = {}
+for v in ['0', '1', '1b', '0b']:
+    f = '%s/keep%s.json' % (D, v)
+    if os.path.exists(f):
+        for rec in json.load(open(f))['records']:
+            kp.setdefault((rec['case'], rec['bytes'] >> 20), {}).setdefault(v.rstrip('b'), []).append(rec['copy_ratio'])
+if kp:
+    print('RMSNorm backward copy ratio per AGOQ_RMS_KEEP run (0, 1, 1, 0)')
+    for k in sorted(kp):
+        print(k[0], k[1], '|', ' | '.join('%s: %s' % (v, ' '.join('%.3f' % x for x in kp[k][v])) for v in sorted(kp[k])))
+    summary(kp, '0', ['1'])

@@ -33,6 +33,10 @@
 #           (77b4d7e, not yet run on a GPU): its GPU tests (one launches on four streams at
 #           once), then experiments/step_llama2_7b.json with AGOQ_WG_STREAMK=1 and =0 (a new
 #           stream each point: cuda_used_bytes must not grow with =1 as it did at 30f06dd)     ~1 min
+#   rkeep   issue 15, AGOQ_RMS_KEEP=1 (nineteenth session: the staged RMSNorm backward decodes its
+#           input once a row): the fused GPU tests (they run it against the reference), the
+#           fused and bf16 RMSNorm backward at 64 MiB .. 4 GiB with =0, 1, 1, 0, ncu of both
+#           at 256 MiB                                                                       ~3 min
 #   ncu17   ncu of one 7B FC1 launch (4096 tokens) with AGOQ_WG_CLUSTER=1 and =2, and every
 #           MEMBAR / CCTL in the binary's SASS                                               ~1 min
 # Everything into one archive, $OUT/r.tgz (the device tool returns at most 8 files a call).
@@ -117,6 +121,20 @@ for part in "$@"; do
         AGOQ_WG_STREAMK=$v timeout 120 "$B/agoq" run experiments/step_llama2_7b.json --backend cuda \
           --out "$R/step7b_sk$v.json" > "$R/step7b_sk$v.log" 2>&1
         rc_of "step7b sk$v" $?
+      done ;;
+    rkeep)
+      timeout 200 env AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" cuda_fused > "$R/test_fused.log" 2>&1
+      rc_of "tests cuda_fused" $?; tail -1 "$R/test_fused.log" | tee -a "$R/call.log"
+      for v in 0 1 1b 0b; do
+        AGOQ_RMS_KEEP=${v%b} timeout 120 "$B/agoq" kernels -n 20 -w 3 -q --cases rmsnorm_bwd_fused,rmsnorm_bwd_bf16 \
+          --formats fp4_e2m1 -b 64M -e 4G -f 4 --no-check -o "$R/keep$v.json" > "$R/keep$v.log" 2>&1
+        rc_of "keep$v" $?
+      done
+      for v in 0 1; do
+        AGOQ_RMS_KEEP=$v timeout 90 ncu $ncu_sec --section Occupancy --section InstructionStats -k regex:rms_bwd_staged -c 2 \
+          "$B/agoq" kernels --cases rmsnorm_bwd_fused,rmsnorm_bwd_bf16 --formats fp4_e2m1 -b 256M -e 256M -n 1 -w 0 \
+          --no-check -q -o "$R/ncu_keep$v.json" > "$R/ncu_keep$v.log" 2>&1
+        rc_of "ncu keep$v" $?
       done ;;
     ncu17)
       for v in 1 2; do # the first wg_kernel launch of gemm_wg_ncu.json: 7B FC1, 4096 tokens

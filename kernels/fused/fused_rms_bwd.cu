@@ -61,7 +61,7 @@ __device__ __forceinline__ float fz_scale_of(uint32_t word, size_t blk, int bf16
     return bf16 ? __uint_as_float((blk & 1 ? word >> 16 : word & 0xffffu) << 16) : __uint_as_float(word);
 }
 
-template <bool DEQ, int DEC, int BITS, int NG, bool F6 = false, bool F8 = false>
+template <bool DEQ, int DEC, int BITS, int NG, bool F6 = false, bool F8 = false, bool KEEP = false>
 __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_STAGED_CTAS(NG))
     rms_bwd_staged_kernel(agoq_cuda_qparams p, agoq_cuda_qtensor q, const uint16_t *__restrict__ x,
                           const uint16_t *__restrict__ dy, const uint16_t *__restrict__ w, int rows, int cols,
@@ -161,9 +161,85 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_STAGED_CTAS(NG))
         for (int j = 0; j < NG; j++)
 #pragma unroll
             for (int e = 0; e < 8; e++) dw[j][e] = 0.0f;
+        if constexpr (!KEEP)
 #pragma unroll
-        for (int i = 0; i < S - 1; i++) issue(i, r0 + i, r1);
-        if constexpr (F8) {
+            for (int i = 0; i < S - 1; i++) issue(i, r0 + i, r1);
+        if constexpr (KEEP) {
+            /* AGOQ_RMS_KEEP=1 (nineteenth session): the second pass reuses the first pass's
+             * decoded inputs (kept in registers across the row sums: no second decode), w is
+             * loaded once a group, and the copies' addresses advance by a row instead of being
+             * rebuilt from the row index (ncu at 256 MiB: ~54 instructions an element, issue
+             * ~70% busy). The same operations in the same order: the same bits. */
+            size_t ei[NG], er[NG]; /* element offsets of this thread's groups: the row being copied, row r */
+            uint4 wq[NG];
+#pragma unroll
+            for (int j = 0; j < NG; j++) {
+                const int g = tid + j * AGOQ_ROW_THREADS;
+                ei[j] = er[j] = row_of(r0) + (size_t)(8 * g);
+                wq[j] = g < ngroups ? __ldg((const uint4 *)(w + 8 * g)) : make_uint4(0, 0, 0, 0);
+            }
+            auto issue_e = [&](int k, bool live) { /* row at ei into stage k, then ei a row on */
+                if (live) {
+#pragma unroll
+                    for (int j = 0; j < NG; j++) {
+                        if (tid + j * AGOQ_ROW_THREADS >= ngroups) continue;
+                        const size_t e = ei[j];
+                        fz_cp_async<16>(&st[k].dy[j][tid], dy + e);
+                        if constexpr (DEQ) {
+                            fz_cp_async<BITS>(&st[k].q.c[j][tid], q.codes + e * BITS / 8);
+                            const size_t blk = e >> log2b;
+                            fz_cp_async<4>(&st[k].q.s[j][tid], fz_scale_word(q.scales, blk, p.bf16_scale));
+                            if constexpr (ZEROS)
+                                fz_cp_async<4>(&st[k].q.z[j][tid], fz_scale_word(q.zeros, blk, p.bf16_scale));
+                        } else {
+                            fz_cp_async<16>(&st[k].x[j][tid], x + e);
+                        }
+                        ei[j] += (size_t)cols;
+                    }
+                }
+                fz_cp_commit();
+            };
+#pragma unroll
+            for (int i = 0; i < S - 1; i++) issue_e(i, r0 + i < r1);
+            int k = 0; /* stage of row r */
+            for (int r = r0; r < r1; r++) {
+                issue_e(k == 0 ? S - 1 : k - 1, r + S - 1 < r1);
+                fz_cp_wait<S - 1>();
+                float v[NG][8], acc[2] = {0.0f, 0.0f};
+#pragma unroll
+                for (int j = 0; j < NG; j++) {
+                    if (tid + j * AGOQ_ROW_THREADS >= ngroups) continue;
+                    float dd[8], wf[8];
+                    input(k, j, er[j], v[j]);
+                    agoq_bf16x8_to_f32(st[k].dy[j][tid], dd);
+                    agoq_bf16x8_to_f32(wq[j], wf);
+#pragma unroll
+                    for (int e = 0; e < 8; e++) {
+                        acc[0] = acc[0] + v[j][e] * v[j][e];
+                        acc[1] = acc[1] + (dd[e] * wf[e]) * v[j][e];
+                    }
+                }
+                row_tree_sum_1bar<2>(acc, red, nrow++ & 1);
+                const float rstd = agoq_rms_rstd(acc[0], cols, eps), coef = agoq_rms_coef(acc[1], cols, rstd);
+#pragma unroll
+                for (int j = 0; j < NG; j++) {
+                    if (tid + j * AGOQ_ROW_THREADS >= ngroups) continue;
+                    float dd[8], wf[8], dxv[8];
+                    agoq_bf16x8_to_f32(st[k].dy[j][tid], dd);
+                    agoq_bf16x8_to_f32(wq[j], wf);
+#pragma unroll
+                    for (int e = 0; e < 8; e++) {
+                        dxv[e] = agoq_rms_dx(v[j][e], dd[e] * wf[e], rstd, coef);
+                        dw[j][e] = dw[j][e] + dd[e] * (v[j][e] * rstd);
+                        v[j][e] = agoq_rms_out(v[j][e], rstd, wf[e]);
+                    }
+                    fz_store(dx + er[j], agoq_f32x8_to_bf16(dxv));
+                    fz_store(y + er[j], agoq_f32x8_to_bf16(v[j]));
+                    er[j] += (size_t)cols;
+                }
+                k = next(k);
+            }
+        } else if constexpr (F8) {
             /* Rows pipelined: while row r + 1's warp sums are in flight (shuffles, the barrier),
              * the CTA runs row r's second pass; one barrier per row. Stages: r (second pass), r + 1
              * (first pass), r + 2 (in flight, into the stage row r - 1 used: only this thread
@@ -221,31 +297,35 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_STAGED_CTAS(NG))
 }
 
 /* ---- host side ---- */
-template <bool DEQ, int DEC, int BITS, int NG, bool F6, bool F8>
+template <bool DEQ, int DEC, int BITS, int NG, bool F6, bool F8, bool KEEP>
 static void rms_bwd_staged_launch(const agoq_cuda_qparams &p, const agoq_cuda_qtensor &qt, const uint16_t *x,
                                   const uint16_t *dy, const uint16_t *w, int rows, int cols, float eps, int rpg,
                                   uint16_t *dx, uint16_t *y, float *dw_partial, int log2b, cudaStream_t s) {
-    constexpr auto k = rms_bwd_staged_kernel<DEQ, DEC, BITS, NG, F6, F8>;
+    constexpr auto k = rms_bwd_staged_kernel<DEQ, DEC, BITS, NG, F6, F8, KEEP>;
     constexpr size_t smem = RMS_STAGES * sizeof(rms_stage<NG>); /* 48 KB (NG = 2), 96 KB */
     static unsigned done = 0; /* per instantiation (fz_smem_optin) */
     fz_smem_optin((const void *)k, smem, &done, NULL);
     const unsigned ngrp = (unsigned)((rows + rpg - 1) / rpg);
     k<<<fz_grid_cap(ngrp), AGOQ_ROW_THREADS, smem, s>>>(p, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, log2b);
 }
-/* The launch of <DEQ, DEC, BITS> for NG (ng2: 2, else 4) and the round (AGOQ_F8 before AGOQ_F6). */
+/* The launch of <DEQ, DEC, BITS> for NG (ng2: 2, else 4) and the round (AGOQ_RMS_KEEP, then AGOQ_F8,
+ * then AGOQ_F6). */
 template <bool DEQ, int DEC, int BITS>
 static void rms_bwd_staged_pick(bool ng2, const agoq_cuda_qparams &p, const agoq_cuda_qtensor &qt, const uint16_t *x,
                                 const uint16_t *dy, const uint16_t *w, int rows, int cols, float eps, int rpg,
                                 uint16_t *dx, uint16_t *y, float *dw_partial, int log2b, cudaStream_t s) {
-    const bool f8 = fz_f8(), f6 = !f8 && fz_f6();
-    auto go = [&](auto ng, auto r6, auto r8) {
-        rms_bwd_staged_launch<DEQ, DEC, BITS, decltype(ng)::value, decltype(r6)::value != 0, decltype(r8)::value != 0>(
-            p, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, log2b, s);
+    const bool keep = fz_rms_keep(), f8 = !keep && fz_f8(), f6 = !keep && !f8 && fz_f6();
+    auto go = [&](auto ng, auto r6, auto r8, auto kp) {
+        rms_bwd_staged_launch<DEQ, DEC, BITS, decltype(ng)::value, decltype(r6)::value != 0, decltype(r8)::value != 0,
+                              decltype(kp)::value != 0>(p, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, log2b, s);
     };
+    using no = agoq_enc_t<0>;
+    using yes = agoq_enc_t<1>;
     auto with_ng = [&](auto ng) {
-        if (f8) go(ng, agoq_enc_t<0>(), agoq_enc_t<1>());
-        else if (f6) go(ng, agoq_enc_t<1>(), agoq_enc_t<0>());
-        else go(ng, agoq_enc_t<0>(), agoq_enc_t<0>());
+        if (keep) go(ng, no(), no(), yes());
+        else if (f8) go(ng, no(), yes(), no());
+        else if (f6) go(ng, yes(), no(), no());
+        else go(ng, no(), no(), no());
     };
     if (ng2) with_ng(agoq_enc_t<2>());
     else with_ng(agoq_enc_t<4>());

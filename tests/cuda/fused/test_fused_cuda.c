@@ -7,7 +7,7 @@
  * (fused_dev.cuh) on a shape with several tiles plus a tail and NaN/Inf in a few tiles (fast and
  * careful quantizer paths in one launch); the grid-stride loops (one CTA) and the general
  * kernels on fast shapes (AGOQ_FUSED_GRID_CAP / AGOQ_FUSED_NO_FAST), issue 15's A/B knobs
- * (AGOQ_F6, AGOQ_F8, AGOQ_F9, AGOQ_GELU_FWD_U). Both sides produce NaN in
+ * (AGOQ_F6, AGOQ_F8, AGOQ_F9, AGOQ_GELU_FWD_U, AGOQ_RMS_KEEP). Both sides produce NaN in
  * the same places but not the same NaN payload (x86 keeps the operand's, CUDA returns the
  * canonical one), so NaNs compare equal to NaNs. Run by `make test-cuda`. */
 #include <math.h>
@@ -337,6 +337,15 @@ TEST(cuda_fused_f8_every_eligible_config) {
     size_t configs = 0;
     const size_t bad = run_knob_values("AGOQ_F8", vals, 2, 1536, &configs);
     CHECK_MSG(bad == 0, "%zu mismatches (AGOQ_F8=0 and 1, %zu fast configs each)", bad, configs);
+}
+
+/* The nineteenth session's staged RMSNorm backward that decodes its input once a row
+ * (AGOQ_RMS_KEEP=1) against the default, every eligible config, one CTA, tails. */
+TEST(cuda_fused_rms_keep_every_eligible_config) {
+    static const char *const vals[] = {"0", "1"};
+    size_t configs = 0;
+    const size_t bad = run_knob_values("AGOQ_RMS_KEEP", vals, 2, 1536, &configs);
+    CHECK_MSG(bad == 0, "%zu mismatches (AGOQ_RMS_KEEP=0 and 1, %zu fast configs each)", bad, configs);
 }
 
 /* The ninth session's GELU forward in tiles of 4 / 2 / 1 warp vectors (AGOQ_GELU_FWD_U; unset:
