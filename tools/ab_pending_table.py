@@ -80,6 +80,7 @@ cluster_table('clepi', ['1', '2all', '2allb', '1b'], 'GEMM vs_cublas(_quant) per
 # sk: the seventeenth session's runs 0, 1, 1, 0 (then =1 split everywhere); from the eighteenth 0, all, 1, 1, all, 0
 sk = ['0', 'all', '1', '1b', 'allb', '0b'] if os.path.exists(D + '/skall.json') else ['0', '1', '1b', '0b']
 cluster_table('sk', sk, 'GEMM vs_cublas(_quant) per AGOQ_WG_STREAMK run (%s)' % ', '.join(sk))
+cluster_table('half', ['0', '1', '1b', '0b'], 'GEMM vs_cublas(_quant) per AGOQ_WG_FAST_EPI run (0, 1, 1, 0)')
 # skws: step_llama2_7b.json with AGOQ_WG_STREAMK=1 and =0: step time and device memory per point
 if os.path.exists(D + '/step7b_sk1.json') and os.path.exists(D + '/step7b_sk0.json'):
     on, off = (json.load(open('%s/step7b_sk%d.json' % (D, v)))['records'] for v in (1, 0))

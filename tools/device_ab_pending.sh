@@ -33,6 +33,10 @@
 #           (77b4d7e, not yet run on a GPU): its GPU tests (one launches on four streams at
 #           once), then experiments/step_llama2_7b.json with AGOQ_WG_STREAMK=1 and =0 (a new
 #           stream each point: cuda_used_bytes must not grow with =1 as it did at 30f06dd)     ~1 min
+#   half    issue 17, the fast FP4 copy on N % 256 == 128 (nineteenth session; 13B TP=8 FC1, N =
+#           3456; its GPU test is in `tests`): experiments/gemm_wg_half.json with
+#           AGOQ_WG_FAST_EPI=0 (the per-block epilogue quantizer, what such an N took
+#           before), 1, 1, 0                                                                 ~1 min
 #   rkeep   issue 15, AGOQ_RMS_KEEP=1 (nineteenth session: the staged RMSNorm backward decodes its
 #           input once a row): the fused GPU tests (they run it against the reference), the
 #           fused and bf16 RMSNorm backward at 64 MiB .. 4 GiB with =0, 1, 1, 0, ncu of both
@@ -122,6 +126,8 @@ for part in "$@"; do
           --out "$R/step7b_sk$v.json" > "$R/step7b_sk$v.log" 2>&1
         rc_of "step7b sk$v" $?
       done ;;
+    half)
+      for v in 0 1 1b 0b; do gemm_run gemm_wg_half "half$v" AGOQ_WG_FAST_EPI=${v%b}; done ;;
     rkeep)
       timeout 200 env AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" cuda_fused > "$R/test_fused.log" 2>&1
       rc_of "tests cuda_fused" $?; tail -1 "$R/test_fused.log" | tee -a "$R/call.log"

@@ -14,8 +14,9 @@
  *   wgrad  dW[N, K] = dY[M, N]^T X[M, K]        A M-major, B N-major (bf16 out only)
  * Shapes: M, N, K positive multiples of 8 (TMA row pitch), operands 16-byte aligned; any tail of
  * the 128 x 256 x 64 tile is handled (TMA zero-fills, the epilogue masks). Fused epilogue:
- * 8 <= block, block divides 256 and N; FP4 E2M1 / 128, round to nearest, N % 256 == 0 (fwd
- * layout) quantizes with the standalone fast FP4 tile encoder, anything else (or
+ * 8 <= block, block divides 256 and N; FP4 E2M1 / 128, round to nearest (fwd layout; N % 256
+ * == 0, or 128 with the default epilogue rows) quantizes with the standalone fast FP4 tile
+ * encoder, anything else (or
  * AGOQ_WG_FAST_EPI=0) a block per thread on the general encoders; both bit-exact. Benchmark knobs:
  * AGOQ_WG_GROUP_M=N row tiles per rasterization group (default 8); AGOQ_WG_STAGES=3|4 the ring
  * for every GEMM (default: 4 stages, C staged in halves, for a plain epilogue, 3 with a residual or

@@ -80,11 +80,13 @@ __device__ __forceinline__ void store_c_bulk(const wg_params &p, const uint16_t 
  * C) instead of R consecutive ones: vector j of lane l is element j vstride + l E of out, and a
  * block lies in one vector (VB == 1; vstride a multiple of the block). The same ranges,
  * transpose reduction, parameters, vote and encoders; false (nothing written) when the fast path
- * meets a non-finite range, and the caller redoes the R rows with CAREFUL. */
+ * meets a non-finite range, and the caller redoes the R rows with CAREFUL. st: this lane's
+ * columns are inside C (false for the lanes of a last tile's blocks past N when N % 256 == 128:
+ * their values must be finite, zeros, and nothing of theirs is stored; a block's lanes agree). */
 template <int ENC, int BITS, int LOG2B, int E, bool CAREFUL, int R, bool PACK8>
 __device__ __forceinline__ bool epi_rows_quantize(const agoq_cuda_qparams &p, const agoq_smem_table *t,
                                                   const float (&v)[R][E], size_t vstride, agoq_cuda_qtensor out,
-                                                  int lane) {
+                                                  int lane, bool st) {
     using G = agoq_tile_geom<LOG2B, E, R>;
     static_assert(G::VB == 1 && G::K == R, "one vector holds whole blocks");
     constexpr bool kAsym = ENC == AGOQ_ENC_INT_ASYM;
@@ -97,7 +99,7 @@ __device__ __forceinline__ bool epi_rows_quantize(const agoq_cuda_qparams &p, co
 #pragma unroll
     for (int i = 0; i < G::H; i++) {
         const int k = pos / kSpread * G::H + i; /* vector k's block seg */
-        if (pos % kSpread == 0)
+        if (st && pos % kSpread == 0)
             agoq_dev_store_params(p, out, ((size_t)k * vstride >> LOG2B) + (size_t)seg, s[i], m[i]);
     }
 #pragma unroll
@@ -106,25 +108,27 @@ __device__ __forceinline__ bool epi_rows_quantize(const agoq_cuda_qparams &p, co
         agoq_tile_held<G::K, G::LB, G::H, kAsym>(k, seg, inv, m, inv_k, m_k);
         const uint64_t packed = CAREFUL ? agoq_tile_encode_any<ENC, BITS, E>(p, t, v[k], inv_k, m_k)
                                         : agoq_tile_encode_finite<ENC, BITS, E, PACK8>(p, t, v[k], inv_k, m_k);
-        agoq_tile_store_codes<BITS, E>(out.codes, (size_t)k * vstride + (size_t)lane * E, packed);
+        if (st) agoq_tile_store_codes<BITS, E>(out.codes, (size_t)k * vstride + (size_t)lane * E, packed);
     }
     return true;
 }
 
-/* epi_rows_quantize of ER staged rows (their values v, the first at element e0 of C; this lane's
- * 8 values of row j at src + j CS in the staging tile) in format (ENC, BITS) / 128: the fast
- * encoders, or the careful ones when a range is not finite, on values read again from the
- * staging tile (v is not kept for them: no spills with 8 rows). */
+/* epi_rows_quantize of ER staged rows (their values v, the first at element e0 of C, a multiple
+ * of 128; this lane's 8 values of row j at src + j CS in the staging tile, st: inside C) in
+ * format (ENC, BITS) / 128: the fast encoders, or the careful ones when a range is not finite,
+ * on values read again from the staging tile (v is not kept for them: no spills with 8 rows;
+ * a lane outside C takes zeros). */
 template <int ENC, int BITS, int ER, int CS>
 __device__ __forceinline__ void epi_rows_q(const agoq_cuda_qparams &p, const agoq_smem_table *tab,
                                            const float (&v)[ER][8], const uint16_t *src, size_t e0, size_t n,
-                                           const agoq_cuda_qtensor &qt, int lane) {
+                                           const agoq_cuda_qtensor &qt, int lane, bool st) {
     const agoq_cuda_qtensor q = fz_qt_at<BITS, 7>(p, qt, e0);
-    if (!epi_rows_quantize<ENC, BITS, 7, 8, false, ER, false>(p, tab, v, n, q, lane)) {
+    if (!epi_rows_quantize<ENC, BITS, 7, 8, false, ER, false>(p, tab, v, n, q, lane, st)) {
         float w[ER][8];
 #pragma unroll
-        for (int j = 0; j < ER; j++) agoq_bf16x8_to_f32(*reinterpret_cast<const uint4 *>(src + j * CS), w[j]);
-        epi_rows_quantize<ENC, BITS, 7, 8, true, ER, false>(p, tab, w, n, q, lane);
+        for (int j = 0; j < ER; j++)
+            agoq_bf16x8_to_f32(st ? *reinterpret_cast<const uint4 *>(src + j * CS) : make_uint4(0, 0, 0, 0), w[j]);
+        epi_rows_quantize<ENC, BITS, 7, 8, true, ER, false>(p, tab, w, n, q, lane, st);
     }
 }
 /* GQ (AGOQ_WG_EPI_GEN=rows): the formats other than FP4 whose tile encoders take blocks of 128
@@ -132,22 +136,22 @@ __device__ __forceinline__ void epi_rows_q(const agoq_cuda_qparams &p, const ago
 template <int ER, int CS>
 __device__ __forceinline__ void epi_rows_general(const agoq_cuda_qparams &p, const agoq_smem_table *tab,
                                                  const float (&v)[ER][8], const uint16_t *src, size_t e0, size_t n,
-                                                 const agoq_cuda_qtensor &qt, int lane) {
+                                                 const agoq_cuda_qtensor &qt, int lane, bool st) {
     const bool b4 = p.bits == 4;
     switch (p.enc) {
     case AGOQ_ENC_INT_SYM:
-        if (b4) epi_rows_q<AGOQ_ENC_INT_SYM, 4, ER, CS>(p, tab, v, src, e0, n, qt, lane);
-        else epi_rows_q<AGOQ_ENC_INT_SYM, 8, ER, CS>(p, tab, v, src, e0, n, qt, lane);
+        if (b4) epi_rows_q<AGOQ_ENC_INT_SYM, 4, ER, CS>(p, tab, v, src, e0, n, qt, lane, st);
+        else epi_rows_q<AGOQ_ENC_INT_SYM, 8, ER, CS>(p, tab, v, src, e0, n, qt, lane, st);
         break;
     case AGOQ_ENC_INT_ASYM:
-        if (b4) epi_rows_q<AGOQ_ENC_INT_ASYM, 4, ER, CS>(p, tab, v, src, e0, n, qt, lane);
-        else epi_rows_q<AGOQ_ENC_INT_ASYM, 8, ER, CS>(p, tab, v, src, e0, n, qt, lane);
+        if (b4) epi_rows_q<AGOQ_ENC_INT_ASYM, 4, ER, CS>(p, tab, v, src, e0, n, qt, lane, st);
+        else epi_rows_q<AGOQ_ENC_INT_ASYM, 8, ER, CS>(p, tab, v, src, e0, n, qt, lane, st);
         break;
-    case AGOQ_ENC_FP8_E4M3: epi_rows_q<AGOQ_ENC_FP8_E4M3, 8, ER, CS>(p, tab, v, src, e0, n, qt, lane); break;
-    case AGOQ_ENC_FP8_E5M2: epi_rows_q<AGOQ_ENC_FP8_E5M2, 8, ER, CS>(p, tab, v, src, e0, n, qt, lane); break;
+    case AGOQ_ENC_FP8_E4M3: epi_rows_q<AGOQ_ENC_FP8_E4M3, 8, ER, CS>(p, tab, v, src, e0, n, qt, lane, st); break;
+    case AGOQ_ENC_FP8_E5M2: epi_rows_q<AGOQ_ENC_FP8_E5M2, 8, ER, CS>(p, tab, v, src, e0, n, qt, lane, st); break;
     default:
-        if (b4) epi_rows_q<AGOQ_ENC_TABLE, 4, ER, CS>(p, tab, v, src, e0, n, qt, lane);
-        else epi_rows_q<AGOQ_ENC_TABLE, 8, ER, CS>(p, tab, v, src, e0, n, qt, lane);
+        if (b4) epi_rows_q<AGOQ_ENC_TABLE, 4, ER, CS>(p, tab, v, src, e0, n, qt, lane, st);
+        else epi_rows_q<AGOQ_ENC_TABLE, 8, ER, CS>(p, tab, v, src, e0, n, qt, lane, st);
         break;
     }
 }
@@ -155,9 +159,10 @@ __device__ __forceinline__ void epi_rows_general(const agoq_cuda_qparams &p, con
 /* Epilogue warps, after the hand-off: warp ew stores ER-row groups ew, ew + EPI_WARPS, ... of the
  * staged rows inside C (ER = 1: rows ew, ew + EPI_WARPS, ...; the first staged row is row m0 of
  * C), 16 bytes a lane (one 512-byte run a row); STC = false: C leaves by bulk copies instead.
- * FASTQ (FP4 E2M1 / 128, round to nearest, N % 256 == 0; gemm_wg.h): a row's 256 values are one
- * warp vector of the flat rowq layout, so the standalone quantizer's fast tile encoder takes them
- * whole (fz_quantize, a row; epi_rows_quantize, ER rows). */
+ * FASTQ (FP4 E2M1 / 128, round to nearest; gemm_wg.h): a row's 256 values are two blocks of the
+ * flat rowq layout, so the standalone quantizer's fast tile encoder takes them whole (fz_quantize,
+ * a row, N % 256 == 0; epi_rows_quantize, ER rows, N % 128 == 0: the lanes of a last tile's
+ * half past N hold zeros and store nothing). GQ: the same through epi_rows_general. */
 template <bool FASTQ, int TN, int ER, bool STC, bool GQ = false>
 __device__ __forceinline__ void store_rows(const wg_params &p, const agoq_smem_table *tab, const uint16_t *stage,
                                            int ew, int lane, int m0, int n0, int rows) {
@@ -166,7 +171,8 @@ __device__ __forceinline__ void store_rows(const wg_params &p, const agoq_smem_t
     if constexpr (!FASTQ && !GQ && !STC) return;
     constexpr int CS = c_stride<TN>(); /* bf16 per staged row */
     const int col = n0 + 8 * lane, nr = rows_in(p, m0, rows);
-    const bool mine = 8 * lane < TN; /* TN = 128 / 192: lanes 16-31 / 24-31 have no columns */
+    /* TN = 128 / 192: lanes 16-31 / 24-31 have no columns; col >= N: a last tile's columns past C */
+    const bool mine = 8 * lane < TN && col < p.n;
     const agoq_cuda_qtensor qt = fz_qt(p.cq, (size_t)p.m * (size_t)p.n);
     for (int r0 = ew * ER; r0 < nr; r0 += EPI_WARPS * ER) { /* warp-uniform */
         uint4 h[ER];
@@ -174,7 +180,7 @@ __device__ __forceinline__ void store_rows(const wg_params &p, const agoq_smem_t
         for (int j = 0; j < ER; j++)
             h[j] = mine ? *reinterpret_cast<const uint4 *>(stage + (r0 + j) * CS + 8 * lane) : make_uint4(0, 0, 0, 0);
         const size_t e0 = (size_t)(m0 + r0) * (size_t)p.n + (size_t)n0; /* element (row m0 + r0, n0) */
-        if (STC && mine && col < p.n) {
+        if (STC && mine) {
 #pragma unroll
             for (int j = 0; j < ER; j++) *reinterpret_cast<uint4 *>(p.c + e0 + (size_t)j * p.n + 8 * lane) = h[j];
         }
@@ -185,13 +191,14 @@ __device__ __forceinline__ void store_rows(const wg_params &p, const agoq_smem_t
             if constexpr (ER == 1) {
                 fz_quantize<AGOQ_ENC_FP4, 4, 7, 1>(p.q, tab, v, e0 / 256, qt, lane);
             } else {
-                epi_rows_q<AGOQ_ENC_FP4, 4, ER, CS>(p.q, tab, v, stage + r0 * CS + 8 * lane, e0, (size_t)p.n, qt, lane);
+                epi_rows_q<AGOQ_ENC_FP4, 4, ER, CS>(p.q, tab, v, stage + r0 * CS + 8 * lane, e0, (size_t)p.n, qt, lane,
+                                                    mine);
             }
         } else if constexpr (GQ) {
             float v[ER][8];
 #pragma unroll
             for (int j = 0; j < ER; j++) agoq_bf16x8_to_f32(h[j], v[j]);
-            epi_rows_general<ER, CS>(p.q, tab, v, stage + r0 * CS + 8 * lane, e0, (size_t)p.n, qt, lane);
+            epi_rows_general<ER, CS>(p.q, tab, v, stage + r0 * CS + 8 * lane, e0, (size_t)p.n, qt, lane, mine);
         }
     }
 }

@@ -191,7 +191,7 @@ void launch_t(int ta, int tb, const wg_launch &l) {
  * AGOQ_WG_BULK=0|1 bulk copies of the residual and C (default 0), AGOQ_WG_EPI_GEN=rows|blocks:
  * the quantized copy in a format other than the fast FP4 one through the row tiles
  * (epi_rows_general: int sym / asym, fp8, tables with 4- or 8-bit codes, blocks of 128, round
- * to nearest, N % 256 == 0, A and B K-major, 3 stages; the default) or a thread a block
+ * to nearest, N % 128 == 0, A and B K-major, 3 stages; the default) or a thread a block
  * (quant_blocks, every other format).
  * Measured on the H200 at 2ed72c8 (experiments/gemm_wg_epi.json, results/h200/logs/
  * gemm_wg_epirows_g7/), vs cuBLASLt (+ quantize) at 4096 / 65536 tokens: 4 rows raise the FP4
@@ -264,17 +264,21 @@ extern "C" int agoq_wg_gemm(const agoq_wg_args *g, void *stream) {
                  "gemm_wg: operands must be 16-byte aligned");
     AGOQ_REQUIRE(!g->q || g->cq.codes, "gemm_wg: quantized copy requested without its planes");
     const agoq_wg_knobs kn = agoq_wg_knobs_read();
-    /* The fast FP4 epilogue encoder where it applies (store_rows); AGOQ_WG_FAST_EPI=0 sends
-     * every format through the general per-block path (the tests cover both) */
-    bool fast = g->q && kn.fast_epi && !g->a_mn && !g->b_mn && g->q->c.fmt == AGOQ_FMT_FP4_E2M1 &&
-                g->q->p.block == 128 && g->q->p.enc == AGOQ_ENC_FP4 && !g->q->p.stochastic && g->n % 256 == 0;
-    const int tn = tile_n(g, kn.tile_n);
-    if (tn != BN) fast = false; /* the fast encoder takes rows of 256 */
-    /* the general formats' row-tile copy (AGOQ_WG_EPI_GEN) */
-    const bool gen = g->q && !fast && tn == BN && kn.fast_epi && !g->a_mn && !g->b_mn && g->q->p.block == 128 &&
-                     g->q->p.enc != AGOQ_ENC_FP4 && fz_fast_quant(g->q->p, g->cq) && g->n % 256 == 0 && kn.gen_rows;
     const bool st4 = four_stages(g, kn.stages), bk = kn.bulk;
     const int er = kn.epi_rows;
+    /* The fast FP4 epilogue encoder where it applies (store_rows); AGOQ_WG_FAST_EPI=0 sends
+     * every format through the general per-block path (the tests cover both). N % 256 == 128
+     * (13B TP=8 FC1: N = 3456) through the row tiles (ER 4 or 8; nineteenth session), whose last
+     * tile's second block lies past N; one row a warp (ER = 1: AGOQ_WG_EPI_ROWS=1, or the
+     * 4-stage kernel) addresses whole rows of 256 */
+    const bool rows256 = g->n % 256 == 0 || (er != 1 && !st4);
+    bool fast = g->q && kn.fast_epi && !g->a_mn && !g->b_mn && g->q->c.fmt == AGOQ_FMT_FP4_E2M1 &&
+                g->q->p.block == 128 && g->q->p.enc == AGOQ_ENC_FP4 && !g->q->p.stochastic && g->n % 128 == 0 && rows256;
+    const int tn = tile_n(g, kn.tile_n);
+    if (tn != BN) fast = false; /* the fast encoder takes rows of 256 */
+    /* the general formats' row-tile copy (AGOQ_WG_EPI_GEN; ER 4 or 8 whatever the knob says) */
+    const bool gen = g->q && !fast && tn == BN && kn.fast_epi && !g->a_mn && !g->b_mn && g->q->p.block == 128 &&
+                     g->q->p.enc != AGOQ_ENC_FP4 && fz_fast_quant(g->q->p, g->cq) && g->n % 128 == 0 && kn.gen_rows;
     /* AGOQ_WG_CLUSTER=2: the 4-stage kernels without a quantized copy (plain, or a residual with
      * AGOQ_WG_STAGES=4) in clusters of two CTAs along M sharing B; every other kernel as before.
      * AGOQ_WG_CLUSTER=2all (fourteenth session, not yet run on a GPU): also the 3-stage forward
