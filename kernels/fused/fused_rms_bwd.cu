@@ -25,7 +25,10 @@
  * the shuffle latency and the barrier's wait for the slowest warp overlap with independent work
  * (the CTA-per-row-group structure leaves ~4 CTAs per SM at ~512 groups, each a chain of
  * rows: the latency per row, not the ~25-30 instructions per element, is the limit; 0.85 of
- * copy allows ~60). */
+ * copy allows ~60). AGOQ_RMS_KEEP=1 (A/B, nineteenth session): the second pass reuses the
+ * first's decoded inputs, w loaded once, the copies' addresses advanced a row at a time (ncu,
+ * H100, 256 MiB: 107.5M -> 84.4M instructions, the same 165 us: the H100 is memory-bound here;
+ * geomean 0.996 over 12 points; off until it runs on an H200, docs/kernels.md). */
 #include <cuda_runtime.h>
 
 #include "core/check.h"

@@ -62,8 +62,9 @@ AGOQ_HD agoq_wg_sk agoq_wg_sk_plan(int ntiles, int grid, int ktiles, int on, int
  * 16384: 85; 7B FC2 dgrad and wgrad: 32, 128) ran 0.995-1.11x the unsplit kernel, those that
  * saved 21-27 (3 chunks of 64 or 80 k-tiles) 0.95-1.04x (an unsplit point in both arms read
  * 0.974x: about 3% is noise): a chunk's partial sums (128 KB written, read by the LAST) and its
- * pipeline fill cost more than 21-27 k-tiles save. (The FP4 copy of 13B TP=8 FC1, N = 3456, is
- * not split: N % 256 != 0 sends it through the per-block epilogue.) Chosen from that A/B; then
+ * pipeline fill cost more than 21-27 k-tiles save. (The FP4 copy of 13B TP=8 FC1, N = 3456, went
+ * through the per-block epilogue, which never splits, until the nineteenth session gave N % 256
+ * == 128 the fast FP4 copy, which does.) Chosen from that A/B; then
  * measured as such on an H100 (eighteenth session, results/h100/logs/s18_*): 1.017-1.018x. */
 enum { AGOQ_WG_SK_MIN_SAVED = 32 };
 /* Of 0 .. n - 1, the indices b, b + grid, ...: CTA b's whole tiles (n = dp) */
