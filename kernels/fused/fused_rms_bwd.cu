@@ -26,9 +26,11 @@
  * (the CTA-per-row-group structure leaves ~4 CTAs per SM at ~512 groups, each a chain of
  * rows: the latency per row, not the ~25-30 instructions per element, is the limit; 0.85 of
  * copy allows ~60). AGOQ_RMS_KEEP=1 (A/B, nineteenth session): the second pass reuses the
- * first's decoded inputs, w loaded once, the copies' addresses advanced a row at a time (ncu,
- * H100, 256 MiB: 107.5M -> 84.4M instructions, the same 165 us: the H100 is memory-bound here;
- * geomean 0.996 over 12 points; off until it runs on an H200, docs/kernels.md). */
+ * first's decoded inputs (kept in registers across the row sums), w loaded once, F6's one-barrier
+ * row sums. Its first form (645e9e1, a loop of its own that also advanced the copies' addresses
+ * a row at a time) ran on an H100: 107.5M -> 84.4M instructions at 256 MiB (ncu), the same 165
+ * us (memory-bound there), geomean 0.996 over 12 points; this form shares the default loop and
+ * has not run on a GPU. Off (docs/kernels.md). */
 #include <cuda_runtime.h>
 
 #include "core/check.h"
@@ -37,8 +39,9 @@
 
 #define RMS_STAGES 3 /* shared-memory stages: RMS_STAGES - 1 rows in flight per CTA */
 /* CTAs per SM the kernel is register-bounded for: 4 (<= 64 registers) at NG = 2, where 4 CTAs
- * fit the shared memory (4 x 48 KB); 2 at NG = 4 (2 x 96 KB) */
-#define RMS_STAGED_CTAS(NG) ((NG) == 2 ? 4 : 2)
+ * fit the shared memory (4 x 48 KB); 2 at NG = 4 (2 x 96 KB); AGOQ_RMS_KEEP's NG = 2 kernels 3
+ * (<= 80 registers: at 64 its kept inputs spilled 8 bytes) */
+#define RMS_STAGED_CTAS(NG, KEEP) ((NG) == 2 ? ((KEEP) ? 3 : 4) : 2)
 
 /* One stage (one row): per owned group j and thread t, dy's 16 bytes and x's 16 bytes (bf16),
  * or in their place the group's codes (4 / 8 bytes in an 8-byte slot), its scale word and
@@ -65,7 +68,7 @@ __device__ __forceinline__ float fz_scale_of(uint32_t word, size_t blk, int bf16
 }
 
 template <bool DEQ, int DEC, int BITS, int NG, bool F6 = false, bool F8 = false, bool KEEP = false>
-__global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_STAGED_CTAS(NG))
+__global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_STAGED_CTAS(NG, KEEP))
     rms_bwd_staged_kernel(agoq_cuda_qparams p, agoq_cuda_qtensor q, const uint16_t *__restrict__ x,
                           const uint16_t *__restrict__ dy, const uint16_t *__restrict__ w, int rows, int cols,
                           float eps, int rpg, uint16_t *__restrict__ dx, uint16_t *__restrict__ y,
@@ -116,42 +119,55 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_STAGED_CTAS(NG))
             agoq_bf16x8_to_f32(st[k].x[j][tid], v);
         }
     };
-    /* the row's first pass: this thread's partials of sum x^2 and sum (dy w) x (row in stage k) */
-    auto pass1 = [&](int k, size_t o, float(&acc)[2]) {
+    /* w of group j: an L1 hit after the first row, or (KEEP) loaded once into wq */
+    uint4 wq[NG];
+    if constexpr (KEEP)
+#pragma unroll
+        for (int j = 0; j < NG; j++) {
+            const int g = tid + j * AGOQ_ROW_THREADS;
+            wq[j] = g < ngroups ? __ldg((const uint4 *)(w + 8 * g)) : make_uint4(0, 0, 0, 0);
+        }
+    auto weight = [&](int j, int g, float(&wf)[8]) {
+        agoq_bf16x8_to_f32(KEEP ? wq[j] : __ldg((const uint4 *)(w + 8 * g)), wf);
+    };
+    /* the row's first pass: this thread's partials of sum x^2 and sum (dy w) x (row in stage k),
+     * its inputs left in v */
+    auto pass1 = [&](int k, size_t o, float(&acc)[2], float(&v)[NG][8]) {
         acc[0] = acc[1] = 0.0f;
 #pragma unroll
         for (int j = 0; j < NG; j++) {
             const int g = tid + j * AGOQ_ROW_THREADS;
             if (g >= ngroups) continue;
-            float v[8], dd[8], wf[8];
-            input(k, j, o + (size_t)(8 * g), v);
+            float dd[8], wf[8];
+            input(k, j, o + (size_t)(8 * g), v[j]);
             agoq_bf16x8_to_f32(st[k].dy[j][tid], dd);
-            agoq_bf16x8_to_f32(__ldg((const uint4 *)(w + 8 * g)), wf); /* an L1 hit after the first row */
+            weight(j, g, wf);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                acc[0] = acc[0] + v[e] * v[e];
-                acc[1] = acc[1] + (dd[e] * wf[e]) * v[e];
+                acc[0] = acc[0] + v[j][e] * v[j][e];
+                acc[1] = acc[1] + (dd[e] * wf[e]) * v[j][e];
             }
         }
     };
-    /* the second pass: dx, y and the dweight partials dw of the row, given its rstd and coef */
-    auto pass2 = [&](int k, size_t o, float rstd, float coef, float(&dw)[NG][8]) {
+    /* the second pass: dx, y and the dweight partials dw of the row, given its rstd and coef; its
+     * inputs decoded again, or (KEEP) the first pass's v */
+    auto pass2 = [&](int k, size_t o, float rstd, float coef, float(&dw)[NG][8], float(&v)[NG][8]) {
 #pragma unroll
         for (int j = 0; j < NG; j++) {
             const int g = tid + j * AGOQ_ROW_THREADS;
             if (g >= ngroups) continue;
-            float v[8], dd[8], wf[8], dxv[8];
-            input(k, j, o + (size_t)(8 * g), v);
+            float dd[8], wf[8], dxv[8];
+            if constexpr (!KEEP) input(k, j, o + (size_t)(8 * g), v[j]);
             agoq_bf16x8_to_f32(st[k].dy[j][tid], dd);
-            agoq_bf16x8_to_f32(__ldg((const uint4 *)(w + 8 * g)), wf); /* an L1 hit after the first row */
+            weight(j, g, wf);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                dxv[e] = agoq_rms_dx(v[e], dd[e] * wf[e], rstd, coef);
-                dw[j][e] = dw[j][e] + dd[e] * (v[e] * rstd);
-                v[e] = agoq_rms_out(v[e], rstd, wf[e]);
+                dxv[e] = agoq_rms_dx(v[j][e], dd[e] * wf[e], rstd, coef);
+                dw[j][e] = dw[j][e] + dd[e] * (v[j][e] * rstd);
+                v[j][e] = agoq_rms_out(v[j][e], rstd, wf[e]);
             }
             fz_store(dx + o + (size_t)(8 * g), agoq_f32x8_to_bf16(dxv));
-            fz_store(y + o + (size_t)(8 * g), agoq_f32x8_to_bf16(v));
+            fz_store(y + o + (size_t)(8 * g), agoq_f32x8_to_bf16(v[j]));
         }
     };
     auto row_of = [&](int r) { return (size_t)r * (size_t)cols; };
@@ -164,93 +180,18 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_STAGED_CTAS(NG))
         for (int j = 0; j < NG; j++)
 #pragma unroll
             for (int e = 0; e < 8; e++) dw[j][e] = 0.0f;
-        if constexpr (!KEEP)
 #pragma unroll
-            for (int i = 0; i < S - 1; i++) issue(i, r0 + i, r1);
-        if constexpr (KEEP) {
-            /* AGOQ_RMS_KEEP=1 (nineteenth session): the second pass reuses the first pass's
-             * decoded inputs (kept in registers across the row sums: no second decode), w is
-             * loaded once a group, and the copies' addresses advance by a row instead of being
-             * rebuilt from the row index (ncu at 256 MiB: ~54 instructions an element, issue
-             * ~70% busy). The same operations in the same order: the same bits. */
-            size_t ei[NG], er[NG]; /* element offsets of this thread's groups: the row being copied, row r */
-            uint4 wq[NG];
-#pragma unroll
-            for (int j = 0; j < NG; j++) {
-                const int g = tid + j * AGOQ_ROW_THREADS;
-                ei[j] = er[j] = row_of(r0) + (size_t)(8 * g);
-                wq[j] = g < ngroups ? __ldg((const uint4 *)(w + 8 * g)) : make_uint4(0, 0, 0, 0);
-            }
-            auto issue_e = [&](int k, bool live) { /* row at ei into stage k, then ei a row on */
-                if (live) {
-#pragma unroll
-                    for (int j = 0; j < NG; j++) {
-                        if (tid + j * AGOQ_ROW_THREADS >= ngroups) continue;
-                        const size_t e = ei[j];
-                        fz_cp_async<16>(&st[k].dy[j][tid], dy + e);
-                        if constexpr (DEQ) {
-                            fz_cp_async<BITS>(&st[k].q.c[j][tid], q.codes + e * BITS / 8);
-                            const size_t blk = e >> log2b;
-                            fz_cp_async<4>(&st[k].q.s[j][tid], fz_scale_word(q.scales, blk, p.bf16_scale));
-                            if constexpr (ZEROS)
-                                fz_cp_async<4>(&st[k].q.z[j][tid], fz_scale_word(q.zeros, blk, p.bf16_scale));
-                        } else {
-                            fz_cp_async<16>(&st[k].x[j][tid], x + e);
-                        }
-                        ei[j] += (size_t)cols;
-                    }
-                }
-                fz_cp_commit();
-            };
-#pragma unroll
-            for (int i = 0; i < S - 1; i++) issue_e(i, r0 + i < r1);
-            int k = 0; /* stage of row r */
-            for (int r = r0; r < r1; r++) {
-                issue_e(k == 0 ? S - 1 : k - 1, r + S - 1 < r1);
-                fz_cp_wait<S - 1>();
-                float v[NG][8], acc[2] = {0.0f, 0.0f};
-#pragma unroll
-                for (int j = 0; j < NG; j++) {
-                    if (tid + j * AGOQ_ROW_THREADS >= ngroups) continue;
-                    float dd[8], wf[8];
-                    input(k, j, er[j], v[j]);
-                    agoq_bf16x8_to_f32(st[k].dy[j][tid], dd);
-                    agoq_bf16x8_to_f32(wq[j], wf);
-#pragma unroll
-                    for (int e = 0; e < 8; e++) {
-                        acc[0] = acc[0] + v[j][e] * v[j][e];
-                        acc[1] = acc[1] + (dd[e] * wf[e]) * v[j][e];
-                    }
-                }
-                row_tree_sum_1bar<2>(acc, red, nrow++ & 1);
-                const float rstd = agoq_rms_rstd(acc[0], cols, eps), coef = agoq_rms_coef(acc[1], cols, rstd);
-#pragma unroll
-                for (int j = 0; j < NG; j++) {
-                    if (tid + j * AGOQ_ROW_THREADS >= ngroups) continue;
-                    float dd[8], wf[8], dxv[8];
-                    agoq_bf16x8_to_f32(st[k].dy[j][tid], dd);
-                    agoq_bf16x8_to_f32(wq[j], wf);
-#pragma unroll
-                    for (int e = 0; e < 8; e++) {
-                        dxv[e] = agoq_rms_dx(v[j][e], dd[e] * wf[e], rstd, coef);
-                        dw[j][e] = dw[j][e] + dd[e] * (v[j][e] * rstd);
-                        v[j][e] = agoq_rms_out(v[j][e], rstd, wf[e]);
-                    }
-                    fz_store(dx + er[j], agoq_f32x8_to_bf16(dxv));
-                    fz_store(y + er[j], agoq_f32x8_to_bf16(v[j]));
-                    er[j] += (size_t)cols;
-                }
-                k = next(k);
-            }
-        } else if constexpr (F8) {
+        for (int i = 0; i < S - 1; i++) issue(i, r0 + i, r1);
+        if constexpr (F8) {
             /* Rows pipelined: while row r + 1's warp sums are in flight (shuffles, the barrier),
              * the CTA runs row r's second pass; one barrier per row. Stages: r (second pass), r + 1
              * (first pass), r + 2 (in flight, into the stage row r - 1 used: only this thread
              * read it). Same operations in the same order per row: the same bits. */
             static_assert(S == 3, "F8: stages of rows r, r + 1, r + 2");
-            float acc[2], rstd, coef;
+            static_assert(!KEEP, "F8 decodes a row again in its second pass");
+            float acc[2], rstd, coef, v[NG][8]; /* v: scratch (pass2 decodes again) */
             fz_cp_wait<S - 2>(); /* row r0 has landed */
-            pass1(0, row_of(r0), acc);
+            pass1(0, row_of(r0), acc, v);
             row_sum_post<2>(acc, red, nrow & 1);
             row_sum_finish<2>(acc, red, nrow++ & 1);
             rstd = agoq_rms_rstd(acc[0], cols, eps);
@@ -262,10 +203,10 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_STAGED_CTAS(NG))
                 fz_cp_wait<S - 2>(); /* row r + 1 has landed (an empty group past the end) */
                 const bool more = r + 1 < r1; /* CTA-uniform */
                 if (more) {
-                    pass1(kn, row_of(r + 1), acc);
+                    pass1(kn, row_of(r + 1), acc, v);
                     row_sum_post<2>(acc, red, nrow & 1);
                 }
-                pass2(k, row_of(r), rstd, coef, dw);
+                pass2(k, row_of(r), rstd, coef, dw, v);
                 if (more) {
                     row_sum_finish<2>(acc, red, nrow++ & 1);
                     rstd = agoq_rms_rstd(acc[0], cols, eps);
@@ -278,12 +219,12 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_STAGED_CTAS(NG))
             for (int r = r0; r < r1; r++) {
                 issue(k == 0 ? S - 1 : k - 1, r + S - 1, r1); /* the stage row r - 1 used */
                 fz_cp_wait<S - 1>(); /* this thread's copies of row r have landed */
-                float acc[2]; /* sum x^2, sum (dy w) x */
-                pass1(k, row_of(r), acc);
-                if constexpr (F6) row_tree_sum_1bar<2>(acc, red, nrow++ & 1);
+                float acc[2], v[NG][8]; /* sum x^2, sum (dy w) x; the row's inputs (KEEP: kept) */
+                pass1(k, row_of(r), acc, v);
+                if constexpr (F6 || KEEP) row_tree_sum_1bar<2>(acc, red, nrow++ & 1);
                 else row_tree_sum<2>(acc, red);
                 const float rstd = agoq_rms_rstd(acc[0], cols, eps), coef = agoq_rms_coef(acc[1], cols, rstd);
-                pass2(k, row_of(r), rstd, coef, dw);
+                pass2(k, row_of(r), rstd, coef, dw, v);
                 k = next(k);
             }
         }
