@@ -46,10 +46,14 @@ AGOQ_HD agoq_wg_sk agoq_wg_sk_plan(int ntiles, int grid, int ktiles, int on, int
     p.dp = ntiles, p.r = 0, p.s = 1, p.grid = grid, p.ktiles = ktiles;
     const int r = grid > 0 ? ntiles % grid : 0;
     if (!on || grid < 2 || r == 0) return p;
+    /* s: at most AGOQ_WG_SK_MAX_S and ktiles chunks, r (s - 1) <= 2 grid workspace slots */
+    int smax = 2 * grid / r + 1;
+    if (smax > AGOQ_WG_SK_MAX_S) smax = AGOQ_WG_SK_MAX_S;
+    if (smax > ktiles) smax = ktiles;
     double best = 0.9 + 1e-9;
-    for (int s = 2; s <= AGOQ_WG_SK_MAX_S && s <= ktiles && r * (s - 1) <= 2 * grid; s++)
+    for (int s = 2; s <= smax; s++)
         if (agoq_wg_sk_wave(r, s, grid) < best) best = agoq_wg_sk_wave(r, s, grid);
-    for (int s = 2; s <= AGOQ_WG_SK_MAX_S && s <= ktiles && r * (s - 1) <= 2 * grid; s++)
+    for (int s = 2; s <= smax; s++)
         if (agoq_wg_sk_wave(r, s, grid) < 0.9 - 1e-9 && agoq_wg_sk_wave(r, s, grid) <= best + 0.1 + 1e-9) {
             if ((long)ktiles * (s - agoq_wg_sk_rounds(r, s, grid)) >= (long)min_saved * s) p.dp = ntiles - r, p.r = r, p.s = s;
             break;
@@ -67,12 +71,11 @@ AGOQ_HD agoq_wg_sk agoq_wg_sk_plan(int ntiles, int grid, int ktiles, int on, int
  * == 128 the fast FP4 copy, which does.) Chosen from that A/B; then
  * measured as such on an H100 (eighteenth session, results/h100/logs/s18_*): 1.017-1.018x. */
 enum { AGOQ_WG_SK_MIN_SAVED = 32 };
-/* Of 0 .. n - 1, the indices b, b + grid, ...: CTA b's whole tiles (n = dp) */
+/* Of 0 .. n - 1, the indices b, b + grid, ...: CTA b's whole tiles (n = dp) or chunks (n = r s) */
 AGOQ_HD int agoq_wg_sk_strided(int n, int b, int grid) { return b < n ? (n - b + grid - 1) / grid : 0; }
 /* Work units of CTA b: its whole tiles, then its chunks. */
 AGOQ_HD int agoq_wg_sk_units(const agoq_wg_sk *p, int b) {
-    const int nu = p->r * p->s;
-    return agoq_wg_sk_strided(p->dp, b, p->grid) + (p->r && b < nu ? (nu - b + p->grid - 1) / p->grid : 0);
+    return agoq_wg_sk_strided(p->dp, b, p->grid) + agoq_wg_sk_strided(p->r * p->s, b, p->grid);
 }
 /* Unit j of CTA b: tile *t (tile_origin's order), k-tiles [*kb, *ke), and *slot: a PART's slot,
  * a LAST's first slot (its tile's s - 1 slots follow); returns the kind. */

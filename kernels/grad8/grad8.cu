@@ -294,7 +294,8 @@ struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTA
  * results/h200/logs/s12_ab_1dbd92e/), copy ratio at 64 MiB / 256 MiB / 1 GiB / 4 GiB:
  *   int8_asym  0 -> 7: 0.65 / 0.69 / 0.70 / 0.68 -> 0.65 / 0.70 / 0.73 / 0.72 (3, at 3 CTAs: 0.59-0.67, slower)
  *   int8, fp8_e4m3: bit 2 slower at every size (-0.08 .. -0.15); dyn8 within +-0.01.
- * Under AGOQ_RED_LD=2 int8_asym prefetches at 3 CTAs per SM whatever bit 4 says. Read at every launch (the tests switch it). */
+ * Under AGOQ_RED_LD=2 int8_asym prefetches at 3 CTAs per SM whatever bit 4 says. Read at every
+ * launch (the tests switch it). */
 #define RED_PF_ASYM 1
 #define RED_PF_OTHERS 2
 #define RED_PF_4CTAS 4

@@ -434,7 +434,7 @@ TEST(cuda_wg_gemm_knob_variants_match_default) {
  * (one and two clusters: several tile pairs per cluster, the rings' phases carried across
  * them), plain and (AGOQ_WG_STAGES=4) with the residual; every entry written (NaN prefill).
  * AGOQ_WG_CLUSTER=2all on the forward cases: the residual on the 3-stage kernel, and where N is
- * a multiple of 256 the residual with the fast FP4 copy (its codes and scales are checked against
+ * a multiple of 128 the residual with the fast FP4 copy (its codes and scales are checked against
  * the reference by cuda_wg_gemm_knob_variants_match_default). */
 TEST(cuda_wg_gemm_cluster_matches_default) {
     static const wcase cases[] = {
