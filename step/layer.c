@@ -19,7 +19,6 @@
 #include "kernels/gemm/gemm_wg.h"
 #endif
 
-#define ROWS_PER_GROUP 64 /* RMSNorm backward: rows summed per dweight partial */
 
 void *step_tmp(step_engine *e, size_t bytes, const char *label) {
     return agoq_arena_alloc(&e->ar, bytes, AGOQ_MEM_WORKSPACE, -1, -1, label);
@@ -232,12 +231,12 @@ int step_layer_fwd(step_engine *e, int l, step_layer_saved *S, uint16_t *x, int 
  * yr, the weight gradient; releases dy and the stored input. */
 static int norm_bwd(step_engine *e, int l, agoq_param_kind k, step_saved *x, uint16_t *dy, uint16_t *dx, uint16_t *yr) {
     const size_t T = (size_t)e->pl.T, h = (size_t)e->pl.h;
-    const int groups = (int)((T + ROWS_PER_GROUP - 1) / ROWS_PER_GROUP);
+    const int rpg = agoq_rmsnorm_bwd_rows_per_group(x->quant, (int)T, (int)h), groups = (int)((T + rpg - 1) / rpg);
     float *part = step_tmp(e, (size_t)groups * h * 4, "dw partial");
     if (!part) return -1;
     STEP_OP(e, STEP_OP_NORM_BWD,
             agoq_rmsnorm_bwd_cuda(x->quant ? fq_of(e, AGOQ_ROLE_NORM_IN) : NULL, x->q, x->bf, dy, e->w[STEP_W(e, l, k)],
-                                  (int)T, (int)h, e->cfg->norm_eps, ROWS_PER_GROUP, dx, yr, part, e->stream));
+                                  (int)T, (int)h, e->cfg->norm_eps, rpg, dx, yr, part, e->stream));
     step_release(e, dy);
     if (step_grad_norm(e, l, k, part, groups)) return -1;
     step_release(e, part);

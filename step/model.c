@@ -19,7 +19,6 @@
 #include "step/dev.h"
 #include "step/step_internal.h"
 
-#define ROWS_PER_GROUP 64 /* final RMSNorm backward: rows summed per dweight partial */
 
 /* wte and lnf: fp32 master, bf16 working copy, fp32 gradient and moments */
 typedef struct {
@@ -98,7 +97,7 @@ static int lm_bwd(agoq_lm *m, uint16_t *xL, uint16_t *yf, uint16_t *dlog) {
     step_engine *e = &m->e;
     const step_plan *p = &e->pl;
     const size_t T = (size_t)p->T, h = (size_t)p->h, V = (size_t)m->mc.vocab;
-    const int groups = (int)((T + ROWS_PER_GROUP - 1) / ROWS_PER_GROUP);
+    const int rpg = agoq_rmsnorm_bwd_rows_per_group(0, (int)T, (int)h), groups = (int)((T + rpg - 1) / rpg);
     memset(e->grad_fresh, 1, (size_t)p->L * AGOQ_PARAM_COUNT);
     /* head: dy = dlogits wte, dwte = dlogits^T yf (overwrites: this micro-batch's gradient) */
     uint16_t *dy = step_tmp(e, T * h * 2, "d final norm out");
@@ -112,7 +111,7 @@ static int lm_bwd(agoq_lm *m, uint16_t *xL, uint16_t *yf, uint16_t *dlog) {
     uint16_t *dx = step_tmp(e, T * h * 2, "d stack out"), *yr = step_tmp(e, T * h * 2, "final norm recomputed");
     if (!part || !dx || !yr) return -1;
     const agoq_dqt none = {0};
-    STEP_OP(e, STEP_OP_NORM_BWD, agoq_rmsnorm_bwd_cuda(NULL, none, xL, dy, m->lnf.w, (int)T, (int)h, m->cfg.norm_eps, ROWS_PER_GROUP,
+    STEP_OP(e, STEP_OP_NORM_BWD, agoq_rmsnorm_bwd_cuda(NULL, none, xL, dy, m->lnf.w, (int)T, (int)h, m->cfg.norm_eps, rpg,
                                                       dx, yr, part, e->stream));
     STEP_OP(e, STEP_OP_GRAD_ACCUM, agoq_dw_reduce_cuda(part, groups, (int)h, m->lnf.grad, e->stream));
     step_release(e, yr);

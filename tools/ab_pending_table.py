@@ -5,6 +5,7 @@ import glob
 import json
 import math
 import os
+import re
 import sys
 D=sys.argv[1]
 
@@ -88,15 +89,34 @@ if os.path.exists(D + '/step7b_sk1.json') and os.path.exists(D + '/step7b_sk0.js
     print('step_llama2_7b =1 / =0: step time geomean %.4f over %d points' % (math.exp(sum(logs) / len(logs)), len(logs)))
     print('  cuda_used_bytes =1 - =0 (MiB) per point:',
           ' '.join('%.0f' % ((a['cuda_used_bytes'] - b['cuda_used_bytes']) / 2**20) for a, b in zip(on, off)))
-# rkeep: keep{0,1,1b,0b}.json, the RMSNorm backward's copy ratio per AGOQ_RMS_KEEP run
+# rkeep: keep<v>[b][_c<cols>].json, the RMSNorm backward's copy ratio per AGOQ_RMS_KEEP value v
+# (nineteenth session 0, 1, 1b, 0b; since the twentieth 0, 2, 2b, 0b at 4096 and 8192 columns)
 kp = {}
-for v in ['0', '1', '1b', '0b']:
-    f = '%s/keep%s.json' % (D, v)
+for f in sorted(glob.glob(D + '/keep*.json')):
+    m = re.match(r'keep(\d)b?(?:_c(\d+))?\.json$', os.path.basename(f))
+    if m:
+        for rec in json.load(open(f))['records']:
+            key = (rec['case'], rec.get('format', ''), m.group(2) or '4096', rec['bytes'] >> 20)
+            kp.setdefault(key, {}).setdefault(m.group(1), []).append(rec['copy_ratio'])
+if kp:
+    print('RMSNorm backward copy ratio per AGOQ_RMS_KEEP value (case, format, columns, MiB)')
+    for k in sorted(kp):
+        print(*k, '|', ' | '.join('%s: %s' % (v, ' '.join('%.3f' % x for x in kp[k][v])) for v in sorted(kp[k])))
+    summary(kp, '0', sorted({v for row in kp.values() for v in row} - {'0'}))
+# rpg: step7b_rpg{64,0,0b,64b}.json, the step's norm_bwd time and step time per AGOQ_RMS_RPG run
+rp = {}
+for v in ['64', '0', '0b', '64b']:
+    f = '%s/step7b_rpg%s.json' % (D, v)
     if os.path.exists(f):
         for rec in json.load(open(f))['records']:
-            kp.setdefault((rec['case'], rec['bytes'] >> 20), {}).setdefault(v.rstrip('b'), []).append(rec['copy_ratio'])
-if kp:
-    print('RMSNorm backward copy ratio per AGOQ_RMS_KEEP run (0, 1, 1, 0)')
-    for k in sorted(kp):
-        print(k[0], k[1], '|', ' | '.join('%s: %s' % (v, ' '.join('%.3f' % x for x in kp[k][v])) for v in sorted(kp[k])))
-    summary(kp, '0', ['1'])
+            row = rp.setdefault((rec['name'], rec['seq']), {})
+            row.setdefault('norm_bwd ' + v.rstrip('b'), []).append(rec['op_ms']['norm_bwd'])
+            row.setdefault('step ' + v.rstrip('b'), []).append(rec['step_ms'])
+if rp:
+    print('step_llama2_7b norm_bwd ms (all calls) and step ms per AGOQ_RMS_RPG run (64, unset, unset, 64)')
+    for k in sorted(rp):
+        print(*k, '|', ' | '.join('%s: %s' % (v, ' '.join('%.3f' % x for x in rp[k][v])) for v in sorted(rp[k])))
+    for what in ('norm_bwd', 'step'):
+        sub = {k: {'64': r[what + ' 64'], '0': r[what + ' 0']} for k, r in rp.items() if what + ' 64' in r and what + ' 0' in r}
+        print(' ', what, end='')
+        summary(sub, '64', ['0'], higher=False)

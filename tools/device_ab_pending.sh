@@ -37,10 +37,14 @@
 #           3456; its GPU test is in `tests`): experiments/gemm_wg_half.json with
 #           AGOQ_WG_FAST_EPI=0 (the per-block epilogue quantizer, what such an N took
 #           before), 1, 1, 0                                                                 ~1 min
-#   rkeep   issue 15, AGOQ_RMS_KEEP=1 (nineteenth session: the staged RMSNorm backward decodes its
-#           input once a row): the fused GPU tests (they run it against the reference), the
-#           fused and bf16 RMSNorm backward at 64 MiB .. 4 GiB with =0, 1, 1, 0, ncu of both
-#           at 256 MiB                                                                       ~3 min
+#   rkeep   issue 15, AGOQ_RMS_KEEP (the staged RMSNorm backward decoding its input once a row;
+#           nineteenth session =1 against =0, at 44fd46e on the H200: results/h200/logs/
+#           s20_44fd46e/): the fused GPU tests (they run it against the reference), the fused
+#           (FP4, int8) and bf16 RMSNorm backward at 64 MiB .. 4 GiB, 4096 and 8192 columns, with
+#           =0, the default (2: keep with a stored copy only), 2, 0                         ~2 min
+#   rpg     the RMSNorm backward's row groups (twentieth session: SMs x resident CTAs, one wave,
+#           agoq_rmsnorm_bwd_rows_per_group; the step engine took 64 rows a group, 64 CTAs at
+#           4096 tokens): experiments/step_llama2_7b.json with AGOQ_RMS_RPG=64, unset, unset, 64 ~2 min
 #   ncu17   ncu of one 7B FC1 launch (4096 tokens) with AGOQ_WG_CLUSTER=1 and =2, and every
 #           MEMBAR / CCTL in the binary's SASS                                               ~1 min
 # Everything into one archive, $OUT/r.tgz (the device tool returns at most 8 files a call).
@@ -131,16 +135,18 @@ for part in "$@"; do
     rkeep)
       timeout 200 env AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" cuda_fused > "$R/test_fused.log" 2>&1
       rc_of "tests cuda_fused" $?; tail -1 "$R/test_fused.log" | tee -a "$R/call.log"
-      for v in 0 1 1b 0b; do
-        AGOQ_RMS_KEEP=${v%b} timeout 120 "$B/agoq" kernels -n 20 -w 3 -q --cases rmsnorm_bwd_fused,rmsnorm_bwd_bf16 \
-          --formats fp4_e2m1 -b 64M -e 4G -f 4 --no-check -o "$R/keep$v.json" > "$R/keep$v.log" 2>&1
-        rc_of "keep$v" $?
-      done
-      for v in 0 1; do
-        AGOQ_RMS_KEEP=$v timeout 90 ncu $ncu_sec --section Occupancy --section InstructionStats -k regex:rms_bwd_staged -c 2 \
-          "$B/agoq" kernels --cases rmsnorm_bwd_fused,rmsnorm_bwd_bf16 --formats fp4_e2m1 -b 256M -e 256M -n 1 -w 0 \
-          --no-check -q -o "$R/ncu_keep$v.json" > "$R/ncu_keep$v.log" 2>&1
-        rc_of "ncu keep$v" $?
+      for v in 0 2 2b 0b; do # 2 the default since the twentieth session; 8192 columns: NG = 4
+        for c in 4096 8192; do
+          AGOQ_RMS_KEEP=${v%b} timeout 120 "$B/agoq" kernels -n 20 -w 3 -q --cases rmsnorm_bwd_fused,rmsnorm_bwd_bf16 \
+            --formats fp4_e2m1,int8 --cols $c -b 64M -e 4G -f 4 --no-check -o "$R/keep${v}_c$c.json" > "$R/keep${v}_c$c.log" 2>&1
+          rc_of "keep${v}_c$c" $?
+        done
+      done ;;
+    rpg)
+      for v in 64 0 0b 64b; do # AGOQ_RMS_RPG: 64 the step engine's rows per group before the twentieth session
+        AGOQ_RMS_RPG=${v%b} timeout 120 "$B/agoq" run experiments/step_llama2_7b.json --backend cuda \
+          --out "$R/step7b_rpg$v.json" > "$R/step7b_rpg$v.log" 2>&1
+        rc_of "step7b rpg$v" $?
       done ;;
     ncu17)
       for v in 1 2; do # the first wg_kernel launch of gemm_wg_ncu.json: 7B FC1, 4096 tokens

@@ -93,6 +93,11 @@ int agoq_rmsnorm_fwd_cuda(const agoq_fq *q, const uint16_t *x, const uint16_t *w
 int agoq_rmsnorm_bwd_cuda(const agoq_fq *q, agoq_dqt xq, const uint16_t *x, const uint16_t *dy, const uint16_t *w,
                           int rows, int cols, float eps, int rows_per_group, uint16_t *dx, uint16_t *y,
                           float *dw_partial, void *stream);
+/* The rows_per_group agoq_rmsnorm_bwd_cuda runs fastest at on this device: groups (= CTAs, each a
+ * chain of rows) filling the kernel's resident CTAs once, SMs x CTAs an SM of the staged kernel
+ * it takes (stored: from a quantized copy, which keeps more registers). AGOQ_RMS_RPG=N > 0 sets
+ * N instead (A/B; the step engine took 64, the benchmark ~rows / 512 before the twentieth session). */
+int agoq_rmsnorm_bwd_rows_per_group(int stored, int rows, int cols);
 int agoq_dw_reduce_cuda(const float *partial, int groups, int cols, float *dw, void *stream);
 int agoq_swiglu_fwd_cuda(const agoq_fq *q, const uint16_t *h, int rows, int f, uint16_t *out, agoq_dqt hq, void *stream);
 int agoq_swiglu_bwd_cuda(const agoq_fq *q, agoq_dqt hq, const uint16_t *h, const uint16_t *dout, int rows, int f,

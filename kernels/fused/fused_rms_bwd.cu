@@ -25,16 +25,19 @@
  * the shuffle latency and the barrier's wait for the slowest warp overlap with independent work
  * (the CTA-per-row-group structure leaves ~4 CTAs per SM at ~512 groups, each a chain of
  * rows: the latency per row, not the ~25-30 instructions per element, is the limit; 0.85 of
- * copy allows ~60). AGOQ_RMS_KEEP=1 (A/B, nineteenth session): the second pass reuses the
- * first's decoded inputs (kept in registers across the row sums), w loaded once, F6's one-barrier
- * row sums. Its first form (645e9e1, a loop of its own that also advanced the copies' addresses
- * a row at a time) ran on an H100: 107.5M -> 84.4M instructions at 256 MiB (ncu), the same 165
- * us (memory-bound there), geomean 0.996 over 12 points; this form shares the default loop and
- * has not run on a GPU. Off (docs/kernels.md). */
+ * copy allows ~60). AGOQ_RMS_KEEP (nineteenth and twentieth sessions; 0 never, 1 always, 2 the
+ * default: with a stored copy, not from bf16): the second pass reuses the first's decoded inputs
+ * (kept in registers across the row sums), w loaded once, F6's one-barrier row sums; it takes
+ * precedence over AGOQ_F8 / AGOQ_F6. On the H200 at 44fd46e (FP4 E2M1/128, 4096 columns) it
+ * took the fused backward from 0.63 / 0.70 / 0.72 to 0.69 / 0.78 / 0.81 of copy at 256 MiB / 1
+ * / 4 GiB and the bf16 one from 0.79 / 0.84 / 0.87 down to 0.73 / 0.80 / 0.82, hence 2; its first
+ * form (645e9e1) changed nothing on an H100, where the kernel is memory-bound (docs/kernels.md). */
+#include <climits>
 #include <cuda_runtime.h>
 
 #include "core/check.h"
 #include "core/common.h"
+#include "core/knob.h"
 #include "kernels/fused/fused_dev.cuh"
 
 #define RMS_STAGES 3 /* shared-memory stages: RMS_STAGES - 1 rows in flight per CTA */
@@ -258,7 +261,7 @@ template <bool DEQ, int DEC, int BITS>
 static void rms_bwd_staged_pick(bool ng2, const agoq_cuda_qparams &p, const agoq_cuda_qtensor &qt, const uint16_t *x,
                                 const uint16_t *dy, const uint16_t *w, int rows, int cols, float eps, int rpg,
                                 uint16_t *dx, uint16_t *y, float *dw_partial, int log2b, cudaStream_t s) {
-    const bool keep = fz_rms_keep(), f8 = !keep && fz_f8(), f6 = !keep && !f8 && fz_f6();
+    const bool keep = fz_rms_keep(DEQ), f8 = !keep && fz_f8(), f6 = !keep && !f8 && fz_f6();
     auto go = [&](auto ng, auto r6, auto r8, auto kp) {
         rms_bwd_staged_launch<DEQ, DEC, BITS, decltype(ng)::value, decltype(r6)::value != 0, decltype(r8)::value != 0,
                               decltype(kp)::value != 0>(p, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, log2b, s);
@@ -273,6 +276,16 @@ static void rms_bwd_staged_pick(bool ng2, const agoq_cuda_qparams &p, const agoq
     };
     if (ng2) with_ng(agoq_enc_t<2>());
     else with_ng(agoq_enc_t<4>());
+}
+
+extern "C" int agoq_rmsnorm_bwd_rows_per_group(int stored, int rows, int cols) {
+    const int fixed = agoq_knob_int("AGOQ_RMS_RPG", 0, 0, INT_MAX); /* A/B: a fixed count (the step engine had 64) */
+    if (fixed > 0) return fixed;
+    int dev = 0, sms = 0;
+    cudaCheck(cudaGetDevice(&dev));
+    cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const int slots = sms * RMS_STAGED_CTAS(cols <= 2 * AGOQ_ROW_THREADS * 8 ? 2 : 4, fz_rms_keep(stored != 0));
+    return rows > slots ? (rows + slots - 1) / slots : 1;
 }
 
 bool fz_rms_bwd_staged(const agoq_fq *q, agoq_dqt xq, const uint16_t *x, const uint16_t *dy, const uint16_t *w,

@@ -339,13 +339,13 @@ TEST(cuda_fused_f8_every_eligible_config) {
     CHECK_MSG(bad == 0, "%zu mismatches (AGOQ_F8=0 and 1, %zu fast configs each)", bad, configs);
 }
 
-/* The nineteenth session's staged RMSNorm backward that decodes its input once a row
- * (AGOQ_RMS_KEEP=1) against the default, every eligible config, one CTA, tails. */
+/* The staged RMSNorm backward keeping a row's decoded inputs (AGOQ_RMS_KEEP: 0 never, 1 always,
+ * 2 the default, a stored copy only), every eligible config, one CTA, tails. */
 TEST(cuda_fused_rms_keep_every_eligible_config) {
-    static const char *const vals[] = {"0", "1"};
+    static const char *const vals[] = {"0", "1", "2"};
     size_t configs = 0;
-    const size_t bad = run_knob_values("AGOQ_RMS_KEEP", vals, 2, 1536, &configs);
-    CHECK_MSG(bad == 0, "%zu mismatches (AGOQ_RMS_KEEP=0 and 1, %zu fast configs each)", bad, configs);
+    const size_t bad = run_knob_values("AGOQ_RMS_KEEP", vals, 3, 1536, &configs);
+    CHECK_MSG(bad == 0, "%zu mismatches (AGOQ_RMS_KEEP=0, 1 and 2, %zu fast configs each)", bad, configs);
 }
 
 /* The ninth session's GELU forward in tiles of 4 / 2 / 1 warp vectors (AGOQ_GELU_FWD_U; unset:
