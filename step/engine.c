@@ -70,6 +70,11 @@ int step_engine_open(step_engine *e, const agoq_step_config *c, void *base, size
     memset(e, 0, sizeof *e);
     e->cfg = c;
     e->dry = base == NULL;
+#if AGOQ_HAVE_CUDA
+    e->sms = c->dry ? AGOQ_PLAN_SMS : step_dev_sm_count(); /* a real run's sizing pass too */
+#else
+    e->sms = AGOQ_PLAN_SMS;
+#endif
     e->stream = stream;
     e->attn = attn;
     e->attn_ws_bytes = attn_ws_bytes;

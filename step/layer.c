@@ -231,7 +231,7 @@ int step_layer_fwd(step_engine *e, int l, step_layer_saved *S, uint16_t *x, int 
  * yr, the weight gradient; releases dy and the stored input. */
 static int norm_bwd(step_engine *e, int l, agoq_param_kind k, step_saved *x, uint16_t *dy, uint16_t *dx, uint16_t *yr) {
     const size_t T = (size_t)e->pl.T, h = (size_t)e->pl.h;
-    const int rpg = agoq_rmsnorm_bwd_rows_per_group(x->quant, (int)T, (int)h), groups = (int)((T + rpg - 1) / rpg);
+    const int rpg = agoq_rmsnorm_bwd_rows_per_group(e->sms, x->quant, (int)T, (int)h), groups = (int)((T + rpg - 1) / rpg);
     float *part = step_tmp(e, (size_t)groups * h * 4, "dw partial");
     if (!part) return -1;
     STEP_OP(e, STEP_OP_NORM_BWD,

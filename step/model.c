@@ -97,7 +97,7 @@ static int lm_bwd(agoq_lm *m, uint16_t *xL, uint16_t *yf, uint16_t *dlog) {
     step_engine *e = &m->e;
     const step_plan *p = &e->pl;
     const size_t T = (size_t)p->T, h = (size_t)p->h, V = (size_t)m->mc.vocab;
-    const int rpg = agoq_rmsnorm_bwd_rows_per_group(0, (int)T, (int)h), groups = (int)((T + rpg - 1) / rpg);
+    const int rpg = agoq_rmsnorm_bwd_rows_per_group(e->sms, 0, (int)T, (int)h), groups = (int)((T + rpg - 1) / rpg);
     memset(e->grad_fresh, 1, (size_t)p->L * AGOQ_PARAM_COUNT);
     /* head: dy = dlogits wte, dwte = dlogits^T yf (overwrites: this micro-batch's gradient) */
     uint16_t *dy = step_tmp(e, T * h * 2, "d final norm out");

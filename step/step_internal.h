@@ -65,6 +65,7 @@ typedef struct {
     step_plan pl;
     agoq_arena ar;
     int dry;
+    int sms; /* the device's SMs (a plan without a GPU: AGOQ_PLAN_SMS): kernel launch shapes */
     void *stream;
     agoq_fq fq[AGOQ_ROLE_COUNT]; /* device quantization parameters of the quantized roles */
     agoq_lt *lt;

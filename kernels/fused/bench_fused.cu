@@ -38,6 +38,7 @@
 #include "kernels/fused/fused.h"
 #include "kernels/fused/fused_tol.h"
 #include "kernels/quant/quant_cuda.h"
+#include "kernels/quant/quant_launch.cuh"
 
 enum { OP_RMS, OP_SWIGLU, OP_GELU };
 enum { V_BF16, V_UNFUSED, V_FUSED };
@@ -68,7 +69,7 @@ static double fbytes(fspec sp, const agoq_bench_args *a) {
                      : sp.op == OP_SWIGLU ? (double)agoq_qtensor_bytes(&a->qc, agoq_rowq_alloc_n(&a->qc, 2 * rows, (size_t)a->cols / 2))
                                           : (double)agoq_qtensor_bytes(&a->qc, agoq_rowq_alloc_n(&a->qc, rows, (size_t)a->cols));
     const double extra = sp.var == V_UNFUSED ? 2.0 * n : 0.0; /* intermediate write + read */
-    const int rpg = agoq_rmsnorm_bwd_rows_per_group(sp.var == V_FUSED, (int)rows, a->cols);
+    const int rpg = agoq_rmsnorm_bwd_rows_per_group(agoq_cuda_sm_count(), sp.var == V_FUSED, (int)rows, a->cols);
     const double groups = (double)((rows + rpg - 1) / rpg);
     switch (sp.op) {
     case OP_RMS:
@@ -102,7 +103,7 @@ static int fsetup(fspec sp, const agoq_bench_args *a, void **out) {
     s->qcols = sp.op == OP_SWIGLU ? s->cols / 2 : s->cols;
     s->ocols = s->qcols;
     const size_t nout = (size_t)s->rows * s->ocols;
-    s->rpg = agoq_rmsnorm_bwd_rows_per_group(sp.var == V_FUSED, s->rows, s->cols); /* one CTA a group, one wave */
+    s->rpg = agoq_rmsnorm_bwd_rows_per_group(agoq_cuda_sm_count(), sp.var == V_FUSED, s->rows, s->cols); /* one CTA a group, one wave */
     s->groups = (s->rows + s->rpg - 1) / s->rpg;
     s->x = agoq_cuda_random_bf16(nin, a->seed + 1, a->stream);
     s->y = agoq_cuda_random_bf16(nout, 0, a->stream);

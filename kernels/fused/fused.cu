@@ -248,10 +248,6 @@ unsigned fz_grid_cap(unsigned grid) {
 bool fz_no_fast(void) { return agoq_knob_int("AGOQ_FUSED_NO_FAST", 0, 0, 1); }
 bool fz_f6(void) { return agoq_knob_int("AGOQ_F6", 0, 0, 1); }
 int fz_f8(void) { return agoq_knob_int("AGOQ_F8", 0, 0, 1); }
-bool fz_rms_keep(bool stored) {
-    const int k = agoq_knob_int("AGOQ_RMS_KEEP", 2, 0, 2);
-    return k == 1 || (k == 2 && stored);
-}
 int fz_smem_optin(const void *kernel, size_t smem, unsigned *done, int *per_sm) {
     int dev = 0;
     cudaCheck(cudaGetDevice(&dev));

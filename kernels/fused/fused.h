@@ -93,11 +93,19 @@ int agoq_rmsnorm_fwd_cuda(const agoq_fq *q, const uint16_t *x, const uint16_t *w
 int agoq_rmsnorm_bwd_cuda(const agoq_fq *q, agoq_dqt xq, const uint16_t *x, const uint16_t *dy, const uint16_t *w,
                           int rows, int cols, float eps, int rows_per_group, uint16_t *dx, uint16_t *y,
                           float *dw_partial, void *stream);
-/* The rows_per_group agoq_rmsnorm_bwd_cuda runs fastest at on this device: groups (= CTAs, each a
- * chain of rows) filling the kernel's resident CTAs once, SMs x CTAs an SM of the staged kernel
- * it takes (stored: from a quantized copy, which keeps more registers). AGOQ_RMS_RPG=N > 0 sets
- * N instead (A/B; the step engine took 64, the benchmark ~rows / 512 before the twentieth session). */
-int agoq_rmsnorm_bwd_rows_per_group(int stored, int rows, int cols);
+/* The staged RMSNorm backward (fused_rms_bwd.cu): its resident CTAs an SM (launch bounds) at NG
+ * = 2 (rows of <= 4096 columns) or 4 groups of 8 columns a thread, keeping a row's inputs or not. */
+#define AGOQ_RMS_STAGED_CTAS(NG, KEEP) ((NG) == 2 ? ((KEEP) ? 3 : 4) : 2)
+/* AGOQ_RMS_KEEP=0|1|2 (read at every call, default 2): whether that kernel keeps a row's decoded
+ * inputs for its second pass: 0 never, 1 always, 2 with a stored (quantized) copy (`stored`),
+ * not from bf16. */
+int agoq_rmsnorm_bwd_keep(int stored);
+/* The rows_per_group agoq_rmsnorm_bwd_cuda runs fastest at on a device of `sms` SMs: groups (=
+ * CTAs, each a chain of rows) filling the kernel's resident CTAs once, sms x its CTAs an SM.
+ * A plan without a GPU passes AGOQ_PLAN_SMS. AGOQ_RMS_RPG=N > 0 sets N instead (A/B; the step
+ * engine took 64, the benchmark ~rows / 512 before the twentieth session). */
+#define AGOQ_PLAN_SMS 132 /* H100 / H200 SXM */
+int agoq_rmsnorm_bwd_rows_per_group(int sms, int stored, int rows, int cols);
 int agoq_dw_reduce_cuda(const float *partial, int groups, int cols, float *dw, void *stream);
 int agoq_swiglu_fwd_cuda(const agoq_fq *q, const uint16_t *h, int rows, int f, uint16_t *out, agoq_dqt hq, void *stream);
 int agoq_swiglu_bwd_cuda(const agoq_fq *q, agoq_dqt hq, const uint16_t *h, const uint16_t *dout, int rows, int f,

@@ -333,10 +333,6 @@ bool fz_f6(void);
  * forward's F8 kernel won (0.70 / 0.74 / 0.75 -> 0.77 / 0.81 / 0.81 at 256 MiB / 1 GiB / 4 GiB)
  * and is the only one it has since the eleventh session. (fused.cu) */
 int fz_f8(void);
-/* AGOQ_RMS_KEEP=0|1|2 (read at every launch, default 2): whether the staged RMSNorm backward
- * keeps a row's decoded inputs for its second pass (fused_rms_bwd.cu): 0 never, 1 always, 2 when
- * it reads a stored (quantized) copy, not bf16; `stored` says which. (fused.cu) */
-bool fz_rms_keep(bool stored);
 /* Dynamic shared memory above 48 KB for `kernel` (cudaFuncSetAttribute once per device: done is
  * the caller's per-kernel mask of devices, bit d; racing sets are benign); with per_sm, also its
  * resident CTAs per SM at FZ_THREADS threads with `smem` bytes (>= 1), queried once into the

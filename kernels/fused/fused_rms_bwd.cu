@@ -32,19 +32,16 @@
  * took the fused backward from 0.63 / 0.70 / 0.72 to 0.69 / 0.78 / 0.81 of copy at 256 MiB / 1
  * / 4 GiB and the bf16 one from 0.79 / 0.84 / 0.87 down to 0.73 / 0.80 / 0.82, hence 2; its first
  * form (645e9e1) changed nothing on an H100, where the kernel is memory-bound (docs/kernels.md). */
-#include <climits>
 #include <cuda_runtime.h>
 
 #include "core/check.h"
 #include "core/common.h"
-#include "core/knob.h"
 #include "kernels/fused/fused_dev.cuh"
 
 #define RMS_STAGES 3 /* shared-memory stages: RMS_STAGES - 1 rows in flight per CTA */
-/* CTAs per SM the kernel is register-bounded for: 4 (<= 64 registers) at NG = 2, where 4 CTAs
- * fit the shared memory (4 x 48 KB); 2 at NG = 4 (2 x 96 KB); AGOQ_RMS_KEEP's NG = 2 kernels 3
- * (<= 80 registers: at 64 its kept inputs spilled 8 bytes) */
-#define RMS_STAGED_CTAS(NG, KEEP) ((NG) == 2 ? ((KEEP) ? 3 : 4) : 2)
+/* CTAs per SM the kernel is register-bounded for (AGOQ_RMS_STAGED_CTAS, fused.h): 4 (<= 64
+ * registers) at NG = 2, where 4 CTAs fit the shared memory (4 x 48 KB); 2 at NG = 4 (2 x 96 KB);
+ * the NG = 2 kernels that keep a row's inputs 3 (<= 80 registers: at 64 they spilled 8 bytes) */
 
 /* One stage (one row): per owned group j and thread t, dy's 16 bytes and x's 16 bytes (bf16),
  * or in their place the group's codes (4 / 8 bytes in an 8-byte slot), its scale word and
@@ -71,7 +68,7 @@ __device__ __forceinline__ float fz_scale_of(uint32_t word, size_t blk, int bf16
 }
 
 template <bool DEQ, int DEC, int BITS, int NG, bool F6 = false, bool F8 = false, bool KEEP = false>
-__global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_STAGED_CTAS(NG, KEEP))
+__global__ void __launch_bounds__(AGOQ_ROW_THREADS, AGOQ_RMS_STAGED_CTAS(NG, KEEP))
     rms_bwd_staged_kernel(agoq_cuda_qparams p, agoq_cuda_qtensor q, const uint16_t *__restrict__ x,
                           const uint16_t *__restrict__ dy, const uint16_t *__restrict__ w, int rows, int cols,
                           float eps, int rpg, uint16_t *__restrict__ dx, uint16_t *__restrict__ y,
@@ -261,7 +258,7 @@ template <bool DEQ, int DEC, int BITS>
 static void rms_bwd_staged_pick(bool ng2, const agoq_cuda_qparams &p, const agoq_cuda_qtensor &qt, const uint16_t *x,
                                 const uint16_t *dy, const uint16_t *w, int rows, int cols, float eps, int rpg,
                                 uint16_t *dx, uint16_t *y, float *dw_partial, int log2b, cudaStream_t s) {
-    const bool keep = fz_rms_keep(DEQ), f8 = !keep && fz_f8(), f6 = !keep && !f8 && fz_f6();
+    const bool keep = agoq_rmsnorm_bwd_keep(DEQ), f8 = !keep && fz_f8(), f6 = !keep && !f8 && fz_f6();
     auto go = [&](auto ng, auto r6, auto r8, auto kp) {
         rms_bwd_staged_launch<DEQ, DEC, BITS, decltype(ng)::value, decltype(r6)::value != 0, decltype(r8)::value != 0,
                               decltype(kp)::value != 0>(p, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, log2b, s);
@@ -276,16 +273,6 @@ static void rms_bwd_staged_pick(bool ng2, const agoq_cuda_qparams &p, const agoq
     };
     if (ng2) with_ng(agoq_enc_t<2>());
     else with_ng(agoq_enc_t<4>());
-}
-
-extern "C" int agoq_rmsnorm_bwd_rows_per_group(int stored, int rows, int cols) {
-    const int fixed = agoq_knob_int("AGOQ_RMS_RPG", 0, 0, INT_MAX); /* A/B: a fixed count (the step engine had 64) */
-    if (fixed > 0) return fixed;
-    int dev = 0, sms = 0;
-    cudaCheck(cudaGetDevice(&dev));
-    cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    const int slots = sms * RMS_STAGED_CTAS(cols <= 2 * AGOQ_ROW_THREADS * 8 ? 2 : 4, fz_rms_keep(stored != 0));
-    return rows > slots ? (rows + slots - 1) / slots : 1;
 }
 
 bool fz_rms_bwd_staged(const agoq_fq *q, agoq_dqt xq, const uint16_t *x, const uint16_t *dy, const uint16_t *w,

@@ -1,8 +1,10 @@
 /* RMSNorm forward (bf16 output + quantized copy of the input) and backward with recomputation
  * (dequantize, recompute rstd and the normalized output, then dx and dweight partials).
  * The specification of kernels/fused/fused.cu's RMSNorm kernels; math in fused_math.h. */
+#include <limits.h>
 #include <stdlib.h>
 
+#include "core/knob.h"
 #include "kernels/fused/fused.h"
 #include "kernels/fused/fused_math.h"
 
@@ -48,4 +50,19 @@ void agoq_rmsnorm_bwd_ref(const agoq_qconfig *qc, const agoq_qtensor *xq, const 
     }
     free(xf);
     free(g);
+}
+
+/* ---- the CUDA backward's launch shape, on the host (the step engine's plan needs it without a
+ * GPU) ---- */
+int agoq_rmsnorm_bwd_keep(int stored) {
+    const int k = agoq_knob_int("AGOQ_RMS_KEEP", 2, 0, 2);
+    return k == 1 || (k == 2 && stored);
+}
+
+int agoq_rmsnorm_bwd_rows_per_group(int sms, int stored, int rows, int cols) {
+    const int fixed = agoq_knob_int("AGOQ_RMS_RPG", 0, 0, INT_MAX);
+    if (fixed > 0) return fixed;
+    const int ng = cols <= 2 * AGOQ_ROW_THREADS * 8 ? 2 : 4;
+    const int slots = (sms > 0 ? sms : AGOQ_PLAN_SMS) * AGOQ_RMS_STAGED_CTAS(ng, agoq_rmsnorm_bwd_keep(stored));
+    return rows > slots ? (rows + slots - 1) / slots : 1;
 }
