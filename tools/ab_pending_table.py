@@ -120,3 +120,14 @@ if rp:
         sub = {k: {'64': r[what + ' 64'], '0': r[what + ' 0']} for k, r in rp.items() if what + ' 64' in r and what + ' 0' in r}
         print(' ', what, end='')
         summary(sub, '64', ['0'], higher=False)
+# adamw: adamw<LUT><GRID>[b].json, the step's optimizer time (op_ms) per AGOQ_ADAMW_LUT / _GRID
+aw = {}
+for f in sorted(glob.glob(D + '/adamw[01][01]*.json')):
+    v = os.path.basename(f)[5:7]
+    for rec in json.load(open(f))['records']:
+        aw.setdefault((rec['name'], rec['seq']), {}).setdefault(v, []).append(rec['op_ms']['optimizer'])
+if aw:
+    print('optimizer ms per AGOQ_ADAMW_LUT, AGOQ_ADAMW_GRID (00 = before, 11 = default), two rounds')
+    for k in sorted(aw):
+        print(*k, '|', ' | '.join('%s: %s' % (v, ' '.join('%.3f' % x for x in aw[k][v])) for v in sorted(aw[k])))
+    summary(aw, '00', ['10', '01', '11'], higher=False)
