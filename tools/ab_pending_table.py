@@ -120,7 +120,8 @@ if rp:
         sub = {k: {'64': r[what + ' 64'], '0': r[what + ' 0']} for k, r in rp.items() if what + ' 64' in r and what + ' 0' in r}
         print(' ', what, end='')
         summary(sub, '64', ['0'], higher=False)
-# adamw: adamw<LUT><GRID>[b].json, the step's optimizer time (op_ms) per AGOQ_ADAMW_LUT / _GRID
+# adamw (a5084ea's part, removed after its run, results/h100/logs/s20_a5084ea/): adamw<LUT><GRID>[b].json,
+# the step's optimizer time (op_ms) per AGOQ_ADAMW_LUT / _GRID
 aw = {}
 for f in sorted(glob.glob(D + '/adamw[01][01]*.json')):
     v = os.path.basename(f)[5:7]

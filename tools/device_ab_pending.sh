@@ -45,9 +45,6 @@
 #   rpg     the RMSNorm backward's row groups (twentieth session: SMs x resident CTAs, one wave,
 #           agoq_rmsnorm_bwd_rows_per_group; the step engine took 64 rows a group, 64 CTAs at
 #           4096 tokens): experiments/step_llama2_7b.json with AGOQ_RMS_RPG=64, unset, unset, 64 ~2 min
-#   adamw   the 8-bit optimizer (twentieth session): its GPU tests, then experiments/step_adamw_q.json
-#           with AGOQ_ADAMW_LUT x AGOQ_ADAMW_GRID = 00 (before), 10, 01, 11 (the defaults), then in
-#           reverse; the records' op_ms.optimizer                                            ~1 min
 #   ncu17   ncu of one 7B FC1 launch (4096 tokens) with AGOQ_WG_CLUSTER=1 and =2, and every
 #           MEMBAR / CCTL in the binary's SASS                                               ~1 min
 # Everything into one archive, $OUT/r.tgz (the device tool returns at most 8 files a call).
@@ -150,15 +147,6 @@ for part in "$@"; do
         AGOQ_RMS_RPG=${v%b} timeout 120 "$B/agoq" run experiments/step_llama2_7b.json --backend cuda \
           --out "$R/step7b_rpg$v.json" > "$R/step7b_rpg$v.log" 2>&1
         rc_of "step7b rpg$v" $?
-      done ;;
-    adamw)
-      timeout 120 env AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" cuda_adamw > "$R/test_adamw.log" 2>&1
-      rc_of "tests cuda_adamw" $?; tail -1 "$R/test_adamw.log" | tee -a "$R/call.log"
-      for v in 00 10 01 11 11b 01b 10b 00b; do # AGOQ_ADAMW_LUT, AGOQ_ADAMW_GRID
-        l=${v:0:1}; g=${v:1:1}
-        AGOQ_ADAMW_LUT=$l AGOQ_ADAMW_GRID=$g timeout 60 "$B/agoq" run experiments/step_adamw_q.json --backend cuda \
-          --out "$R/adamw$v.json" > "$R/adamw$v.log" 2>&1
-        rc_of "adamw$v" $?
       done ;;
     ncu17)
       for v in 1 2; do # the first wg_kernel launch of gemm_wg_ncu.json: 7B FC1, 4096 tokens

@@ -11,7 +11,6 @@
 
 #include "core/check.h"
 #include "core/common.h"
-#include "core/knob.h"
 #include "kernels/optim/adamw_dev.cuh"
 #include "kernels/optim/adamw_q.h"
 #include "kernels/quant/quant_device.cuh"
@@ -32,20 +31,13 @@ __device__ __forceinline__ void requant_group(const agoq_cuda_qparams &pm, const
     if (pos == 0) agoq_dev_store_params(pm, q, blk, s, zm);
 }
 
-/* LUTS: the table encoder's LUT staged in shared memory (22 KB), as the quantizers stage it;
- * without, it reads the device table's through L1 (AGOQ_ADAMW_LUT, agoq_adamw_q_cuda). */
-template <int ENCM, int DECM, int DECG, bool LUTS>
+template <int ENCM, int DECM, int DECG>
 __global__ void __launch_bounds__(AGOQ_QUANT_THREADS)
     adamw_q_kernel(agoq_adamw_dev_hp h, agoq_cuda_qparams pm, agoq_cuda_qparams pg, const float *g32,
                    agoq_cuda_qtensor g8, agoq_cuda_qtensor m, agoq_cuda_qtensor v, float *p, uint16_t *w, size_t n,
                    int vec) {
     __shared__ agoq_smem_table tm, tg;
-    if constexpr (ENCM == AGOQ_ENC_TABLE && LUTS) {
-        __shared__ uint2 lut[AGOQ_TAB_LUT_MAX];
-        agoq_dev_load_table(&tm, pm.table, lut);
-    } else if constexpr (ENCM == AGOQ_ENC_TABLE || DECM == AGOQ_ENC_TABLE) {
-        agoq_dev_load_table(&tm, pm.table);
-    }
+    if constexpr (ENCM == AGOQ_ENC_TABLE || DECM == AGOQ_ENC_TABLE) agoq_dev_load_table(&tm, pm.table);
     if constexpr (DECG == AGOQ_ENC_TABLE) agoq_dev_load_table(&tg, pg.table);
     __syncthreads();
     const size_t B = (size_t)pm.block;
@@ -107,26 +99,12 @@ extern "C" int agoq_adamw_q_cuda(const agoq_adamw_hp *hp, const agoq_qconfig *gc
     const agoq_adamw_dev_hp h = agoq_adamw_dev_hp_make(hp);
     const size_t G = (size_t)mc->block / 8, blocks = (n + (size_t)mc->block - 1) / (size_t)mc->block;
     const size_t warps = (blocks + 32 / G - 1) / (32 / G);
-    /* Twentieth session, A/B (read at every call): AGOQ_ADAMW_LUT=0|1 (default 1) the table
-     * encoder's LUT in shared memory (1) or read through L1 (0, what it did before);
-     * AGOQ_ADAMW_GRID=0|1 (default 1) the grid the kernel keeps resident (1: one wave of the
-     * grid-stride loop) or 8 CTAs an SM (0, before: ~2.7 waves at its 3 CTAs an SM by registers,
-     * the last one partial) */
-    const bool luts = agoq_knob_int("AGOQ_ADAMW_LUT", 1, 0, 1) != 0, resident = agoq_knob_int("AGOQ_ADAMW_GRID", 1, 0, 1) != 0;
-    auto go = [&](auto kernel_c) {
-        constexpr auto k = decltype(kernel_c)::value;
-        const unsigned grid = resident ? agoq_grid_resident<k>(warps) : agoq_grid_for(warps * 32);
-        k<<<grid, AGOQ_QUANT_THREADS, 0, (cudaStream_t)stream>>>(h, pm, pg, g32, gq, *m, *v, p, w, n, vec);
-    };
     dispatch_grad(gc, pg, [&](auto dg) {
         agoq_dispatch_enc(pm.enc, [&](auto enc) {
             constexpr int E = decltype(enc)::value, D = decltype(dg)::value;
-            if constexpr (E == AGOQ_ENC_TABLE) {
-                if (luts) go(std::integral_constant<decltype(&adamw_q_kernel<E, E, D, true>), &adamw_q_kernel<E, E, D, true>>());
-                else go(std::integral_constant<decltype(&adamw_q_kernel<E, E, D, false>), &adamw_q_kernel<E, E, D, false>>());
-            } else if constexpr (E == AGOQ_ENC_INT_SYM || E == AGOQ_ENC_FP8_E4M3) {
-                go(std::integral_constant<decltype(&adamw_q_kernel<E, E, D, false>), &adamw_q_kernel<E, E, D, false>>());
-            }
+            if constexpr (E == AGOQ_ENC_INT_SYM || E == AGOQ_ENC_FP8_E4M3 || E == AGOQ_ENC_TABLE)
+                adamw_q_kernel<E, E, D><<<agoq_grid_for(warps * 32), AGOQ_QUANT_THREADS, 0, (cudaStream_t)stream>>>(
+                    h, pm, pg, g32, gq, *m, *v, p, w, n, vec);
         });
     });
     cudaCheckLaunch();
