@@ -270,3 +270,33 @@ TEST(fused_experiment_files_validate_and_bad_key_is_named) {
     CHECK_MSG(strstr(out, "bad_fused.json: key 'config.cols'") != NULL, "%s", out);
     CHECK(!agoq_test_file_exists(res));
 }
+
+/* The RMSNorm backward's row groups (fused.h): one CTA a group, at most the resident CTAs (SMs x
+ * 4, or 3 when it keeps a stored copy's inputs, 2 past 4096 columns), as few rows a group as
+ * that allows; the knobs AGOQ_RMS_KEEP and AGOQ_RMS_RPG. */
+TEST(fused_rmsnorm_bwd_row_groups_fill_one_wave) {
+    unsetenv("AGOQ_RMS_KEEP");
+    unsetenv("AGOQ_RMS_RPG");
+    static const int rows[] = {1, 100, 395, 396, 397, 4096, 16384, 262144, 1000003};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        for (int stored = 0; stored <= 1; stored++)
+            for (int cols = 4096; cols <= 8192; cols += 4096) {
+                const int slots = 132 * (cols > 4096 ? 2 : stored ? 3 : 4);
+                const int rpg = agoq_rmsnorm_bwd_rows_per_group(132, stored, rows[i], cols);
+                const int groups = (rows[i] + rpg - 1) / rpg;
+                CHECK_MSG(rpg >= 1 && groups <= slots && (rpg == 1 || (rows[i] + rpg - 2) / (rpg - 1) > slots),
+                          "rows %d stored %d cols %d: %d rows a group, %d groups, %d slots", rows[i], stored, cols,
+                          rpg, groups, slots);
+            }
+    CHECK(agoq_rmsnorm_bwd_rows_per_group(132, 1, 262144, 4096) == 662); /* 396 groups */
+    CHECK(agoq_rmsnorm_bwd_rows_per_group(0, 0, 262144, 4096) == 497);  /* AGOQ_PLAN_SMS: 528 */
+    CHECK(agoq_rmsnorm_bwd_keep(1) && !agoq_rmsnorm_bwd_keep(0));
+    setenv("AGOQ_RMS_KEEP", "1", 1);
+    CHECK(agoq_rmsnorm_bwd_keep(0) && agoq_rmsnorm_bwd_rows_per_group(132, 0, 262144, 4096) == 662);
+    setenv("AGOQ_RMS_KEEP", "0", 1);
+    CHECK(!agoq_rmsnorm_bwd_keep(1) && agoq_rmsnorm_bwd_rows_per_group(132, 1, 262144, 4096) == 497);
+    unsetenv("AGOQ_RMS_KEEP");
+    setenv("AGOQ_RMS_RPG", "64", 1);
+    CHECK(agoq_rmsnorm_bwd_rows_per_group(132, 1, 4096, 4096) == 64);
+    unsetenv("AGOQ_RMS_RPG");
+}
