@@ -100,8 +100,9 @@ int agoq_rmsnorm_bwd_cuda(const agoq_fq *q, agoq_dqt xq, const uint16_t *x, cons
  * inputs for its second pass: 0 never, 1 always, 2 with a stored (quantized) copy (`stored`),
  * not from bf16. */
 int agoq_rmsnorm_bwd_keep(int stored);
-/* The rows_per_group agoq_rmsnorm_bwd_cuda runs fastest at on a device of `sms` SMs: groups (=
- * CTAs, each a chain of rows) filling the kernel's resident CTAs once, sms x its CTAs an SM.
+/* A rows_per_group for agoq_rmsnorm_bwd_cuda on a device of `sms` SMs: as few rows a group as
+ * keep the groups (= CTAs, each a chain of rows) within one wave of the kernel's resident CTAs,
+ * sms x its CTAs an SM (the step engine and the benchmark take it).
  * A plan without a GPU passes AGOQ_PLAN_SMS. AGOQ_RMS_RPG=N > 0 sets N instead (A/B; the step
  * engine took 64, the benchmark ~rows / 512 before the twentieth session). */
 #define AGOQ_PLAN_SMS 132 /* H100 / H200 SXM */
