@@ -153,12 +153,6 @@ extern "C" void step_dev_sync(void) { cudaCheck(cudaDeviceSynchronize()); }
 extern "C" void step_dev_meminfo(size_t *free_bytes, size_t *total_bytes) {
     cudaCheck(cudaMemGetInfo(free_bytes, total_bytes));
 }
-extern "C" int step_dev_sm_count(void) {
-    int dev = 0, n = 0;
-    cudaCheck(cudaGetDevice(&dev));
-    cudaCheck(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
-    return n;
-}
 extern "C" void *step_dev_stream_create(void) {
     cudaStream_t s;
     cudaCheck(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

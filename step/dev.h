@@ -34,7 +34,6 @@ void step_dev_d2h(void *dst, const void *src, size_t bytes);
 void step_dev_h2d(void *dst, const void *src, size_t bytes); /* synchronous */
 void step_dev_sync(void);
 void step_dev_meminfo(size_t *free_bytes, size_t *total_bytes);
-int step_dev_sm_count(void); /* the current device's */
 void *step_dev_stream_create(void);
 void step_dev_stream_destroy(void *s);
 void *step_dev_event_create(void);

@@ -71,7 +71,7 @@ int step_engine_open(step_engine *e, const agoq_step_config *c, void *base, size
     e->cfg = c;
     e->dry = base == NULL;
 #if AGOQ_HAVE_CUDA
-    e->sms = c->dry ? AGOQ_PLAN_SMS : step_dev_sm_count(); /* a real run's sizing pass too */
+    e->sms = c->dry ? AGOQ_PLAN_SMS : agoq_cuda_sm_count(); /* a real run's sizing pass too */
 #else
     e->sms = AGOQ_PLAN_SMS;
 #endif

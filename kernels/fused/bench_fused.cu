@@ -38,7 +38,6 @@
 #include "kernels/fused/fused.h"
 #include "kernels/fused/fused_tol.h"
 #include "kernels/quant/quant_cuda.h"
-#include "kernels/quant/quant_launch.cuh"
 
 enum { OP_RMS, OP_SWIGLU, OP_GELU };
 enum { V_BF16, V_UNFUSED, V_FUSED };

@@ -158,6 +158,7 @@ void agoq_cuda_h2d(void *dst, const void *src, size_t bytes); /* synchronous */
 void agoq_cuda_d2h(void *dst, const void *src, size_t bytes); /* synchronous */
 void agoq_cuda_memset(void *p, int byte, size_t bytes, void *stream);
 void agoq_cuda_sync(void *stream);                         /* cudaStreamSynchronize */
+int agoq_cuda_sm_count(void);                              /* SMs of the current device (cached) */
 /* Benchmark inputs on the device: approximately N(0, 1) from a counter hash (not bit-exact
  * with rng.h; the tests upload host data instead). */
 void agoq_cuda_fill_normal_f32(float *x, size_t n, uint64_t seed, void *stream);

@@ -11,8 +11,6 @@
 #include "kernels/quant/quant_device.cuh"
 #include "kernels/quant/quant_tile.cuh"
 
-/* SM count of the current device (cached). */
-int agoq_cuda_sm_count(void);
 /* Plane checks shared by every entry point: 0, or -1 after a one-line message naming fn. */
 int agoq_cuda_check_qtensor(const char *fn, const agoq_qconfig *c, const agoq_cuda_qtensor *q);
 
