@@ -132,3 +132,42 @@ if aw:
     for k in sorted(aw):
         print(*k, '|', ' | '.join('%s: %s' % (v, ' '.join('%.3f' % x for x in aw[k][v])) for v in sorted(aw[k])))
     summary(aw, '00', ['10', '01', '11'], higher=False)
+def intercept(pts):
+    """The intercept of the least-squares line through the points (x, y)."""
+    mx = sum(p[0] for p in pts) / len(pts)
+    my = sum(p[1] for p in pts) / len(pts)
+    slope = sum((p[0] - mx) * (p[1] - my) for p in pts) / sum((p[0] - mx) ** 2 for p in pts)
+    return my - slope * mx
+# stage: stage{new,old,oldb,newb}.json (the batched table staging against the binaries before it):
+# median ms per run, per (case, format, MiB), and per (case, format) the fixed cost a call: the
+# intercept of a least-squares line through (elements, ms) from 64 MiB
+st = {}
+for v in ['new', 'old', 'oldb', 'newb']:
+    f = '%s/stage%s.json' % (D, v)
+    if os.path.exists(f):
+        for rec in json.load(open(f))['records']:
+            if rec.get('case') != 'copy_d2d':
+                key = (rec['case'], rec.get('format', ''), rec['bytes'] >> 20)
+                st.setdefault(key, {}).setdefault(v.rstrip('b'), []).append((rec['n'], rec['median_ms']))
+if st:
+    print('median ms per run (new old old new) per case, format, MiB')
+    for k in sorted(st):
+        print(*k, '|', ' | '.join('%s: %s' % (v, ' '.join('%.4f' % x[1] for x in st[k][v])) for v in sorted(st[k])))
+    for v in ['old', 'new']:
+        fits = {}
+        for k, row in st.items():
+            if k[2] >= 64 and v in row:
+                fits.setdefault(k[:2], []).extend(row[v])
+        print('fixed cost a call (us), %s:' % v,
+              ', '.join('%s %s %.1f' % (c, f, 1e3 * intercept(pts)) for (c, f), pts in sorted(fits.items()) if len(pts) >= 4))
+    summary({k: {v: [x[1] for x in r] for v, r in row.items()} for k, row in st.items()}, 'old', ['new'], higher=False)
+ss = {}
+for v in ['new', 'old']:
+    f = '%s/stagestep_%s.json' % (D, v)
+    if os.path.exists(f):
+        for rec in json.load(open(f))['records']:
+            ss.setdefault((rec['name'], rec['seq']), {})[v] = (rec['op_ms']['grad_store'], rec['step_ms'])
+if ss:
+    print('step_llama2_7b grad_store ms and step ms, new | old')
+    for k in sorted(ss):
+        print(*k, '|', ' | '.join('%s: %.3f %.2f' % (v, *ss[k][v]) for v in sorted(ss[k])))

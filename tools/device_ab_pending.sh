@@ -45,6 +45,12 @@
 #   rpg     the RMSNorm backward's row groups (twentieth session: SMs x resident CTAs, one wave,
 #           agoq_rmsnorm_bwd_rows_per_group; the step engine took 64 rows a group, 64 CTAs at
 #           4096 tokens): experiments/step_llama2_7b.json with AGOQ_RMS_RPG=64, unset, unset, 64 ~2 min
+#   stage   the table staging of every CTA's prologue in batches of loads (twenty-first session:
+#           agoq_dev_stage_words; the LUT, the replicated value table, the table) against the
+#           binaries before it, carried as .carry/old.tar.xz (tools/device_pack.sh's archive of
+#           the previous commit): the quantizers, the 8-bit gradient kernels (accumulate, reduce)
+#           for dyn8, nf4 and int8 (no table: the control) at 16 MiB .. 1 GiB by factors of 2,
+#           new, old, old, new; then experiments/step_llama2_7b.json new, old (grad_store)   ~4 min
 #   ncu17   ncu of one 7B FC1 launch (4096 tokens) with AGOQ_WG_CLUSTER=1 and =2, and every
 #           MEMBAR / CCTL in the binary's SASS                                               ~1 min
 # Everything into one archive, $OUT/r.tgz (the device tool returns at most 8 files a call).
@@ -147,6 +153,22 @@ for part in "$@"; do
         AGOQ_RMS_RPG=${v%b} timeout 120 "$B/agoq" run experiments/step_llama2_7b.json --backend cuda \
           --out "$R/step7b_rpg$v.json" > "$R/step7b_rpg$v.log" 2>&1
         rc_of "step7b rpg$v" $?
+      done ;;
+    stage)
+      O_B=$PWD/.carry/xo/bd
+      [ -x "$O_B/agoq" ] || { rm -rf .carry/xo && mkdir -p .carry/xo && tar -C .carry/xo -xJf .carry/old.tar.xz; }
+      echo "stage: new $(cat "$B/commit.stamp"), old $(cat "$O_B/commit.stamp")" | tee -a "$R/call.log"
+      for v in new old oldb newb; do
+        b=$B; [ "${v%b}" = old ] && b=$O_B
+        timeout 150 "$b/agoq" kernels -n 20 -w 3 -q --cases quant,grad8 --formats dyn8,nf4,int8 -b 16M -e 1G -f 2 \
+          -o "$R/stage$v.json" > "$R/stage$v.log" 2>&1
+        rc_of "stage$v" $?
+      done
+      for v in new old; do
+        b=$B; [ "$v" = old ] && b=$O_B
+        timeout 120 "$b/agoq" run experiments/step_llama2_7b.json --backend cuda --out "$R/stagestep_$v.json" \
+          > "$R/stagestep_$v.log" 2>&1
+        rc_of "stagestep $v" $?
       done ;;
     ncu17)
       for v in 1 2; do # the first wg_kernel launch of gemm_wg_ncu.json: 7B FC1, 4096 tokens

@@ -42,26 +42,46 @@ struct agoq_smem_table {
     const uint2 *lut;    /* tab_lut.h entries: a shared copy (AGOQ_STAGE_TABLE_LUT) or the device table's */
 };
 
+/* Copies n words into shared memory, dst[i] = src[i / R], with every load of a batch of B per
+ * thread issued before its stores (read-only loads, __ldg): the copy costs about ceil(n / (B *
+ * nthreads)) round trips to L2 / DRAM instead of one per 4 words a thread, which ptxas's unrolled
+ * loop of load / store pairs took (a CTA's prologue before any streaming: with a resident grid
+ * every CTA waits it at once, a fixed cost a call; twenty-first session). */
+template <int B, int R = 1, typename T>
+__device__ __forceinline__ void agoq_dev_stage_words(T *dst, const T *__restrict__ src, int n, int tid, int nthreads) {
+    for (int i0 = tid; i0 < n; i0 += B * nthreads) {
+        T r[B];
+#pragma unroll
+        for (int k = 0; k < B; k++)
+            if (i0 + k * nthreads < n) r[k] = __ldg(src + (i0 + k * nthreads) / R);
+#pragma unroll
+        for (int k = 0; k < B; k++)
+            if (i0 + k * nthreads < n) dst[i0 + k * nthreads] = r[k];
+    }
+}
+
 /* All threads of the CTA copy the table (g may be NULL: nothing to do) and, given `lut` (shared,
  * AGOQ_TAB_LUT_MAX entries), its LUT; without, the encoders read the device table's LUT (22 KB,
- * through L1). The caller then __syncthreads() before use. */
+ * through L1). Every load of the table's four arrays is issued before their stores, the LUT's
+ * in batches (agoq_dev_stage_words). The caller then __syncthreads() before use. */
 __device__ __forceinline__ void agoq_dev_load_table(agoq_smem_table *s, const agoq_dev_table *g,
                                                     uint2 *lut = nullptr) {
     if (!g) return;
     const int tid = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
     const int nthreads = (int)(blockDim.x * blockDim.y * blockDim.z), nc = g->ncodes;
     for (int i = tid; i < nc; i += nthreads) {
-        s->sorted[i] = g->sorted[i];
-        s->mid[i] = g->mid[i];
-        s->value[i] = g->value[i];
-        s->code[i] = g->sorted_code[i];
+        const float so = __ldg(&g->sorted[i]), mi = __ldg(&g->mid[i]), va = __ldg(&g->value[i]);
+        const uint8_t co = __ldg(&g->sorted_code[i]);
+        s->sorted[i] = so;
+        s->mid[i] = mi;
+        s->value[i] = va;
+        s->code[i] = co;
     }
     if (tid == 0) {
         s->n = g->nsorted;
         s->lut = lut ? lut : (const uint2 *)g->lut.e;
     }
-    if (lut)
-        for (int i = tid, ne = 2 * g->lut.nb; i < ne; i += nthreads) lut[i] = ((const uint2 *)g->lut.e)[i];
+    if (lut) agoq_dev_stage_words<12>(lut, (const uint2 *)g->lut.e, 2 * g->lut.nb, tid, nthreads);
 }
 /* A kernel's table prologue, inside a CTA-uniform branch (a compile-time condition, or kernel
  * parameters): agoq_dev_load_table, then the CTA barrier. */

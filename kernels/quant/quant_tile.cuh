@@ -440,8 +440,8 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS_OPT(ENC
     constexpr int kVrep = agoq_src_vrep<Src>::value; /* replicas of the value table, 0: none */
     static_assert(kVrep == 0 || kVrep == AGOQ_VREP, "the replicated value table has AGOQ_VREP replicas");
     if constexpr (kVrep != 0) { /* Src::kTable: synchronised below */
-        float *vrep = agoq_tile_vrep();
-        for (int i = (int)threadIdx.x; i < 256 * kVrep; i += (int)blockDim.x) vrep[i] = p.table->value[i / kVrep];
+        agoq_dev_stage_words<kVrep, kVrep>(agoq_tile_vrep(), p.table->value, 256 * kVrep, (int)threadIdx.x,
+                                           (int)blockDim.x);
     }
     constexpr bool kGrid = ENC == AGOQ_ENC_TABLE && (OPT & AGOQ_TILE_OPT_GRID) != 0;
     constexpr bool kLutSmem = ENC == AGOQ_ENC_TABLE && (kVrep != 0 || (!kGrid && (OPT & AGOQ_TILE_OPT_Q8)));

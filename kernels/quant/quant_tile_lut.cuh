@@ -28,8 +28,8 @@ __device__ __forceinline__ uint32_t *agoq_tile_lut32_smem() {
 }
 /* All threads of the CTA; then __syncthreads(). */
 __device__ __forceinline__ void agoq_tile_stage_lut(const agoq_cuda_qparams &p) {
-    const uint2 *g = (const uint2 *)p.table->lut.e;
-    for (int i = (int)threadIdx.x, ne = 2 * p.tab_nb; i < ne; i += (int)blockDim.x) agoq_tile_lut_smem()[i] = g[i];
+    agoq_dev_stage_words<12>(agoq_tile_lut_smem(), (const uint2 *)p.table->lut.e, 2 * p.tab_nb, (int)threadIdx.x,
+                             (int)blockDim.x);
 }
 __device__ __forceinline__ uint32_t agoq_tile_table_pos(const agoq_cuda_qparams &p, float y) {
     const int i = agoq_tab_lut_index(p.tab_shift, p.tab_base, p.tab_nb, p.tab_lo, p.tab_hi, y);
@@ -47,9 +47,8 @@ __device__ __forceinline__ uint2 *agoq_tile_grid_smem() {
 }
 /* All threads of the CTA; then __syncthreads(). */
 __device__ __forceinline__ void agoq_tile_stage_grid(const agoq_cuda_qparams &p) {
-    uint2 *g = agoq_tile_grid_smem();
-    const uint2 *src = (const uint2 *)p.table->grid.e;
-    for (int i = (int)threadIdx.x, ne = (int)agoq_tab_grid_mask(p.tab_gk); i <= ne; i += (int)blockDim.x) g[i] = src[i];
+    agoq_dev_stage_words<1>(agoq_tile_grid_smem(), (const uint2 *)p.table->grid.e, (int)agoq_tab_grid_mask(p.tab_gk) + 1,
+                            (int)threadIdx.x, (int)blockDim.x);
 }
 __device__ __forceinline__ uint32_t agoq_tile_grid_pos(const agoq_cuda_qparams &p, float y) {
     const uint2 e = agoq_tile_grid_smem()[agoq_tab_grid_index(p.tab_gk, agoq_tab_grid_mask(p.tab_gk), y)];
