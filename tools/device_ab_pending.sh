@@ -49,8 +49,8 @@
 #           agoq_dev_stage_words; the LUT, the replicated value table, the table) against the
 #           binaries before it, carried as .carry/old.tar.xz (tools/device_pack.sh's archive of
 #           the previous commit): the quantizers, the 8-bit gradient kernels (accumulate, reduce)
-#           for dyn8, nf4 and int8 (no table: the control) at 16 MiB .. 1 GiB by factors of 2,
-#           new, old, old, new; then experiments/step_llama2_7b.json new, old (grad_store)   ~4 min
+#           for dyn8, nf4 and int8 (no table: the control) at 16 MiB .. 1 GiB by factors of 4,
+#           new, old, old, new; then experiments/step_llama2_7b.json new, old (grad_store)   ~3 min
 #   ncu17   ncu of one 7B FC1 launch (4096 tokens) with AGOQ_WG_CLUSTER=1 and =2, and every
 #           MEMBAR / CCTL in the binary's SASS                                               ~1 min
 # Everything into one archive, $OUT/r.tgz (the device tool returns at most 8 files a call).
@@ -160,7 +160,8 @@ for part in "$@"; do
       echo "stage: new $(cat "$B/commit.stamp"), old $(cat "$O_B/commit.stamp")" | tee -a "$R/call.log"
       for v in new old oldb newb; do
         b=$B; [ "${v%b}" = old ] && b=$O_B
-        timeout 150 "$b/agoq" kernels -n 20 -w 3 -q --cases quant,grad8 --formats dyn8,nf4,int8 -b 16M -e 1G -f 2 \
+        timeout 150 "$b/agoq" kernels -n 20 -w 3 -q --formats dyn8,nf4,int8 -b 16M -e 1G -f 4 \
+          --cases quantize_f32,quantize_bf16,grad_accumulate_f32,grad_accumulate_bf16,grad_reduce \
           -o "$R/stage$v.json" > "$R/stage$v.log" 2>&1
         rc_of "stage$v" $?
       done
