@@ -167,6 +167,7 @@ struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTA
     static constexpr bool kTable = DEC == AGOQ_ENC_TABLE;
     static constexpr int kVrep = kTable ? VREP : 0;
     static constexpr bool kLoadB = LD != 0; /* load_tile_b (below): AGOQ_RED_LD */
+    static constexpr int kStageB = 0;       /* the plain table copies (quant_tile.cuh agoq_src_stage_b) */
     using scales_t = agoq_tile_scales<8, DEC == AGOQ_ENC_INT_ASYM, RED_U>;
     chunk_view in[AGOQ_CUDA_MAX_CHUNKS];
     int nin, log2b;

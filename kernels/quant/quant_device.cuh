@@ -49,6 +49,7 @@ struct agoq_smem_table {
  * every CTA waits it at once, a fixed cost a call; twenty-first session). */
 template <int B, int R = 1, typename T>
 __device__ __forceinline__ void agoq_dev_stage_words(T *dst, const T *__restrict__ src, int n, int tid, int nthreads) {
+    static_assert(B > 0, "a batch of at least one load a thread");
     for (int i0 = tid; i0 < n; i0 += B * nthreads) {
         T r[B];
 #pragma unroll
@@ -64,11 +65,20 @@ __device__ __forceinline__ void agoq_dev_stage_words(T *dst, const T *__restrict
  * AGOQ_TAB_LUT_MAX entries), its LUT; without, the encoders read the device table's LUT (22 KB,
  * through L1). Every load of the table's four arrays is issued before their stores, the LUT's
  * in batches (agoq_dev_stage_words). The caller then __syncthreads() before use. */
+template <bool BATCH = true> /* false: the plain loop (a load / store pair an array; quant_tile.cuh kStageB) */
 __device__ __forceinline__ void agoq_dev_load_table(agoq_smem_table *s, const agoq_dev_table *g,
                                                     uint2 *lut = nullptr) {
     if (!g) return;
     const int tid = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
     const int nthreads = (int)(blockDim.x * blockDim.y * blockDim.z), nc = g->ncodes;
+    if constexpr (!BATCH)
+        for (int i = tid; i < nc; i += nthreads) {
+            s->sorted[i] = g->sorted[i];
+            s->mid[i] = g->mid[i];
+            s->value[i] = g->value[i];
+            s->code[i] = g->sorted_code[i];
+        }
+    else
     for (int i = tid; i < nc; i += nthreads) {
         const float so = __ldg(&g->sorted[i]), mi = __ldg(&g->mid[i]), va = __ldg(&g->value[i]);
         const uint8_t co = __ldg(&g->sorted_code[i]);

@@ -26,10 +26,14 @@ __device__ __forceinline__ uint32_t *agoq_tile_lut32_smem() {
     __shared__ uint32_t lut32[AGOQ_TAB_LUT_MAX];
     return lut32;
 }
-/* All threads of the CTA; then __syncthreads(). */
+/* All threads of the CTA; then __syncthreads(). B: agoq_dev_stage_words's batch (0: the plain loop). */
+template <int B = 12>
 __device__ __forceinline__ void agoq_tile_stage_lut(const agoq_cuda_qparams &p) {
-    agoq_dev_stage_words<12>(agoq_tile_lut_smem(), (const uint2 *)p.table->lut.e, 2 * p.tab_nb, (int)threadIdx.x,
-                             (int)blockDim.x);
+    const uint2 *g = (const uint2 *)p.table->lut.e;
+    if constexpr (B == 0)
+        for (int i = (int)threadIdx.x, ne = 2 * p.tab_nb; i < ne; i += (int)blockDim.x) agoq_tile_lut_smem()[i] = g[i];
+    else
+        agoq_dev_stage_words<B>(agoq_tile_lut_smem(), g, 2 * p.tab_nb, (int)threadIdx.x, (int)blockDim.x);
 }
 __device__ __forceinline__ uint32_t agoq_tile_table_pos(const agoq_cuda_qparams &p, float y) {
     const int i = agoq_tab_lut_index(p.tab_shift, p.tab_base, p.tab_nb, p.tab_lo, p.tab_hi, y);
