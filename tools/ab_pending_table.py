@@ -142,7 +142,7 @@ def intercept(pts):
 # median ms per run, per (case, format, MiB), and per (case, format) the fixed cost a call: the
 # intercept of a least-squares line through (elements, ms) from 64 MiB
 st = {}
-for v in ['new', 'old', 'oldb', 'newb']:
+for v in ['new', 'mid', 'old', 'oldb', 'midb', 'newb']:
     f = '%s/stage%s.json' % (D, v)
     if os.path.exists(f):
         for rec in json.load(open(f))['records']:
@@ -150,17 +150,21 @@ for v in ['new', 'old', 'oldb', 'newb']:
                 key = (rec['case'], rec.get('format', ''), rec['bytes'] >> 20)
                 st.setdefault(key, {}).setdefault(v.rstrip('b'), []).append((rec['n'], rec['median_ms']))
 if st:
-    print('median ms per run (new old old new) per case, format, MiB')
+    print('median ms per run (new [mid] old old [mid] new) per case, format, MiB')
     for k in sorted(st):
         print(*k, '|', ' | '.join('%s: %s' % (v, ' '.join('%.4f' % x[1] for x in st[k][v])) for v in sorted(st[k])))
-    for v in ['old', 'new']:
+    for v in [v for v in ['old', 'mid', 'new'] if any(v in row for row in st.values())]:
         fits = {}
         for k, row in st.items():
             if k[2] >= 64 and v in row:
                 fits.setdefault(k[:2], []).extend(row[v])
         print('fixed cost a call (us), %s:' % v,
               ', '.join('%s %s %.1f' % (c, f, 1e3 * intercept(pts)) for (c, f), pts in sorted(fits.items()) if len(pts) >= 4))
-    summary({k: {v: [x[1] for x in r] for v, r in row.items()} for k, row in st.items()}, 'old', ['new'], higher=False)
+    runs = {v for row in st.values() for v in row}
+    summary({k: {v: [x[1] for x in r] for v, r in row.items()} for k, row in st.items()}, 'old',
+            [v for v in ['mid', 'new'] if v in runs], higher=False)
+    if 'mid' in runs:
+        summary({k: {v: [x[1] for x in r] for v, r in row.items()} for k, row in st.items()}, 'mid', ['new'], higher=False)
 ss = {}
 for v in ['new', 'old']:
     f = '%s/stagestep_%s.json' % (D, v)

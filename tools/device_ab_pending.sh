@@ -50,7 +50,8 @@
 #           binaries before it, carried as .carry/old.tar.xz (tools/device_pack.sh's archive of
 #           the previous commit): the quantizers, the 8-bit gradient kernels (accumulate, reduce)
 #           for dyn8, nf4 and int8 (no table: the control) at 16 MiB .. 1 GiB by factors of 4,
-#           new, old, old, new; then experiments/step_llama2_7b.json new, old (grad_store)   ~3 min
+#           new, old, old, new (with .carry/mid.tar.xz, a third build between them: new, mid,
+#           old, old, mid, new); then experiments/step_llama2_7b.json new, old (grad_store)  ~3 min
 #   ncu17   ncu of one 7B FC1 launch (4096 tokens) with AGOQ_WG_CLUSTER=1 and =2, and every
 #           MEMBAR / CCTL in the binary's SASS                                               ~1 min
 # Everything into one archive, $OUT/r.tgz (the device tool returns at most 8 files a call).
@@ -155,11 +156,15 @@ for part in "$@"; do
         rc_of "step7b rpg$v" $?
       done ;;
     stage)
-      O_B=$PWD/.carry/xo/bd
+      O_B=$PWD/.carry/xo/bd; M_B=$PWD/.carry/xm/bd; vs="new old oldb newb"
       [ -x "$O_B/agoq" ] || { rm -rf .carry/xo && mkdir -p .carry/xo && tar -C .carry/xo -xJf .carry/old.tar.xz; }
-      echo "stage: new $(cat "$B/commit.stamp"), old $(cat "$O_B/commit.stamp")" | tee -a "$R/call.log"
-      for v in new old oldb newb; do
-        b=$B; [ "${v%b}" = old ] && b=$O_B
+      if [ -f .carry/mid.tar.xz ]; then
+        [ -x "$M_B/agoq" ] || { rm -rf .carry/xm && mkdir -p .carry/xm && tar -C .carry/xm -xJf .carry/mid.tar.xz; }
+        vs="new mid old oldb midb newb"
+      fi
+      echo "stage: new $(cat "$B/commit.stamp"), old $(cat "$O_B/commit.stamp"), mid $(cat "$M_B/commit.stamp" 2>/dev/null)" | tee -a "$R/call.log"
+      for v in $vs; do
+        b=$B; [ "${v%b}" = old ] && b=$O_B; [ "${v%b}" = mid ] && b=$M_B
         timeout 150 "$b/agoq" kernels -n 20 -w 3 -q --formats dyn8,nf4,int8 -b 16M -e 1G -f 4 \
           --cases quantize_f32,quantize_bf16,grad_accumulate_f32,grad_accumulate_bf16,grad_reduce \
           -o "$R/stage$v.json" > "$R/stage$v.log" 2>&1
