@@ -474,13 +474,8 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS_OPT(ENC
         AGOQ_STAGE_QUANT_TABLES(tab, p, ENC, Src);
     }
     const int lane = (int)(threadIdx.x & 31u);
-    /* Warp-major when the warps loop (ntiles > nwarps, CTA-uniform): the tiles of a round go to
-     * warp k of every CTA before warp k + 1 of any, so the last round's remainder spreads over
-     * the SMs instead of filling the first CTAs' SMs while the others idle (twenty-first
-     * session); one tile a warp keeps the CTA's tiles adjacent. */
+    const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5;
-    const size_t warp = ntiles > nwarps ? (size_t)(threadIdx.x >> 5) * gridDim.x + blockIdx.x
-                                        : ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     if constexpr ((OPT & AGOQ_TILE_OPT_PF) != 0) { /* packed tiles, resident grid: the next tile in flight */
         uint32_t w[G::U][4];
         if (warp < ntiles) src.load_tile_packed(warp * (size_t)G::TILE, lane, w);
