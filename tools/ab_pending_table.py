@@ -7,6 +7,8 @@ import math
 import os
 import re
 import sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kernels_vs_torch import intercept  # noqa: E402
 D=sys.argv[1]
 
 
@@ -132,12 +134,6 @@ if aw:
     for k in sorted(aw):
         print(*k, '|', ' | '.join('%s: %s' % (v, ' '.join('%.3f' % x for x in aw[k][v])) for v in sorted(aw[k])))
     summary(aw, '00', ['10', '01', '11'], higher=False)
-def intercept(pts):
-    """The intercept of the least-squares line through the points (x, y)."""
-    mx = sum(p[0] for p in pts) / len(pts)
-    my = sum(p[1] for p in pts) / len(pts)
-    slope = sum((p[0] - mx) * (p[1] - my) for p in pts) / sum((p[0] - mx) ** 2 for p in pts)
-    return my - slope * mx
 # stage: stage{new,old,oldb,newb}.json (the batched table staging against the binaries before it):
 # median ms per run, per (case, format, MiB), and per (case, format) the fixed cost a call: the
 # intercept of a least-squares line through (elements, ms) from 64 MiB
@@ -159,7 +155,7 @@ if st:
             if k[2] >= 64 and v in row:
                 fits.setdefault(k[:2], []).extend(row[v])
         print('fixed cost a call (us), %s:' % v,
-              ', '.join('%s %s %.1f' % (c, f, 1e3 * intercept(pts)) for (c, f), pts in sorted(fits.items()) if len(pts) >= 4))
+              ', '.join('%s %s %.1f' % (c, f, 1e3 * intercept(pts)[0]) for (c, f), pts in sorted(fits.items()) if len(pts) >= 4))
     runs = {v for row in st.values() for v in row}
     summary({k: {v: [x[1] for x in r] for v, r in row.items()} for k, row in st.items()}, 'old',
             [v for v in ['mid', 'new'] if v in runs], higher=False)

@@ -13,9 +13,14 @@ With --fused FILE, the README's fused-kernel table of kernels_fused.json: median
 the plain bf16 op, the unfused pair and the fused kernel, fused vs unfused at 64 MiB / 1 GiB / 4
 GiB, fused and bf16 vs copy at 4 GiB.
 
+With --fixed FILE, per case and format of a kernel sweep: the least-squares line of median time
+against elements from 64 MiB, its intercept (the fixed cost a call, us) and its slope (ns per
+million elements), and our copy ratio at the largest size.
+
 usage: python3 tools/kernels_vs_torch.py [results/h200/kernels.json results/h200/kernels_fused.json]
        python3 tools/kernels_vs_torch.py --copy [results/h200/kernels.json]
        python3 tools/kernels_vs_torch.py --fused [results/h200/kernels_fused.json]
+       python3 tools/kernels_vs_torch.py --fixed [results/h200/kernels.json]
 """
 import json
 import sys
@@ -73,9 +78,36 @@ def fused_table(path):
     print()
 
 
+def intercept(pts):
+    """The intercept and slope of the least-squares line through the points (x, y)."""
+    mx = sum(p[0] for p in pts) / len(pts)
+    my = sum(p[1] for p in pts) / len(pts)
+    slope = sum((p[0] - mx) * (p[1] - my) for p in pts) / sum((p[0] - mx) ** 2 for p in pts)
+    return my - slope * mx, slope
+
+
+def fixed_table(path):
+    rows = {}
+    for r in json.load(open(path))["records"]:
+        if r.get("case") != "copy_d2d" and r["bytes"] >= 64 << 20:
+            rows.setdefault((r["case"], r.get("format", "")), []).append(r)
+    print(f"`{path}`: time = fixed + slope x elements, fitted from 64 MiB\n")
+    print("| case | format | fixed cost a call (us) | slope (us per M elements) | copy ratio at the largest |")
+    print("|---|---|---|---|---|")
+    for (case, fmt), rs in sorted(rows.items()):
+        if len({r["n"] for r in rs}) < 2:
+            continue
+        c, m = intercept([(r["n"] / 1e6, r["median_ms"] * 1e3) for r in rs])
+        big = max(rs, key=lambda r: r["n"])
+        print(f"| {case} | {fmt} | {c:.1f} | {m:.4f} | {big['copy_ratio']:.2f} |")
+
+
 def main():
     if sys.argv[1:2] == ["--fused"]:
         fused_table(sys.argv[2] if len(sys.argv) > 2 else "results/h200/kernels_fused.json")
+        return
+    if sys.argv[1:2] == ["--fixed"]:
+        fixed_table(sys.argv[2] if len(sys.argv) > 2 else "results/h200/kernels.json")
         return
     if sys.argv[1:2] == ["--copy"]:
         copy_table(sys.argv[2] if len(sys.argv) > 2 else "results/h200/kernels.json")

@@ -71,21 +71,20 @@ __device__ __forceinline__ void agoq_dev_load_table(agoq_smem_table *s, const ag
     if (!g) return;
     const int tid = (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
     const int nthreads = (int)(blockDim.x * blockDim.y * blockDim.z), nc = g->ncodes;
-    if constexpr (!BATCH)
-        for (int i = tid; i < nc; i += nthreads) {
+    for (int i = tid; i < nc; i += nthreads) {
+        if constexpr (BATCH) {
+            const float so = __ldg(&g->sorted[i]), mi = __ldg(&g->mid[i]), va = __ldg(&g->value[i]);
+            const uint8_t co = __ldg(&g->sorted_code[i]);
+            s->sorted[i] = so;
+            s->mid[i] = mi;
+            s->value[i] = va;
+            s->code[i] = co;
+        } else {
             s->sorted[i] = g->sorted[i];
             s->mid[i] = g->mid[i];
             s->value[i] = g->value[i];
             s->code[i] = g->sorted_code[i];
         }
-    else
-    for (int i = tid; i < nc; i += nthreads) {
-        const float so = __ldg(&g->sorted[i]), mi = __ldg(&g->mid[i]), va = __ldg(&g->value[i]);
-        const uint8_t co = __ldg(&g->sorted_code[i]);
-        s->sorted[i] = so;
-        s->mid[i] = mi;
-        s->value[i] = va;
-        s->code[i] = co;
     }
     if (tid == 0) {
         s->n = g->nsorted;
