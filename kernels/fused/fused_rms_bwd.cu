@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, AGOQ_RMS_STAGED_CTAS(NG, KEE
         }
     };
     /* w of group j: an L1 hit after the first row, or (KEEP) loaded once into wq */
-    uint4 wq[NG];
+    uint4 wq[NG] = {}; /* set below when KEEP (= {}: no nvcc warning 549 where it is not; same PTX) */
     if constexpr (KEEP)
 #pragma unroll
         for (int j = 0; j < NG; j++) {
