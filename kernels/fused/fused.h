@@ -95,6 +95,7 @@ int agoq_rmsnorm_bwd_cuda(const agoq_fq *q, agoq_dqt xq, const uint16_t *x, cons
                           float *dw_partial, void *stream);
 /* The staged RMSNorm backward (fused_rms_bwd.cu): its resident CTAs an SM (launch bounds) at NG
  * = 2 (rows of <= 4096 columns) or 4 groups of 8 columns a thread, keeping a row's inputs or not. */
+#define AGOQ_RMS_STAGED_NG(cols) ((cols) <= 2 * AGOQ_ROW_THREADS * 8 ? 2 : 4) /* its NG (fused_math.h) */
 #define AGOQ_RMS_STAGED_CTAS(NG, KEEP) ((NG) == 2 ? ((KEEP) ? 3 : 4) : 2)
 /* AGOQ_RMS_KEEP=0|1|2 (read at every call, default 2): whether that kernel keeps a row's decoded
  * inputs for its second pass: 0 never, 1 always, 2 with a stored (quantized) copy (`stored`),

@@ -282,7 +282,7 @@ bool fz_rms_bwd_staged(const agoq_fq *q, agoq_dqt xq, const uint16_t *x, const u
         !fz_al16(dw_partial) || fz_no_fast())
         return false;
     const agoq_cuda_qtensor qt = fz_qt(xq, (size_t)rows * (size_t)cols);
-    const bool ng2 = cols <= 2 * AGOQ_ROW_THREADS * 8;
+    const bool ng2 = AGOQ_RMS_STAGED_NG(cols) == 2;
     if (!q) {
         if (!fz_al16(x)) return false;
         rms_bwd_staged_pick<false, 0, 0>(ng2, agoq_cuda_qparams{}, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, 0, s);

@@ -62,7 +62,7 @@ int agoq_rmsnorm_bwd_keep(int stored) {
 int agoq_rmsnorm_bwd_rows_per_group(int sms, int stored, int rows, int cols) {
     const int fixed = agoq_knob_int("AGOQ_RMS_RPG", 0, 0, INT_MAX);
     if (fixed > 0) return fixed;
-    const int ng = cols <= 2 * AGOQ_ROW_THREADS * 8 ? 2 : 4;
-    const int slots = (sms > 0 ? sms : AGOQ_PLAN_SMS) * AGOQ_RMS_STAGED_CTAS(ng, agoq_rmsnorm_bwd_keep(stored));
+    const int slots = (sms > 0 ? sms : AGOQ_PLAN_SMS) *
+                      AGOQ_RMS_STAGED_CTAS(AGOQ_RMS_STAGED_NG(cols), agoq_rmsnorm_bwd_keep(stored));
     return rows > slots ? (rows + slots - 1) / slots : 1;
 }

@@ -44,9 +44,9 @@ struct agoq_smem_table {
 
 /* Copies n words into shared memory, dst[i] = src[i / R], with every load of a batch of B per
  * thread issued before its stores (read-only loads, __ldg): the copy costs about ceil(n / (B *
- * nthreads)) round trips to L2 / DRAM instead of one per 4 words a thread, which ptxas's unrolled
- * loop of load / store pairs took (a CTA's prologue before any streaming: with a resident grid
- * every CTA waits it at once, a fixed cost a call; twenty-first session). */
+ * nthreads)) round trips to L2 / DRAM instead of one per 4 words a thread, which the plain loop
+ * took (ptxas unrolled it into iterations of 4 loads and their 4 stores). A CTA's prologue
+ * before any streaming: with a resident grid every CTA waits it at once (twenty-first session). */
 template <int B, int R = 1, typename T>
 __device__ __forceinline__ void agoq_dev_stage_words(T *dst, const T *__restrict__ src, int n, int tid, int nthreads) {
     static_assert(B > 0, "a batch of at least one load a thread");
