@@ -41,11 +41,13 @@ __device__ __forceinline__ void agoq_tile_stage_q8(agoq_smem_table *tab, const a
 /* q8 (AGOQ_TILE_OPT_Q8, quant_q8.h): N table positions of v * inv by the CTA's LUT at a 32-bit
  * shared address (agoq_q8_lut_index as an address: one select of the sign's half, one shift,
  * one LEA), packed by agoq_tile_pack_low. LUT32: one 32-bit load per code instead of an 8-byte
- * one (about half the bank conflicts, tab_lut32.h) and the key compare of agoq_tab_lut32_pos.
+ * one (about half the bank conflicts, tab_lut32.h) and one add a code (agoq_tab_lut32_sum;
+ * 8-bit codes packed from its top byte, 4 at a time).
  * Contract: the fast path, ident, agoq_q8_lut_ok. */
 template <int BITS, int N, bool LUT32 = false>
 __device__ __forceinline__ uint64_t agoq_tile_q8_table(const agoq_cuda_qparams &p, const float (&v)[N], float inv) {
     constexpr int kEs = LUT32 ? 2 : 3;
+    constexpr bool kTop = LUT32 && BITS == 8 && N % 4 == 0; /* the codes packed from the sums' top bytes */
     uint32_t lut; /* only the array this variant reads is referenced (each is a kernel's static shared memory) */
     if constexpr (LUT32) lut = (uint32_t)__cvta_generic_to_shared(agoq_tile_lut32_smem());
     else lut = (uint32_t)__cvta_generic_to_shared(agoq_tile_lut_smem());
@@ -59,13 +61,13 @@ __device__ __forceinline__ uint64_t agoq_tile_q8_table(const agoq_cuda_qparams &
         if constexpr (LUT32) {
             uint32_t e;
             asm("ld.shared.u32 %0, [%1];" : "=r"(e) : "r"(a));
-            w[j] = agoq_tab_lut32_pos(e, y, m);
+            w[j] = kTop ? agoq_tab_lut32_sum(e, y, m) : agoq_tab_lut32_pos(e, y, m);
         } else {
             uint32_t thr, pos;
             asm("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(thr), "=r"(pos) : "r"(a));
             w[j] = agoq_tab_lut_pos(thr, pos, y);
         }
     }
-    return agoq_tile_pack_low<BITS, N>(w);
+    return agoq_tile_pack_low<BITS, N, kTop ? 3 : 0>(w);
 }
 #endif

@@ -60,14 +60,17 @@ __device__ __forceinline__ uint32_t agoq_tile_grid_pos(const agoq_cuda_qparams &
 }
 
 /* N codes of BITS in the low bits of the words w (the magic-add encoders: the bits above the
- * code are the magic's), packed LSB first: 8-bit codes by byte permutes (3 per 4 codes). */
-template <int BITS, int N>
+ * code are the magic's), packed LSB first: 8-bit codes by byte permutes (3 per 4 codes); with
+ * BYTE = 3 the 8-bit codes are the words' top bytes (agoq_tab_lut32_sum) */
+template <int BITS, int N, int BYTE = 0>
 __device__ __forceinline__ uint64_t agoq_tile_pack_low(const uint32_t (&w)[N]) {
+    static_assert(BYTE == 0 || (BITS == 8 && N % 4 == 0 && BYTE < 4), "a code byte other than the low one: 8-bit codes, 4 at a time");
     uint64_t packed = 0;
     if constexpr (BITS == 8 && N % 4 == 0) {
+        constexpr uint32_t kSel = 0x0040u + 0x0011u * BYTE; /* bytes BYTE of a and of b */
 #pragma unroll
         for (int q = 0; q < N / 4; q++) {
-            const uint32_t lo = __byte_perm(w[4 * q], w[4 * q + 1], 0x0040u), hi = __byte_perm(w[4 * q + 2], w[4 * q + 3], 0x0040u);
+            const uint32_t lo = __byte_perm(w[4 * q], w[4 * q + 1], kSel), hi = __byte_perm(w[4 * q + 2], w[4 * q + 3], kSel);
             packed |= (uint64_t)__byte_perm(lo, hi, 0x5410u) << (32 * q);
         }
     } else {
