@@ -150,6 +150,10 @@ static size_t agoq_launch_quant_tiles(const agoq_cuda_qparams &p, const TileSrc 
                         if (q8) return q8_lut(agoq_enc_t<kOpt | AGOQ_TILE_OPT_Q8>(), with_pf);
                     with_pf(agoq_enc_t<kOpt>());
                 } else {
+                    /* the gradient kernels' dyn8 encoder by q8's 32-bit LUT (AGOQ_G8_LUT32; q8's contract) */
+                    if constexpr (ENC == AGOQ_ENC_TABLE && BITS == 8 && agoq_src_vrep<TileSrc>::value != 0)
+                        if (agoq_cuda_g8_lut32() && p.tab_ident && p.qmax == 1.0f && agoq_q8_lut_ok(p.tab_shift, p.tab_hi))
+                            return go(agoq_enc_t<decltype(enc_opt)::value | AGOQ_TILE_OPT_Q8 | AGOQ_TILE_OPT_LUT32>());
                     go(enc_opt);
                 }
             };

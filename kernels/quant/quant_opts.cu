@@ -58,3 +58,5 @@ void agoq_cuda_tile_opts_force(int mask) {
     g_tile_opts = mask < 0 ? -1 : mask;
     g_tile_auto = 0; /* a forced mask is taken as it is; -1 reads the environment (and its defaults) again */
 }
+
+int agoq_cuda_g8_lut32(void) { return agoq_knob_int("AGOQ_G8_LUT32", 0, 0, 1); }
