@@ -171,3 +171,19 @@ if ss:
     print('step_llama2_7b grad_store ms and step ms, new | old')
     for k in sorted(ss):
         print(*k, '|', ' | '.join('%s: %.3f %.2f' % (v, *ss[k][v]) for v in sorted(ss[k])))
+# lut32: lq{new,old,oldb,newb}.json (the quantizers against the previous binaries) and
+# lg{0,1,1b,0b}.json (AGOQ_G8_LUT32): copy ratio per run, per (case, format, MiB)
+for prefix, vs, base in [('lq', ['new', 'old', 'oldb', 'newb'], 'old'), ('lg', ['0', '1', '1b', '0b'], '0')]:
+    t = {}
+    for v in vs:
+        f = '%s/%s%s.json' % (D, prefix, v)
+        if os.path.exists(f):
+            for rec in json.load(open(f))['records']:
+                if rec.get('case') != 'copy_d2d':
+                    key = (rec['case'], rec.get('format', ''), rec['bytes'] >> 20)
+                    t.setdefault(key, {}).setdefault(v.rstrip('b'), []).append(rec['copy_ratio'])
+    if t:
+        print('%s: copy ratio per run (%s) per case, format, MiB' % (prefix, ' / '.join(vs)))
+        for k in sorted(t):
+            print(*k, '|', ' | '.join('%s: %s' % (v, ' '.join('%.3f' % x for x in t[k][v])) for v in sorted(t[k])))
+        summary(t, base, [v for v in sorted({v for row in t.values() for v in row}) if v != base])

@@ -52,6 +52,11 @@
 #           for dyn8, nf4 and int8 (no table: the control) at 16 MiB .. 1 GiB by factors of 4,
 #           new, old, old, new (with .carry/mid.tar.xz, a third build between them: new, mid,
 #           old, old, mid, new); then experiments/step_llama2_7b.json new, old (grad_store)  ~3 min
+#   lut32   the 32-bit LUT's carry form (twenty-second session: agoq_tab_lut32_sum, the code the
+#           top byte of entry + key): the GPU tests of quant and grad8 (bit-exact, both
+#           AGOQ_G8_LUT32 values), the quantizers (bf16, fp32; dyn8, nf4, int8 the controls) at
+#           64 MiB .. 4 GiB against the previous binaries (.carry/old.tar.xz), new / old / old /
+#           new, then the dyn8 gradient kernels with AGOQ_G8_LUT32=0 / 1 / 1 / 0             ~4 min
 #   ncu17   ncu of one 7B FC1 launch (4096 tokens) with AGOQ_WG_CLUSTER=1 and =2, and every
 #           MEMBAR / CCTL in the binary's SASS                                               ~1 min
 # Everything into one archive, $OUT/r.tgz (the device tool returns at most 8 files a call).
@@ -175,6 +180,23 @@ for part in "$@"; do
         timeout 120 "$b/agoq" run experiments/step_llama2_7b.json --backend cuda --out "$R/stagestep_$v.json" \
           > "$R/stagestep_$v.log" 2>&1
         rc_of "stagestep $v" $?
+      done ;;
+    lut32)
+      timeout 240 env AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" cuda_quant cuda_grad > "$R/test_lut32.log" 2>&1
+      rc_of "tests cuda_quant cuda_grad" $?; tail -1 "$R/test_lut32.log" | tee -a "$R/call.log"
+      O_B=$PWD/.carry/xo/bd
+      [ -x "$O_B/agoq" ] || { rm -rf .carry/xo && mkdir -p .carry/xo && tar -C .carry/xo -xJf .carry/old.tar.xz; }
+      echo "lut32: new $(cat "$B/commit.stamp"), old $(cat "$O_B/commit.stamp")" | tee -a "$R/call.log"
+      for v in new old oldb newb; do
+        b=$B; [ "${v%b}" = old ] && b=$O_B
+        timeout 150 "$b/agoq" kernels -n 20 -w 3 -q --formats dyn8,nf4,int8 -b 64M -e 4G -f 4 --no-check \
+          --cases quantize_bf16,quantize_f32 -o "$R/lq$v.json" > "$R/lq$v.log" 2>&1
+        rc_of "lq$v" $?
+      done
+      for v in 0 1 1b 0b; do
+        AGOQ_G8_LUT32=${v%b} timeout 150 "$B/agoq" kernels -n 20 -w 3 -q --formats dyn8 -b 64M -e 4G -f 4 --no-check \
+          --cases grad_accumulate_f32,grad_accumulate_bf16,grad_reduce -o "$R/lg$v.json" > "$R/lg$v.log" 2>&1
+        rc_of "lg$v" $?
       done ;;
     ncu17)
       for v in 1 2; do # the first wg_kernel launch of gemm_wg_ncu.json: 7B FC1, 4096 tokens
