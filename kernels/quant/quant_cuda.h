@@ -140,7 +140,7 @@ int agoq_cuda_tile_opts(void);
  * q8 + pf + LUT32, NF4 and FP4 pf) */
 int agoq_cuda_tile_opts_enc(int enc, int bits);
 void agoq_cuda_tile_opts_force(int mask);
-/* AGOQ_G8_LUT32=0|1 (twenty-second session; read at every launch, the tests switch it): the
+/* AGOQ_G8_LUT32=0|1 (twenty-second session, default 1; read at every launch, the tests switch it): the
  * 8-bit gradient kernels' dyn8 encoder (accumulation, reduce core; grad8.cu's sources with the
  * replicated value table) through q8's 32-bit LUT (Q8 | LUT32: agoq_tab_lut32_sum, one add a
  * code) instead of the 8-byte one. The twelfth session's form of it (AGOQ_G8=4, a compare and a

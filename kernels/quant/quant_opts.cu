@@ -59,4 +59,8 @@ void agoq_cuda_tile_opts_force(int mask) {
     g_tile_auto = 0; /* a forced mask is taken as it is; -1 reads the environment (and its defaults) again */
 }
 
-int agoq_cuda_g8_lut32(void) { return agoq_knob_int("AGOQ_G8_LUT32", 0, 0, 1); }
+/* Default 1 from the twenty-second session's A/B (H200, 42279ba, AGOQ_G8_LUT32 0 / 1 / 1 / 0,
+ * results/h200/logs/s22_42279ba/ab/), copy ratio at 64 MiB / 256 MiB / 1 GiB / 4 GiB: dyn8 bf16
+ * accumulation 0.49 / 0.62 / 0.67 / 0.69 -> 0.59 / 0.75 / 0.82 / 0.84, the dyn8 reduce core 0.46 /
+ * 0.50 / 0.52 / 0.52 -> 0.50 / 0.54 / 0.55 / 0.55, fp32 accumulation unchanged (+-0.005). */
+int agoq_cuda_g8_lut32(void) { return agoq_knob_int("AGOQ_G8_LUT32", 1, 0, 1); }
