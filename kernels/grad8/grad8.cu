@@ -324,7 +324,8 @@ static bool tile_grad_ok(const agoq_cuda_qparams &p) {
 }
 /* AGOQ_G8_VREP=16|32 (twenty-second session, A/B pending; read at every launch): the replicas of
  * dyn8's value table in the bf16 accumulation and the reduce core (quant_tile_dec.cuh: 32 reads
- * one bank a lane whatever the codes, 16 conflicts 2-way on nearly every load) */
+ * one bank a lane whatever the codes, 16 conflicts 2-way on nearly every load); 32 only beside
+ * the 32-bit encode LUT (agoq_g8_lut32_ok: the 48 KB of static shared memory) */
 static int g8_vrep(void) { return agoq_knob_int("AGOQ_G8_VREP", AGOQ_VREP, 16, 32) > 16 ? 32 : 16; }
 
 static bool aligned16(const void *x) { return ((uintptr_t)x & 15u) == 0; }
@@ -358,7 +359,7 @@ int agoq_cuda_grad_accumulate(const agoq_qconfig *c, agoq_cuda_qtensor *acc, con
                                                                                       g_bf16, nblocks, log2b};
                         agoq_launch_quant<E>(p, src, out, stream, ok ? &tile4 : nullptr);
                     };
-                    if (g8_vrep() == 32) with_vrep(agoq_enc_t<32>());
+                    if (g8_vrep() == 32 && agoq_g8_lut32_ok(p)) with_vrep(agoq_enc_t<32>());
                     else with_vrep(agoq_enc_t<AGOQ_VREP>());
                     return;
                 }
@@ -420,7 +421,7 @@ int agoq_cuda_grad_reduce(const agoq_qconfig *c, const agoq_cuda_qtensor *in, in
                             if (pf & RED_PF_OTHERS) return with_pf(bf16, vrep);
                             with_tile(bf16, vrep, agoq_enc_t<RED_RB>(), no);
                         };
-                        if (g8_vrep() == 32) return with_vrep(agoq_enc_t<32>());
+                        if (g8_vrep() == 32 && agoq_g8_lut32_ok(p)) return with_vrep(agoq_enc_t<32>());
                         return with_vrep(agoq_enc_t<AGOQ_VREP>());
                     }
                 } else if constexpr (D == AGOQ_ENC_INT_ASYM) {

@@ -90,6 +90,11 @@ static unsigned agoq_grid_units(size_t warps, bool stages_lut) {
  * (round to nearest, block 32/64/128/256, 4- or 8-bit codes, the codes plane aligned to one
  * vector's codes). Returns the elements it quantized (0: none, all go to the other kernels).
  * TileSrc::kBits: the only code width the source is used with (0: 4 and 8). */
+/* The 8-bit gradient kernels' dyn8 encoder through q8's 32-bit LUT: AGOQ_G8_LUT32 and q8's
+ * contract (an identity code map, qmax 1, a LUT without the upper clamp) */
+static inline bool agoq_g8_lut32_ok(const agoq_cuda_qparams &p) {
+    return agoq_cuda_g8_lut32() && p.tab_ident && p.qmax == 1.0f && agoq_q8_lut_ok(p.tab_shift, p.tab_hi);
+}
 struct agoq_no_tile_src {
     static constexpr int kVec = 0, kBits = 0, kU = 0, kMinCtas = 0;
 };
@@ -150,11 +155,15 @@ static size_t agoq_launch_quant_tiles(const agoq_cuda_qparams &p, const TileSrc 
                         if (q8) return q8_lut(agoq_enc_t<kOpt | AGOQ_TILE_OPT_Q8>(), with_pf);
                     with_pf(agoq_enc_t<kOpt>());
                 } else {
-                    /* the gradient kernels' dyn8 encoder by q8's 32-bit LUT (AGOQ_G8_LUT32; q8's contract) */
-                    if constexpr (ENC == AGOQ_ENC_TABLE && BITS == 8 && agoq_src_vrep<TileSrc>::value != 0)
-                        if (agoq_cuda_g8_lut32() && p.tab_ident && p.qmax == 1.0f && agoq_q8_lut_ok(p.tab_shift, p.tab_hi))
+                    /* the gradient kernels' dyn8 encoder by q8's 32-bit LUT (AGOQ_G8_LUT32; q8's
+                     * contract). 32 value replicas (32 KB) fit the 48 KB of static shared memory
+                     * beside the 11 KB 32-bit LUT only, not the 22 KB 8-byte one: grad8.cu takes
+                     * them where agoq_g8_lut32_ok holds. */
+                    constexpr int kVrep = agoq_src_vrep<TileSrc>::value;
+                    if constexpr (ENC == AGOQ_ENC_TABLE && BITS == 8 && kVrep != 0)
+                        if (agoq_g8_lut32_ok(p))
                             return go(agoq_enc_t<decltype(enc_opt)::value | AGOQ_TILE_OPT_Q8 | AGOQ_TILE_OPT_LUT32>());
-                    go(enc_opt);
+                    if constexpr (kVrep <= 16) go(enc_opt);
                 }
             };
             if constexpr (ENC == AGOQ_ENC_INT_ASYM) {
