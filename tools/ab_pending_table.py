@@ -173,7 +173,9 @@ if ss:
         print(*k, '|', ' | '.join('%s: %.3f %.2f' % (v, *ss[k][v]) for v in sorted(ss[k])))
 # lut32: lq{new,old,oldb,newb}.json (the quantizers against the previous binaries) and
 # lg{0,1,1b,0b}.json (AGOQ_G8_LUT32): copy ratio per run, per (case, format, MiB)
-for prefix, vs, base in [('lq', ['new', 'old', 'oldb', 'newb'], 'old'), ('lg', ['0', '1', '1b', '0b'], '0')]:
+# vrep: lv{16,32,32b,16b}.json (AGOQ_G8_VREP)
+for prefix, vs, base in [('lq', ['new', 'old', 'oldb', 'newb'], 'old'), ('lg', ['0', '1', '1b', '0b'], '0'),
+                         ('lv', ['16', '32', '32b', '16b'], '16')]:
     t = {}
     for v in vs:
         f = '%s/%s%s.json' % (D, prefix, v)
@@ -187,3 +189,13 @@ for prefix, vs, base in [('lq', ['new', 'old', 'oldb', 'newb'], 'old'), ('lg', [
         for k in sorted(t):
             print(*k, '|', ' | '.join('%s: %s' % (v, ' '.join('%.3f' % x for x in t[k][v])) for v in sorted(t[k])))
         summary(t, base, [v for v in sorted({v for row in t.values() for v in row}) if v != base])
+ls = {}
+for v in ['0', '1']:
+    f = '%s/lutstep_%s.json' % (D, v)
+    if os.path.exists(f):
+        for rec in json.load(open(f))['records']:
+            ls.setdefault((rec['name'], rec['seq']), {})[v] = (rec['op_ms']['grad_store'], rec['step_ms'])
+if ls:
+    print('step_llama2_7b grad_store ms and step ms, AGOQ_G8_LUT32 0 | 1')
+    for k in sorted(ls):
+        print(*k, '|', ' | '.join('%s: %.3f %.2f' % (v, *ls[k][v]) for v in sorted(ls[k])))
