@@ -102,7 +102,7 @@ struct tile_accumulate {
         for (int j = 0; j < U; j++) {
             float s, m;
             sc.get(j, lane, s, m);
-            if constexpr (kVrep != 0 && kVec == 8) agoq_tile_decode_vrep8<kVrep>(c[j], s, lane, v[j]);
+            if constexpr (kVrep != 0 && kVec == 8) agoq_tile_decode_vrep8(c[j], s, lane, v[j]);
             else agoq_tile_decode<DEC, 8, kVec>(p, t, c[j], s, m, v[j]);
 #pragma unroll
             for (int e = 0; e < kVec; e++) v[j][e] = v[j][e] + x[j][e];
@@ -183,7 +183,7 @@ struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTA
     static __device__ __forceinline__ void add_vec(const agoq_cuda_qparams &p, const agoq_smem_table *t, uint64_t c,
                                                    float s, float m, int lane, float (&vj)[8]) {
         float d[8];
-        if constexpr (kVrep != 0) agoq_tile_decode_vrep8<kVrep>(c, s, lane, d);
+        if constexpr (kVrep != 0) agoq_tile_decode_vrep8(c, s, lane, d);
         else agoq_tile_decode<DEC, 8, 8>(p, t, c, s, m, d);
 #pragma unroll
         for (int e = 0; e < 8; e++) {
@@ -322,12 +322,6 @@ static int red_ld_mask(void) { return agoq_knob_int("AGOQ_RED_LD", RED_LD_RB3, 0
 static bool tile_grad_ok(const agoq_cuda_qparams &p) {
     return p.bits == 8 && p.block >= 32 && (p.block & (p.block - 1)) == 0;
 }
-/* AGOQ_G8_VREP=16|32 (twenty-second session, A/B pending; read at every launch): the replicas of
- * dyn8's value table in the bf16 accumulation and the reduce core (quant_tile_dec.cuh: 32 reads
- * one bank a lane whatever the codes, 16 conflicts 2-way on nearly every load); 32 only beside
- * the 32-bit encode LUT (agoq_g8_lut32_ok: the 48 KB of static shared memory) */
-static int g8_vrep(void) { return agoq_knob_int("AGOQ_G8_VREP", AGOQ_VREP, 16, 32) > 16 ? 32 : 16; }
-
 static bool aligned16(const void *x) { return ((uintptr_t)x & 15u) == 0; }
 
 int agoq_cuda_grad_accumulate(const agoq_qconfig *c, agoq_cuda_qtensor *acc, const float *g_f32,
@@ -354,13 +348,9 @@ int agoq_cuda_grad_accumulate(const agoq_qconfig *c, agoq_cuda_qtensor *acc, con
             tile_accumulate<D, uint16_t> tile = {acc->codes, acc->scales, acc->zeros, g_bf16, nblocks, log2b};
             if constexpr (E == D && D == AGOQ_ENC_TABLE) {
                 if (p.tab_ident) {
-                    auto with_vrep = [&](auto vrep) {
-                        tile_accumulate<D, uint16_t, 4, decltype(vrep)::value> tile4 = {acc->codes, acc->scales, acc->zeros,
-                                                                                      g_bf16, nblocks, log2b};
-                        agoq_launch_quant<E>(p, src, out, stream, ok ? &tile4 : nullptr);
-                    };
-                    if (g8_vrep() == 32 && agoq_g8_lut32_ok(p)) with_vrep(agoq_enc_t<32>());
-                    else with_vrep(agoq_enc_t<AGOQ_VREP>());
+                    tile_accumulate<D, uint16_t, 4, AGOQ_VREP> tile4 = {acc->codes, acc->scales, acc->zeros,
+                                                                         g_bf16, nblocks, log2b};
+                    agoq_launch_quant<E>(p, src, out, stream, ok ? &tile4 : nullptr);
                     return;
                 }
             }
@@ -417,12 +407,8 @@ int agoq_cuda_grad_reduce(const agoq_qconfig *c, const agoq_cuda_qtensor *in, in
             auto go = [&](auto bf16) { /* table (replicated values) and asymmetric decoders: q5 */
                 if constexpr (D == AGOQ_ENC_TABLE) {
                     if (p.tab_ident) {
-                        auto with_vrep = [&](auto vrep) {
-                            if (pf & RED_PF_OTHERS) return with_pf(bf16, vrep);
-                            with_tile(bf16, vrep, agoq_enc_t<RED_RB>(), no);
-                        };
-                        if (g8_vrep() == 32 && agoq_g8_lut32_ok(p)) return with_vrep(agoq_enc_t<32>());
-                        return with_vrep(agoq_enc_t<AGOQ_VREP>());
+                        if (pf & RED_PF_OTHERS) return with_pf(bf16, agoq_enc_t<AGOQ_VREP>());
+                        return with_tile(bf16, agoq_enc_t<AGOQ_VREP>(), agoq_enc_t<RED_RB>(), no);
                     }
                 } else if constexpr (D == AGOQ_ENC_INT_ASYM) {
                     if (ld == RED_LD_RB3) { /* load_tile_b, 3 chunks a batch (<= 64 registers: 4 CTAs per SM) */

@@ -155,15 +155,11 @@ static size_t agoq_launch_quant_tiles(const agoq_cuda_qparams &p, const TileSrc 
                         if (q8) return q8_lut(agoq_enc_t<kOpt | AGOQ_TILE_OPT_Q8>(), with_pf);
                     with_pf(agoq_enc_t<kOpt>());
                 } else {
-                    /* the gradient kernels' dyn8 encoder by q8's 32-bit LUT (AGOQ_G8_LUT32; q8's
-                     * contract). 32 value replicas (32 KB) fit the 48 KB of static shared memory
-                     * beside the 11 KB 32-bit LUT only, not the 22 KB 8-byte one: grad8.cu takes
-                     * them where agoq_g8_lut32_ok holds. */
-                    constexpr int kVrep = agoq_src_vrep<TileSrc>::value;
-                    if constexpr (ENC == AGOQ_ENC_TABLE && BITS == 8 && kVrep != 0)
+                    /* the gradient kernels' dyn8 encoder by q8's 32-bit LUT (AGOQ_G8_LUT32) */
+                    if constexpr (ENC == AGOQ_ENC_TABLE && BITS == 8 && agoq_src_vrep<TileSrc>::value != 0)
                         if (agoq_g8_lut32_ok(p))
                             return go(agoq_enc_t<decltype(enc_opt)::value | AGOQ_TILE_OPT_Q8 | AGOQ_TILE_OPT_LUT32>());
-                    if constexpr (kVrep <= 16) go(enc_opt);
+                    go(enc_opt);
                 }
             };
             if constexpr (ENC == AGOQ_ENC_INT_ASYM) {

@@ -446,10 +446,10 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS_OPT(ENC
     using G = agoq_tile_geom<LOG2B, E, Src::kU>;
     __shared__ agoq_smem_table tab;
     constexpr int kVrep = agoq_src_vrep<Src>::value; /* replicas of the value table, 0: none */
-    static_assert(kVrep == 0 || kVrep == 16 || kVrep == 32, "the replicated value table has 16 or 32 replicas");
+    static_assert(kVrep == 0 || kVrep == AGOQ_VREP, "the replicated value table has AGOQ_VREP replicas");
     constexpr bool kStageB = agoq_src_stage_b<Src>::value; /* the tables' copies in batches of loads */
     if constexpr (kVrep != 0) { /* Src::kTable: synchronised below */
-        float *vrep = agoq_tile_vrep<kVrep>();
+        float *vrep = agoq_tile_vrep();
         if constexpr (kStageB)
             agoq_dev_stage_words<kVrep, kVrep>(vrep, p.table->value, 256 * kVrep, (int)threadIdx.x, (int)blockDim.x);
         else

@@ -112,22 +112,23 @@ __device__ __forceinline__ uint64_t agoq_tile_load_codes(const uint8_t *codes, s
     }
 }
 
-/* The value table of a table decoder (dyn8: 256 codes) replicated R times in shared memory,
- * entry c of lane l at [c * R + l % R] (R = AGOQ_VREP, or 32 under AGOQ_G8_VREP=32: grad8.cu).
- * R = 16: the lanes of a half warp read 16 different banks whatever their codes, but lanes l and
- * l + 16 share a bank, so a warp's 32-bit load conflicts 2-way unless their codes have different
- * parities or are equal (on random codes nearly every load takes 2 wavefronts: the reduce core
- * decodes 8 chunks per element, 0.5 shared-memory cycles per element). R = 32 (32 KB: bank =
- * lane, one wavefront whatever the codes) measured slower in the eighth session beside the
- * 8-byte encode LUT (22 KB; issue 15 g8: grad8.cu) and was removed in the eleventh; with the
- * 32-bit LUT (11 KB, AGOQ_G8_LUT32) it is tried again (twenty-second session). Values are
- * copies: decoding is unchanged bit for bit. Sources with kVrep = R (0: none) use it and the
- * CTA's own encode LUT (quant_tile.cuh); the tile kernel stages both. */
+/* The value table of a table decoder (dyn8: 256 codes) replicated R = AGOQ_VREP times in shared
+ * memory, entry c of lane l at [c * R + l % R]. R = 16: the lanes of a half
+ * warp read 16 different banks whatever their codes, but lanes l and l + 16 share a bank, so a
+ * warp's 32-bit load conflicts 2-way unless their codes have different parities or are equal
+ * (on random codes nearly every load takes 2 wavefronts: the reduce core decodes 8 chunks per
+ * element, 0.5 shared-memory cycles per element). R = 32 (32 KB: bank = lane, one wavefront
+ * whatever the codes) measured slower in the eighth session (issue 15 g8, with the 32-bit LUT:
+ * grad8.cu) and was removed in the eleventh; tried again beside the carry form of the 32-bit
+ * encode LUT (AGOQ_G8_LUT32; only there: 32 KB beside the 22 KB 8-byte LUT exceed the 48 KB of
+ * static shared memory) in the twenty-second session, AGOQ_G8_VREP=16 / 32 / 32 / 16 on an H100 (ab051fe, results/h100/logs/s22_ab051fe/):
+ * geomean 0.997 over the dyn8 bf16 accumulation and reduce core at 64 MiB .. 4 GiB, so the bank
+ * conflicts no longer limit them; removed again. Values are copies: decoding is unchanged bit for
+ * bit. Sources with kVrep = AGOQ_VREP (0: none) use it and the CTA's own encode LUT
+ * (quant_tile.cuh); the tile kernel stages both (16 KB + the LUT). */
 #define AGOQ_VREP 16
-template <int R = AGOQ_VREP>
 __device__ __forceinline__ float *agoq_tile_vrep() {
-    static_assert(R == 16 || R == 32, "16 or 32 replicas");
-    __shared__ float vrep[256 * R];
+    __shared__ float vrep[256 * AGOQ_VREP];
     return vrep;
 }
 template <class S, class = void>
@@ -135,9 +136,9 @@ struct agoq_src_vrep : std::integral_constant<int, 0> {};
 template <class S>
 struct agoq_src_vrep<S, std::void_t<decltype(S::kVrep)>> : std::integral_constant<int, (int)S::kVrep> {};
 /* 8 codes of 8 bits -> values through the replicated table, * s (agoq_dev_decode's value[c] * s). */
-template <int R = AGOQ_VREP>
 __device__ __forceinline__ void agoq_tile_decode_vrep8(uint64_t packed, float s, int lane, float (&v)[8]) {
-    const float *t = agoq_tile_vrep<R>() + (lane & (R - 1));
+    constexpr int R = AGOQ_VREP;
+    const float *t = agoq_tile_vrep() + (lane & (R - 1));
 #pragma unroll
     for (int e = 0; e < 8; e++) {
         const uint32_t c = __byte_perm((uint32_t)(packed >> (e / 4 * 32)), 0u, (uint32_t)(e % 4) | 0x4440u);
