@@ -57,9 +57,9 @@
 #           AGOQ_G8_LUT32 values), the quantizers (bf16, fp32; dyn8, nf4, int8 the controls) at
 #           64 MiB .. 4 GiB against the previous binaries (.carry/old.tar.xz), new / old / old /
 #           new, then the dyn8 gradient kernels with AGOQ_G8_LUT32=0 / 1 / 1 / 0             ~4 min
-#   vrep    AGOQ_G8_VREP=16 / 32 / 32 / 16 (dyn8's value table replicated 32 times beside the 32-bit
-#           LUT: one bank a lane) on the dyn8 bf16 accumulation and reduce core at 64 MiB .. 4 GiB,
-#           its GPU tests first; then experiments/step_llama2_7b.json with AGOQ_G8_LUT32=0 and 1 ~2 min
+#   lutstep experiments/step_llama2_7b.json with AGOQ_G8_LUT32=0 and 1 (ran at ab051fe as part of the
+#           part vrep, whose AGOQ_G8_VREP A/B was removed with the knob: results/h100/logs/
+#           s22_ab051fe/)                                                                    ~1 min
 #   ncu17   ncu of one 7B FC1 launch (4096 tokens) with AGOQ_WG_CLUSTER=1 and =2, and every
 #           MEMBAR / CCTL in the binary's SASS                                               ~1 min
 # Everything into one archive, $OUT/r.tgz (the device tool returns at most 8 files a call).
@@ -201,14 +201,7 @@ for part in "$@"; do
           --cases grad_accumulate_f32,grad_accumulate_bf16,grad_reduce -o "$R/lg$v.json" > "$R/lg$v.log" 2>&1
         rc_of "lg$v" $?
       done ;;
-    vrep)
-      timeout 240 env AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" cuda_grad > "$R/test_vrep.log" 2>&1
-      rc_of "tests cuda_grad" $?; tail -1 "$R/test_vrep.log" | tee -a "$R/call.log"
-      for v in 16 32 32b 16b; do
-        AGOQ_G8_VREP=${v%b} timeout 150 "$B/agoq" kernels -n 20 -w 3 -q --formats dyn8 -b 64M -e 4G -f 4 --no-check \
-          --cases grad_accumulate_bf16,grad_reduce -o "$R/lv$v.json" > "$R/lv$v.log" 2>&1
-        rc_of "lv$v" $?
-      done
+    lutstep)
       for v in 0 1; do # the step's grad_store (dyn8 accumulation of every gradient) without / with the 32-bit LUT
         AGOQ_G8_LUT32=$v timeout 120 "$B/agoq" run experiments/step_llama2_7b.json --backend cuda \
           --out "$R/lutstep_$v.json" > "$R/lutstep_$v.log" 2>&1
