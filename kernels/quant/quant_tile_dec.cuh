@@ -131,6 +131,22 @@ __device__ __forceinline__ float *agoq_tile_vrep() {
     __shared__ float vrep[256 * AGOQ_VREP];
     return vrep;
 }
+/* The replicated table staged from one load a code (twenty-second session): warp w loads codes
+ * 32 w .. 32 w + 31 (__ldg, one word a lane), then stores their R replicas, 32 consecutive words a
+ * store (no bank conflict), each word's value shuffled from the lane that loaded its code. Every
+ * CTA of a resident grid stages it at once: the copy it replaces (dst[i] = value[i / R], 16 loads
+ * a thread) asked the 32 lines of the 1 KB table for 128 sectors a CTA, this 32. Warp-uniform
+ * loop (blockDim.x a multiple of 32); the caller synchronises the CTA before use. */
+__device__ __forceinline__ void agoq_tile_stage_vrep(float *vrep, const float *__restrict__ value) {
+    constexpr int R = AGOQ_VREP;
+    const int lane = (int)(threadIdx.x & 31u);
+    for (int c0 = (int)(threadIdx.x & ~31u); c0 < 256; c0 += (int)blockDim.x) {
+        const float v = __ldg(value + c0 + lane);
+#pragma unroll
+        for (int k = 0; k < R; k++) /* word c0 R + 32 k + lane: code c0 + (32 k + lane) / R */
+            vrep[c0 * R + 32 * k + lane] = __shfl_sync(0xffffffffu, v, (32 * k + lane) / R);
+    }
+}
 template <class S, class = void>
 struct agoq_src_vrep : std::integral_constant<int, 0> {};
 template <class S>
