@@ -175,7 +175,7 @@ if ss:
 # lg{0,1,1b,0b}.json (AGOQ_G8_LUT32): copy ratio per run, per (case, format, MiB)
 # vrep: lv{16,32,32b,16b}.json (AGOQ_G8_VREP)
 for prefix, vs, base in [('lq', ['new', 'old', 'oldb', 'newb'], 'old'), ('lg', ['0', '1', '1b', '0b'], '0'),
-                         ('lv', ['16', '32', '32b', '16b'], '16')]:
+                         ('lv', ['16', '32', '32b', '16b'], '16'), ('vs', ['new', 'old', 'oldb', 'newb'], 'old')]:
     t = {}
     for v in vs:
         f = '%s/%s%s.json' % (D, prefix, v)

@@ -57,6 +57,9 @@
 #           AGOQ_G8_LUT32 values), the quantizers (bf16, fp32; dyn8, nf4, int8 the controls) at
 #           64 MiB .. 4 GiB against the previous binaries (.carry/old.tar.xz), new / old / old /
 #           new, then the dyn8 gradient kernels with AGOQ_G8_LUT32=0 / 1 / 1 / 0             ~4 min
+#   vstage  the replicated dyn8 value table staged from one load a code (agoq_tile_stage_vrep) against
+#           the previous binaries (.carry/old.tar.xz): its GPU tests, then the dyn8 and int8 (the
+#           control) gradient kernels at 16 MiB .. 4 GiB, new / old / old / new                 ~2 min
 #   lutstep experiments/step_llama2_7b.json with AGOQ_G8_LUT32=0 and 1 (ran at ab051fe as part of the
 #           part vrep, whose AGOQ_G8_VREP A/B was removed with the knob: results/h100/logs/
 #           s22_ab051fe/)                                                                    ~1 min
@@ -200,6 +203,18 @@ for part in "$@"; do
         AGOQ_G8_LUT32=${v%b} timeout 150 "$B/agoq" kernels -n 20 -w 3 -q --formats dyn8 -b 64M -e 4G -f 4 --no-check \
           --cases grad_accumulate_f32,grad_accumulate_bf16,grad_reduce -o "$R/lg$v.json" > "$R/lg$v.log" 2>&1
         rc_of "lg$v" $?
+      done ;;
+    vstage)
+      timeout 240 env AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" cuda_grad > "$R/test_vstage.log" 2>&1
+      rc_of "tests cuda_grad" $?; tail -1 "$R/test_vstage.log" | tee -a "$R/call.log"
+      O_B=$PWD/.carry/xo/bd
+      [ -x "$O_B/agoq" ] || { rm -rf .carry/xo && mkdir -p .carry/xo && tar -C .carry/xo -xJf .carry/old.tar.xz; }
+      echo "vstage: new $(cat "$B/commit.stamp"), old $(cat "$O_B/commit.stamp")" | tee -a "$R/call.log"
+      for v in new old oldb newb; do
+        b=$B; [ "${v%b}" = old ] && b=$O_B
+        timeout 150 "$b/agoq" kernels -n 20 -w 3 -q --formats dyn8,int8 -b 16M -e 4G -f 4 --no-check \
+          --cases grad_accumulate_bf16,grad_accumulate_f32,grad_reduce -o "$R/vs$v.json" > "$R/vs$v.log" 2>&1
+        rc_of "vs$v" $?
       done ;;
     lutstep)
       for v in 0 1; do # the step's grad_store (dyn8 accumulation of every gradient) without / with the 32-bit LUT
