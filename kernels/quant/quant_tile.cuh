@@ -424,7 +424,9 @@ struct agoq_src_load_b<S, std::void_t<decltype(S::kLoadB)>> : std::integral_cons
  * core: 4-5% slower with the batches on the H200 at 256 MiB and 1 GiB; its main loop compiled
  * differently around them, PTX the same, ptxas's spills 16 / 32 -> 16 / 16 bytes;
  * results/h200/logs/s21_8b9053e/; since AGOQ_G8_LUT32 that core stages q8's 32-bit LUT, batched).
- * The replicated value table: agoq_tile_stage_vrep for every source (twenty-second session). */
+ * The replicated value table: agoq_tile_stage_vrep (twenty-second session) with 1, the plain loop
+ * with 0 (the dyn8 reduce core ran 8-9% slower at every size with agoq_tile_stage_vrep on an
+ * H100, results/h100/logs/s22_b8870d5/: its main loop again). */
 template <class S, class = void>
 struct agoq_src_stage_b : std::true_type {};
 template <class S>
@@ -450,7 +452,12 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS_OPT(ENC
     constexpr int kVrep = agoq_src_vrep<Src>::value; /* replicas of the value table, 0: none */
     static_assert(kVrep == 0 || kVrep == AGOQ_VREP, "the replicated value table has AGOQ_VREP replicas");
     constexpr bool kStageB = agoq_src_stage_b<Src>::value; /* the tables' copies in batches of loads */
-    if constexpr (kVrep != 0) agoq_tile_stage_vrep(agoq_tile_vrep(), p.table->value); /* Src::kTable: synchronised below */
+    if constexpr (kVrep != 0) { /* Src::kTable: synchronised below */
+        float *vrep = agoq_tile_vrep();
+        if constexpr (kStageB) agoq_tile_stage_vrep(vrep, p.table->value);
+        else
+            for (int i = (int)threadIdx.x; i < 256 * kVrep; i += (int)blockDim.x) vrep[i] = p.table->value[i / kVrep];
+    }
     constexpr bool kGrid = ENC == AGOQ_ENC_TABLE && (OPT & AGOQ_TILE_OPT_GRID) != 0;
     constexpr bool kLutSmem = ENC == AGOQ_ENC_TABLE && (kVrep != 0 || (!kGrid && (OPT & AGOQ_TILE_OPT_Q8)));
     static_assert(!(kGrid && kLutSmem), "the grid and the CTA LUT are alternatives");
