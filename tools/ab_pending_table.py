@@ -161,16 +161,23 @@ if st:
             [v for v in ['mid', 'new'] if v in runs], higher=False)
     if 'mid' in runs:
         summary({k: {v: [x[1] for x in r] for v, r in row.items()} for k, row in st.items()}, 'mid', ['new'], higher=False)
-ss = {}
-for v in ['new', 'old']:
-    f = '%s/stagestep_%s.json' % (D, v)
-    if os.path.exists(f):
-        for rec in json.load(open(f))['records']:
-            ss.setdefault((rec['name'], rec['seq']), {})[v] = (rec['op_ms']['grad_store'], rec['step_ms'])
-if ss:
-    print('step_llama2_7b grad_store ms and step ms, new | old')
-    for k in sorted(ss):
-        print(*k, '|', ' | '.join('%s: %.3f %.2f' % (v, *ss[k][v]) for v in sorted(ss[k])))
+
+
+def step_table(pattern, vs, title):
+    """grad_store ms and step ms per (policy, seq) of experiments/step_llama2_7b.json runs."""
+    rows = {}
+    for v in vs:
+        f = pattern % (D, v)
+        if os.path.exists(f):
+            for rec in json.load(open(f))['records']:
+                rows.setdefault((rec['name'], rec['seq']), {})[v] = (rec['op_ms']['grad_store'], rec['step_ms'])
+    if rows:
+        print(title)
+        for k in sorted(rows):
+            print(*k, '|', ' | '.join('%s: %.3f %.2f' % (v, *rows[k][v]) for v in sorted(rows[k])))
+
+
+step_table('%s/stagestep_%s.json', ['new', 'old'], 'step_llama2_7b grad_store ms and step ms, new | old')
 # lut32: lq{new,old,oldb,newb}.json (the quantizers against the previous binaries) and
 # lg{0,1,1b,0b}.json (AGOQ_G8_LUT32): copy ratio per run, per (case, format, MiB)
 # vrep: lv{16,32,32b,16b}.json (AGOQ_G8_VREP)
@@ -189,13 +196,4 @@ for prefix, vs, base in [('lq', ['new', 'old', 'oldb', 'newb'], 'old'), ('lg', [
         for k in sorted(t):
             print(*k, '|', ' | '.join('%s: %s' % (v, ' '.join('%.3f' % x for x in t[k][v])) for v in sorted(t[k])))
         summary(t, base, [v for v in sorted({v for row in t.values() for v in row}) if v != base])
-ls = {}
-for v in ['0', '1']:
-    f = '%s/lutstep_%s.json' % (D, v)
-    if os.path.exists(f):
-        for rec in json.load(open(f))['records']:
-            ls.setdefault((rec['name'], rec['seq']), {})[v] = (rec['op_ms']['grad_store'], rec['step_ms'])
-if ls:
-    print('step_llama2_7b grad_store ms and step ms, AGOQ_G8_LUT32 0 | 1')
-    for k in sorted(ls):
-        print(*k, '|', ' | '.join('%s: %.3f %.2f' % (v, *ls[k][v]) for v in sorted(ls[k])))
+step_table('%s/lutstep_%s.json', ['0', '1'], 'step_llama2_7b grad_store ms and step ms, AGOQ_G8_LUT32 0 | 1')

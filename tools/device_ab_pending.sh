@@ -83,6 +83,21 @@ gemm_run() { # experiment, output name, env...
   timeout 90 env "$@" "$B/agoq" run "experiments/$e.json" --backend cuda --out "$R/$n.json" >> "$R/$e.log" 2>&1
   rc_of "$n" $?
 }
+old_bins() { # unpacks .carry/old.tar.xz once; prints its binaries' directory
+  [ -x "$PWD/.carry/xo/bd/agoq" ] || { rm -rf .carry/xo && mkdir -p .carry/xo && tar -C .carry/xo -xJf .carry/old.tar.xz; }
+  echo "$PWD/.carry/xo/bd"
+}
+bins_ab() { # prefix, formats, first size, cases: agoq kernels with the new and the old binaries, new / old / old / new
+  local pre=$1 fm=$2 b0=$3 cs=$4 v b o
+  o=$(old_bins)
+  echo "$pre: new $(cat "$B/commit.stamp"), old $(cat "$o/commit.stamp")" | tee -a "$R/call.log"
+  for v in new old oldb newb; do
+    b=$B; [ "${v%b}" = old ] && b=$o
+    timeout 150 "$b/agoq" kernels -n 20 -w 3 -q --formats "$fm" -b "$b0" -e 4G -f 4 --no-check \
+      --cases "$cs" -o "$R/$pre$v.json" > "$R/$pre$v.log" 2>&1
+    rc_of "$pre$v" $?
+  done
+}
 for part in "$@"; do
   t "$part"
   case $part in
@@ -190,15 +205,7 @@ for part in "$@"; do
     lut32)
       timeout 240 env AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" cuda_quant cuda_grad > "$R/test_lut32.log" 2>&1
       rc_of "tests cuda_quant cuda_grad" $?; tail -1 "$R/test_lut32.log" | tee -a "$R/call.log"
-      O_B=$PWD/.carry/xo/bd
-      [ -x "$O_B/agoq" ] || { rm -rf .carry/xo && mkdir -p .carry/xo && tar -C .carry/xo -xJf .carry/old.tar.xz; }
-      echo "lut32: new $(cat "$B/commit.stamp"), old $(cat "$O_B/commit.stamp")" | tee -a "$R/call.log"
-      for v in new old oldb newb; do
-        b=$B; [ "${v%b}" = old ] && b=$O_B
-        timeout 150 "$b/agoq" kernels -n 20 -w 3 -q --formats dyn8,nf4,int8 -b 64M -e 4G -f 4 --no-check \
-          --cases quantize_bf16,quantize_f32 -o "$R/lq$v.json" > "$R/lq$v.log" 2>&1
-        rc_of "lq$v" $?
-      done
+      bins_ab lq dyn8,nf4,int8 64M quantize_bf16,quantize_f32
       for v in 0 1 1b 0b; do
         AGOQ_G8_LUT32=${v%b} timeout 150 "$B/agoq" kernels -n 20 -w 3 -q --formats dyn8 -b 64M -e 4G -f 4 --no-check \
           --cases grad_accumulate_f32,grad_accumulate_bf16,grad_reduce -o "$R/lg$v.json" > "$R/lg$v.log" 2>&1
@@ -207,15 +214,7 @@ for part in "$@"; do
     vstage)
       timeout 240 env AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" cuda_grad > "$R/test_vstage.log" 2>&1
       rc_of "tests cuda_grad" $?; tail -1 "$R/test_vstage.log" | tee -a "$R/call.log"
-      O_B=$PWD/.carry/xo/bd
-      [ -x "$O_B/agoq" ] || { rm -rf .carry/xo && mkdir -p .carry/xo && tar -C .carry/xo -xJf .carry/old.tar.xz; }
-      echo "vstage: new $(cat "$B/commit.stamp"), old $(cat "$O_B/commit.stamp")" | tee -a "$R/call.log"
-      for v in new old oldb newb; do
-        b=$B; [ "${v%b}" = old ] && b=$O_B
-        timeout 150 "$b/agoq" kernels -n 20 -w 3 -q --formats dyn8,int8 -b 16M -e 4G -f 4 --no-check \
-          --cases grad_accumulate_bf16,grad_accumulate_f32,grad_reduce -o "$R/vs$v.json" > "$R/vs$v.log" 2>&1
-        rc_of "vs$v" $?
-      done ;;
+      bins_ab vs dyn8,int8 16M grad_accumulate_bf16,grad_accumulate_f32,grad_reduce ;;
     lutstep)
       for v in 0 1; do # the step's grad_store (dyn8 accumulation of every gradient) without / with the 32-bit LUT
         AGOQ_G8_LUT32=$v timeout 120 "$B/agoq" run experiments/step_llama2_7b.json --backend cuda \
