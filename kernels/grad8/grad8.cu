@@ -285,7 +285,9 @@ struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTA
  * the CTA's LUT in 32-bit entries): its H200 A/B (1dbd92e, two rounds,
  * results/h200/logs/s12_ab_1dbd92e/) measured it slower at every size, dyn8 bf16 accumulation
  * 0.60 / 0.67 / 0.69 -> 0.57 / 0.62 / 0.63 of copy at 256 MiB / 1 GiB / 4 GiB, dyn8 reduce
- * 0.50-0.52 -> 0.49-0.51. The eighth session's bits 1 and 2 had lost before (logs/s8_callB_ca17d3f/). */
+ * 0.50-0.52 -> 0.49-0.51. The eighth session's bits 1 and 2 had lost before (logs/s8_callB_ca17d3f/).
+ * The twenty-second session's carry form of that LUT (one add a code) won: AGOQ_G8_LUT32
+ * (quant_cuda.h, quant_launch.cuh; on by default). */
 
 /* AGOQ_RED_PF (issue 15, s10), a mask: the reduce core's L2 prefetch of the next batch of
  * chunks (red_prefetch_batch). 1: int8_asym (batches of 4, as without it); 2: the other

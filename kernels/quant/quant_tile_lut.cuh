@@ -20,8 +20,9 @@ __device__ __forceinline__ uint2 *agoq_tile_lut_smem() {
 /* LUT32: the same LUT in 32-bit entries (tab_lut32.h: half the shared memory and about half the
  * bank conflicts of the 8-byte entries, two more integer operations per code), built by each
  * CTA from the device table's entries: the q8 table encoder's (AGOQ_TILE_OPT_LUT32, on by
- * default for dyn8, AGOQ_Q8_LUT32; quant_q8.cuh, quant_opts.cu). The gradient kernels' use of
- * it (AGOQ_G8=4) lost its A/B and was removed in the twelfth session (grad8.cu). */
+ * default for dyn8, AGOQ_Q8_LUT32; quant_q8.cuh, quant_opts.cu) and, since the twenty-second
+ * session's carry form, the gradient kernels' dyn8 encoder (AGOQ_G8_LUT32, quant_launch.cuh; the
+ * twelfth session's compare form, AGOQ_G8=4, had lost its A/B). */
 __device__ __forceinline__ uint32_t *agoq_tile_lut32_smem() {
     __shared__ uint32_t lut32[AGOQ_TAB_LUT_MAX];
     return lut32;
