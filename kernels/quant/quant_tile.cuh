@@ -425,7 +425,7 @@ struct agoq_src_load_b<S, std::void_t<decltype(S::kLoadB)>> : std::integral_cons
  * differently around them, PTX the same, ptxas's spills 16 / 32 -> 16 / 16 bytes;
  * results/h200/logs/s21_8b9053e/; since AGOQ_G8_LUT32 that core stages q8's 32-bit LUT, batched).
  * The replicated value table: agoq_tile_stage_vrep (twenty-second session) with 1, the plain loop
- * with 0 (the dyn8 reduce core ran 8-9% slower at every size with agoq_tile_stage_vrep on an
+ * with 0 (the dyn8 reduce core ran 6-9% slower at every size with agoq_tile_stage_vrep on an
  * H100, results/h100/logs/s22_b8870d5/: its main loop again). */
 template <class S, class = void>
 struct agoq_src_stage_b : std::true_type {};
