@@ -86,15 +86,17 @@ static unsigned agoq_grid_units(size_t warps, bool stages_lut) {
     return (unsigned)(want < 1 ? 1 : want);
 }
 
+/* q8's contract for a table encoder (quant_q8.h): an identity code map, qmax 1, a LUT that needs
+ * no upper clamp */
+static inline bool agoq_q8_table_ok(const agoq_cuda_qparams &p) {
+    return p.tab_ident && p.qmax == 1.0f && agoq_q8_lut_ok(p.tab_shift, p.tab_hi);
+}
+/* The 8-bit gradient kernels' dyn8 encoder through q8's 32-bit LUT: AGOQ_G8_LUT32 and q8's contract */
+static inline bool agoq_g8_lut32_ok(const agoq_cuda_qparams &p) { return agoq_cuda_g8_lut32() && agoq_q8_table_ok(p); }
 /* The tile kernel (quant_tile.cuh) over the whole tiles of q, when the config has a fast path
  * (round to nearest, block 32/64/128/256, 4- or 8-bit codes, the codes plane aligned to one
  * vector's codes). Returns the elements it quantized (0: none, all go to the other kernels).
  * TileSrc::kBits: the only code width the source is used with (0: 4 and 8). */
-/* The 8-bit gradient kernels' dyn8 encoder through q8's 32-bit LUT: AGOQ_G8_LUT32 and q8's
- * contract (an identity code map, qmax 1, a LUT without the upper clamp) */
-static inline bool agoq_g8_lut32_ok(const agoq_cuda_qparams &p) {
-    return agoq_cuda_g8_lut32() && p.tab_ident && p.qmax == 1.0f && agoq_q8_lut_ok(p.tab_shift, p.tab_hi);
-}
 struct agoq_no_tile_src {
     static constexpr int kVec = 0, kBits = 0, kU = 0, kMinCtas = 0;
 };
@@ -139,8 +141,7 @@ static size_t agoq_launch_quant_tiles(const agoq_cuda_qparams &p, const TileSrc 
                     constexpr bool kQ8 = ENC == AGOQ_ENC_INT_ASYM || (ENC == AGOQ_ENC_TABLE && !(kOpt & AGOQ_TILE_OPT_GRID));
                     constexpr bool kPf = ENC == AGOQ_ENC_INT_ASYM || ENC == AGOQ_ENC_TABLE || ENC == AGOQ_ENC_FP4;
                     const bool q8 = kQ8 && (opts & AGOQ_TILE_OPT_Q8) &&
-                                    (ENC == AGOQ_ENC_INT_ASYM ||
-                                     (p.tab_ident && p.qmax == 1.0f && agoq_q8_lut_ok(p.tab_shift, p.tab_hi)));
+                                    (ENC == AGOQ_ENC_INT_ASYM || agoq_q8_table_ok(p));
                     auto with_pf = [&](auto o) {
                         if constexpr (kPf)
                             if (opts & AGOQ_TILE_OPT_PF) return go(agoq_enc_t<decltype(o)::value | AGOQ_TILE_OPT_PF>());
