@@ -151,14 +151,22 @@ template <class S, class = void>
 struct agoq_src_vrep : std::integral_constant<int, 0> {};
 template <class S>
 struct agoq_src_vrep<S, std::void_t<decltype(S::kVrep)>> : std::integral_constant<int, (int)S::kVrep> {};
-/* 8 codes of 8 bits -> values through the replicated table, * s (agoq_dev_decode's value[c] * s). */
+/* 8 codes of 8 bits -> values through the replicated table, * s (agoq_dev_decode's value[c] * s).
+ * The lane's replica as a 32-bit shared byte address t, then each entry at t + c * 4R: a byte
+ * permute and one LEA a code (twenty-third session; the element index c * R + l % R took a permute,
+ * a shift, a LOP3 and an IMAD: 7 instructions a code with the load, multiply and add, now 5). */
+template <bool LEA = true> /* false: the element index form (AGOQ_G8_VDEC=0, the A/B's control) */
 __device__ __forceinline__ void agoq_tile_decode_vrep8(uint64_t packed, float s, int lane, float (&v)[8]) {
     constexpr int R = AGOQ_VREP;
-    const float *t = agoq_tile_vrep() + (lane & (R - 1));
+    const uint32_t t = (uint32_t)__cvta_generic_to_shared(agoq_tile_vrep() + (lane & (R - 1)));
+    const float *ti = agoq_tile_vrep() + (lane & (R - 1));
 #pragma unroll
     for (int e = 0; e < 8; e++) {
         const uint32_t c = __byte_perm((uint32_t)(packed >> (e / 4 * 32)), 0u, (uint32_t)(e % 4) | 0x4440u);
-        v[e] = t[c * R] * s;
+        float x;
+        if constexpr (LEA) asm("ld.shared.f32 %0, [%1];" : "=f"(x) : "r"(t + c * (4u * R)));
+        else x = ti[c * R];
+        v[e] = x * s;
     }
 }
 
