@@ -180,9 +180,10 @@ def step_table(pattern, vs, title):
 step_table('%s/stagestep_%s.json', ['new', 'old'], 'step_llama2_7b grad_store ms and step ms, new | old')
 # lut32: lq{new,old,oldb,newb}.json (the quantizers against the previous binaries) and
 # lg{0,1,1b,0b}.json (AGOQ_G8_LUT32): copy ratio per run, per (case, format, MiB)
-# vrep: lv{16,32,32b,16b}.json (AGOQ_G8_VREP)
+# vrep: lv{16,32,32b,16b}.json (AGOQ_G8_VREP); vdec: vd{1,0,2,2b,0b,1b}.json (AGOQ_G8_VDEC)
 for prefix, vs, base in [('lq', ['new', 'old', 'oldb', 'newb'], 'old'), ('lg', ['0', '1', '1b', '0b'], '0'),
-                         ('lv', ['16', '32', '32b', '16b'], '16'), ('vs', ['new', 'old', 'oldb', 'newb'], 'old')]:
+                         ('lv', ['16', '32', '32b', '16b'], '16'), ('vs', ['new', 'old', 'oldb', 'newb'], 'old'),
+                         ('vd', ['1', '0', '2', '2b', '0b', '1b'], '0')]:
     t = {}
     for v in vs:
         f = '%s/%s%s.json' % (D, prefix, v)

@@ -61,10 +61,11 @@
 #           the previous binaries (.carry/old.tar.xz): its GPU tests, then the dyn8 and int8 (the
 #           control) gradient kernels at 16 MiB .. 4 GiB, new / old / old / new                 ~2 min
 #   vdec    the replicated dyn8 value table decoded by a 32-bit shared byte address (twenty-third
-#           session, agoq_tile_decode_vrep8): the GPU tests of grad8 (both AGOQ_G8_VDEC values
-#           against the reference), the dyn8 gradient kernels at 64 MiB .. 4 GiB with
-#           AGOQ_G8_VDEC=1 / 0 / 0 / 1 (int8, unaffected, the control), then ncu of the dyn8
-#           reduce core at 256 MiB with each value                                           ~3 min
+#           session, agoq_tile_decode_vrep8) and, for the reduce core, through the rows of a
+#           dynamic shared region (AGOQ_TILE_OPT_ROWS): the GPU tests of grad8 (every
+#           AGOQ_G8_VDEC value against the reference), the dyn8 gradient kernels at 64 MiB ..
+#           4 GiB with AGOQ_G8_VDEC=1 / 0 / 2 / 2 / 0 / 1 (int8, unaffected, the control), then
+#           ncu of the dyn8 reduce core at 256 MiB with each value                          ~3 min
 #   lutstep experiments/step_llama2_7b.json with AGOQ_G8_LUT32=0 and 1 (ran at ab051fe as part of the
 #           part vrep, whose AGOQ_G8_VREP A/B was removed with the knob: results/h100/logs/
 #           s22_ab051fe/)                                                                    ~1 min
@@ -223,13 +224,13 @@ for part in "$@"; do
     vdec)
       timeout 240 env AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda" cuda_grad > "$R/test_vdec.log" 2>&1
       rc_of "tests cuda_grad" $?; tail -1 "$R/test_vdec.log" | tee -a "$R/call.log"
-      for v in 1 0 0b 1b; do
+      for v in 1 0 2 2b 0b 1b; do
         AGOQ_G8_VDEC=${v%b} timeout 150 "$B/agoq" kernels -n 20 -w 3 -q --formats dyn8,int8 -b 64M -e 4G -f 4 --no-check \
           --cases grad_accumulate_bf16,grad_accumulate_f32,grad_reduce -o "$R/vd$v.json" > "$R/vd$v.log" 2>&1
         rc_of "vd$v" $?
       done
       if command -v ncu > /dev/null; then
-        for v in 1 0; do
+        for v in 1 0 2; do
           AGOQ_G8_VDEC=$v timeout 90 ncu $ncu_sec --section Occupancy --section InstructionStats --kernel-name-base demangled -k regex:tile_reduce -c 1 \
             "$B/agoq" kernels -n 1 -w 0 -q --formats dyn8 -b 256M -e 256M --no-check --cases grad_reduce \
             -o "$R/ncu_vd$v.json" > "$R/ncu_vd$v.log" 2>&1
