@@ -72,8 +72,7 @@ struct src_reduce {
  * the replicated value table (VREP, quant_tile.cuh agoq_tile_vrep), and the bf16 accumulation
  * of table codes takes tiles of U = 4 vectors (8 spilled at the 80-register bound, like the
  * bf16 quantizer); the same values in the same order: bit-exact either way. */
-#define AGOQ_VDEC_IDX 0x100  /* in VREP: agoq_tile_decode_vrep8's index form (AGOQ_G8_VDEC=0, below) */
-#define AGOQ_VDEC_ROWS 0x200 /* in VREP: the rows (AGOQ_G8_VDEC=2: agoq_tile_decode_rows8) */
+#define AGOQ_VDEC_IDX 0x100 /* in VREP: agoq_tile_decode_vrep8's index form (AGOQ_G8_VDEC=0, below) */
 template <int DEC, typename TG, int U = AGOQ_TILE_U, int VREP = 0>
 struct tile_accumulate {
     static constexpr int kVec = 16 / (int)sizeof(TG), kBits = 8, kU = U, kMinCtas = 0;
@@ -170,7 +169,6 @@ struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTA
     static constexpr bool kTable = DEC == AGOQ_ENC_TABLE;
     static constexpr int kVrep = kTable ? VREP & 0xff : 0;
     static constexpr bool kVlea = (VREP & AGOQ_VDEC_IDX) == 0;
-    static constexpr bool kRows = kTable && (VREP & AGOQ_VDEC_ROWS) != 0; /* launched with AGOQ_TILE_OPT_ROWS */
     static constexpr bool kLoadB = LD != 0; /* load_tile_b (below): AGOQ_RED_LD */
     static constexpr int kStageB = 0;       /* the plain table copies (quant_tile.cuh agoq_src_stage_b) */
     using scales_t = agoq_tile_scales<8, DEC == AGOQ_ENC_INT_ASYM, RED_U>;
@@ -188,8 +186,7 @@ struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTA
     static __device__ __forceinline__ void add_vec(const agoq_cuda_qparams &p, const agoq_smem_table *t, uint64_t c,
                                                    float s, float m, int lane, float (&vj)[8]) {
         float d[8];
-        if constexpr (kRows) agoq_tile_decode_rows8(c, s, lane, d);
-        else if constexpr (kVrep != 0) agoq_tile_decode_vrep8<kVlea>(c, s, lane, d);
+        if constexpr (kVrep != 0) agoq_tile_decode_vrep8<kVlea>(c, s, lane, d);
         else agoq_tile_decode<DEC, 8, 8>(p, t, c, s, m, d);
 #pragma unroll
         for (int e = 0; e < 8; e++) {
@@ -323,10 +320,8 @@ static int red_pf_mask(void) { return agoq_knob_int("AGOQ_RED_PF", RED_PF_ASYM |
  * reference card, 1 is the fastest and 2 no faster than 0, so 1 is the default. */
 /* AGOQ_G8_VDEC (twenty-third session, an A/B knob): the replicated table's decode, 1 (the
  * default) by a 32-bit shared byte address, 0 the element index form before it
- * (agoq_tile_decode_vrep8); 2: the reduce core through the rows of a dynamic shared region
- * (AGOQ_TILE_OPT_ROWS, quant_tile_dec.cuh; with AGOQ_G8_LUT32's encoder only), the accumulation
- * as 1. The kernels' VREP template argument carries 0 as AGOQ_VDEC_IDX and 2 as AGOQ_VDEC_ROWS. */
-static int g8_vdec(void) { return agoq_knob_int("AGOQ_G8_VDEC", 1, 0, 2); }
+ * (agoq_tile_decode_vrep8). The kernels' VREP template argument carries 0 as AGOQ_VDEC_IDX. */
+static int g8_vdec(void) { return agoq_knob_int("AGOQ_G8_VDEC", 1, 0, 1); }
 #define RED_LD_RB3 1
 #define RED_LD_RB4 2
 static int red_ld_mask(void) { return agoq_knob_int("AGOQ_RED_LD", RED_LD_RB3, 0, 2); }
@@ -428,10 +423,7 @@ int agoq_cuda_grad_reduce(const agoq_qconfig *c, const agoq_cuda_qtensor *in, in
                 if constexpr (D == AGOQ_ENC_TABLE) {
                     if (p.tab_ident) {
                         if (pf & RED_PF_OTHERS) return with_pf(bf16, agoq_enc_t<AGOQ_VREP>());
-                        const int vd = g8_vdec();
-                        if (vd == 2 && agoq_g8_lut32_ok(p))
-                            return with_tile(bf16, agoq_enc_t<AGOQ_VREP | AGOQ_VDEC_ROWS>(), agoq_enc_t<RED_RB>(), no);
-                        if (vd == 0) return with_tile(bf16, agoq_enc_t<AGOQ_VREP | AGOQ_VDEC_IDX>(), agoq_enc_t<RED_RB>(), no);
+                        if (!g8_vdec()) return with_tile(bf16, agoq_enc_t<AGOQ_VREP | AGOQ_VDEC_IDX>(), agoq_enc_t<RED_RB>(), no);
                         return with_tile(bf16, agoq_enc_t<AGOQ_VREP>(), agoq_enc_t<RED_RB>(), no);
                     }
                 } else if constexpr (D == AGOQ_ENC_INT_ASYM) {

@@ -134,10 +134,6 @@ const char *agoq_cuda_deq_variant_name(int v);
  * LUT in 32-bit entries (tab_lut32.h; quant_q8.cuh: one 32-bit shared load a code instead of an
  * 8-byte one, for the MIO-bound dyn8 quantizer) */
 #define AGOQ_TILE_OPT_LUT32 64
-/* twenty-third session (AGOQ_G8_VDEC=2, the dyn8 reduce core only; with Q8 | LUT32): the replicated
- * value table and the 32-bit LUT in the rows of a 64 KB dynamic shared region (quant_tile_dec.cuh
- * agoq_tile_vrows), decoded by one byte permute a code */
-#define AGOQ_TILE_OPT_ROWS 128
 int agoq_cuda_tile_opts(void);
 /* agoq_cuda_tile_opts with q8 / pf / LUT32 added where their knob is unset and the encoder
  * (AGOQ_ENC_*) and code width take them by default (quant_opts.cu: INT4- / INT8-asym q8, dyn8

@@ -59,9 +59,9 @@ static void agoq_dispatch_pair(int enc, int dec, F f) {
 /* CTAs for `warps` warps of work, capped at what the kernel keeps resident (grid-stride loops
  * cover the rest): at least 1. */
 template <auto Kernel>
-static unsigned agoq_grid_resident(size_t warps, size_t dyn_smem = 0) {
-    static int per_sm = 0; /* one per kernel (and its one dynamic shared size) */
-    if (!per_sm) cudaCheck(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, AGOQ_QUANT_THREADS, dyn_smem));
+static unsigned agoq_grid_resident(size_t warps) {
+    static int per_sm = 0; /* one per kernel */
+    if (!per_sm) cudaCheck(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, AGOQ_QUANT_THREADS, 0));
     const size_t want = (warps * 32 + AGOQ_QUANT_THREADS - 1) / AGOQ_QUANT_THREADS;
     const size_t cap = (size_t)agoq_cuda_sm_count() * (size_t)(per_sm > 0 ? per_sm : 1);
     return (unsigned)(want < 1 ? 1 : (want < cap ? want : cap));
@@ -80,8 +80,8 @@ int agoq_grid_resident_only(void);
  * non-table quantizers 1-7% and the dequantizers 2-12% faster (the latter within their
  * run-to-run spread), the NF4 / dyn8 quantizers 1-12% slower. */
 template <auto Kernel>
-static unsigned agoq_grid_units(size_t warps, bool stages_lut, size_t dyn_smem = 0) {
-    if (stages_lut || agoq_grid_resident_only()) return agoq_grid_resident<Kernel>(warps, dyn_smem);
+static unsigned agoq_grid_units(size_t warps, bool stages_lut) {
+    if (stages_lut || agoq_grid_resident_only()) return agoq_grid_resident<Kernel>(warps);
     const size_t want = (warps * 32 + AGOQ_QUANT_THREADS - 1) / AGOQ_QUANT_THREADS;
     return (unsigned)(want < 1 ? 1 : want);
 }
@@ -121,15 +121,7 @@ static size_t agoq_launch_quant_tiles(const agoq_cuda_qparams &p, const TileSrc 
                 constexpr auto kernel = agoq_quant_tile_kernel<ENC, BITS, LOG2B, TileSrc, decltype(opt)::value>;
                 /* resident grids: the CTAs that stage the LUT, and pf's warps (they loop over tiles) */
                 constexpr bool kResident = ENC == AGOQ_ENC_TABLE || (decltype(opt)::value & AGOQ_TILE_OPT_PF) != 0;
-                /* the rows (AGOQ_TILE_OPT_ROWS): 64 KB of dynamic shared memory, allowed once per kernel */
-                constexpr size_t kDyn = (decltype(opt)::value & AGOQ_TILE_OPT_ROWS) ? AGOQ_ROWS_BYTES : 0;
-                if constexpr (kDyn != 0) {
-                    static bool allowed = false;
-                    if (!allowed)
-                        cudaCheck(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kDyn));
-                    allowed = true;
-                }
-                kernel<<<agoq_grid_units<kernel>(ntiles, kResident, kDyn), AGOQ_QUANT_THREADS, kDyn,
+                kernel<<<agoq_grid_units<kernel>(ntiles, kResident), AGOQ_QUANT_THREADS, 0,
                          (cudaStream_t)stream>>>(p, src, q, ntiles);
             };
             /* The encoders of issue 15's q6 / q7, fixed since the eleventh session (their A/Bs, H200,
@@ -164,17 +156,11 @@ static size_t agoq_launch_quant_tiles(const agoq_cuda_qparams &p, const TileSrc 
                         if (q8) return q8_lut(agoq_enc_t<kOpt | AGOQ_TILE_OPT_Q8>(), with_pf);
                     with_pf(agoq_enc_t<kOpt>());
                 } else {
-                    /* the gradient kernels' dyn8 encoder by q8's 32-bit LUT (AGOQ_G8_LUT32); a source
-                     * that decodes the rows takes them (its caller checked agoq_g8_lut32_ok) */
-                    constexpr int kLut = decltype(enc_opt)::value | AGOQ_TILE_OPT_Q8 | AGOQ_TILE_OPT_LUT32;
-                    if constexpr (agoq_src_rows<TileSrc>::value) {
-                        static_assert(ENC == AGOQ_ENC_TABLE && TileSrc::kBits == 8, "the rows: dyn8 sources");
-                        go(agoq_enc_t<kLut | AGOQ_TILE_OPT_ROWS>());
-                    } else {
-                        if constexpr (ENC == AGOQ_ENC_TABLE && BITS == 8 && agoq_src_vrep<TileSrc>::value != 0)
-                            if (agoq_g8_lut32_ok(p)) return go(agoq_enc_t<kLut>());
-                        go(enc_opt);
-                    }
+                    /* the gradient kernels' dyn8 encoder by q8's 32-bit LUT (AGOQ_G8_LUT32) */
+                    if constexpr (ENC == AGOQ_ENC_TABLE && BITS == 8 && agoq_src_vrep<TileSrc>::value != 0)
+                        if (agoq_g8_lut32_ok(p))
+                            return go(agoq_enc_t<decltype(enc_opt)::value | AGOQ_TILE_OPT_Q8 | AGOQ_TILE_OPT_LUT32>());
+                    go(enc_opt);
                 }
             };
             if constexpr (ENC == AGOQ_ENC_INT_ASYM) {

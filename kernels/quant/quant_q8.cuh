@@ -9,7 +9,6 @@
 #include "kernels/quant/quant_cuda.h"
 #include "kernels/quant/quant_device.cuh"
 #include "kernels/quant/quant_q8.h"
-#include "kernels/quant/quant_tile_dec.cuh"
 
 /* q8's staging (AGOQ_TILE_OPT_Q8; CTAs of AGOQ_QUANT_THREADS): every load of the table and the
  * LUT issued before the first store (the loop above waits one L2 round trip per 256 entries: the
@@ -45,25 +44,20 @@ __device__ __forceinline__ void agoq_tile_stage_q8(agoq_smem_table *tab, const a
  * one (about half the bank conflicts, tab_lut32.h) and one add a code (agoq_tab_lut32_sum;
  * 8-bit codes packed from its top byte, 4 at a time).
  * Contract: the fast path, ident, agoq_q8_lut_ok. */
-template <int BITS, int N, bool LUT32 = false, bool ROWS = false>
+template <int BITS, int N, bool LUT32 = false>
 __device__ __forceinline__ uint64_t agoq_tile_q8_table(const agoq_cuda_qparams &p, const float (&v)[N], float inv) {
-    static_assert(!ROWS || LUT32, "the rows hold the 32-bit LUT");
     constexpr int kEs = LUT32 ? 2 : 3;
     constexpr bool kTop = LUT32 && BITS == 8 && N % 4 == 0; /* the codes packed from the sums' top bytes */
     uint32_t lut; /* only the array this variant reads is referenced (each is a kernel's static shared memory) */
-    if constexpr (ROWS) lut = 0; /* 4 i, placed by agoq_tile_rows_lut_addr */
-    else if constexpr (LUT32) lut = (uint32_t)__cvta_generic_to_shared(agoq_tile_lut32_smem());
+    if constexpr (LUT32) lut = (uint32_t)__cvta_generic_to_shared(agoq_tile_lut32_smem());
     else lut = (uint32_t)__cvta_generic_to_shared(agoq_tile_lut_smem());
-    [[maybe_unused]] uint32_t rows = 0;
-    if constexpr (ROWS) rows = agoq_tile_rows_base();
     uint32_t pos0, neg0, w[N];
     agoq_q8_lut_bases(lut, p.tab_base, p.tab_nb, kEs, &pos0, &neg0);
     const uint32_t m = (1u << p.tab_shift) - 1u; /* LUT32: the key mask */
 #pragma unroll
     for (int j = 0; j < N; j++) {
         const float y = v[j] * inv;
-        uint32_t a = agoq_q8_lut_addr(pos0, neg0, p.tab_shift, p.tab_lo, y, kEs);
-        if constexpr (ROWS) a = agoq_tile_rows_lut_addr(rows, a);
+        const uint32_t a = agoq_q8_lut_addr(pos0, neg0, p.tab_shift, p.tab_lo, y, kEs);
         if constexpr (LUT32) {
             uint32_t e;
             asm("ld.shared.u32 %0, [%1];" : "=r"(e) : "r"(a));

@@ -119,7 +119,7 @@ __device__ __forceinline__ uint64_t agoq_tile_encode_finite(const agoq_cuda_qpar
         }
         packed = agoq_tile_pack_low<BITS, N>(w);
     } else if constexpr (ENC == AGOQ_ENC_TABLE && LUT_SMEM && (OPT & AGOQ_TILE_OPT_Q8)) {
-        packed = agoq_tile_q8_table<BITS, N, (OPT & AGOQ_TILE_OPT_LUT32) != 0, (OPT & AGOQ_TILE_OPT_ROWS) != 0>(p, v, inv);
+        packed = agoq_tile_q8_table<BITS, N, (OPT & AGOQ_TILE_OPT_LUT32) != 0>(p, v, inv);
     } else if constexpr (ENC == AGOQ_ENC_TABLE && (OPT & AGOQ_TILE_OPT_GRID)) {
 #pragma unroll
         for (int j = 0; j < N; j++) packed |= (uint64_t)agoq_tile_grid_pos(p, v[j] * inv) << (j * BITS);
@@ -452,13 +452,7 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS_OPT(ENC
     constexpr int kVrep = agoq_src_vrep<Src>::value; /* replicas of the value table, 0: none */
     static_assert(kVrep == 0 || kVrep == AGOQ_VREP, "the replicated value table has AGOQ_VREP replicas");
     constexpr bool kStageB = agoq_src_stage_b<Src>::value; /* the tables' copies in batches of loads */
-    constexpr bool kRows = (OPT & AGOQ_TILE_OPT_ROWS) != 0; /* the value table and LUT in dynamic rows */
-    static_assert(kRows == agoq_src_rows<Src>::value, "the rows: a source that decodes them, launched with them");
-    static_assert(!kRows || (ENC == AGOQ_ENC_TABLE && BITS == 8 && (OPT & AGOQ_TILE_OPT_LUT32)), "rows: dyn8 by LUT32");
-    if constexpr (kRows) {
-        agoq_tile_stage_rows(p.table->value, (const uint2 *)p.table->lut.e, 2 * p.tab_nb, (1u << p.tab_shift) - 1u);
-        agoq_dev_load_table(&tab, p.table); /* the careful path's */
-    } else if constexpr (kVrep != 0) { /* Src::kTable: synchronised below */
+    if constexpr (kVrep != 0) { /* Src::kTable: synchronised below */
         float *vrep = agoq_tile_vrep();
         if constexpr (kStageB) agoq_tile_stage_vrep(vrep, p.table->value);
         else
@@ -472,8 +466,7 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS, AGOQ_TILE_MIN_CTAS_OPT(ENC
         agoq_tile_stage_grid(p);
         __syncthreads();
     } else if constexpr (kLutSmem) { /* the careful path reads the device table's LUT (tab.lut) */
-        if constexpr (kRows) {
-        } else if constexpr ((OPT & AGOQ_TILE_OPT_Q8) != 0) {
+        if constexpr ((OPT & AGOQ_TILE_OPT_Q8) != 0) {
             agoq_tile_stage_q8<(OPT & AGOQ_TILE_OPT_LUT32) != 0>(&tab, p);
         } else {
             agoq_dev_load_table<kStageB>(&tab, p.table);

@@ -7,7 +7,6 @@
 #ifndef AGOQ_QUANT_TILE_DEC_CUH
 #define AGOQ_QUANT_TILE_DEC_CUH
 #include "kernels/quant/quant_device.cuh"
-#include "kernels/quant/tab_lut32.h"
 
 #include <type_traits>
 
@@ -170,75 +169,5 @@ __device__ __forceinline__ void agoq_tile_decode_vrep8(uint64_t packed, float s,
         v[e] = x * s;
     }
 }
-
-/* The rows layout (AGOQ_TILE_OPT_ROWS, AGOQ_G8_VDEC=2; the dyn8 reduce core): the CTA's 64 KB
- * dynamic shared region as 256 rows of 256 bytes, row c holding value[c] in its words 0..31 (32
- * replicas: lane l reads word l, one wavefront whatever the codes) and, in words 32..63 of rows
- * 0..87, q8's 32-bit LUT (entry i at row i / 32, word 32 + i % 32: agoq_tile_rows_lut_addr). Lane
- * l's entry of code c lies at byte c * 256 + 4 l: one byte permute puts code byte k above the
- * lane's 4 l, and the region's base folds into the load (LDS [R + UR]): a permute, the load, the
- * multiply and the add a code. Static shared memory cannot hold it (48 KB at most); with the
- * kernel's ~3 KB table, 3 CTAs an SM fit (3 x 68 KB). */
-#define AGOQ_ROWS_BYTES 65536
-extern __shared__ __align__(16) uint8_t agoq_tile_rows_smem[];
-/* The region's 32-bit shared address by PTX mov of the symbol (declared in the PTX by the C++ use
- * in agoq_tile_stage_rows): ptxas keeps it in a uniform register and folds it into each load,
- * LDS [R + UR], where the address from cvta took an IADD a code in the reduce core. */
-__device__ __forceinline__ uint32_t agoq_tile_rows_base() {
-    uint32_t b;
-    asm("mov.u32 %0, agoq_tile_rows_smem;" : "=r"(b));
-    return b;
-}
-/* byte address of LUT entry i's word from u = 4 i (q8's address with a LUT base of 0) */
-__device__ __forceinline__ uint32_t agoq_tile_rows_lut_addr(uint32_t base, uint32_t u) {
-    return base + 128u + u + (u & ~127u);
-}
-/* Stages value[c] (32 replicas) and the LUT's ne entries (tab_lut.h {thr, pos} pairs g, as
- * 32-bit entries of tab_lut32.h with key mask m) into the rows; all threads of the CTA (blockDim.x
- * = AGOQ_QUANT_THREADS); the caller synchronises the CTA before use. Every LUT load is issued
- * before the first store (as agoq_tile_stage_q8); warp w then loads codes 32 w .. + 31 (one word
- * a lane) and stores row by row, each word shuffled from the lane that loaded its code. */
-__device__ __forceinline__ void agoq_tile_stage_rows(const float *__restrict__ value, const uint2 *__restrict__ g,
-                                                     int ne, uint32_t m) {
-    constexpr int kPer = (AGOQ_TAB_LUT_MAX + AGOQ_QUANT_THREADS - 1) / AGOQ_QUANT_THREADS;
-    const uint32_t base = (uint32_t)__cvta_generic_to_shared(agoq_tile_rows_smem);
-    uint2 r[kPer];
-#pragma unroll
-    for (int k = 0; k < kPer; k++) {
-        const int i = (int)threadIdx.x + k * AGOQ_QUANT_THREADS;
-        if (i < ne) r[k] = __ldg(g + i);
-    }
-    const int lane = (int)(threadIdx.x & 31u);
-    for (int c0 = (int)(threadIdx.x & ~31u); c0 < 256; c0 += (int)blockDim.x) {
-        const float v = __ldg(value + c0 + lane);
-#pragma unroll 8
-        for (int k = 0; k < 32; k++) {
-            const float x = __shfl_sync(0xffffffffu, v, k);
-            asm volatile("st.shared.f32 [%0], %1;" ::"r"(base + (uint32_t)(c0 + k) * 256u + 4u * (uint32_t)lane), "f"(x));
-        }
-    }
-#pragma unroll
-    for (int k = 0; k < kPer; k++) {
-        const int i = (int)threadIdx.x + k * AGOQ_QUANT_THREADS;
-        if (i < ne)
-            asm volatile("st.shared.u32 [%0], %1;" ::"r"(agoq_tile_rows_lut_addr(base, 4u * (uint32_t)i)),
-                         "r"(agoq_tab_lut32_entry(r[k].x, r[k].y, m)));
-    }
-}
-/* 8 codes of 8 bits -> values through the rows, * s (agoq_dev_decode's value[c] * s) */
-__device__ __forceinline__ void agoq_tile_decode_rows8(uint64_t packed, float s, int lane, float (&v)[8]) {
-    const uint32_t base = agoq_tile_rows_base(), l4 = 4u * (uint32_t)lane;
-#pragma unroll
-    for (int e = 0; e < 8; e++) { /* byte 0: 4 l; byte 1: code byte e % 4 of its word; bytes 2, 3: 0 */
-        const uint32_t a = __byte_perm((uint32_t)(packed >> (e / 4 * 32)), l4, 0x5504u | (uint32_t)(e % 4) << 4);
-        float x;
-        asm("ld.shared.f32 %0, [%1];" : "=f"(x) : "r"(base + a));
-        v[e] = x * s;
-    }
-}
-template <class S, class = void>
-struct agoq_src_rows : std::false_type {};
-template <class S>
-struct agoq_src_rows<S, std::void_t<decltype(S::kRows)>> : std::integral_constant<bool, (bool)S::kRows> {};
 
 #endif
