@@ -72,13 +72,11 @@ struct src_reduce {
  * the replicated value table (VREP, quant_tile.cuh agoq_tile_vrep), and the bf16 accumulation
  * of table codes takes tiles of U = 4 vectors (8 spilled at the 80-register bound, like the
  * bf16 quantizer); the same values in the same order: bit-exact either way. */
-#define AGOQ_VDEC_IDX 0x100 /* in VREP: agoq_tile_decode_vrep8's index form (AGOQ_G8_VDEC=0, below) */
 template <int DEC, typename TG, int U = AGOQ_TILE_U, int VREP = 0>
 struct tile_accumulate {
     static constexpr int kVec = 16 / (int)sizeof(TG), kBits = 8, kU = U, kMinCtas = 0;
     static constexpr bool kTable = DEC == AGOQ_ENC_TABLE;
-    static constexpr int kVrep = kTable ? VREP & 0xff : 0; /* replicas of the value table (0: none) */
-    static constexpr bool kVlea = (VREP & AGOQ_VDEC_IDX) == 0; /* agoq_tile_decode_vrep8's form */
+    static constexpr int kVrep = kTable ? VREP : 0; /* replicas of the value table (0: none) */
     const uint8_t *codes, *scales, *zeros;
     const TG *g;
     size_t nblocks;
@@ -104,7 +102,7 @@ struct tile_accumulate {
         for (int j = 0; j < U; j++) {
             float s, m;
             sc.get(j, lane, s, m);
-            if constexpr (kVrep != 0 && kVec == 8) agoq_tile_decode_vrep8<kVlea>(c[j], s, lane, v[j]);
+            if constexpr (kVrep != 0 && kVec == 8) agoq_tile_decode_vrep8(c[j], s, lane, v[j]);
             else agoq_tile_decode<DEC, 8, kVec>(p, t, c[j], s, m, v[j]);
 #pragma unroll
             for (int e = 0; e < kVec; e++) v[j][e] = v[j][e] + x[j][e];
@@ -167,8 +165,7 @@ template <int DEC, bool BF16_SUM, int VREP = 0, int RB = RED_RB, int PF = 0, int
 struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTAs per SM (<= 80 / 64 registers) */
     static constexpr int kVec = 8, kBits = 8, kU = RED_U, kMinCtas = PF == 4 ? 4 : 3;
     static constexpr bool kTable = DEC == AGOQ_ENC_TABLE;
-    static constexpr int kVrep = kTable ? VREP & 0xff : 0;
-    static constexpr bool kVlea = (VREP & AGOQ_VDEC_IDX) == 0;
+    static constexpr int kVrep = kTable ? VREP : 0;
     static constexpr bool kLoadB = LD != 0; /* load_tile_b (below): AGOQ_RED_LD */
     static constexpr int kStageB = 0;       /* the plain table copies (quant_tile.cuh agoq_src_stage_b) */
     using scales_t = agoq_tile_scales<8, DEC == AGOQ_ENC_INT_ASYM, RED_U>;
@@ -186,7 +183,7 @@ struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTA
     static __device__ __forceinline__ void add_vec(const agoq_cuda_qparams &p, const agoq_smem_table *t, uint64_t c,
                                                    float s, float m, int lane, float (&vj)[8]) {
         float d[8];
-        if constexpr (kVrep != 0) agoq_tile_decode_vrep8<kVlea>(c, s, lane, d);
+        if constexpr (kVrep != 0) agoq_tile_decode_vrep8(c, s, lane, d);
         else agoq_tile_decode<DEC, 8, 8>(p, t, c, s, m, d);
 #pragma unroll
         for (int e = 0; e < 8; e++) {
@@ -318,10 +315,6 @@ static int red_pf_mask(void) { return agoq_knob_int("AGOQ_RED_PF", RED_PF_ASYM |
  *     0: 0.74 / 0.82 / 0.86 / 0.85, 1: 0.76 / 0.85 / 0.89 / 0.88, 2: 0.78 / 0.90 / 0.96 / 0.95.
  * The sixteenth session made 2 the default from the H100 alone; on the H200, the project's
  * reference card, 1 is the fastest and 2 no faster than 0, so 1 is the default. */
-/* AGOQ_G8_VDEC (twenty-third session, an A/B knob): the replicated table's decode, 1 (the
- * default) by a 32-bit shared byte address, 0 the element index form before it
- * (agoq_tile_decode_vrep8). The kernels' VREP template argument carries 0 as AGOQ_VDEC_IDX. */
-static int g8_vdec(void) { return agoq_knob_int("AGOQ_G8_VDEC", 1, 0, 1); }
 #define RED_LD_RB3 1
 #define RED_LD_RB4 2
 static int red_ld_mask(void) { return agoq_knob_int("AGOQ_RED_LD", RED_LD_RB3, 0, 2); }
@@ -357,12 +350,6 @@ int agoq_cuda_grad_accumulate(const agoq_qconfig *c, agoq_cuda_qtensor *acc, con
             tile_accumulate<D, uint16_t> tile = {acc->codes, acc->scales, acc->zeros, g_bf16, nblocks, log2b};
             if constexpr (E == D && D == AGOQ_ENC_TABLE) {
                 if (p.tab_ident) {
-                    if (!g8_vdec()) {
-                        tile_accumulate<D, uint16_t, 4, AGOQ_VREP | AGOQ_VDEC_IDX> tile4 = {
-                            acc->codes, acc->scales, acc->zeros, g_bf16, nblocks, log2b};
-                        agoq_launch_quant<E>(p, src, out, stream, ok ? &tile4 : nullptr);
-                        return;
-                    }
                     tile_accumulate<D, uint16_t, 4, AGOQ_VREP> tile4 = {acc->codes, acc->scales, acc->zeros,
                                                                          g_bf16, nblocks, log2b};
                     agoq_launch_quant<E>(p, src, out, stream, ok ? &tile4 : nullptr);
@@ -423,7 +410,6 @@ int agoq_cuda_grad_reduce(const agoq_qconfig *c, const agoq_cuda_qtensor *in, in
                 if constexpr (D == AGOQ_ENC_TABLE) {
                     if (p.tab_ident) {
                         if (pf & RED_PF_OTHERS) return with_pf(bf16, agoq_enc_t<AGOQ_VREP>());
-                        if (!g8_vdec()) return with_tile(bf16, agoq_enc_t<AGOQ_VREP | AGOQ_VDEC_IDX>(), agoq_enc_t<RED_RB>(), no);
                         return with_tile(bf16, agoq_enc_t<AGOQ_VREP>(), agoq_enc_t<RED_RB>(), no);
                     }
                 } else if constexpr (D == AGOQ_ENC_INT_ASYM) {

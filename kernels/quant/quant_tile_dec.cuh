@@ -153,19 +153,23 @@ template <class S>
 struct agoq_src_vrep<S, std::void_t<decltype(S::kVrep)>> : std::integral_constant<int, (int)S::kVrep> {};
 /* 8 codes of 8 bits -> values through the replicated table, * s (agoq_dev_decode's value[c] * s).
  * The lane's replica as a 32-bit shared byte address t, then each entry at t + c * 4R: a byte
- * permute and one LEA a code (twenty-third session; the element index c * R + l % R took a permute,
- * a shift, a LOP3 and an IMAD: 7 instructions a code with the load, multiply and add, now 5). */
-template <bool LEA = true> /* false: the element index form (AGOQ_G8_VDEC=0, the A/B's control) */
+ * permute and one LEA a code (twenty-third session; from the element index c * R + l % R ptxas
+ * made a permute, a shift, a LOP3 and an IMAD: 7 instructions a code with the load, multiply
+ * and add, now 5). The dyn8 reduce core on an H100 (8b14893, AGOQ_G8_VDEC 1 / 0 / 2 / 2 / 0 / 1,
+ * results/h100/logs/s23_8b14893/): 0.64 / 0.73 / 0.77 / 0.77 -> 0.72 / 0.84 / 0.90 / 0.91 of copy
+ * at 64 MiB .. 4 GiB (ncu at 256 MiB: 187M -> 153M instructions, DRAM 64% -> 75%); the bf16
+ * accumulation within 0.01. Its A/B's third form (2: the table and the LUT in the rows of a
+ * 64 KB dynamic shared region, one permute a code from row 256 c + 4 l, the base folded into
+ * LDS [R + UR]) ran 140M instructions but 0.65 / 0.75 / 0.78 / 0.77 (more short-scoreboard
+ * stalls, issue slots 51% busy against 63%) and was removed with the knob. */
 __device__ __forceinline__ void agoq_tile_decode_vrep8(uint64_t packed, float s, int lane, float (&v)[8]) {
     constexpr int R = AGOQ_VREP;
     const uint32_t t = (uint32_t)__cvta_generic_to_shared(agoq_tile_vrep() + (lane & (R - 1)));
-    const float *ti = agoq_tile_vrep() + (lane & (R - 1));
 #pragma unroll
     for (int e = 0; e < 8; e++) {
         const uint32_t c = __byte_perm((uint32_t)(packed >> (e / 4 * 32)), 0u, (uint32_t)(e % 4) | 0x4440u);
         float x;
-        if constexpr (LEA) asm("ld.shared.f32 %0, [%1];" : "=f"(x) : "r"(t + c * (4u * R)));
-        else x = ti[c * R];
+        asm("ld.shared.f32 %0, [%1];" : "=f"(x) : "r"(t + c * (4u * R)));
         v[e] = x * s;
     }
 }

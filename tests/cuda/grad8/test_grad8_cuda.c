@@ -227,15 +227,6 @@ TEST(cuda_grad_dyn8_lut32_variants) {
     CHECK_MSG(bad == 0, "%zu mismatches over %zu runs", bad, runs);
 }
 
-TEST(cuda_grad_dyn8_vdec_variants) {
-    /* AGOQ_G8_VDEC 0 and 1 (twenty-third session): the replicated table decoded by element index
-     * or by 32-bit shared byte address, against the reference, bit for bit */
-    static const int fmts[] = {AGOQ_FMT_DYN8};
-    size_t runs = 0;
-    const size_t bad = check_knob_masks("AGOQ_G8_VDEC", 1, fmts, 1, &runs);
-    CHECK_MSG(bad == 0, "%zu mismatches over %zu runs", bad, runs);
-}
-
 TEST(cuda_grad_rejects_bad_arguments) {
     agoq_qconfig c = cfg(AGOQ_FMT_INT8, 256, 0, 0);
     agoq_cuda_qtensor a, b;
