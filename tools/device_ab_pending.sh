@@ -66,6 +66,8 @@
 #           AGOQ_G8_VDEC value against the reference), the dyn8 gradient kernels at 64 MiB ..
 #           4 GiB with AGOQ_G8_VDEC=1 / 0 / 2 / 2 / 0 / 1 (int8, unaffected, the control), then
 #           ncu of the dyn8 reduce core at 256 MiB with each value                          ~3 min
+#           (ran at 8b14893 on an H100, results/h100/logs/s23_8b14893/; the knob is gone since,
+#           1 kept: the part needs that build)
 #   lutstep experiments/step_llama2_7b.json with AGOQ_G8_LUT32=0 and 1 (ran at ab051fe as part of the
 #           part vrep, whose AGOQ_G8_VREP A/B was removed with the knob: results/h100/logs/
 #           s22_ab051fe/)                                                                    ~1 min
