@@ -124,8 +124,9 @@ __device__ __forceinline__ uint64_t agoq_tile_load_codes(const uint8_t *codes, s
  * static shared memory) in the twenty-second session, AGOQ_G8_VREP=16 / 32 / 32 / 16 on an H100
  * (ab051fe, results/h100/logs/s22_ab051fe/): geomean 0.997 over the dyn8 bf16 accumulation and
  * reduce core at 64 MiB .. 4 GiB, so the bank conflicts no longer limit them; removed again.
- * Values are copies: decoding is unchanged bit for bit. Sources with kVrep = AGOQ_VREP (0: none) use it and the CTA's own encode LUT
- * (quant_tile.cuh); the tile kernel stages both (16 KB + the LUT). */
+ * Values are copies: decoding is unchanged bit for bit. Sources with kVrep = AGOQ_VREP (0: none)
+ * use it and the CTA's own encode LUT (quant_tile.cuh); the tile kernel stages both (16 KB + the
+ * LUT). */
 #define AGOQ_VREP 16
 __device__ __forceinline__ float *agoq_tile_vrep() {
     __shared__ float vrep[256 * AGOQ_VREP];
