@@ -1,8 +1,9 @@
 /* CUDA 8-bit gradient path (grad8.h): micro-batch accumulation and the AGoQ reduce core, each
  * ONE kernel, bit-exact with grad8_ref.c. Both are the generic block-quantize kernels of
  * quant_device.cuh over a value source that decodes the stored planes:
- *   accumulate: v = dequant(acc) + g                         (fp32 add; g fp32 or bf16)
- *   reduce:     v = sum_r dequant(in[r]), r = 0..N-1 in order (fp32, or bf16 after every add)
+ *   accumulate: v = dequant(acc) (+) g                       (fp32; g fp32 or bf16)
+ *   reduce:     v = (+)_r dequant(in[r]), r = 0..N-1 in order (fp32, or bf16 after every add)
+ * where (+) is grad8.h's agoq_dequant_add (the value and its scale in one FFMA),
  * then v is requantized into the output planes (in place for accumulate). Bytes moved per
  * element: accumulate reads bits/8 + sizeof(g) and writes bits/8; reduce reads N*bits/8 and
  * writes bits/8 (+4 with sum_out), plus the scales. */
@@ -19,7 +20,25 @@
 #include "kernels/quant/quant_ldst.cuh"
 #include "kernels/quant/quant_tile.cuh"
 
-/* dequant(acc) + g for one group; acc planes are the kernel's output (in place). */
+/* v[j] = x[j] (+) dequant(group grp)[j] (agoq_dequant_add), rounded to bf16 when BF16: the codes
+ * decoded unscaled (scale 1, zero point 0: exact), then one FFMA (+ the zero point's add) each. */
+template <int DEC>
+__device__ __forceinline__ void grad_dequant_add8(const agoq_cuda_qparams &p, const agoq_smem_table *t,
+                                                  const uint8_t *codes, const uint8_t *scales, const uint8_t *zeros,
+                                                  size_t grp, size_t blk, const float x[8], bool bf16, float v[8]) {
+    const uint64_t packed = agoq_dev_load_group(codes, grp, p.bits);
+    const float s = agoq_dev_load_scale(scales, blk, p.bf16_scale);
+    const float m = DEC == AGOQ_ENC_INT_ASYM ? agoq_dev_load_scale(zeros, blk, p.bf16_scale) : 0.0f;
+    float d[8];
+    agoq_dev_decode8<DEC>(p, t, packed, 1.0f, 0.0f, d);
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        const float y = agoq_dequant_add(x[j], d[j], s, m, DEC == AGOQ_ENC_INT_ASYM);
+        v[j] = bf16 ? agoq_round_bf16(y) : y;
+    }
+}
+
+/* dequant(acc) (+) g for one group; acc planes are the kernel's output (in place). */
 template <int DEC, typename TG>
 struct src_accumulate {
     static constexpr bool kTable = DEC == AGOQ_ENC_TABLE;
@@ -28,11 +47,9 @@ struct src_accumulate {
     int vec;
     __device__ __forceinline__ void load(const agoq_cuda_qparams &p, const agoq_smem_table *t, size_t grp, size_t blk,
                                          size_t e0, int nvalid, bool, float v[8]) const {
-        float d[8], x[8];
-        agoq_dev_decode_group<DEC>(p, t, codes, scales, zeros, grp, blk, d);
+        float x[8];
         agoq_dev_load8(g, e0, nvalid, vec, x);
-#pragma unroll
-        for (int j = 0; j < 8; j++) v[j] = d[j] + x[j];
+        grad_dequant_add8<DEC>(p, t, codes, scales, zeros, grp, blk, x, false, v);
     }
 };
 
@@ -52,18 +69,22 @@ struct src_reduce {
         for (int j = 0; j < 8; j++) v[j] = 0.0f;
         /* unrolled so several chunks' loads are in flight; the sum order stays r = 0..nin-1 */
 #pragma unroll 4
-        for (int r = 0; r < nin; r++) {
-            float d[8];
-            agoq_dev_decode_group<DEC>(p, t, in[r].codes, in[r].scales, in[r].zeros, grp, blk, d);
-#pragma unroll
-            for (int j = 0; j < 8; j++) {
-                const float s = v[j] + d[j];
-                v[j] = bf16_sum ? agoq_round_bf16(s) : s;
-            }
-        }
+        for (int r = 0; r < nin; r++)
+            grad_dequant_add8<DEC>(p, t, in[r].codes, in[r].scales, in[r].zeros, grp, blk, v, bf16_sum, v);
         if (last && sum_out) agoq_dev_store8(sum_out, e0, nvalid, vec_sum, v);
     }
 };
+
+/* y[e] = x[e] (+) the N values of 8-bit codes c (scale s, zero point m): the tile decoder unscaled
+ * (RAW), then agoq_dequant_add; y may be x. */
+template <int DEC, int N>
+__device__ __forceinline__ void grad_tile_dequant_add(const agoq_cuda_qparams &p, const agoq_smem_table *t, uint64_t c,
+                                                      float s, float m, const float (&x)[N], float (&y)[N]) {
+    float d[N];
+    agoq_tile_decode<DEC, 8, N, true>(p, t, c, 1.0f, 0.0f, d);
+#pragma unroll
+    for (int e = 0; e < N; e++) y[e] = agoq_dequant_add(x[e], d[e], s, m, DEC == AGOQ_ENC_INT_ASYM);
+}
 
 /* ---- tile sources (quant_tile.cuh) of the two kernels, 8-bit codes, blocks >= 32 ----
  * accumulate: E = 4 (fp32 gradient) or 8 (bf16) elements per vector; reduce: 8.
@@ -102,10 +123,8 @@ struct tile_accumulate {
         for (int j = 0; j < U; j++) {
             float s, m;
             sc.get(j, lane, s, m);
-            if constexpr (kVrep != 0 && kVec == 8) agoq_tile_decode_vrep8(c[j], s, lane, v[j]);
-            else agoq_tile_decode<DEC, 8, kVec>(p, t, c[j], s, m, v[j]);
-#pragma unroll
-            for (int e = 0; e < kVec; e++) v[j][e] = v[j][e] + x[j][e];
+            if constexpr (kVrep != 0 && kVec == 8) agoq_tile_vrep8_add(c[j], s, lane, x[j], v[j]);
+            else grad_tile_dequant_add<DEC, kVec>(p, t, c[j], s, m, x[j], v[j]);
         }
     }
 };
@@ -179,17 +198,14 @@ struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTA
 #pragma unroll
             for (int e = 0; e < 8; e++) v[j][e] = 0.0f;
     }
-    /* vj += the 8 values of codes c (scale s, zero point m), in element order */
+    /* vj = vj (+) the 8 values of codes c (scale s, zero point m), in element order */
     static __device__ __forceinline__ void add_vec(const agoq_cuda_qparams &p, const agoq_smem_table *t, uint64_t c,
                                                    float s, float m, int lane, float (&vj)[8]) {
-        float d[8];
-        if constexpr (kVrep != 0) agoq_tile_decode_vrep8(c, s, lane, d);
-        else agoq_tile_decode<DEC, 8, 8>(p, t, c, s, m, d);
+        if constexpr (kVrep != 0) agoq_tile_vrep8_add(c, s, lane, vj, vj);
+        else grad_tile_dequant_add<DEC, 8>(p, t, c, s, m, vj, vj);
+        if constexpr (BF16_SUM)
 #pragma unroll
-        for (int e = 0; e < 8; e++) {
-            const float x = vj[e] + d[e];
-            vj[e] = BF16_SUM ? agoq_round_bf16(x) : x;
-        }
+            for (int e = 0; e < 8; e++) vj[e] = agoq_round_bf16(vj[e]);
     }
     __device__ __forceinline__ void store_sum(size_t e_tile, int lane, const float (&v)[RED_U][8]) const {
         if (sum_out)

@@ -6,8 +6,10 @@
  *               requantize, in place (micro-batch gradient accumulation).
  * Any format of formats.h works (int8, fp8_e4m3, dyn8 are the ones the paper uses).
  * Summation order is fixed so CUDA kernels can match bit for bit: acc = 0; for r in 0..N-1:
- * acc = acc + dequant(chunk_r)[i], in fp32, or with AGOQ_SUM_BF16 rounding acc to bf16 after
- * every add (what the paper's released code did). */
+ * acc = acc (+) dequant(chunk_r)[i], in fp32, or with AGOQ_SUM_BF16 rounding acc to bf16 after
+ * every add (what the paper's released code did). (+) is agoq_dequant_add: the dequantized value
+ * is added with the scale in one fused multiply-add, never rounded on its own (the accumulation
+ * likewise: dequant(acc) (+) g). */
 #ifndef AGOQ_GRAD8_H
 #define AGOQ_GRAD8_H
 #include "kernels/quant/formats.h"
@@ -32,6 +34,17 @@ void agoq_grad_accumulate_ref(const agoq_qconfig *c, agoq_qtensor *acc, const fl
 static inline float agoq_sum_step(float acc, float v, agoq_sum_precision p) {
     float s = acc + v;
     return p == AGOQ_SUM_BF16 ? agoq_round_bf16(s) : s;
+}
+
+/* x + dequant(code), the step of both kernels (twenty-fourth session; before it the dequantized
+ * value v * s (+ m) was rounded, then added): v is the code's value before scaling (the integer,
+ * the FP4 / FP8 / table value: agoq_decode_ref with scale 1 and zero point 0, exact), s its
+ * block's scale, m its zero point. Symmetric, FP and table formats: fmaf(v, s, x), one rounding;
+ * asymmetric integers: fmaf(v, s, x + m). fmaf is exact-then-round in C and on the GPU (FFMA,
+ * whatever --fmad says), so the references and the kernels agree bit for bit; on the GPU it
+ * saves the multiply of every decoded code (the reduce core decodes 8 an element). */
+AGOQ_HD float agoq_dequant_add(float x, float v, float s, float m, int asym) {
+    return asym ? fmaf(v, s, x + m) : fmaf(v, s, x);
 }
 
 #ifdef __cplusplus

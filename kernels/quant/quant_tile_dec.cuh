@@ -18,8 +18,10 @@
  * other two bytes are zero for all eight), one permute and one mask assemble each value with
  * the code's sign bit, then * s (the reference's (+-v) * s).
  * int: the code lands exactly in 0x4b400000 | code = 1.5 * 2^23 + code, one subtract removes
- * 1.5 * 2^23 (+ the offset). fp8: the hardware pair conversion to fp16, then fp32. */
-template <int DEC, int BITS, int N>
+ * 1.5 * 2^23 (+ the offset). fp8: the hardware pair conversion to fp16, then fp32.
+ * RAW: the values before scaling (call with s = 1, m = 0: the integers skip the zero point's add;
+ * the 8-bit gradient kernels add them with the scale in one FFMA, grad8.h agoq_dequant_add). */
+template <int DEC, int BITS, int N, bool RAW = false>
 __device__ __forceinline__ void agoq_tile_decode(const agoq_cuda_qparams &p, const agoq_smem_table *t, uint64_t packed,
                                                  float s, float m, float (&v)[N]) {
     if constexpr (DEC == AGOQ_ENC_FP4) {
@@ -45,7 +47,7 @@ __device__ __forceinline__ void agoq_tile_decode(const agoq_cuda_qparams &p, con
                                                        (uint32_t)(e % 4) | 0x7650u)
                                          : 0x4b400000u | ((uint32_t)(packed >> (e * BITS)) & ((1u << BITS) - 1u));
             const float q = __uint_as_float(w) - kBase;
-            v[e] = DEC == AGOQ_ENC_INT_SYM ? q * s : q * s + m;
+            v[e] = RAW ? q : DEC == AGOQ_ENC_INT_SYM ? q * s : q * s + m;
         }
     } else if constexpr (DEC == AGOQ_ENC_FP8_E4M3 || DEC == AGOQ_ENC_FP8_E5M2) {
         constexpr __nv_fp8_interpretation_t kind = DEC == AGOQ_ENC_FP8_E5M2 ? __NV_E5M2 : __NV_E4M3;
@@ -152,18 +154,20 @@ template <class S, class = void>
 struct agoq_src_vrep : std::integral_constant<int, 0> {};
 template <class S>
 struct agoq_src_vrep<S, std::void_t<decltype(S::kVrep)>> : std::integral_constant<int, (int)S::kVrep> {};
-/* 8 codes of 8 bits -> values through the replicated table, * s (agoq_dev_decode's value[c] * s).
- * The lane's replica as a 32-bit shared byte address t, then each entry at t + c * 4R: a byte
- * permute and one LEA a code (twenty-third session; from the element index c * R + l % R ptxas
- * made a permute, a shift, a LOP3 and an IMAD: 7 instructions a code with the load, multiply
- * and add, now 5). The dyn8 reduce core on an H100 (8b14893, AGOQ_G8_VDEC 1 / 0 / 2 / 2 / 0 / 1,
+/* v = a (+) 8 codes of 8 bits through the replicated table: fmaf(value[c], s, a) each (grad8.h
+ * agoq_dequant_add; before the twenty-fourth session value[c] * s, then a separate add: 5
+ * instructions a code, now 4). The lane's replica as a 32-bit shared byte address t, then each
+ * entry at t + c * 4R: a byte permute and one LEA a code (twenty-third session; from the element
+ * index c * R + l % R ptxas made a permute, a shift, a LOP3 and an IMAD: 7 instructions a code
+ * with the load, multiply and add, then 5). The dyn8 reduce core on an H100 (8b14893, AGOQ_G8_VDEC 1 / 0 / 2 / 2 / 0 / 1,
  * results/h100/logs/s23_8b14893/): 0.64 / 0.73 / 0.77 / 0.77 -> 0.72 / 0.84 / 0.90 / 0.91 of copy
  * at 64 MiB .. 4 GiB (ncu at 256 MiB: 187M -> 153M instructions, DRAM 64% -> 75%); the bf16
  * accumulation within 0.01. Its A/B's third form (2: the table and the LUT in the rows of a
  * 64 KB dynamic shared region, one permute a code from row 256 c + 4 l, the base folded into
  * LDS [R + UR]) ran 140M instructions but 0.65 / 0.75 / 0.78 / 0.77 (more short-scoreboard
  * stalls, issue slots 51% busy against 63%) and was removed with the knob. */
-__device__ __forceinline__ void agoq_tile_decode_vrep8(uint64_t packed, float s, int lane, float (&v)[8]) {
+__device__ __forceinline__ void agoq_tile_vrep8_add(uint64_t packed, float s, int lane, const float (&a)[8],
+                                                    float (&v)[8]) {
     constexpr int R = AGOQ_VREP;
     const uint32_t t = (uint32_t)__cvta_generic_to_shared(agoq_tile_vrep() + (lane & (R - 1)));
 #pragma unroll
@@ -171,7 +175,7 @@ __device__ __forceinline__ void agoq_tile_decode_vrep8(uint64_t packed, float s,
         const uint32_t c = __byte_perm((uint32_t)(packed >> (e / 4 * 32)), 0u, (uint32_t)(e % 4) | 0x4440u);
         float x;
         asm("ld.shared.f32 %0, [%1];" : "=f"(x) : "r"(t + c * (4u * R)));
-        v[e] = x * s;
+        v[e] = fmaf(x, s, a[e]); /* grad8.h agoq_dequant_add: one FFMA, the value never rounded alone */
     }
 }
 

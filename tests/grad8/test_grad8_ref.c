@@ -1,6 +1,7 @@
 /* CPU tests of the 8-bit gradient reduction reference (kernels/grad8/grad8_ref.c): the trainer's
  * agoq8 all-reduce (train/dp.h) is exactly agoq_grad_reduce_ref's dequantize + fp32 sum +
  * requantize. Its GPU twin is tests/cuda/grad8/test_grad8_cuda.c. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "core/metrics.h"
@@ -46,5 +47,56 @@ TEST(train_grad_reduce_agoq8_is_the_grad8_reference) {
         }
         free(mean);
         free(want);
+    }
+}
+
+/* The reduce's step (grad8.h agoq_dequant_add, twenty-fourth session): each chunk's value is
+ * added with its scale in one fused multiply-add. Its fp32 sum is within the fp32 bound of the
+ * exact (double) sum of the dequantized values, nin roundings of at most 2^-24 of the running
+ * magnitude, and it is NOT the sum of separately rounded values everywhere (the test fails if the
+ * reference goes back to dequantize, round, add). int8, its asymmetric form, FP8 E4M3, dyn8. */
+TEST(grad_reduce_ref_fuses_the_scale_into_the_add) {
+    enum { NIN = 4 };
+    const size_t n = 3 * 128 + 77;
+    const agoq_format fmts[] = {AGOQ_FMT_INT8, AGOQ_FMT_INT8_ASYM, AGOQ_FMT_FP8_E4M3, AGOQ_FMT_DYN8};
+    for (size_t fi = 0; fi < sizeof fmts / sizeof fmts[0]; fi++) {
+        agoq_qconfig q = agoq_qconfig_default(fmts[fi]);
+        q.block = 128;
+        agoq_qtensor in[NIN], out;
+        const agoq_qtensor *inp[NIN];
+        float *x = malloc(n * sizeof(float)), *d = malloc(n * sizeof(float)), *sum = malloc(n * sizeof(float));
+        float *plain = calloc(n, sizeof(float));
+        double *exact = calloc(n, sizeof(double)), *mag = calloc(n, sizeof(double));
+        for (int k = 0; k < NIN; k++) {
+            agoq_fill(AGOQ_DIST_NORMAL, x, n, 90 + (uint64_t)k);
+            CHECK(agoq_qtensor_alloc(&in[k], &q, n) == 0);
+            agoq_quantize_ref(&q, x, n, &in[k]);
+            inp[k] = &in[k];
+            for (size_t b = 0; b < agoq_nblocks(&q, n); b++) { /* the dequantized values, exactly */
+                const double s = agoq_qtensor_scale(&q, &in[k], b), m = agoq_qtensor_zero(&q, &in[k], b);
+                for (size_t i = b * 128; i < n && i < (b + 1) * 128; i++) {
+                    const uint32_t c = agoq_get_code(in[k].codes + b * agoq_block_code_bytes(&q), (int)(i - b * 128), 8);
+                    const double t = (double)agoq_decode_ref(&q, c, 1.0f, 0.0f) * s;
+                    mag[i] += fabs(exact[i]) + fabs(t) + fabs(m); /* >= what each rounding rounds */
+                    exact[i] += t + m;
+                }
+            }
+            agoq_dequantize_ref(&q, &in[k], d);
+            for (size_t i = 0; i < n; i++) plain[i] = agoq_sum_step(plain[i], d[i], AGOQ_SUM_FP32);
+        }
+        CHECK(agoq_qtensor_alloc(&out, &q, n) == 0);
+        agoq_grad_reduce_ref(&q, inp, NIN, n, AGOQ_SUM_FP32, &out, sum);
+        size_t differ = 0, bad = 0;
+        for (size_t i = 0; i < n; i++) {
+            /* at most two roundings a chunk (asymmetric: the zero point's add, then the FMA) */
+            const double bound = ldexp(mag[i], -23);
+            bad += fabs((double)sum[i] - exact[i]) > bound;
+            differ += sum[i] != plain[i];
+        }
+        CHECK_MSG(bad == 0, "%s: %zu of %zu sums outside the fp32 bound", agoq_formats[fmts[fi]].name, bad, n);
+        CHECK_MSG(differ > 0, "%s: every fused sum equals the separately rounded one", agoq_formats[fmts[fi]].name);
+        for (int k = 0; k < NIN; k++) agoq_qtensor_free(&in[k]);
+        agoq_qtensor_free(&out);
+        free(x); free(d); free(sum); free(plain); free(exact); free(mag);
     }
 }
