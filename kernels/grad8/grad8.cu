@@ -3,7 +3,8 @@
  * quant_device.cuh over a value source that decodes the stored planes:
  *   accumulate: v = dequant(acc) (+) g                       (fp32; g fp32 or bf16)
  *   reduce:     v = (+)_r dequant(in[r]), r = 0..N-1 in order (fp32, or bf16 after every add)
- * where (+) is grad8.h's agoq_dequant_add (the value and its scale in one FFMA),
+ * where (+) is grad8.h's agoq_dequant_add (the value and its scale in one FFMA; the fp32 reduce of
+ * asymmetric codes sums the zero points apart, agoq_reduce_zeros_apart),
  * then v is requantized into the output planes (in place for accumulate). Bytes moved per
  * element: accumulate reads bits/8 + sizeof(g) and writes bits/8; reduce reads N*bits/8 and
  * writes bits/8 (+4 with sum_out), plus the scales. */
@@ -21,11 +22,14 @@
 #include "kernels/quant/quant_tile.cuh"
 
 /* v[j] = x[j] (+) dequant(group grp)[j] (agoq_dequant_add), rounded to bf16 when BF16: the codes
- * decoded unscaled (scale 1, zero point 0: exact), then one FFMA (+ the zero point's add) each. */
+ * decoded unscaled (scale 1, zero point 0: exact), then one FFMA (+ the zero point's add) each.
+ * Returns the group's zero point (0 for symmetric codes); APART leaves it out of the add (the
+ * reduce's fp32 sum, grad8.h agoq_reduce_zeros_apart: the caller sums it). */
 template <int DEC>
-__device__ __forceinline__ void grad_dequant_add8(const agoq_cuda_qparams &p, const agoq_smem_table *t,
-                                                  const uint8_t *codes, const uint8_t *scales, const uint8_t *zeros,
-                                                  size_t grp, size_t blk, const float x[8], bool bf16, float v[8]) {
+__device__ __forceinline__ float grad_dequant_add8(const agoq_cuda_qparams &p, const agoq_smem_table *t,
+                                                   const uint8_t *codes, const uint8_t *scales, const uint8_t *zeros,
+                                                   size_t grp, size_t blk, const float x[8], bool bf16, bool apart,
+                                                   float v[8]) {
     const uint64_t packed = agoq_dev_load_group(codes, grp, p.bits);
     const float s = agoq_dev_load_scale(scales, blk, p.bf16_scale);
     const float m = DEC == AGOQ_ENC_INT_ASYM ? agoq_dev_load_scale(zeros, blk, p.bf16_scale) : 0.0f;
@@ -33,9 +37,10 @@ __device__ __forceinline__ void grad_dequant_add8(const agoq_cuda_qparams &p, co
     agoq_dev_decode8<DEC>(p, t, packed, 1.0f, 0.0f, d);
 #pragma unroll
     for (int j = 0; j < 8; j++) {
-        const float y = agoq_dequant_add(x[j], d[j], s, m, DEC == AGOQ_ENC_INT_ASYM);
+        const float y = agoq_dequant_add(x[j], d[j], s, m, DEC == AGOQ_ENC_INT_ASYM && !apart);
         v[j] = bf16 ? agoq_round_bf16(y) : y;
     }
+    return m;
 }
 
 /* dequant(acc) (+) g for one group; acc planes are the kernel's output (in place). */
@@ -49,7 +54,7 @@ struct src_accumulate {
                                          size_t e0, int nvalid, bool, float v[8]) const {
         float x[8];
         agoq_dev_load8(g, e0, nvalid, vec, x);
-        grad_dequant_add8<DEC>(p, t, codes, scales, zeros, grp, blk, x, false, v);
+        grad_dequant_add8<DEC>(p, t, codes, scales, zeros, grp, blk, x, false, false, v);
     }
 };
 
@@ -67,23 +72,28 @@ struct src_reduce {
                                          size_t e0, int nvalid, bool last, float v[8]) const {
 #pragma unroll
         for (int j = 0; j < 8; j++) v[j] = 0.0f;
+        const bool apart = DEC == AGOQ_ENC_INT_ASYM && !bf16_sum; /* grad8.h agoq_reduce_zeros_apart */
+        float zsum = 0.0f;
         /* unrolled so several chunks' loads are in flight; the sum order stays r = 0..nin-1 */
 #pragma unroll 4
         for (int r = 0; r < nin; r++)
-            grad_dequant_add8<DEC>(p, t, in[r].codes, in[r].scales, in[r].zeros, grp, blk, v, bf16_sum, v);
+            zsum += grad_dequant_add8<DEC>(p, t, in[r].codes, in[r].scales, in[r].zeros, grp, blk, v, bf16_sum, apart, v);
+        if (apart)
+#pragma unroll
+            for (int j = 0; j < 8; j++) v[j] += zsum;
         if (last && sum_out) agoq_dev_store8(sum_out, e0, nvalid, vec_sum, v);
     }
 };
 
 /* y[e] = x[e] (+) the N values of 8-bit codes c (scale s, zero point m): the tile decoder unscaled
- * (RAW), then agoq_dequant_add; y may be x. */
-template <int DEC, int N>
+ * (RAW), then agoq_dequant_add; y may be x. ZP false: the zero point left out (the caller sums it). */
+template <int DEC, int N, bool ZP = DEC == AGOQ_ENC_INT_ASYM>
 __device__ __forceinline__ void grad_tile_dequant_add(const agoq_cuda_qparams &p, const agoq_smem_table *t, uint64_t c,
                                                       float s, float m, const float (&x)[N], float (&y)[N]) {
     float d[N];
     agoq_tile_decode<DEC, 8, N, true>(p, t, c, 1.0f, 0.0f, d);
 #pragma unroll
-    for (int e = 0; e < N; e++) y[e] = agoq_dequant_add(x[e], d[e], s, m, DEC == AGOQ_ENC_INT_ASYM);
+    for (int e = 0; e < N; e++) y[e] = agoq_dequant_add(x[e], d[e], s, m, ZP);
 }
 
 /* ---- tile sources (quant_tile.cuh) of the two kernels, 8-bit codes, blocks >= 32 ----
@@ -186,6 +196,8 @@ struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTA
     static constexpr bool kTable = DEC == AGOQ_ENC_TABLE;
     static constexpr int kVrep = kTable ? VREP : 0;
     static constexpr bool kLoadB = LD != 0; /* load_tile_b (below): AGOQ_RED_LD */
+    /* the zero points summed apart, once a vector and chunk (grad8.h agoq_reduce_zeros_apart) */
+    static constexpr bool kApart = DEC == AGOQ_ENC_INT_ASYM && !BF16_SUM;
     static constexpr int kStageB = 0;       /* the plain table copies (quant_tile.cuh agoq_src_stage_b) */
     using scales_t = agoq_tile_scales<8, DEC == AGOQ_ENC_INT_ASYM, RED_U>;
     chunk_view in[AGOQ_CUDA_MAX_CHUNKS];
@@ -198,16 +210,24 @@ struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTA
 #pragma unroll
             for (int e = 0; e < 8; e++) v[j][e] = 0.0f;
     }
-    /* vj = vj (+) the 8 values of codes c (scale s, zero point m), in element order */
+    /* vj = vj (+) the 8 values of codes c (scale s, zero point m), in element order; kApart: the
+     * zero point into mj instead */
     static __device__ __forceinline__ void add_vec(const agoq_cuda_qparams &p, const agoq_smem_table *t, uint64_t c,
-                                                   float s, float m, int lane, float (&vj)[8]) {
+                                                   float s, float m, int lane, float (&vj)[8], float &mj) {
         if constexpr (kVrep != 0) agoq_tile_vrep8_add(c, s, lane, vj, vj);
-        else grad_tile_dequant_add<DEC, 8>(p, t, c, s, m, vj, vj);
+        else grad_tile_dequant_add<DEC, 8, DEC == AGOQ_ENC_INT_ASYM && !kApart>(p, t, c, s, m, vj, vj);
+        if constexpr (kApart) mj += m;
         if constexpr (BF16_SUM)
 #pragma unroll
             for (int e = 0; e < 8; e++) vj[e] = agoq_round_bf16(vj[e]);
     }
-    __device__ __forceinline__ void store_sum(size_t e_tile, int lane, const float (&v)[RED_U][8]) const {
+    /* the sum's end: kApart adds the zero points' sums, then the fp32 sum is stored if asked */
+    __device__ __forceinline__ void finish(size_t e_tile, int lane, const float (&zs)[RED_U], float (&v)[RED_U][8]) const {
+        if constexpr (kApart)
+#pragma unroll
+            for (int j = 0; j < RED_U; j++)
+#pragma unroll
+                for (int e = 0; e < 8; e++) v[j][e] += zs[j];
         if (sum_out)
 #pragma unroll
             for (int j = 0; j < RED_U; j++) {
@@ -226,6 +246,7 @@ struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTA
     __device__ __forceinline__ void load_tile(const agoq_cuda_qparams &p, const agoq_smem_table *t, size_t e_tile,
                                               int lane, float (&v)[RED_U][8]) const {
         zero(v);
+        float zs[RED_U] = {};
         for (int r0 = 0; r0 < nin; r0 += RB) { /* warp-uniform */
             if constexpr (PF != 0) red_prefetch_batch(in, nin, r0 + RB, RB, e_tile, log2b, p.bf16_scale, lane);
             scales_t sc[RB];
@@ -240,11 +261,11 @@ struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTA
                 for (int j = 0; j < RED_U; j++) {
                     float s, m;
                     sc[i].get(j, lane, s, m);
-                    add_vec(p, t, c[i][j], s, m, lane, v[j]);
+                    add_vec(p, t, c[i][j], s, m, lane, v[j], zs[j]);
                 }
             }
         }
-        store_sum(e_tile, lane, v);
+        finish(e_tile, lane, zs, v);
     }
     /* AGOQ_RED_LD (issue 15, s13): the same sum from fewer instructions (the block size, LOG2B, and
      * the scale size, ESZ, at compile time). Each lane loads the scale (and zero point) of its own
@@ -266,6 +287,7 @@ struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTA
         constexpr bool kZeros = DEC == AGOQ_ENC_INT_ASYM;
         static_assert(LOG2B >= 5 && LOG2B <= 8, "blocks of 32..256");
         zero(v);
+        float zs[RED_U] = {};
         const size_t ec = e_tile + (size_t)(lane * 8); /* vector 0's codes; vector j's at + j * 256 */
         const size_t es = (ec >> LOG2B) * ESZ;         /* vector 0's scale (and zero point) */
         for (int r0 = 0; r0 < nin; r0 += RB) { /* warp-uniform */
@@ -290,10 +312,11 @@ struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTA
                 if (r0 + i >= nin) break;
 #pragma unroll
                 for (int j = 0; j < RED_U; j++)
-                    add_vec(p, t, (uint64_t)c[i][j].x | ((uint64_t)c[i][j].y << 32), s[i][j], m[i][j], lane, v[j]);
+                    add_vec(p, t, (uint64_t)c[i][j].x | ((uint64_t)c[i][j].y << 32), s[i][j], m[i][j], lane, v[j],
+                            zs[j]);
             }
         }
-        store_sum(e_tile, lane, v);
+        finish(e_tile, lane, zs, v);
     }
 };
 

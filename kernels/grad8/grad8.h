@@ -47,6 +47,15 @@ AGOQ_HD float agoq_dequant_add(float x, float v, float s, float m, int asym) {
     return asym ? fmaf(v, s, x + m) : fmaf(v, s, x);
 }
 
+/* The reduce's fp32 sum of asymmetric codes keeps the zero points apart (twenty-fifth session):
+ * acc = 0, M = 0; for r in 0..N-1: acc = fmaf(v_r, s_r, acc), M = M + m_r; sum = acc + M. A zero
+ * point is one per block, so on the GPU M is one add a vector of 8 codes and chunk instead of one
+ * a code (int8_asym's reduce core: 3 instructions a decoded code, as int8's). Both chains are
+ * fp32 sums of at most AGOQ_CUDA_MAX_CHUNKS terms: the error stays within 2^-24 of the chains'
+ * magnitudes a step (tests/grad8/test_grad8_ref.c). The bf16 sum (every step rounded, the paper's
+ * released code) and the accumulation keep fmaf(v, s, x + m). */
+AGOQ_HD int agoq_reduce_zeros_apart(int asym, agoq_sum_precision p) { return asym && p == AGOQ_SUM_FP32; }
+
 #ifdef __cplusplus
 }
 #endif
