@@ -317,6 +317,10 @@ __global__ void __launch_bounds__(THREADS, 1)
     __shared__ float2 dq_pairs[PAIRS ? 256 : 1]; /* the register prologue's 4-bit table pairs */
     uint8_t *ring = raw + ((1024u - (saddr(raw) & 1023u)) & 1023u);
     const uint32_t ring_s = saddr(ring);
+    /* the barriers' shared addresses once: in the consumers' mainloop saddr(&full[s]) compiled to
+     * S2UR SR_CgaCtaId + ULEA a k-tile (ncu, twenty-fifth session: short-scoreboard stalls on
+     * the way to the full barrier's wait) */
+    const uint32_t full_s = saddr(&full[0]), empty_s = saddr(&empty[0]);
     const int tid = threadIdx.x, wg = tid >> 7;
     const int tiles_m = (p.m + BM - 1) / BM, tiles_n = (p.n + TN - 1) / TN, ntiles = tiles_m * tiles_n;
     const int ktiles = (p.k + BK - 1) / BK;
@@ -451,7 +455,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             }
             for (int kt = kb; (DQ < 2 || DQ == 4) && kt < ke; kt++, it++) {
                 const int s = it % ST;
-                mbar_wait(saddr(&full[s]), (uint32_t)((it / ST) & 1));
+                mbar_wait(full_s + 8u * (uint32_t)s, (uint32_t)((it / ST) & 1));
                 uint32_t a = ring_s + s * SB + cw * 64 * 128;
                 const uint32_t b = ring_s + s * SB + AB;
                 if constexpr (DQ == 1) {
@@ -466,22 +470,28 @@ __global__ void __launch_bounds__(THREADS, 1)
                 }
                 if constexpr (DQ == 4) a = dqp_acquire(ring, ring_s, it) + cw * 64 * 128;
                 wg_fence();
+                /* a k-step's descriptors: the k-tile's plus its offset >> 4 (2048 or 32 bytes a
+                 * step), sdesc(a + off) bit for bit: shared addresses stay below 2^18, so the
+                 * 14-bit address field never carries (one descriptor an operand a k-tile instead
+                 * of four, each a mask, shift and OR chain) */
+                const uint64_t da0 = TA ? sdesc(a, p.mn_lbo, p.mn_sbo) : sdesc(a, 16, 1024);
+                const uint64_t db0 = TB ? sdesc(b, p.mn_lbo, p.mn_sbo) : sdesc(b, 16, 1024);
 #pragma unroll
                 for (int kk = 0; kk < BK / 16; kk++) {
-                    const uint64_t da = TA ? sdesc(a + kk * 2048, p.mn_lbo, p.mn_sbo) : sdesc(a + kk * 32, 16, 1024);
-                    const uint64_t db = TB ? sdesc(b + kk * 2048, p.mn_lbo, p.mn_sbo) : sdesc(b + kk * 32, 16, 1024);
+                    const uint64_t da = da0 + (uint64_t)(kk * (TA ? 2048 : 32) >> 4);
+                    const uint64_t db = db0 + (uint64_t)(kk * (TB ? 2048 : 32) >> 4);
                     if constexpr (TN == 256) wgmma_256<TA, TB>(d, da, db);
                     else if constexpr (TN == 192) wgmma_192<TA, TB>(d, da, db);
                     else wgmma_128<TA, TB>(d, da, db);
                 }
                 wg_commit();
                 wg_wait<1>(); /* the previous k-tile's wgmma are done: free its stage */
-                if (kt > kb && (tid & 31) == 0) free_stage<CL>(saddr(&empty[(it - 1) % ST]));
+                if (kt > kb && (tid & 31) == 0) free_stage<CL>(empty_s + 8u * (uint32_t)((it - 1) % ST));
                 if (DQ == 4 && kt > 0 && (tid & 31) == 0) dqp_release(ring, it - 1);
             }
             wg_wait<0>();
             acc_fence(d);
-            if ((tid & 31) == 0) free_stage<CL>(saddr(&empty[(it - 1) % ST])); /* the tile's last stage */
+            if ((tid & 31) == 0) free_stage<CL>(empty_s + 8u * (uint32_t)((it - 1) % ST)); /* the tile's last stage */
             if (DQ == 4 && (tid & 31) == 0) dqp_release(ring, it - 1);
             if constexpr (SK) { /* a split tile: a PART hands its sums over, the LAST adds them */
                 if (kind == AGOQ_WG_SK_PART) {
