@@ -72,7 +72,7 @@ struct src_reduce {
                                          size_t e0, int nvalid, bool last, float v[8]) const {
 #pragma unroll
         for (int j = 0; j < 8; j++) v[j] = 0.0f;
-        const bool apart = DEC == AGOQ_ENC_INT_ASYM && !bf16_sum; /* grad8.h agoq_reduce_zeros_apart */
+        const bool apart = agoq_reduce_zeros_apart(DEC == AGOQ_ENC_INT_ASYM, bf16_sum ? AGOQ_SUM_BF16 : AGOQ_SUM_FP32);
         float zsum = 0.0f;
         /* unrolled so several chunks' loads are in flight; the sum order stays r = 0..nin-1 */
 #pragma unroll 4
