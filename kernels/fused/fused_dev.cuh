@@ -35,9 +35,21 @@ static_assert(FZ_THREADS == AGOQ_ROW_THREADS, "the RMSNorm row kernels use the q
 
 enum { FZ_OP_NONE, FZ_OP_GELU, FZ_OP_SWIGLU };
 
-/* ---- 16-byte bf16 vectors: streaming (read-once / write-once) access, exact unpack, RNE pack ---- */
-__device__ __forceinline__ uint4 fz_load(const uint16_t *p) { return __ldcs((const uint4 *)p); }
-__device__ __forceinline__ void fz_store(uint16_t *p, uint4 w) { __stcs((uint4 *)p, w); }
+/* ---- 16-byte bf16 vectors: streaming (read-once / write-once) access, exact unpack, RNE pack ----
+ * AGOQ_FZ_CACHE (compile time, an A/B build flag of the twenty-sixth session; the values move no
+ * bit): 0 (default) .cs loads and stores; 1 ld.global.nc loads and plain (write-back) stores;
+ * 2 .cs loads and plain stores. */
+#ifndef AGOQ_FZ_CACHE
+#define AGOQ_FZ_CACHE 0
+#endif
+__device__ __forceinline__ uint4 fz_load(const uint16_t *p) {
+    if constexpr (AGOQ_FZ_CACHE == 1) return __ldg((const uint4 *)p);
+    else return __ldcs((const uint4 *)p);
+}
+__device__ __forceinline__ void fz_store(uint16_t *p, uint4 w) {
+    if constexpr (AGOQ_FZ_CACHE == 0) __stcs((uint4 *)p, w);
+    else *(uint4 *)p = w;
+}
 
 /* ---- cp.async: a thread copies 4, 8 or 16 bytes global -> shared and later waits for its own
  * copies (the staged kernel: fused_rms_bwd.cu) ---- */
