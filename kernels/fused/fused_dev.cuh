@@ -28,6 +28,7 @@
 #include "kernels/fused/fused_fast.cuh"
 #include "kernels/fused/fused_math.h"
 #include "kernels/quant/quant_launch.cuh"
+#include "kernels/quant/quant_ldst.cuh"
 
 #define FZ_THREADS AGOQ_QUANT_THREADS /* CTA size of every fused kernel */
 #define FZ_WVEC 256                   /* elements of a warp vector: 32 lanes x 8 bf16 */
@@ -35,19 +36,26 @@ static_assert(FZ_THREADS == AGOQ_ROW_THREADS, "the RMSNorm row kernels use the q
 
 enum { FZ_OP_NONE, FZ_OP_GELU, FZ_OP_SWIGLU };
 
-/* ---- 16-byte bf16 vectors: streaming (read-once / write-once) access, exact unpack, RNE pack ----
- * AGOQ_FZ_CACHE (compile time, an A/B build flag of the twenty-sixth session; the values move no
- * bit): 0 (default) .cs loads and stores; 1 ld.global.nc loads and plain (write-back) stores;
- * 2 .cs loads and plain stores. */
+/* ---- 16-byte bf16 vectors: read-once / write-once access, exact unpack, RNE pack ----
+ * AGOQ_FZ_CACHE (compile time, the twenty-sixth session's A/B build flag; no value changes): the
+ * cache operators of these loads and stores. 1 (default) ld.global.nc and plain (write-back)
+ * stores; 0 .cs loads and stores (the default until then); 2 .cs loads, plain stores; 3
+ * ld.global.nc loads, .cs stores. H100 A/B (results/h100/logs/s26_fbfd1d3_cache/, three rounds,
+ * copy ratio at 256 MiB / 1 GiB / 4 GiB, means of the rounds): 1 against 0 +0.008 .. +0.052 on
+ * every forward (SwiGLU + FP4 copy 0.894 / 0.931 / 0.935 -> 0.930 / 0.980 / 0.988) and on the
+ * plain GELU / SwiGLU backwards, within +-0.01 on the backwards from FP4 and on the RMSNorm
+ * backwards (cp.async-staged: not these loads); 2 (plain stores alone) -0.012 .. +0.015 in the mean,
+ * better in every round nowhere: the loads' .cs is what cost. The stored codes of the backward
+ * kernels load through agoq_ld_once (quant_ldst.cuh). */
 #ifndef AGOQ_FZ_CACHE
-#define AGOQ_FZ_CACHE 0
+#define AGOQ_FZ_CACHE 1
 #endif
 __device__ __forceinline__ uint4 fz_load(const uint16_t *p) {
-    if constexpr (AGOQ_FZ_CACHE == 1) return __ldg((const uint4 *)p);
+    if constexpr (AGOQ_FZ_CACHE == 1 || AGOQ_FZ_CACHE == 3) return __ldg((const uint4 *)p);
     else return __ldcs((const uint4 *)p);
 }
 __device__ __forceinline__ void fz_store(uint16_t *p, uint4 w) {
-    if constexpr (AGOQ_FZ_CACHE == 0) __stcs((uint4 *)p, w);
+    if constexpr (AGOQ_FZ_CACHE == 0 || AGOQ_FZ_CACHE == 3) __stcs((uint4 *)p, w);
     else *(uint4 *)p = w;
 }
 
@@ -112,9 +120,9 @@ __device__ __forceinline__ fz_codes fz_load_codes(const agoq_cuda_qparams &p, co
     static_assert(BITS == 4 || BITS == 8, "vector codes: 4 or 8 bytes");
     fz_codes r;
     if constexpr (BITS == 4) {
-        r.c = __ldcs((const unsigned int *)(q.codes + e0 / 2));
+        r.c = agoq_ld_once((const unsigned int *)(q.codes + e0 / 2));
     } else {
-        const uint2 w = __ldcs((const uint2 *)(q.codes + e0));
+        const uint2 w = agoq_ld_once((const uint2 *)(q.codes + e0));
         r.c = (uint64_t)w.x | (uint64_t)w.y << 32;
     }
     const size_t blk = e0 >> log2b;

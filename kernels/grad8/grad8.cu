@@ -123,10 +123,10 @@ struct tile_accumulate {
             const size_t e0 = e_tile + (size_t)(j * 32 * kVec + lane * kVec);
             c[j] = agoq_tile_load_codes<8, kVec>(codes, e0);
             if constexpr (kVec == 4) {
-                const float4 a = __ldcs((const float4 *)(g + e0));
+                const float4 a = agoq_ld_once((const float4 *)(g + e0));
                 x[j][0] = a.x; x[j][1] = a.y; x[j][2] = a.z; x[j][3] = a.w;
             } else {
-                agoq_bf16x8_to_f32(__ldcs((const uint4 *)(g + e0)), x[j]);
+                agoq_bf16x8_to_f32(agoq_ld_once((const uint4 *)(g + e0)), x[j]);
             }
         }
 #pragma unroll

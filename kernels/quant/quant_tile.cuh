@@ -24,6 +24,7 @@
 #define AGOQ_QUANT_TILE_CUH
 #include "kernels/quant/quant_device.cuh"
 #include "kernels/quant/quant_fast.h"
+#include "kernels/quant/quant_ldst.cuh"
 #include "kernels/quant/quant_tile_geom.h"
 
 #include "kernels/quant/quant_q7.cuh"
@@ -519,7 +520,7 @@ struct agoq_tile_src_f32 {
                                               int lane, float (&v)[AGOQ_TILE_U][4]) const {
 #pragma unroll
         for (int j = 0; j < AGOQ_TILE_U; j++) {
-            const float4 a = __ldcs((const float4 *)(x + e_tile + (size_t)(j * 128 + lane * 4))); /* read once */
+            const float4 a = agoq_ld_once((const float4 *)(x + e_tile + (size_t)(j * 128 + lane * 4))); /* read once */
             v[j][0] = a.x; v[j][1] = a.y; v[j][2] = a.z; v[j][3] = a.w;
         }
     }
@@ -552,13 +553,13 @@ struct agoq_tile_src_bf16 {
                                               int lane, float (&v)[AGOQ_TILE_U][8]) const {
 #pragma unroll
         for (int j = 0; j < AGOQ_TILE_U; j++)
-            agoq_bf16x8_to_f32(__ldcs((const uint4 *)(x + e_tile + (size_t)(j * 256 + lane * 8))), v[j]);
+            agoq_bf16x8_to_f32(agoq_ld_once((const uint4 *)(x + e_tile + (size_t)(j * 256 + lane * 8))), v[j]);
     }
     /* the same vectors as loaded (AGOQ_TILE_OPT_PACK) */
     __device__ __forceinline__ void load_tile_packed(size_t e_tile, int lane, uint32_t (&w)[AGOQ_TILE_U][4]) const {
 #pragma unroll
         for (int j = 0; j < AGOQ_TILE_U; j++) {
-            const uint4 q = __ldcs((const uint4 *)(x + e_tile + (size_t)(j * 256 + lane * 8)));
+            const uint4 q = agoq_ld_once((const uint4 *)(x + e_tile + (size_t)(j * 256 + lane * 8)));
             w[j][0] = q.x; w[j][1] = q.y; w[j][2] = q.z; w[j][3] = q.w;
         }
     }
