@@ -28,7 +28,6 @@
 #include "kernels/fused/fused_fast.cuh"
 #include "kernels/fused/fused_math.h"
 #include "kernels/quant/quant_launch.cuh"
-#include "kernels/quant/quant_ldst.cuh"
 
 #define FZ_THREADS AGOQ_QUANT_THREADS /* CTA size of every fused kernel */
 #define FZ_WVEC 256                   /* elements of a warp vector: 32 lanes x 8 bf16 */
@@ -45,8 +44,9 @@ enum { FZ_OP_NONE, FZ_OP_GELU, FZ_OP_SWIGLU };
  * every forward (SwiGLU + FP4 copy 0.894 / 0.931 / 0.935 -> 0.930 / 0.980 / 0.988) and on the
  * plain GELU / SwiGLU backwards, within +-0.01 on the backwards from FP4 and on the RMSNorm
  * backwards (cp.async-staged: not these loads); 2 (plain stores alone) -0.012 .. +0.015 in the mean,
- * better in every round nowhere: the loads' .cs is what cost. The stored codes of the backward
- * kernels load through agoq_ld_once (quant_ldst.cuh). */
+ * better in every round nowhere: the loads' .cs is what cost; 3 (results/h100/logs/
+ * s26_f2086e5_ld/) -0.009 .. +0.006. The backwards' stored codes keep .cs (ld.global.nc for them
+ * measured within +-0.006 in the mean, s26_ldnc/). */
 #ifndef AGOQ_FZ_CACHE
 #define AGOQ_FZ_CACHE 1
 #endif
@@ -120,9 +120,9 @@ __device__ __forceinline__ fz_codes fz_load_codes(const agoq_cuda_qparams &p, co
     static_assert(BITS == 4 || BITS == 8, "vector codes: 4 or 8 bytes");
     fz_codes r;
     if constexpr (BITS == 4) {
-        r.c = agoq_ld_once((const unsigned int *)(q.codes + e0 / 2));
+        r.c = __ldcs((const unsigned int *)(q.codes + e0 / 2));
     } else {
-        const uint2 w = agoq_ld_once((const uint2 *)(q.codes + e0));
+        const uint2 w = __ldcs((const uint2 *)(q.codes + e0));
         r.c = (uint64_t)w.x | (uint64_t)w.y << 32;
     }
     const size_t blk = e0 >> log2b;

@@ -112,6 +112,7 @@ struct tile_accumulate {
     const TG *g;
     size_t nblocks;
     int log2b;
+    int nc; /* the new gradient's loads: agoq_ld_once's ld.global.nc (quant_ldst.cuh agoq_ld_nc) */
     __device__ __forceinline__ void load_tile(const agoq_cuda_qparams &p, const agoq_smem_table *t, size_t e_tile,
                                               int lane, float (&v)[U][kVec]) const {
         agoq_tile_scales<kVec, DEC == AGOQ_ENC_INT_ASYM, U> sc;
@@ -123,10 +124,10 @@ struct tile_accumulate {
             const size_t e0 = e_tile + (size_t)(j * 32 * kVec + lane * kVec);
             c[j] = agoq_tile_load_codes<8, kVec>(codes, e0);
             if constexpr (kVec == 4) {
-                const float4 a = agoq_ld_once((const float4 *)(g + e0));
+                const float4 a = agoq_ld_once((const float4 *)(g + e0), nc);
                 x[j][0] = a.x; x[j][1] = a.y; x[j][2] = a.z; x[j][3] = a.w;
             } else {
-                agoq_bf16x8_to_f32(agoq_ld_once((const uint4 *)(g + e0)), x[j]);
+                agoq_bf16x8_to_f32(agoq_ld_once((const uint4 *)(g + e0), nc), x[j]);
             }
         }
 #pragma unroll
@@ -379,18 +380,20 @@ int agoq_cuda_grad_accumulate(const agoq_qconfig *c, agoq_cuda_qtensor *acc, con
         const int log2b = __builtin_ctz((unsigned)p.block);
         if (g_f32) {
             src_accumulate<D, float> src = {acc->codes, acc->scales, acc->zeros, g_f32, ((uintptr_t)g_f32 & 15u) == 0};
-            tile_accumulate<D, float> tile = {acc->codes, acc->scales, acc->zeros, g_f32, nblocks, log2b};
+            tile_accumulate<D, float> tile = {acc->codes, acc->scales, acc->zeros, g_f32, nblocks, log2b,
+                                               agoq_ld_nc(acc->n * sizeof(float))};
             if constexpr (E == D) agoq_launch_quant<E>(p, src, out, stream, tile_grad_ok(p) && aligned16(g_f32) ? &tile : nullptr);
             else agoq_launch_quant<E>(p, src, out, stream); /* stochastic-only pairs: no tile path */
         } else {
             src_accumulate<D, uint16_t> src = {acc->codes, acc->scales, acc->zeros, g_bf16,
                                                ((uintptr_t)g_bf16 & 15u) == 0};
             const bool ok = tile_grad_ok(p) && aligned16(g_bf16);
-            tile_accumulate<D, uint16_t> tile = {acc->codes, acc->scales, acc->zeros, g_bf16, nblocks, log2b};
+            tile_accumulate<D, uint16_t> tile = {acc->codes, acc->scales, acc->zeros, g_bf16, nblocks, log2b,
+                                                  agoq_ld_nc(acc->n * sizeof(uint16_t))};
             if constexpr (E == D && D == AGOQ_ENC_TABLE) {
                 if (p.tab_ident) {
-                    tile_accumulate<D, uint16_t, 4, AGOQ_VREP> tile4 = {acc->codes, acc->scales, acc->zeros,
-                                                                         g_bf16, nblocks, log2b};
+                    tile_accumulate<D, uint16_t, 4, AGOQ_VREP> tile4 = {
+                        acc->codes, acc->scales, acc->zeros, g_bf16, nblocks, log2b, agoq_ld_nc(acc->n * sizeof(uint16_t))};
                     agoq_launch_quant<E>(p, src, out, stream, ok ? &tile4 : nullptr);
                     return;
                 }

@@ -140,7 +140,7 @@ static int quantize(const char *fn, const agoq_qconfig *c, const T *x, size_t n,
     if (n == 0) return 0;
     agoq_src_input<T> src = {x, ((uintptr_t)x & 15u) == 0};
     using tile_src_t = typename std::conditional<std::is_same<T, float>::value, agoq_tile_src_f32, agoq_tile_src_bf16>::type;
-    const tile_src_t tile_src = {x};
+    const tile_src_t tile_src = {x, agoq_ld_nc(n * sizeof(T))};
     agoq_dispatch_enc(p.enc, [&](auto enc) {
         agoq_launch_quant<decltype(enc)::value>(p, src, *q, stream, src.vec ? &tile_src : nullptr);
     });

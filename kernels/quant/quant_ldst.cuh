@@ -7,19 +7,28 @@
 #ifndef AGOQ_QUANT_LDST_CUH
 #define AGOQ_QUANT_LDST_CUH
 
+#include <cuda_runtime.h>
+#include <stddef.h>
+
+#include "core/knob.h"
+
 /* An L2 prefetch of the 128-byte line holding a (prefetch.global.L2: moves no value). */
 __device__ __forceinline__ void agoq_prefetch_l2(const void *a) { asm volatile("prefetch.global.L2 [%0];" ::"l"(a)); }
 
 /* A read-once load of the tile sources' inputs (the quantizers' fp32 / bf16 x, the 8-bit
- * accumulation's new gradient, the fused backward's stored codes). AGOQ_TILE_LD (compile time, an
- * A/B build flag of the twenty-sixth session; no value changes): 0 (default) ld.global.cs
- * (__ldcs), 1 ld.global.nc (__ldg). */
-#ifndef AGOQ_TILE_LD
-#define AGOQ_TILE_LD 0
-#endif
+ * accumulation's new gradient): ld.global.cs (__ldcs: L2 evict-first) or, where the launcher
+ * passes nc (warp-uniform), ld.global.nc (__ldg: L2 evict-normal). agoq_ld_nc picks nc for inputs
+ * of at least AGOQ_LD_NC_MIB MiB (default 512; 0: always, 65536: never). H100 A/B of the
+ * twenty-sixth session (results/h100/logs/s26_f2086e5_ld/, s26_ldnc/; copy ratio): ld.global.nc
+ * +0.016 .. +0.049 at 4 GiB and +0.002 .. +0.039 at 1 GiB for every quantizer and accumulation,
+ * but -0.02 in the mean at 256 MiB (to -0.075, the 4-bit quantizers) and to -0.09 at 64 MiB (not
+ * profiled; an L2 evict_first policy on ld.global.nc measured the same as .cs at every size, so
+ * it is the inputs' L2 priority that decides). */
 template <typename T>
-__device__ __forceinline__ T agoq_ld_once(const T *p) {
-    if constexpr (AGOQ_TILE_LD == 1) return __ldg(p);
-    else return __ldcs(p);
+__device__ __forceinline__ T agoq_ld_once(const T *p, int nc) {
+    return nc ? __ldg(p) : __ldcs(p);
+}
+static inline int agoq_ld_nc(size_t input_bytes) {
+    return input_bytes >= ((size_t)agoq_knob_int("AGOQ_LD_NC_MIB", 512, 0, 65536) << 20);
 }
 #endif

@@ -516,11 +516,12 @@ struct agoq_tile_src_f32 {
     static constexpr int kVec = 4, kBits = 0, kU = AGOQ_TILE_U, kMinCtas = 0;
     static constexpr bool kTable = false;
     const float *x;
+    int nc; /* agoq_ld_once's ld.global.nc (quant_ldst.cuh agoq_ld_nc) */
     __device__ __forceinline__ void load_tile(const agoq_cuda_qparams &, const agoq_smem_table *, size_t e_tile,
                                               int lane, float (&v)[AGOQ_TILE_U][4]) const {
 #pragma unroll
         for (int j = 0; j < AGOQ_TILE_U; j++) {
-            const float4 a = agoq_ld_once((const float4 *)(x + e_tile + (size_t)(j * 128 + lane * 4))); /* read once */
+            const float4 a = agoq_ld_once((const float4 *)(x + e_tile + (size_t)(j * 128 + lane * 4)), nc); /* read once */
             v[j][0] = a.x; v[j][1] = a.y; v[j][2] = a.z; v[j][3] = a.w;
         }
     }
@@ -549,17 +550,18 @@ struct agoq_tile_src_bf16 {
     static constexpr int kVec = 8, kBits = 0, kU = AGOQ_TILE_U, kMinCtas = 0;
     static constexpr bool kTable = false;
     const uint16_t *x;
+    int nc; /* as agoq_tile_src_f32's */
     __device__ __forceinline__ void load_tile(const agoq_cuda_qparams &, const agoq_smem_table *, size_t e_tile,
                                               int lane, float (&v)[AGOQ_TILE_U][8]) const {
 #pragma unroll
         for (int j = 0; j < AGOQ_TILE_U; j++)
-            agoq_bf16x8_to_f32(agoq_ld_once((const uint4 *)(x + e_tile + (size_t)(j * 256 + lane * 8))), v[j]);
+            agoq_bf16x8_to_f32(agoq_ld_once((const uint4 *)(x + e_tile + (size_t)(j * 256 + lane * 8)), nc), v[j]);
     }
     /* the same vectors as loaded (AGOQ_TILE_OPT_PACK) */
     __device__ __forceinline__ void load_tile_packed(size_t e_tile, int lane, uint32_t (&w)[AGOQ_TILE_U][4]) const {
 #pragma unroll
         for (int j = 0; j < AGOQ_TILE_U; j++) {
-            const uint4 q = agoq_ld_once((const uint4 *)(x + e_tile + (size_t)(j * 256 + lane * 8)));
+            const uint4 q = agoq_ld_once((const uint4 *)(x + e_tile + (size_t)(j * 256 + lane * 8)), nc);
             w[j][0] = q.x; w[j][1] = q.y; w[j][2] = q.z; w[j][3] = q.w;
         }
     }
