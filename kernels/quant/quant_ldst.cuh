@@ -18,7 +18,7 @@ __device__ __forceinline__ void agoq_prefetch_l2(const void *a) { asm volatile("
 /* A read-once load of the tile sources' inputs (the quantizers' fp32 / bf16 x, the 8-bit
  * accumulation's new gradient): ld.global.cs (__ldcs: L2 evict-first) or, where the launcher
  * passes nc (warp-uniform), ld.global.nc (__ldg: L2 evict-normal). agoq_ld_nc picks nc for inputs
- * of at least AGOQ_LD_NC_MIB MiB (default 512; 0: always, 65536: never). H100 A/B of the
+ * of at least AGOQ_LD_NC_MIB MiB (default 512; 0: every size). H100 A/B of the
  * twenty-sixth session (results/h100/logs/s26_f2086e5_ld/, s26_ldnc/; copy ratio): ld.global.nc
  * +0.016 .. +0.049 at 4 GiB and +0.002 .. +0.039 at 1 GiB for every quantizer and accumulation,
  * but -0.02 in the mean at 256 MiB (to -0.075, the 4-bit quantizers) and to -0.09 at 64 MiB (not

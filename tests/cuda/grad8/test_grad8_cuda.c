@@ -227,6 +227,16 @@ TEST(cuda_grad_dyn8_lut32_variants) {
     CHECK_MSG(bad == 0, "%zu mismatches over %zu runs", bad, runs);
 }
 
+TEST(cuda_grad_accumulate_nc_loads) {
+    /* AGOQ_LD_NC_MIB 0 and 1 (quant_ldst.cuh agoq_ld_nc; twenty-sixth session): the accumulation's
+     * new gradient through ld.global.nc (0: every size) or .cs (1: these inputs are under 1 MiB),
+     * against the reference bit for bit (the reduce core alongside, unaffected) */
+    static const int fmts[] = {AGOQ_FMT_INT8, AGOQ_FMT_INT8_ASYM, AGOQ_FMT_FP8_E4M3, AGOQ_FMT_DYN8};
+    size_t runs = 0;
+    const size_t bad = check_knob_masks("AGOQ_LD_NC_MIB", 1, fmts, sizeof fmts / sizeof fmts[0], &runs);
+    CHECK_MSG(bad == 0, "%zu mismatches over %zu runs", bad, runs);
+}
+
 TEST(cuda_grad_rejects_bad_arguments) {
     agoq_qconfig c = cfg(AGOQ_FMT_INT8, 256, 0, 0);
     agoq_cuda_qtensor a, b;

@@ -252,6 +252,30 @@ TEST(cuda_quant_tile_kernels_every_eligible_config) {
     CHECK_MSG(bad == 0, "%zu mismatches over %zu configs", bad, configs);
 }
 
+/* AGOQ_LD_NC_MIB=0 (quant_ldst.cuh agoq_ld_nc; twenty-sixth session): the tile sources' fp32 and
+ * bf16 input through ld.global.nc at every size (the default takes .cs below 512 MiB of input,
+ * which every other test here is), every fast-path format, blocks 32 and 256, both scale types,
+ * against the reference bit for bit: a cache operator moves no value. */
+TEST(cuda_quant_tile_kernels_nc_loads) {
+    static const int fmts[] = {AGOQ_FMT_FP4_E2M1, AGOQ_FMT_INT4, AGOQ_FMT_INT8,      AGOQ_FMT_INT4_ASYM, AGOQ_FMT_INT8_ASYM,
+                               AGOQ_FMT_FP8_E4M3, AGOQ_FMT_NF4,  AGOQ_FMT_DYN8};
+    static const int blocks[] = {32, 256};
+    size_t bad = 0, configs = 0;
+    setenv("AGOQ_LD_NC_MIB", "0", 1);
+    for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++)
+        for (size_t bi = 0; bi < 2; bi++)
+            for (int sc = 0; sc < 2; sc++) {
+                agoq_qconfig c = make_cfg(fmts[f], blocks[bi], sc, 0);
+                const size_t n = 7 * 2048 + 3 * (size_t)blocks[bi] + 5;
+                float *x = tile_data(n, c.block, 71 + configs);
+                bad += check_config(&c, x, n, 0, 0, 0);
+                free(x);
+                configs++;
+            }
+    unsetenv("AGOQ_LD_NC_MIB");
+    CHECK_MSG(bad == 0, "%zu mismatches over %zu configs", bad, configs);
+}
+
 /* The dequantizer's two kernels (quant.cu's tile kernel and the flat kernel of quant_flat.cuh,
  * AGOQ_DEQ_VAR 0 / 1): each, every format with a tile path, blocks 32..256, fp32 and bf16 scales
  * and outputs, sizes that are not a multiple of the tile, against the reference bit for bit;
