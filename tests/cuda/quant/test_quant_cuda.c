@@ -231,24 +231,33 @@ static float *tile_data(size_t n, int block, uint64_t seed) {
     return x;
 }
 
+/* The fast-path configs of formats fmts x blocks, both scale types, round to nearest: several
+ * whole tiles (1024 fp32 / 2048 bf16 elements) and a tail of whole and partial blocks, each
+ * against the reference. Returns the mismatches; *configs counts the configs (and seeds them). */
+static size_t check_tile_configs(const int *fmts, size_t nf, const int *blocks, size_t nb, uint64_t seed0,
+                                 size_t *configs) {
+    size_t bad = 0;
+    for (size_t f = 0; f < nf; f++)
+        for (size_t bi = 0; bi < nb; bi++)
+            for (int sc = 0; sc < 2; sc++) {
+                agoq_qconfig c = make_cfg(fmts[f], blocks[bi], sc, 0);
+                const size_t n = 7 * 2048 + 3 * (size_t)blocks[bi] + 5;
+                float *x = tile_data(n, c.block, seed0 + *configs);
+                bad += check_config(&c, x, n, 0, 0, 0);
+                free(x);
+                (*configs)++;
+            }
+    return bad;
+}
+
 TEST(cuda_quant_tile_kernels_every_eligible_config) {
-    /* the fast-path configs: round to nearest, blocks 32..256, 4- and 8-bit codes; several whole
-     * tiles (1024 fp32 / 2048 bf16 elements) and a tail of whole and partial blocks */
+    /* the fast-path configs: blocks 32..256, 4- and 8-bit codes (and int2) */
     static const int fmts[] = {AGOQ_FMT_FP4_E2M1, AGOQ_FMT_INT4,      AGOQ_FMT_INT8,      AGOQ_FMT_INT4_ASYM,
                                AGOQ_FMT_INT8_ASYM, AGOQ_FMT_FP8_E4M3, AGOQ_FMT_FP8_E5M2, AGOQ_FMT_NF4,
                                AGOQ_FMT_DYN8,      AGOQ_FMT_INT2};
     static const int blocks[] = {32, 64, 128, 256};
-    size_t bad = 0, configs = 0;
-    for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++)
-        for (size_t bi = 0; bi < 4; bi++)
-            for (int sc = 0; sc < 2; sc++) {
-                agoq_qconfig c = make_cfg(fmts[f], blocks[bi], sc, 0);
-                const size_t n = 7 * 2048 + 3 * (size_t)blocks[bi] + 5;
-                float *x = tile_data(n, c.block, 31 + configs);
-                bad += check_config(&c, x, n, 0, 0, 0);
-                free(x);
-                configs++;
-            }
+    size_t configs = 0;
+    const size_t bad = check_tile_configs(fmts, sizeof fmts / sizeof fmts[0], blocks, 4, 31, &configs);
     CHECK_MSG(bad == 0, "%zu mismatches over %zu configs", bad, configs);
 }
 
@@ -260,18 +269,9 @@ TEST(cuda_quant_tile_kernels_nc_loads) {
     static const int fmts[] = {AGOQ_FMT_FP4_E2M1, AGOQ_FMT_INT4, AGOQ_FMT_INT8,      AGOQ_FMT_INT4_ASYM, AGOQ_FMT_INT8_ASYM,
                                AGOQ_FMT_FP8_E4M3, AGOQ_FMT_NF4,  AGOQ_FMT_DYN8};
     static const int blocks[] = {32, 256};
-    size_t bad = 0, configs = 0;
+    size_t configs = 0;
     setenv("AGOQ_LD_NC_MIB", "0", 1);
-    for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++)
-        for (size_t bi = 0; bi < 2; bi++)
-            for (int sc = 0; sc < 2; sc++) {
-                agoq_qconfig c = make_cfg(fmts[f], blocks[bi], sc, 0);
-                const size_t n = 7 * 2048 + 3 * (size_t)blocks[bi] + 5;
-                float *x = tile_data(n, c.block, 71 + configs);
-                bad += check_config(&c, x, n, 0, 0, 0);
-                free(x);
-                configs++;
-            }
+    const size_t bad = check_tile_configs(fmts, sizeof fmts / sizeof fmts[0], blocks, 2, 71, &configs);
     unsetenv("AGOQ_LD_NC_MIB");
     CHECK_MSG(bad == 0, "%zu mismatches over %zu configs", bad, configs);
 }
