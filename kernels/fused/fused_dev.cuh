@@ -45,8 +45,9 @@ enum { FZ_OP_NONE, FZ_OP_GELU, FZ_OP_SWIGLU };
  * plain GELU / SwiGLU backwards, within +-0.01 on the backwards from FP4 and on the RMSNorm
  * backwards (cp.async-staged: not these loads); 2 (plain stores alone) -0.012 .. +0.015 in the mean,
  * better in every round nowhere: the loads' .cs is what cost; 3 (results/h100/logs/
- * s26_f2086e5_ld/) -0.009 .. +0.006. The backwards' stored codes keep .cs (ld.global.nc for them
- * measured within +-0.006 in the mean, s26_ldnc/). */
+ * s26_f2086e5_ld/) -0.009 .. +0.006. Not A/B'd at 64 MiB and below, where the tile sources'
+ * ld.global.nc lost (quant_ldst.cuh; docs/kernels.md "Cache operators"). The backwards' stored
+ * codes keep .cs (ld.global.nc for them measured within +-0.006 in the mean, s26_ldnc/). */
 #ifndef AGOQ_FZ_CACHE
 #define AGOQ_FZ_CACHE 1
 #endif
