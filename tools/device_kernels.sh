@@ -24,6 +24,11 @@
 #              or AB_SPECS=FILE, one A/B a line: KNOB<TAB>VALUES<TAB>ARGUMENTS (# comments;
 #              tools/ab_s12.tsv: the twelfth session's four A/Bs);
 #              tools/ab_table.py $OUT/ab_NAME.tsv compares every value with the first
+#     varab    an A/B of agoq binaries built with other compile-time flags (tools/variant_build.sh
+#              packs them with the base build into .carry/var.tar.xz; carry it and .carry/lib):
+#              VAR_ARGS="agoq arguments" (e.g. "kernels --cases ... -b 16M -e 1G -f 2 -n 10 -w 3 -q")
+#              once per binary and round, VAR_ROUNDS (default 4; even rounds in reverse order)
+#              -> $OUT/varab.tsv and $OUT/varab_table.txt (tools/ab_table.py against base)
 #     ncu      Speed Of Light + memory + occupancy + instruction + warp-state sections at 256 MiB of
 #              the dyn8 / nf4 / fp4 quantizers from bf16, the fused RMSNorm / SwiGLU / GELU
 #              forwards and the int8 / fp8 reduce core -> $OUT/ncu.log
@@ -112,6 +117,16 @@ for p in "$@"; do
         read -r -a a <<< "${AB_ARGS:?AB_ARGS}"
         ab_run "ab_${AB_KNOB:?AB_KNOB}" "$AB_KNOB" "${AB_VALUES:?AB_VALUES}" "${AB_ROUNDS:-2}" kernels -q "${a[@]}"
       fi ;;
+    varab) # the binaries of .carry/var.tar.xz (base/agoq and NAME/agoq), each round in turn
+      vd=/tmp/agoq_v; d=/tmp/agoq_varab; rm -rf "$vd" "$d"; mkdir -p "$vd" "$d"
+      tar -C "$vd" -xJf .carry/var.tar.xz || { echo "== varab: .carry/var.tar.xz missing" | tee -a "$log"; rc=1; continue; }
+      names="base $(ls "$vd" | grep -vx base | tr '\n' ' ')"
+      read -r -a a <<< "${VAR_ARGS:?VAR_ARGS}"
+      for r in $(seq 1 "${VAR_ROUNDS:-4}"); do
+        order=$names; [ $((r % 2)) = 0 ] && order=$(echo $names | tr ' ' '\n' | tac)
+        for v in $order; do part "varab r$r $v" "${T_KERNELS:-120}" "$vd/$v/agoq" "${a[@]}" -o "$d/r${r}_var$v.json"; done
+      done
+      python3 tools/ab_table.py --tsv "$d" > "$OUT/varab.tsv" && python3 tools/ab_table.py "$OUT/varab.tsv" --base base > "$OUT/varab_table.txt" || rc=1 ;;
     ncu) if command -v ncu > /dev/null; then
            sec="--clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy"
            sec="$sec --section InstructionStats --section WarpStateStats"

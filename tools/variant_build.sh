@@ -8,10 +8,10 @@
 #   -> /tmp/agoq_var/NAME/agoq for each NAME (only the objects whose dependency files name the
 #      headers listed in VARIANT_HEADERS are rebuilt; default: the fused, quantizer and
 #      load-operator headers), then .carry/var.tar.xz holding base/agoq (build/agoq, with its
-#      commit.stamp) and NAME/agoq. On the GPU machine:
-#        tar -C /tmp/v -xJf .carry/var.tar.xz; /tmp/v/base/agoq ...; /tmp/v/NAME/agoq ...
-#      (carry [".carry/lib", ".carry/var.tar.xz"]; source tools/device_env.sh for libcjson), and
-#      tools/ab_table.py compares runs saved as DIR/r<round>_var<NAME>.json.
+#      commit.stamp) and NAME/agoq. On the GPU machine (carry [".carry/lib", ".carry/var.tar.xz"]):
+#        VAR_ARGS="kernels ..." tools/device_kernels.sh . varab   (rounds of every binary ->
+#        $OUT/varab.tsv, varab_table.txt), or by hand: tar -C /tmp/v -xJf .carry/var.tar.xz, then
+#        /tmp/v/base/agoq ... and /tmp/v/NAME/agoq ... (source tools/device_env.sh for libcjson).
 # build/ must be complete and current (make build/agoq) and is not modified.
 set -euo pipefail
 cd "$(dirname "$0")/.."
