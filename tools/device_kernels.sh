@@ -28,7 +28,7 @@
 #              packs them with the base build into .carry/var.tar.xz; carry it and .carry/lib):
 #              VAR_ARGS="agoq arguments" (e.g. "kernels --cases ... -b 16M -e 1G -f 2 -n 10 -w 3 -q")
 #              once per binary and round, VAR_ROUNDS (default 4; even rounds in reverse order)
-#              -> $OUT/varab.tsv and $OUT/varab_table.txt (tools/ab_table.py against base)
+#              -> $OUT/varab.tsv, varab_json.tgz and varab_table.txt (tools/ab_table.py against base)
 #     ncu      Speed Of Light + memory + occupancy + instruction + warp-state sections at 256 MiB of
 #              the dyn8 / nf4 / fp4 quantizers from bf16, the fused RMSNorm / SwiGLU / GELU
 #              forwards and the int8 / fp8 reduce core -> $OUT/ncu.log
@@ -61,14 +61,19 @@ part() { # name timeout command...
 }
 has() { local w=$1; shift; case " $* " in *" $w "*) return 0 ;; esac; return 1; }
 # An A/B: `agoq CMD...` once per value of KNOB and round (even rounds in reverse order) ->
-# $OUT/NAME.tsv (tools/ab_table.py --tsv) and $OUT/NAME_json.tgz (every run's JSON).
+# $OUT/NAME.tsv (tools/ab_table.py --tsv) and $OUT/NAME_json.tgz (every run's JSON). With
+# AB_VARDIR set, the values name binaries instead: AB_VARDIR/VALUE/agoq, KNOB unset (varab).
 ab_run() { # name knob "values" rounds cmd...
   local name=$1 knob=$2 vals=$3 rounds=$4 r v order d=/tmp/agoq_$1; shift 4
   rm -rf "$d"; mkdir -p "$d"
   for r in $(seq 1 "$rounds"); do
     order=$vals; [ $((r % 2)) = 0 ] && order=$(echo $vals | tr ' ' '\n' | tac)
     for v in $order; do
-      part "$name r$r $v" "${T_KERNELS:-120}" env "$knob=$v" "$B/agoq" "$@" --out "$d/r${r}_var$v.json"
+      if [ -n "${AB_VARDIR:-}" ]; then
+        part "$name r$r $v" "${T_KERNELS:-120}" "$AB_VARDIR/$v/agoq" "$@" --out "$d/r${r}_var$v.json"
+      else
+        part "$name r$r $v" "${T_KERNELS:-120}" env "$knob=$v" "$B/agoq" "$@" --out "$d/r${r}_var$v.json"
+      fi
     done
   done
   python3 tools/ab_table.py --tsv "$d" > "$OUT/$name.tsv" || rc=1
@@ -118,15 +123,11 @@ for p in "$@"; do
         ab_run "ab_${AB_KNOB:?AB_KNOB}" "$AB_KNOB" "${AB_VALUES:?AB_VALUES}" "${AB_ROUNDS:-2}" kernels -q "${a[@]}"
       fi ;;
     varab) # the binaries of .carry/var.tar.xz (base/agoq and NAME/agoq), each round in turn
-      vd=/tmp/agoq_v; d=/tmp/agoq_varab; rm -rf "$vd" "$d"; mkdir -p "$vd" "$d"
+      vd=/tmp/agoq_v; rm -rf "$vd"; mkdir -p "$vd"
       tar -C "$vd" -xJf .carry/var.tar.xz || { echo "== varab: .carry/var.tar.xz missing" | tee -a "$log"; rc=1; continue; }
-      names="base $(ls "$vd" | grep -vx base | tr '\n' ' ')"
       read -r -a a <<< "${VAR_ARGS:?VAR_ARGS}"
-      for r in $(seq 1 "${VAR_ROUNDS:-4}"); do
-        order=$names; [ $((r % 2)) = 0 ] && order=$(echo $names | tr ' ' '\n' | tac)
-        for v in $order; do part "varab r$r $v" "${T_KERNELS:-120}" "$vd/$v/agoq" "${a[@]}" -o "$d/r${r}_var$v.json"; done
-      done
-      python3 tools/ab_table.py --tsv "$d" > "$OUT/varab.tsv" && python3 tools/ab_table.py "$OUT/varab.tsv" --base base > "$OUT/varab_table.txt" || rc=1 ;;
+      AB_VARDIR=$vd ab_run varab - "base $(ls "$vd" | grep -vx base | tr '\n' ' ')" "${VAR_ROUNDS:-4}" "${a[@]}"
+      python3 tools/ab_table.py "$OUT/varab.tsv" --base base > "$OUT/varab_table.txt" || rc=1 ;;
     ncu) if command -v ncu > /dev/null; then
            sec="--clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy"
            sec="$sec --section InstructionStats --section WarpStateStats"

@@ -37,27 +37,28 @@ enum { FZ_OP_NONE, FZ_OP_GELU, FZ_OP_SWIGLU };
 
 /* ---- 16-byte bf16 vectors: read-once / write-once access, exact unpack, RNE pack ----
  * AGOQ_FZ_CACHE (compile time, the twenty-sixth session's A/B build flag; no value changes): the
- * cache operators of these loads and stores. 1 (default) ld.global.nc and plain (write-back)
- * stores; 0 .cs loads and stores (the default until then); 2 .cs loads, plain stores; 3
- * ld.global.nc loads, .cs stores. H100 A/B (results/h100/logs/s26_fbfd1d3_cache/, three rounds,
- * copy ratio at 256 MiB / 1 GiB / 4 GiB, means of the rounds): 1 against 0 +0.008 .. +0.052 on
- * every forward (SwiGLU + FP4 copy 0.894 / 0.931 / 0.935 -> 0.930 / 0.980 / 0.988) and on the
- * plain GELU / SwiGLU backwards, within +-0.01 on the backwards from FP4 and on the RMSNorm
- * backwards (cp.async-staged: not these loads); 2 (plain stores alone) -0.012 .. +0.015 in the mean,
- * better in every round nowhere: the loads' .cs is what cost; 3 (results/h100/logs/
- * s26_f2086e5_ld/) -0.009 .. +0.006. Not A/B'd at 64 MiB and below, where the tile sources'
- * ld.global.nc lost (quant_ldst.cuh; docs/kernels.md "Cache operators"). The backwards' stored
- * codes keep .cs (ld.global.nc for them measured within +-0.006 in the mean, s26_ldnc/). */
+ * cache operators of these loads and stores. 1 (default) ld.global.nc loads and plain (write-back)
+ * stores; 0 .cs loads and stores (the default until then). H100 A/B (results/h100/logs/
+ * s26_fbfd1d3_cache/, three rounds, copy ratio at 256 MiB / 1 GiB / 4 GiB, means of the rounds):
+ * 1 against 0 +0.008 .. +0.052 on every forward (SwiGLU + FP4 copy 0.894 / 0.931 / 0.935 -> 0.930
+ * / 0.980 / 0.988) and on the plain GELU / SwiGLU backwards, within +-0.01 on the backwards from
+ * FP4 and on the RMSNorm backwards (cp.async-staged: not these loads). The two mixed forms
+ * measured there and in s26_f2086e5_ld/ did not gain (.cs loads with plain stores -0.012 ..
+ * +0.015, ld.global.nc loads with .cs stores -0.009 .. +0.006): the loads' .cs was the cost, and
+ * they were dropped. Not A/B'd at 64 MiB and below, where the tile sources' ld.global.nc lost
+ * (quant_ldst.cuh; docs/kernels.md "Cache operators"). The backwards' stored codes keep .cs
+ * (ld.global.nc for them measured within +-0.006 in the mean, s26_ldnc/). */
 #ifndef AGOQ_FZ_CACHE
 #define AGOQ_FZ_CACHE 1
 #endif
+static_assert(AGOQ_FZ_CACHE == 0 || AGOQ_FZ_CACHE == 1, "AGOQ_FZ_CACHE: 0 (.cs) or 1 (ld.global.nc, plain stores)");
 __device__ __forceinline__ uint4 fz_load(const uint16_t *p) {
-    if constexpr (AGOQ_FZ_CACHE == 1 || AGOQ_FZ_CACHE == 3) return __ldg((const uint4 *)p);
+    if constexpr (AGOQ_FZ_CACHE == 1) return __ldg((const uint4 *)p);
     else return __ldcs((const uint4 *)p);
 }
 __device__ __forceinline__ void fz_store(uint16_t *p, uint4 w) {
-    if constexpr (AGOQ_FZ_CACHE == 0 || AGOQ_FZ_CACHE == 3) __stcs((uint4 *)p, w);
-    else *(uint4 *)p = w;
+    if constexpr (AGOQ_FZ_CACHE == 1) *(uint4 *)p = w;
+    else __stcs((uint4 *)p, w);
 }
 
 /* ---- cp.async: a thread copies 4, 8 or 16 bytes global -> shared and later waits for its own

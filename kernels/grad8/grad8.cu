@@ -388,12 +388,12 @@ int agoq_cuda_grad_accumulate(const agoq_qconfig *c, agoq_cuda_qtensor *acc, con
             src_accumulate<D, uint16_t> src = {acc->codes, acc->scales, acc->zeros, g_bf16,
                                                ((uintptr_t)g_bf16 & 15u) == 0};
             const bool ok = tile_grad_ok(p) && aligned16(g_bf16);
-            tile_accumulate<D, uint16_t> tile = {acc->codes, acc->scales, acc->zeros, g_bf16, nblocks, log2b,
-                                                  agoq_ld_nc(acc->n * sizeof(uint16_t))};
+            const int nc = agoq_ld_nc(acc->n * sizeof(uint16_t));
+            tile_accumulate<D, uint16_t> tile = {acc->codes, acc->scales, acc->zeros, g_bf16, nblocks, log2b, nc};
             if constexpr (E == D && D == AGOQ_ENC_TABLE) {
                 if (p.tab_ident) {
-                    tile_accumulate<D, uint16_t, 4, AGOQ_VREP> tile4 = {
-                        acc->codes, acc->scales, acc->zeros, g_bf16, nblocks, log2b, agoq_ld_nc(acc->n * sizeof(uint16_t))};
+                    tile_accumulate<D, uint16_t, 4, AGOQ_VREP> tile4 = {acc->codes, acc->scales, acc->zeros,
+                                                                         g_bf16, nblocks, log2b, nc};
                     agoq_launch_quant<E>(p, src, out, stream, ok ? &tile4 : nullptr);
                     return;
                 }
