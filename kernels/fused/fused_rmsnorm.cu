@@ -409,9 +409,8 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS) rms_bwd_gen_kernel(agoq_cuda
 }
 
 /* dw[j] = the sum of the groups' partials of column j in group order (a thread per column). B
- * partials are loaded before they are added (AGOQ_F8: B = 16 in CTAs of 64 threads, so the
- * 8 MB of partials of ~512 groups x 4096 columns are read with 16 loads in flight per thread on
- * 64 SMs, not one or a few on 16; the same additions in the same order). */
+ * partials are loaded before they are added (B = 16 in CTAs of 64 threads: AGOQ_DW_REDUCE=1;
+ * B = 1 in CTAs of 256: =0; the same additions in the same order). */
 template <int B>
 __global__ void dw_reduce_kernel(const float *__restrict__ partial, int groups, int cols, float *__restrict__ dw) {
     const int j = blockIdx.x * blockDim.x + threadIdx.x;
@@ -428,6 +427,37 @@ __global__ void dw_reduce_kernel(const float *__restrict__ partial, int groups, 
     }
     for (; g < groups; g++) acc = acc + col[(size_t)g * (size_t)cols];
     dw[j] = acc;
+}
+
+/* The same sums staged through shared memory (AGOQ_DW_REDUCE=2, the default): a CTA per 32
+ * columns; its DW_WARPS warps copy a chunk of DW_CHUNK groups x 32 columns into shared memory
+ * (DW_CHUNK / DW_WARPS coalesced 128-byte rows a warp, all loads in flight: 32 KB a CTA), then
+ * warp 0 adds the chunk's rows column by column in group order (the same additions in the same
+ * order as dw_reduce_ref). Why: the partials of one wave of RMSNorm CTAs (~400-530 groups x 4096
+ * columns, 6-9 MB) were read by 16 CTAs (=0) or 64 (=1) with 1 or 16 loads in flight a thread,
+ * latency-bound at a few percent of the DRAM bandwidth; this reads them with 128 CTAs at 4096
+ * columns and 8K loads in flight each. */
+#define DW_WARPS 8
+#define DW_CHUNK 256
+__global__ void __launch_bounds__(DW_WARPS * 32)
+    dw_reduce_staged_kernel(const float *__restrict__ partial, int groups, int cols, float *__restrict__ dw) {
+    __shared__ float buf[DW_CHUNK][32];
+    const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5, j = (int)blockIdx.x * 32 + lane;
+    const bool in = j < cols;
+    float acc = 0.0f;
+    for (int g0 = 0; g0 < groups; g0 += DW_CHUNK) {
+        const int n = min(DW_CHUNK, groups - g0);
+#pragma unroll
+        for (int i = 0; i < DW_CHUNK / DW_WARPS; i++) {
+            const int g = warp + i * DW_WARPS;
+            if (g < n && in) buf[g][lane] = __ldcs(partial + (size_t)(g0 + g) * (size_t)cols + (size_t)j);
+        }
+        __syncthreads();
+        if (warp == 0)
+            for (int g = 0; g < n; g++) acc = acc + buf[g][lane];
+        __syncthreads();
+    }
+    if (warp == 0 && in) dw[j] = acc;
 }
 
 /* ---- host side ---- */
@@ -513,8 +543,12 @@ extern "C" int agoq_rmsnorm_bwd_cuda(const agoq_fq *q, agoq_dqt xq, const uint16
 
 extern "C" int agoq_dw_reduce_cuda(const float *partial, int groups, int cols, float *dw, void *stream) {
     if (fz_check_shape("dw reduce", groups, cols)) return -1;
-    if (fz_f8()) dw_reduce_kernel<16><<<(unsigned)((cols + 63) / 64), 64, 0, (cudaStream_t)stream>>>(partial, groups, cols, dw);
-    else dw_reduce_kernel<1><<<(unsigned)((cols + 255) / 256), 256, 0, (cudaStream_t)stream>>>(partial, groups, cols, dw);
+    const cudaStream_t s = (cudaStream_t)stream;
+    switch (fz_dw_reduce()) {
+    case 0: dw_reduce_kernel<1><<<(unsigned)((cols + 255) / 256), 256, 0, s>>>(partial, groups, cols, dw); break;
+    case 1: dw_reduce_kernel<16><<<(unsigned)((cols + 63) / 64), 64, 0, s>>>(partial, groups, cols, dw); break;
+    default: dw_reduce_staged_kernel<<<(unsigned)((cols + 31) / 32), DW_WARPS * 32, 0, s>>>(partial, groups, cols, dw);
+    }
     cudaCheckLaunch();
     return 0;
 }

@@ -314,8 +314,8 @@ TEST(cuda_fused_grid_stride_and_general_paths) {
 }
 
 /* A knob's values in turn: every eligible config of the fast kernels under each, the grid-stride
- * loops with one CTA (37 rows: the RMSNorm reduction's batches of 16 groups and its tail), and
- * the general paths and tails beside them (rows of tail_cols and of 4096). */
+ * loops with one CTA (37 rows: 19 dweight groups), and the general paths and tails beside them
+ * (rows of tail_cols and of 4096). */
 static size_t run_knob_values(const char *var, const char *const *vals, int nvals, int tail_cols, size_t *configs) {
     size_t bad = 0;
     for (int v = 0; v < nvals; v++) {
@@ -329,9 +329,9 @@ static size_t run_knob_values(const char *var, const char *const *vals, int nval
     return bad;
 }
 
-/* Issue 15's fourth round (AGOQ_F8=1: the plain bf16 SwiGLU forward in units of 4 vectors, the
- * RMSNorm backward's pipelined rows and dweight reduction; the quantized SwiGLU forward has one
- * kernel whatever it says). */
+/* Issue 15's fourth round (AGOQ_F8=1: the plain bf16 SwiGLU forward in units of 4 vectors and
+ * the RMSNorm backward's pipelined rows; the quantized SwiGLU forward has one kernel whatever it
+ * says). */
 TEST(cuda_fused_f8_every_eligible_config) {
     static const char *const vals[] = {"0", "1"};
     size_t configs = 0;
@@ -406,6 +406,52 @@ TEST(cuda_rowq_quantize_dequantize_bit_exact) {
             free(x); free(want); free(deq); free(got);
         }
     CHECK(bad == 0);
+}
+
+/* The dweight reduction, every AGOQ_DW_REDUCE form, bit for bit against agoq_dw_reduce_ref:
+ * group counts around the staged kernel's chunk of 256 (one, a partial chunk, whole chunks and a
+ * tail) and widths around its 32 columns a CTA; partials of magnitudes 2^-20 .. 2^20 and both
+ * signs, so that a sum in another order differs in its last bits. */
+TEST(cuda_fused_dw_reduce_every_form) {
+    static const int kGroups[] = {1, 3, 255, 256, 257, 600}, kCols[] = {1, 8, 33, 4096, 5000};
+    static const char *const forms[] = {"0", "1", "2"};
+    size_t bad = 0, runs = 0, reordered = 0;
+    for (int gi = 0; gi < (int)(sizeof kGroups / sizeof *kGroups); gi++)
+        for (int ci = 0; ci < (int)(sizeof kCols / sizeof *kCols); ci++) {
+            const int groups = kGroups[gi], cols = kCols[ci];
+            const size_t n = (size_t)groups * (size_t)cols;
+            float *part = malloc(n * sizeof(float)), *want = malloc((size_t)cols * sizeof(float));
+            float *got = malloc((size_t)cols * sizeof(float)), *rev = malloc((size_t)cols * sizeof(float));
+            agoq_rng r = {0x5eedu + (uint64_t)(gi * 16 + ci)};
+            for (size_t i = 0; i < n; i++)
+                part[i] = ldexpf((float)agoq_rng_u01(&r) - 0.5f, (int)(agoq_rng_next(&r) % 41) - 20);
+            agoq_dw_reduce_ref(part, groups, cols, want);
+            for (int j = 0; j < cols; j++) { /* the same sums backwards: the check can see order */
+                float acc = 0.0f;
+                for (int g = groups - 1; g >= 0; g--) acc = acc + part[(size_t)g * (size_t)cols + (size_t)j];
+                rev[j] = acc;
+            }
+            reordered += memcmp(rev, want, (size_t)cols * sizeof(float)) != 0;
+            float *d_part = agoq_fused_dmalloc(n * sizeof(float)), *d_dw = agoq_fused_dmalloc((size_t)cols * sizeof(float));
+            agoq_fused_h2d(d_part, part, n * sizeof(float));
+            for (int f = 0; f < 3; f++) {
+                setenv("AGOQ_DW_REDUCE", forms[f], 1);
+                memset(got, 0xff, (size_t)cols * sizeof(float));
+                agoq_fused_h2d(d_dw, got, (size_t)cols * sizeof(float));
+                const int rc = agoq_dw_reduce_cuda(d_part, groups, cols, d_dw, NULL);
+                agoq_fused_dsync();
+                agoq_fused_d2h(got, d_dw, (size_t)cols * sizeof(float));
+                const size_t b = (size_t)(rc != 0) + cmp_f32("dw", want, got, (size_t)cols);
+                if (b) fprintf(stderr, "    ^ AGOQ_DW_REDUCE=%s groups %d cols %d\n", forms[f], groups, cols);
+                bad += b;
+                runs++;
+            }
+            unsetenv("AGOQ_DW_REDUCE");
+            agoq_fused_dfree(d_part); agoq_fused_dfree(d_dw);
+            free(part); free(want); free(got); free(rev);
+        }
+    CHECK_MSG(bad == 0, "%zu mismatches in %zu reductions", bad, runs);
+    CHECK_MSG(reordered > 0, "no shape's sums change with their order: the check cannot see it");
 }
 
 TEST(cuda_fused_rejects_bad_shapes) {
