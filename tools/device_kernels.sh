@@ -25,7 +25,10 @@
 #              tools/ab_s12.tsv: the twelfth session's four A/Bs);
 #              tools/ab_table.py $OUT/ab_NAME.tsv compares every value with the first
 #     varab    an A/B of agoq binaries built with other compile-time flags (tools/variant_build.sh
-#              packs them with the base build into .carry/var.tar.xz; carry it and .carry/lib):
+#              packs them with the base build into .carry/var.tar.xz; carry it and .carry/lib;
+#              packed with VAR_BASE=0, BUILD_DIR's agoq of the same commit is the base; VAR_DIR=DIR
+#              takes the NAME/ folders from DIR instead of the archive, e.g. packed into
+#              bins.tar.xz beside bd/, where one xz stream stores the near-identical binaries once):
 #              VAR_ARGS="agoq arguments" (e.g. "kernels --cases ... -b 16M -e 1G -f 2 -n 10 -w 3 -q")
 #              once per binary and round, VAR_ROUNDS (default 4; even rounds in reverse order)
 #              -> $OUT/varab.tsv, varab_json.tgz and varab_table.txt (tools/ab_table.py against base)
@@ -124,7 +127,14 @@ for p in "$@"; do
       fi ;;
     varab) # the binaries of .carry/var.tar.xz (base/agoq and NAME/agoq), each round in turn
       vd=/tmp/agoq_v; rm -rf "$vd"; mkdir -p "$vd"
-      tar -C "$vd" -xJf .carry/var.tar.xz || { echo "== varab: .carry/var.tar.xz missing" | tee -a "$log"; rc=1; continue; }
+      if [ -n "${VAR_DIR:-}" ]; then cp -a "$VAR_DIR"/. "$vd"/ # variants unpacked already (e.g. with the bins)
+      else tar -C "$vd" -xJf .carry/var.tar.xz || { echo "== varab: .carry/var.tar.xz missing" | tee -a "$log"; rc=1; continue; }
+      fi
+      if [ ! -x "$vd/base/agoq" ]; then # packed with VAR_BASE=0: the base is this build's agoq
+        vs=$(cat "$vd"/*/commit.stamp 2>/dev/null | sort -u)
+        [ "$vs" = "$(cat "$B/commit.stamp" 2>/dev/null)" ] || { echo "== varab: variants of '$vs', $B of '$(cat "$B/commit.stamp" 2>/dev/null)'" | tee -a "$log"; rc=1; continue; }
+        mkdir -p "$vd/base" && cp "$B/agoq" "$B/commit.stamp" "$vd/base/"
+      fi
       read -r -a a <<< "${VAR_ARGS:?VAR_ARGS}"
       AB_VARDIR=$vd ab_run varab - "base $(ls "$vd" | grep -vx base | tr '\n' ' ')" "${VAR_ROUNDS:-4}" "${a[@]}"
       python3 tools/ab_table.py "$OUT/varab.tsv" --base base > "$OUT/varab_table.txt" || rc=1 ;;

@@ -12,7 +12,10 @@
 #        VAR_ARGS="kernels ..." tools/device_kernels.sh . varab   (rounds of every binary ->
 #        $OUT/varab.tsv, varab_table.txt), or by hand: tar -C /tmp/v -xJf .carry/var.tar.xz, then
 #        /tmp/v/base/agoq ... and /tmp/v/NAME/agoq ... (source tools/device_env.sh for libcjson).
-# build/ must be complete and current (make build/agoq) and is not modified.
+# build/ must be complete and current (make build/agoq) and is not modified. VAR_BASE=0 leaves
+# base/ out of the archive (~11 MiB less, so that it fits a call beside .carry/bins.tar.xz): the
+# device's varab then takes its build directory's agoq as the base, checking that both were built
+# at the same commit (each NAME/ holds the commit.stamp it was built from).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 1 ] || { echo "usage: tools/variant_build.sh NAME=FLAGS [NAME=FLAGS ...]" >&2; exit 2; }
@@ -22,7 +25,7 @@ NVCC_BIN=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
 root=/tmp/agoq_var
 mkdir -p "$root"
 pack=$(mktemp -d); trap 'rm -rf "$pack"' EXIT
-mkdir -p "$pack/base"; cp build/agoq build/commit.stamp "$pack/base/"
+[ "${VAR_BASE:-1}" = 0 ] || { mkdir -p "$pack/base"; cp build/agoq build/commit.stamp "$pack/base/"; }
 for spec in "$@"; do
   name=${spec%%=*}; flags=${spec#*=}
   case "$name" in ''|*[!A-Za-z0-9_]*) echo "variant_build: bad name '$name'" >&2; exit 2 ;; esac
@@ -31,10 +34,10 @@ for spec in "$@"; do
   grep -lE "$pat" $(find "$d" -name '*.d') | sed 's/\.d$/.o/' | xargs -r rm -f
   printf '#!/bin/sh\nexec %s %s "$@"\n' "$NVCC_BIN" "$flags" > "$d/nvcc"; chmod +x "$d/nvcc"
   make -j"$(nproc)" BUILD="$d" NVCC="$d/nvcc" "$d/agoq" > "$d/build.log" 2>&1 || { echo "variant_build: $name failed: $d/build.log" >&2; exit 1; }
-  mkdir -p "$pack/$name"; cp "$d/agoq" "$pack/$name/"
+  mkdir -p "$pack/$name"; cp "$d/agoq" build/commit.stamp "$pack/$name/"
   echo "variant_build: $name ($flags) -> $d/agoq"
 done
 strip "$pack"/*/agoq
 mkdir -p .carry
 tar -C "$pack" -cf - . | xz -9 -T0 > .carry/var.tar.xz
-echo "variant_build: .carry/var.tar.xz $(( $(stat -c %s .carry/var.tar.xz) / 1048576 )) MiB (base = build/agoq at $(cat build/commit.stamp))"
+echo "variant_build: .carry/var.tar.xz $(( $(stat -c %s .carry/var.tar.xz) / 1048576 )) MiB (base = build/agoq at $(cat build/commit.stamp)$([ "${VAR_BASE:-1}" = 0 ] && echo ', not packed'))"
