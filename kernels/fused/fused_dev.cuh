@@ -358,8 +358,9 @@ bool fz_f6(void);
 int fz_f8(void);
 /* AGOQ_DW_REDUCE=0|1|2 (read at every launch, default 2): the RMSNorm dweight reduction
  * (fused_rmsnorm.cu): 0 a thread per column, one load at a time; 1 the same with 16 loads in
- * flight (AGOQ_F8's form until the twenty-sixth session); 2 chunks of groups staged through
- * shared memory by every warp of a CTA of 32 columns. The same additions in the same order.
+ * flight (AGOQ_F8's form until the twenty-sixth session); 2 chunks of up to 1024 groups x 32
+ * columns copied into shared memory with cp.async, then summed by one warp. The same additions
+ * in the same order.
  * (fused.cu) */
 int fz_dw_reduce(void);
 /* Dynamic shared memory above 48 KB for `kernel` (cudaFuncSetAttribute once per device: done is

@@ -429,32 +429,44 @@ __global__ void dw_reduce_kernel(const float *__restrict__ partial, int groups, 
     dw[j] = acc;
 }
 
-/* The same sums staged through shared memory (AGOQ_DW_REDUCE=2, the default): a CTA per 32
- * columns; its DW_WARPS warps copy a chunk of DW_CHUNK groups x 32 columns into shared memory
- * (DW_CHUNK / DW_WARPS coalesced 128-byte rows a warp, all loads in flight: 32 KB a CTA), then
- * warp 0 adds the chunk's rows column by column in group order (the same additions in the same
- * order as dw_reduce_ref). Why: the partials of one wave of RMSNorm CTAs (~400-530 groups x 4096
- * columns, 6-9 MB) were read by 16 CTAs (=0) or 64 (=1) with 1 or 16 loads in flight a thread,
- * latency-bound at a few percent of the DRAM bandwidth; this reads them with 128 CTAs at 4096
- * columns and 8K loads in flight each. */
-#define DW_WARPS 8
-#define DW_CHUNK 256
-__global__ void __launch_bounds__(DW_WARPS * 32)
-    dw_reduce_staged_kernel(const float *__restrict__ partial, int groups, int cols, float *__restrict__ dw) {
-    __shared__ float buf[DW_CHUNK][32];
+/* The same sums staged through shared memory (AGOQ_DW_REDUCE=2, the default): a CTA of
+ * DW_THREADS threads per 32 columns copies a chunk of up to DW_CHUNK groups x 32 columns into
+ * shared memory with cp.async (4 bytes a copy, each warp every DW_THREADS / 32-th group's
+ * 128-byte row: the whole chunk in flight at once, no registers held), then warp 0 adds the
+ * chunk's rows column by column in group order (the same additions in the same order as
+ * dw_reduce_ref). Why: the partials of one wave of RMSNorm CTAs (~400-530 groups x 4096 columns,
+ * 6-9 MB, mostly still in L2) were read by 16 CTAs (=0) or 64 (=1) with 1 or 16 loads in flight
+ * a thread: 18 us at 391 groups x 4096 columns under ncu (H100), against 161 us for the backward
+ * itself at 256 MiB; here 128 CTAs at 4096 columns with up to 128 KB in flight each. */
+#define DW_THREADS 512
+#define DW_CHUNK 1024 /* groups a chunk: 128 KB of shared memory */
+__global__ void __launch_bounds__(DW_THREADS)
+    dw_reduce_staged_kernel(const float *__restrict__ partial, int groups, int cols, float *__restrict__ dw, int chunk) {
+    extern __shared__ uint4 fz_dyn_smem[];
+    float *buf = (float *)fz_dyn_smem; /* [chunk][32] */
     const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5, j = (int)blockIdx.x * 32 + lane;
     const bool in = j < cols;
     float acc = 0.0f;
-    for (int g0 = 0; g0 < groups; g0 += DW_CHUNK) {
-        const int n = min(DW_CHUNK, groups - g0);
-#pragma unroll
-        for (int i = 0; i < DW_CHUNK / DW_WARPS; i++) {
-            const int g = warp + i * DW_WARPS;
-            if (g < n && in) buf[g][lane] = __ldcs(partial + (size_t)(g0 + g) * (size_t)cols + (size_t)j);
-        }
+    for (int g0 = 0; g0 < groups; g0 += chunk) {
+        const int n = min(chunk, groups - g0);
+        if (in)
+            for (int g = warp; g < n; g += DW_THREADS / 32)
+                fz_cp_async<4>(buf + g * 32 + lane, partial + (size_t)(g0 + g) * (size_t)cols + (size_t)j);
+        fz_cp_commit();
+        fz_cp_wait<0>();
         __syncthreads();
-        if (warp == 0)
-            for (int g = 0; g < n; g++) acc = acc + buf[g][lane];
+        if (warp == 0) {
+            const float *col = buf + lane;
+            int g = 0;
+            for (; g + 8 <= n; g += 8) {
+                float t[8];
+#pragma unroll
+                for (int u = 0; u < 8; u++) t[u] = col[(g + u) * 32];
+#pragma unroll
+                for (int u = 0; u < 8; u++) acc = acc + t[u];
+            }
+            for (; g < n; g++) acc = acc + col[g * 32];
+        }
         __syncthreads();
     }
     if (warp == 0 && in) dw[j] = acc;
@@ -547,7 +559,13 @@ extern "C" int agoq_dw_reduce_cuda(const float *partial, int groups, int cols, f
     switch (fz_dw_reduce()) {
     case 0: dw_reduce_kernel<1><<<(unsigned)((cols + 255) / 256), 256, 0, s>>>(partial, groups, cols, dw); break;
     case 1: dw_reduce_kernel<16><<<(unsigned)((cols + 63) / 64), 64, 0, s>>>(partial, groups, cols, dw); break;
-    default: dw_reduce_staged_kernel<<<(unsigned)((cols + 31) / 32), DW_WARPS * 32, 0, s>>>(partial, groups, cols, dw);
+    default: {
+        static unsigned done = 0; /* fz_smem_optin: the largest chunk's bytes, once per device */
+        fz_smem_optin((const void *)dw_reduce_staged_kernel, (size_t)DW_CHUNK * 32 * sizeof(float), &done, NULL);
+        const int chunk = min(groups, DW_CHUNK);
+        dw_reduce_staged_kernel<<<(unsigned)((cols + 31) / 32), DW_THREADS, (size_t)chunk * 32 * sizeof(float), s>>>(
+            partial, groups, cols, dw, chunk);
+    }
     }
     cudaCheckLaunch();
     return 0;

@@ -409,11 +409,12 @@ TEST(cuda_rowq_quantize_dequantize_bit_exact) {
 }
 
 /* The dweight reduction, every AGOQ_DW_REDUCE form, bit for bit against agoq_dw_reduce_ref:
- * group counts around the staged kernel's chunk of 256 (one, a partial chunk, whole chunks and a
- * tail) and widths around its 32 columns a CTA; partials of magnitudes 2^-20 .. 2^20 and both
- * signs, so that a sum in another order differs in its last bits. */
+ * group counts from one to past the staged kernel's chunk of 1024 (one chunk, whole chunks and a
+ * tail; rounds of 16 groups and of 8 in its sum) and widths around its 32 columns a CTA;
+ * partials of magnitudes 2^-20 .. 2^20 and both signs, so that a sum in another order differs
+ * in its last bits. */
 TEST(cuda_fused_dw_reduce_every_form) {
-    static const int kGroups[] = {1, 3, 255, 256, 257, 600}, kCols[] = {1, 8, 33, 4096, 5000};
+    static const int kGroups[] = {1, 3, 17, 391, 1024, 2100}, kCols[] = {1, 8, 33, 4096, 5000};
     static const char *const forms[] = {"0", "1", "2"};
     size_t bad = 0, runs = 0, reordered = 0;
     for (int gi = 0; gi < (int)(sizeof kGroups / sizeof *kGroups); gi++)
