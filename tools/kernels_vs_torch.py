@@ -13,6 +13,10 @@ With --fused FILE, the README's fused-kernel table of kernels_fused.json: median
 the plain bf16 op, the unfused pair and the fused kernel, fused vs unfused at 64 MiB / 1 GiB / 4
 GiB, fused and bf16 vs copy at 4 GiB.
 
+With --readme KERNELS FUSED, the README's three compact vs_torch tables (quantizers and
+dequantizers, the 8-bit gradient kernels at 256 MiB / 4 GiB, the fused ops at 64 MiB / 4 GiB;
+bold: below 1.0 before rounding) and the list of every point below 1.0x with its copy ratio.
+
 With --fixed FILE, per case and format of a kernel sweep: the least-squares line of median time
 against elements from 64 MiB, its intercept (the fixed cost a call, us) and its slope (ns per
 million elements), and our copy ratio at the largest size.
@@ -21,6 +25,7 @@ usage: python3 tools/kernels_vs_torch.py [results/h200/kernels.json results/h200
        python3 tools/kernels_vs_torch.py --copy [results/h200/kernels.json]
        python3 tools/kernels_vs_torch.py --fused [results/h200/kernels_fused.json]
        python3 tools/kernels_vs_torch.py --fixed [results/h200/kernels.json]
+       python3 tools/kernels_vs_torch.py --readme KERNELS.json KERNELS_FUSED.json
 """
 import json
 import sys
@@ -78,6 +83,50 @@ def fused_table(path):
     print()
 
 
+def readme_tables(kpath, fpath):
+    recs = [r for p in (kpath, fpath) for r in json.load(open(p))["records"] if r.get("vs_torch") is not None]
+    by = {(r["case"], r.get("format"), r["bytes"]): r["vs_torch"] for r in recs}
+    M, G = 1 << 20, 1 << 30
+
+    def cell(case, fmt, sizes):
+        vs = [by.get((case, fmt, b)) for b in sizes]
+        if any(v is None for v in vs):
+            return ""
+        fmt1 = lambda v: (f"{v:.1f}" if v >= 2 else f"{v:.2f}")
+        return " / ".join(f"**{fmt1(v)}**" if v < 1.0 else fmt1(v) for v in vs) + "x"
+
+    fmts = ["fp4_e2m1", "int4", "int8", "fp8_e4m3", "nf4", "dyn8"]
+    rows = [("quantize_f32", "quantize, fp32 in"), ("quantize_bf16", "quantize, bf16 in"),
+            ("dequantize_f32", "dequantize, fp32 out"), ("dequantize_bf16", "dequantize, bf16 out")]
+    print("| kernel (256 MiB / 4 GiB) | " + " | ".join(fmts) + " |")
+    print("|---|" + "---|" * len(fmts))
+    for case, label in rows:
+        print(f"| {label} | " + " | ".join(cell(case, f, (256 * M, 4 * G)) for f in fmts) + " |")
+    print()
+    gf = ["int8", "fp8_e4m3", "dyn8"]
+    print("| 8-bit gradient kernel (256 MiB / 4 GiB) | " + " | ".join(gf) + " |")
+    print("|---|" + "---|" * len(gf))
+    for case, label in [("grad_accumulate_f32", "accumulate, fp32 gradient"),
+                        ("grad_accumulate_bf16", "accumulate, bf16 gradient"), ("grad_reduce", "reduce core, 8 chunks")]:
+        print(f"| {label} | " + " | ".join(cell(case, f, (256 * M, 4 * G)) for f in gf) + " |")
+    print()
+    print("| fused op (64 MiB / 4 GiB) | bf16 forward | fused forward (+ FP4 copy) | bf16 backward | "
+          "fused backward (from the FP4 copy) |")
+    print("|---|---|---|---|---|")
+    for op, label in [("rmsnorm", "RMSNorm"), ("swiglu", "SwiGLU"), ("gelu", "GELU")]:
+        cells = [cell(f"{op}_{d}_{k}", "fp4_e2m1", (64 * M, 4 * G)) for d, k in
+                 (("fwd", "bf16"), ("fwd", "fused"), ("bwd", "bf16"), ("bwd", "fused"))]
+        print(f"| {label} | " + " | ".join(cells) + " |")
+    print()
+    low = sorted((r for r in recs if r["vs_torch"] < 1.0), key=lambda r: r["vs_torch"])
+    label = lambda b: f"{b >> 30} GiB" if b >= G else f"{b >> 20} MiB"
+    print(f"{len(low)} of {len(recs)} points below 1.0x:")
+    for r in low:
+        print(f"- {r['case']} {r.get('format', '')} at {label(r['bytes'])}: {r['vs_torch']:.3f}x "
+              f"(ours at {r['copy_ratio']:.2f} of copy)")
+    print()
+
+
 def intercept(pts):
     """The intercept and slope of the least-squares line through the points (x, y)."""
     mx = sum(p[0] for p in pts) / len(pts)
@@ -108,6 +157,9 @@ def main():
         return
     if sys.argv[1:2] == ["--fixed"]:
         fixed_table(sys.argv[2] if len(sys.argv) > 2 else "results/h200/kernels.json")
+        return
+    if sys.argv[1:2] == ["--readme"] and len(sys.argv) == 4:
+        readme_tables(sys.argv[2], sys.argv[3])
         return
     if sys.argv[1:2] == ["--copy"]:
         copy_table(sys.argv[2] if len(sys.argv) > 2 else "results/h200/kernels.json")

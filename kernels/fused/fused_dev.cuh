@@ -363,10 +363,6 @@ int fz_f8(void);
  * in the same order.
  * (fused.cu) */
 int fz_dw_reduce(void);
-/* AGOQ_RMS_FWD_WARP=0|1 (read at every launch, default 1): 0 sends the RMSNorm forwards that the
- * warp-per-row kernel takes to the CTA-per-row kernel instead (fused_rmsnorm.cu; an A/B: the
- * plain bf16 forward stayed at 0.98x torch.compile at 4 GiB on the H100). (fused.cu) */
-bool fz_rms_fwd_warp(void);
 /* Dynamic shared memory above 48 KB for `kernel` (cudaFuncSetAttribute once per device: done is
  * the caller's per-kernel mask of devices, bit d; racing sets are benign); with per_sm, also its
  * resident CTAs per SM at FZ_THREADS threads with `smem` bytes (>= 1), queried once into the

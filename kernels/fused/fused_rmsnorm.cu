@@ -120,7 +120,10 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_FWD_CTAS)
 #define RMS_WARP_CTAS 2 /* <= 128 registers: the row (64) and a tile (32) */
 /* The tenth session's AGOQ_RMS_PF (the warp prefetching its next row into L2 after issuing this
  * row's loads, plain and FP4 kernels) measured within -0.012 .. +0.005 of copy of this kernel at
- * 64 MiB - 4 GiB (twelfth session, 1dbd92e, results/h200/logs/s12_ab_1dbd92e/) and was removed. */
+ * 64 MiB - 4 GiB (twelfth session, 1dbd92e, results/h200/logs/s12_ab_1dbd92e/) and was removed.
+ * The twenty-seventh session's AGOQ_RMS_FWD_WARP=0 (these shapes on rms_fwd_kernel, 47.6%
+ * occupancy against 19.7%) lost everywhere: plain bf16 -0.006 .. -0.092, with the FP4 copy -0.14
+ * .. -0.26 of copy at 64 MiB - 4 GiB (H100, results/h100/logs/s27_0076889/); removed. */
 template <bool QUANT, int ENC, int BITS, int LOG2B>
 __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_WARP_CTAS)
     rms_fwd_warp_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w, int rows,
@@ -480,7 +483,7 @@ extern "C" int agoq_rmsnorm_fwd_cuda(const agoq_fq *q, const uint16_t *x, const 
     const agoq_cuda_qtensor qt = fz_qt(xq, (size_t)rows * (size_t)cols);
     const size_t warps = (size_t)rows * (AGOQ_ROW_THREADS / 32);
     const bool fast = cols % 8 == 0 && cols <= RMS_MAX_COLS && fz_al16(x) && fz_al16(w) && fz_al16(y) && !fz_no_fast();
-    const bool by_warp = fast && cols % (RMS_WARP_U * FZ_WVEC) == 0 && cols <= RMS_WARP_NV * FZ_WVEC && fz_rms_fwd_warp();
+    const bool by_warp = fast && cols % (RMS_WARP_U * FZ_WVEC) == 0 && cols <= RMS_WARP_NV * FZ_WVEC;
     if (by_warp && !q) {
         constexpr auto k = rms_fwd_warp_kernel<false, 0, 0, 0>;
         k<<<fz_grid<k>((size_t)rows, false), AGOQ_ROW_THREADS, 0, s>>>(agoq_cuda_qparams{}, x, w, rows, cols, eps, y, qt, rstd);
