@@ -48,10 +48,7 @@
  * forces one ring for every GEMM, gemm_wg_launch.cuh): room made by staging C a consumer
  * warpgroup's 64 rows at a time (a hand-off per warpgroup: BAR_*1). Behind a benchmark knob (off
  * by default): AGOQ_WG_TILE_N=128|192|auto, 128 x 128 or 128 x 192 tiles (wgmma m64n128k16 /
- * m64n192k16; template argument TN) against partly empty last waves; AGOQ_WG_TILE_N=320 (A/B,
- * twenty-seventh session: cuBLASLt's tile, 320 x 128 in its own terms): 128 x 320 tiles without a
- * quantized copy, a k-step m64n256k16 + m64n64k16 (160 accumulators a consumer thread), three
- * 56 KB stages, C staged in halves. The epilogue warps' functions and their variants
+ * m64n192k16; template argument TN) against partly empty last waves. The epilogue warps' functions and their variants
  * (AGOQ_WG_EPI_ROWS: 4 rows a warp iteration by default, 8 for the general formats' row tiles;
  * AGOQ_WG_EPI_GEN: those row tiles, by default; AGOQ_WG_BULK, off): gemm_wg_epi.cuh.
  * AGOQ_WG_CLUSTER=2 (template argument CL; default 1, the kernels as before): the 4-stage kernels
@@ -105,17 +102,10 @@ template <int TN>
 __host__ __device__ constexpr int stage_bytes() { return A_BYTES + TN * BK * 2; }
 template <int TN>
 __host__ __device__ constexpr int c_stride() { return TN + 8; } /* rows 4 banks apart for each width */
-/* C staged a consumer warpgroup's 64 rows at a time: the 4-stage ring, and the 320-wide tile
- * (AGOQ_WG_TILE_N=320: three 56 KB stages leave no room for a whole 128 x 320 staging tile) */
-template <int ST, int TN>
-__host__ __device__ constexpr bool half_staged() { return ST == 4 || TN == 320; }
 template <int ST, int TN = BN>
-constexpr int smem_bytes() {
-    return ST * stage_bytes<TN>() + (half_staged<ST, TN>() ? HALF_ROWS : BM) * c_stride<TN>() * 2 + 1024;
-}
+constexpr int smem_bytes() { return ST * stage_bytes<TN>() + (ST == 4 ? HALF_ROWS : BM) * c_stride<TN>() * 2 + 1024; }
 static_assert(smem_bytes<4>() + 128 <= 232448, "4-stage ring + half staging tile exceed 227 KB");
 static_assert(smem_bytes<STAGES, 192>() + 1024 <= 232448, "192-wide tiles: ring + staging tile exceed 227 KB");
-static_assert(smem_bytes<STAGES, 320>() + 1024 <= 232448, "320-wide tiles: ring + half staging tile exceed 227 KB");
 /* Stored-A prologue: a stage holds A's codes (128 rows x 64 codes of <= 8 bits) instead of its
  * bf16 tile, and each consumer decodes its 64 rows into one of two bf16 tiles of its own. */
 constexpr int CODE_BYTES = BM * BK;                 /* 8-bit codes; 4-bit use half */
@@ -311,14 +301,13 @@ __global__ void __launch_bounds__(THREADS, 1)
      * (the latter build the 4-bit table pairs) */
     constexpr bool INTK = DQ == 2 || DQ == 5, PAIRS = DQR && !INTK;
     static_assert(ST == STAGES || (ST == 4 && !DEQA), "4 stages: the bf16 kernels only");
-    static_assert(TN == BN || (TN == 128 && !DEQA && !FASTQ && ST == STAGES) || (TN == 192 && !DEQA && !QOUT) ||
-                      (TN == 320 && !DEQA && !QOUT && ST == STAGES),
-                  "128-wide tiles: bf16 A, 3 stages; 192-wide: bf16 A, no quantized copy; 320-wide: the same, 3 stages");
+    static_assert(TN == BN || (TN == 128 && !DEQA && !FASTQ && ST == STAGES) || (TN == 192 && !DEQA && !QOUT),
+                  "128-wide tiles: bf16 A, 3 stages; 192-wide: bf16 A, no quantized copy");
     static_assert((ER == 1 && !BULK && !GQ) || (ST == STAGES && TN == BN && !DEQA), "epilogue variants: 3 stages, 256 wide");
     static_assert(!GQ || (QOUT && !FASTQ && !BULK), "the general row-tile copy: no fast FP4, no bulk copies");
     static_assert(CL == 1 || (CL == 2 && !DEQA && !BULK), "clusters of 2: the bf16 kernels, no bulk residual");
     static_assert(!SK || (CL == 1 && !DEQA && !BULK), "the split last wave: the bf16 kernels, no clusters, no bulk residual");
-    constexpr bool HALF = half_staged<ST, TN>(); /* C staged a consumer warpgroup's 64 rows at a time */
+    constexpr bool HALF = ST == 4;               /* C staged a consumer warpgroup's 64 rows at a time */
     constexpr int NH = HALF ? 2 : 1, RS = BM / NH; /* hand-offs a tile, rows staged in each */
     extern __shared__ uint8_t raw[];
     __shared__ __align__(8) uint64_t full[ST], empty[ST], rbar; /* rbar: the bulk residual, a phase a tile */
@@ -393,9 +382,6 @@ __global__ void __launch_bounds__(THREADS, 1)
                         tma_load_mc(b + w.rank * (TN / 2) * 128, &map_b, k0, n0 + w.rank * (TN / 2), bar, 0x3);
                     } else if (TB) {
                         for (int j = 0; j < TN / 64; j++) tma_load(b + j * MN_BOX_BYTES, &map_b, n0 + 64 * j, k0, bar);
-                    } else if (TN == 320) { /* a box has at most 256 rows: two of 160 (the map's box) */
-                        tma_load(b, &map_b, k0, n0, bar);
-                        tma_load(b + 160 * 128, &map_b, k0, n0 + 160, bar);
                     } else {
                         tma_load(b, &map_b, k0, n0, bar);
                     }
@@ -494,8 +480,7 @@ __global__ void __launch_bounds__(THREADS, 1)
                 for (int kk = 0; kk < BK / 16; kk++) {
                     const uint64_t da = da0 + (uint64_t)(kk * (TA ? 2048 : 32) >> 4);
                     const uint64_t db = db0 + (uint64_t)(kk * (TB ? 2048 : 32) >> 4);
-                    if constexpr (TN == 320) wgmma_320<TA, TB>(d, da, db);
-                    else if constexpr (TN == 256) wgmma_256<TA, TB>(d, da, db);
+                    if constexpr (TN == 256) wgmma_256<TA, TB>(d, da, db);
                     else if constexpr (TN == 192) wgmma_192<TA, TB>(d, da, db);
                     else wgmma_128<TA, TB>(d, da, db);
                 }

@@ -170,21 +170,10 @@ __device__ __forceinline__ void store_rows(const wg_params &p, const agoq_smem_t
     static_assert(8 % ER == 0, "a group of ER rows is all inside C or all outside");
     if constexpr (!FASTQ && !GQ && !STC) return;
     constexpr int CS = c_stride<TN>(); /* bf16 per staged row */
-    const int nr = rows_in(p, m0, rows);
-    const agoq_cuda_qtensor qt = fz_qt(p.cq, (size_t)p.m * (size_t)p.n);
-    /* TN = 320 (no copy): a row's columns 256.. in a second pass of 16 bytes a lane (lanes 0-7) */
-    if constexpr (TN > 256) {
-        static_assert(!FASTQ && !GQ && ER == 1, "320-wide tiles: C only, a row a warp iteration");
-        const int c1 = 256 + 8 * lane;
-        const bool mine1 = c1 < TN && n0 + c1 < p.n;
-        for (int r0 = ew; r0 < nr && STC; r0 += EPI_WARPS) /* warp-uniform */
-            if (mine1)
-                *reinterpret_cast<uint4 *>(p.c + (size_t)(m0 + r0) * (size_t)p.n + (size_t)(n0 + c1)) =
-                    *reinterpret_cast<const uint4 *>(stage + r0 * CS + c1);
-    }
-    const int col = n0 + 8 * lane;
+    const int col = n0 + 8 * lane, nr = rows_in(p, m0, rows);
     /* TN = 128 / 192: lanes 16-31 / 24-31 have no columns; col >= N: a last tile's columns past C */
     const bool mine = 8 * lane < TN && col < p.n;
+    const agoq_cuda_qtensor qt = fz_qt(p.cq, (size_t)p.m * (size_t)p.n);
     for (int r0 = ew * ER; r0 < nr; r0 += EPI_WARPS * ER) { /* warp-uniform */
         uint4 h[ER];
 #pragma unroll

@@ -13,7 +13,7 @@ extern "C" {
 typedef struct {
     int grid_cap;     /* AGOQ_WG_GRID_CAP=N (>= 0): at most N persistent CTAs; 0 (default): one per SM */
     int one_tile;     /* AGOQ_WG_ONE_TILE=0|1: one tile per CTA, not persistent (a diagnostic; default 0) */
-    int tile_n;       /* AGOQ_WG_TILE_N=256|128|192|auto|320: the bf16 tile's width, 256, 128, 192, 0 = auto (default), 320 (A/B) */
+    int tile_n;       /* AGOQ_WG_TILE_N=256|128|192|auto: the bf16 tile's width, 256, 128, 192, 0 = auto (default) */
     int stages;       /* AGOQ_WG_STAGES=auto|3|4: the bf16 ring, 0 = auto (default: by epilogue), 3, 4 */
     int epi_rows;     /* AGOQ_WG_EPI_ROWS=1|4|8: rows a warp iteration; 0 when unset (by epilogue) */
     int bulk;         /* AGOQ_WG_BULK=0|1: bulk copies of the residual and C (default 0) */

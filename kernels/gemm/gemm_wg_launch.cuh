@@ -226,17 +226,17 @@ void launch_gen(int er, const wg_launch &l) {
  * (experiments/gemm_wg.json, two rounds, results/h200/logs/s12_callE_9b97292/): of the 66 plain
  * points auto changes one, 7B TP=8 QKV at 4096 tokens (192 tiles of 256 fill 73% of two waves,
  * 256 of 192 97%): 0.71 -> 0.88 of cuBLASLt; 192 everywhere: median 0.94 -> 0.88 (the narrower
- * tile moves more A per flop). 256, 192, 128 and 320 force a width (128: 3 stages, the general
- * epilogue quantizer, a block dividing 128, else BN; 192 and 320: BN for a quantized copy; 320:
- * 3 stages, C staged in halves). The earlier
- * auto's 128-wide tiles lost their A/B (fb7cc8a: 0.43-0.79x of cuBLASLt). */
+ * tile moves more A per flop). 256, 192 and 128 force a width (128: 3 stages, the general
+ * epilogue quantizer, a block dividing 128, else BN; 192: BN for a quantized copy). The earlier
+ * auto's 128-wide tiles lost their A/B (fb7cc8a: 0.43-0.79x of cuBLASLt); so did 320-wide ones
+ * (m64n256k16 + m64n64k16, three stages, C staged in halves; twenty-seventh session, H100,
+ * results/h100/logs/s27_1272be5/: vs_cublas geomean 0.820 of auto over the 66 plain points). */
 static double wave_fill(long tiles) { /* busy share of the persistent CTAs' waves */
     const long nsm = num_sms();
     return (double)tiles / (double)(((tiles + nsm - 1) / nsm) * nsm);
 }
 int tile_n(const agoq_wg_args *g, int knob) {
     if (knob == BN) return BN;
-    if (knob == 320) return g->q ? BN : 320; /* A/B (twenty-seventh session): no quantized copy */
     if (knob == 192) return g->q ? BN : 192;
     if (knob == 128) return g->q && 128 % g->q->p.block ? BN : 128;
     if (g->q) return BN;
@@ -300,8 +300,7 @@ extern "C" int agoq_wg_gemm(const agoq_wg_args *g, void *stream) {
     if (g->a_mn) make_map(&l.ma, g->a, g->m, g->k, 64); /* A stored [K][M] */
     else make_map(&l.ma, g->a, g->k, g->m, BM);         /* A stored [M][K] */
     if (g->b_mn) make_map(&l.mb, g->b, g->n, g->k, 64); /* B stored [K][N] */
-    else make_map(&l.mb, g->b, g->k, g->n, tn == 320 ? 160 : cl2 ? tn / 2 : tn); /* B stored [N][K]; CL = 2: a
-                                                                                 * rank's half; 320: two boxes */
+    else make_map(&l.mb, g->b, g->k, g->n, cl2 ? tn / 2 : tn); /* B stored [N][K]; CL = 2: a rank's half */
     /* AGOQ_WG_MN_SWAP=1 swaps the MN-major LBO and SBO: a diagnostic for the one reading of the
      * descriptor that the device test did not confirm (gemm_wg.cu's top comment); not for use. */
     const uint32_t lbo = kn.mn_swap ? 1024u : (uint32_t)MN_BOX_BYTES, sbo = kn.mn_swap ? (uint32_t)MN_BOX_BYTES : 1024u;
@@ -310,7 +309,6 @@ extern "C" int agoq_wg_gemm(const agoq_wg_args *g, void *stream) {
     if (skk && st4 && !g->q) launch_t<false, 4, BN, 1, true>(g->a_mn, g->b_mn, l);
     else if (skk && fast && !st4) launch<0, 0, true, 0, true, STAGES, BN, 4, false, false, 1, true>(l);
     else if (skk && !g->q && !st4 && !g->a_mn && !g->b_mn) launch<0, 0, false, 0, false, STAGES, BN, 4, false, false, 1, true>(l);
-    else if (tn == 320) launch_t<false, STAGES, 320>(g->a_mn, g->b_mn, l);
     else if (tn == 192 && st4) launch_t<false, 4, 192>(g->a_mn, g->b_mn, l);
     else if (tn == 192) launch_t<false, STAGES, 192>(g->a_mn, g->b_mn, l);
     else if (tn == 128 && g->q) launch_t<true, STAGES, 128>(g->a_mn, g->b_mn, l);

@@ -122,15 +122,14 @@ __device__ __forceinline__ void acc_fence(float (&d)[N]) {
 #pragma unroll
     for (int i = 0; i < N; i++) asm volatile("" : "+f"(d[i])::"memory");
 }
-/* The fp32 accumulator registers of an m64n64 (32), m64n128 (64), m64n192 (96) and m64n256 (128)
- * wgmma: their operand numbers %0.. in the instruction string and the matching read-write operand
- * list (the array d of each caller). */
-#define AGOQ_WG_ACC32_REGS \
+/* The fp32 accumulator registers of an m64n128 (64), m64n192 (96) and m64n256 (128) wgmma: their operand
+ * numbers %0.. in the instruction string and the matching read-write operand list (the array d
+ * of each caller). */
+#define AGOQ_WG_ACC64_REGS \
     "%0, %1, %2, %3, %4, %5, %6, %7," \
     "%8, %9, %10, %11, %12, %13, %14, %15," \
     "%16, %17, %18, %19, %20, %21, %22, %23," \
-    "%24, %25, %26, %27, %28, %29, %30, %31"
-#define AGOQ_WG_ACC64_REGS AGOQ_WG_ACC32_REGS "," \
+    "%24, %25, %26, %27, %28, %29, %30, %31," \
     "%32, %33, %34, %35, %36, %37, %38, %39," \
     "%40, %41, %42, %43, %44, %45, %46, %47," \
     "%48, %49, %50, %51, %52, %53, %54, %55," \
@@ -148,13 +147,12 @@ __device__ __forceinline__ void acc_fence(float (&d)[N]) {
 /* "+f"(d[i]) .. "+f"(d[i + 15]): sixteen read-write fp32 operands (the index is a constant). */
 #define AGOQ_WG_ACC4(d, i) "+f"(d[(i)]), "+f"(d[(i) + 1]), "+f"(d[(i) + 2]), "+f"(d[(i) + 3])
 #define AGOQ_WG_ACC16(d, i) AGOQ_WG_ACC4(d, i), AGOQ_WG_ACC4(d, (i) + 4), AGOQ_WG_ACC4(d, (i) + 8), AGOQ_WG_ACC4(d, (i) + 12)
-#define AGOQ_WG_ACC32_OPERANDS(d) AGOQ_WG_ACC16(d, 0), AGOQ_WG_ACC16(d, 16)
-#define AGOQ_WG_ACC64_OPERANDS(d) AGOQ_WG_ACC32_OPERANDS(d), AGOQ_WG_ACC16(d, 32), AGOQ_WG_ACC16(d, 48)
+#define AGOQ_WG_ACC64_OPERANDS(d) AGOQ_WG_ACC16(d, 0), AGOQ_WG_ACC16(d, 16), AGOQ_WG_ACC16(d, 32), AGOQ_WG_ACC16(d, 48)
 #define AGOQ_WG_ACC96_OPERANDS(d) AGOQ_WG_ACC64_OPERANDS(d), AGOQ_WG_ACC16(d, 64), AGOQ_WG_ACC16(d, 80)
 #define AGOQ_WG_ACC_OPERANDS(d) AGOQ_WG_ACC96_OPERANDS(d), AGOQ_WG_ACC16(d, 96), AGOQ_WG_ACC16(d, 112)
 
-/* wgmma_N: d[64 x N fragment] += A(64 x 16) B(16 x N), N = 256, 192 (AGOQ_WG_TILE_N=192), 128
- * (AGOQ_WG_TILE_N=128) or 64 (the last 64 columns of AGOQ_WG_TILE_N=320, wgmma_320); TA / TB: the operand is MN-major in shared memory. In the instruction
+/* wgmma_N: d[64 x N fragment] += A(64 x 16) B(16 x N), N = 256, 192 (AGOQ_WG_TILE_N=192) or 128
+ * (AGOQ_WG_TILE_N=128); TA / TB: the operand is MN-major in shared memory. In the instruction
  * string the NACC accumulators are %0 .., the descriptors %A and %B, the MN-major flags %TAI and
  * %TBI, and %P the scale-d source (1: accumulate). */
 #define AGOQ_WG_DEFINE_WGMMA(N, NACC, REGS, OPERANDS, A, B, TAI, TBI, P)                           \
@@ -172,16 +170,6 @@ __device__ __forceinline__ void acc_fence(float (&d)[N]) {
 AGOQ_WG_DEFINE_WGMMA(256, 128, AGOQ_WG_ACC_REGS, AGOQ_WG_ACC_OPERANDS, 128, 129, 130, 131, 132)
 AGOQ_WG_DEFINE_WGMMA(192, 96, AGOQ_WG_ACC96_REGS, AGOQ_WG_ACC96_OPERANDS, 96, 97, 98, 99, 100)
 AGOQ_WG_DEFINE_WGMMA(128, 64, AGOQ_WG_ACC64_REGS, AGOQ_WG_ACC64_OPERANDS, 64, 65, 66, 67, 68)
-AGOQ_WG_DEFINE_WGMMA(64, 32, AGOQ_WG_ACC32_REGS, AGOQ_WG_ACC32_OPERANDS, 32, 33, 34, 35, 36)
-/* A 320-wide k-step (AGOQ_WG_TILE_N=320): columns 0-255 by m64n256k16 into d[0..127], 256-319 by
- * m64n64k16 into d[128..159] (the same fragment layout, column 8 j + .. for d[4 j + ..]); B's
- * columns 256.. start 32 KB into the stage's B tile in both layouts (K-major: 256 rows of 128 B;
- * MN-major: the fifth 8 KB box), 2048 in the descriptor's address field. */
-template <int TA, int TB>
-__device__ __forceinline__ void wgmma_320(float (&d)[160], uint64_t da, uint64_t db) {
-    wgmma_256<TA, TB>(*reinterpret_cast<float(*)[128]>(&d[0]), da, db);
-    wgmma_64<TA, TB>(*reinterpret_cast<float(*)[32]>(&d[128]), da, db + (32768u >> 4));
-}
 
 /* ---- 16-byte asynchronous copies (the residual tile) and named barriers ---- */
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void *src) {

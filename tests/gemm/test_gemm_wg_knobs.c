@@ -38,8 +38,8 @@ TEST(gemm_wg_knobs_defaults_and_accepted_values) {
     static const struct { const char *name, *value; int want; } good[] = {
         {"AGOQ_WG_GRID_CAP", "0", 0},    {"AGOQ_WG_GRID_CAP", "3", 3},     {"AGOQ_WG_ONE_TILE", "1", 1},
         {"AGOQ_WG_ONE_TILE", "0", 0},    {"AGOQ_WG_TILE_N", "256", 256},   {"AGOQ_WG_TILE_N", "128", 128},
-        {"AGOQ_WG_TILE_N", "192", 192},  {"AGOQ_WG_TILE_N", "auto", 0},    {"AGOQ_WG_TILE_N", "320", 320},
-        {"AGOQ_WG_STAGES", "auto", 0},   {"AGOQ_WG_STAGES", "3", 3},
+        {"AGOQ_WG_TILE_N", "192", 192},  {"AGOQ_WG_TILE_N", "auto", 0},    {"AGOQ_WG_STAGES", "auto", 0},
+        {"AGOQ_WG_STAGES", "3", 3},
         {"AGOQ_WG_STAGES", "4", 4},      {"AGOQ_WG_EPI_ROWS", "1", 1},     {"AGOQ_WG_EPI_ROWS", "4", 4},
         {"AGOQ_WG_EPI_ROWS", "8", 8},    {"AGOQ_WG_BULK", "0", 0},         {"AGOQ_WG_BULK", "1", 1},
         {"AGOQ_WG_EPI_GEN", "rows", 1},  {"AGOQ_WG_EPI_GEN", "blocks", 0}, {"AGOQ_WG_GROUP_M", "1", 1},
@@ -84,7 +84,7 @@ TEST(gemm_wg_knobs_bad_values_die_in_one_line) {
      * garbage the old readers took silently */
     static const char *const bad[][3] = {
         {"AGOQ_WG_STAGES", "7", "AGOQ_WG_STAGES=7: expected one of auto, 3, 4"},
-        {"AGOQ_WG_TILE_N", "x", "AGOQ_WG_TILE_N=x: expected one of 256, 128, 192, auto, 320"},
+        {"AGOQ_WG_TILE_N", "x", "AGOQ_WG_TILE_N=x: expected one of 256, 128, 192, auto"},
         {"AGOQ_WG_EPI_ROWS", "3", "AGOQ_WG_EPI_ROWS=3: expected one of 1, 4, 8"},
         {"AGOQ_WG_EPI_GEN", "x", "AGOQ_WG_EPI_GEN=x: expected one of rows, blocks"},
         {"AGOQ_WG_BULK", "2", "AGOQ_WG_BULK=2: expected 0 or 1"},

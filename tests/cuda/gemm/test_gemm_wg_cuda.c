@@ -12,7 +12,7 @@
  *  - AGOQ_WG_CLUSTER=2 (clusters of two CTAs, B multicast) bit-exact against the default;
  *  - the knob variants against the default: AGOQ_WG_STAGES=4 (C staged a consumer warpgroup's
  *    half at a time), AGOQ_WG_EPI_ROWS=1|4 / AGOQ_WG_BULK=1 (the epilogue variants) bit-exact,
- *    AGOQ_WG_TILE_N=128 / 192 / 256 / 320 within one ulp of the default (auto), the fused copy bit-exact against
+ *    AGOQ_WG_TILE_N=128 / 192 / 256 within one ulp of the default (auto), the fused copy bit-exact against
  *    the reference on each variant's C; invalid settings fall back.
  * Every test above also runs whatever AGOQ_WG_STAGES / AGOQ_WG_TILE_N / AGOQ_WG_CLUSTER the environment sets.
  * Error bound (each entry): |c - ref| <= 2^-8 |ref| + K 2^-23 sum|a||b|: the first term is the
@@ -342,9 +342,8 @@ static void run_knob(const char *knob, const char *val, const agoq_wg_args *g, c
  * residual and the fused copy (FP4/128: the fast tile encoder by default; INT4/32; NF4/64, whose
  * table encoder stays on 3 stages), half the cases on a grid of 2 CTAs (several tiles a CTA):
  * AGOQ_WG_STAGES=4 and =3 bit-exact against the default (4 stages for a plain epilogue, 3 with
- * a residual or copy: the same wgmma in the same k order); AGOQ_WG_TILE_N=128 / 192 / 256 / 320
- * (m64n128 / m64n192 / m64n256 wgmma, 320: m64n256 + m64n64; 192 and 320 only without a quantized
- * copy, 256 otherwise) within
+ * a residual or copy: the same wgmma in the same k order); AGOQ_WG_TILE_N=128 / 192 / 256
+ * (m64n128 / m64n192 / m64n256 wgmma; 192 only without a quantized copy, 256 otherwise) within
  * one bf16 ulp of the default (auto: 192 or 256 by the wave fill), entry by entry (the sums run
  * in the same order; a difference is reported); AGOQ_WG_EPI_ROWS=1, =4 and =8 (defaults: 4, and 8 for the general row
  * tiles), AGOQ_WG_BULK=1 with 1 and 8, AGOQ_WG_EPI_GEN=blocks and =rows (the default),
@@ -357,7 +356,6 @@ TEST(cuda_wg_gemm_knob_variants_match_default) {
     static const struct { const char *knob, *val; int exact; const char *with2; } vars[] = {
         {"AGOQ_WG_STAGES", "4", 1, NULL}, {"AGOQ_WG_STAGES", "3", 1, NULL}, {"AGOQ_WG_STAGES", "auto", 1, NULL},
         {"AGOQ_WG_TILE_N", "128", 0, NULL}, {"AGOQ_WG_TILE_N", "192", 0, NULL}, {"AGOQ_WG_TILE_N", "256", 0, NULL},
-        {"AGOQ_WG_TILE_N", "320", 0, NULL},
         {"AGOQ_WG_TILE_N", "auto", 1, NULL},
         {"AGOQ_WG_EPI_ROWS", "1", 1, NULL}, {"AGOQ_WG_EPI_ROWS", "4", 1, NULL},
         {"AGOQ_WG_BULK", "1", 1, NULL}, {"AGOQ_WG_EPI_ROWS", "1", 1, "AGOQ_WG_BULK"},
