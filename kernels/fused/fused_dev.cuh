@@ -363,10 +363,6 @@ int fz_f8(void);
  * in the same order.
  * (fused.cu) */
 int fz_dw_reduce(void);
-/* AGOQ_RMS_FWD_PF=0|1 (read at every launch, default 0): the warp-per-row RMSNorm forward with
- * each warp's next row copied into shared memory while it works on this one (fused_rmsnorm.cu;
- * A/B; not for table encoders). (fused.cu) */
-bool fz_rms_fwd_pf(void);
 /* Dynamic shared memory above 48 KB for `kernel` (cudaFuncSetAttribute once per device: done is
  * the caller's per-kernel mask of devices, bit d; racing sets are benign); with per_sm, also its
  * resident CTAs per SM at FZ_THREADS threads with `smem` bytes (>= 1), queried once into the

@@ -23,8 +23,6 @@
  * of <= 256 elements (powers of two) quantized by lane segments, others by a warp per block. */
 #include <cuda_runtime.h>
 
-#include <type_traits>
-
 #include "core/check.h"
 #include "core/common.h"
 #include "kernels/fused/fused_dev.cuh"
@@ -125,16 +123,11 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_FWD_CTAS)
  * 64 MiB - 4 GiB (twelfth session, 1dbd92e, results/h200/logs/s12_ab_1dbd92e/) and was removed.
  * The twenty-seventh session's AGOQ_RMS_FWD_WARP=0 (these shapes on rms_fwd_kernel, 47.6%
  * occupancy against 19.7%) lost everywhere: plain bf16 -0.006 .. -0.092, with the FP4 copy -0.14
- * .. -0.26 of copy at 64 MiB - 4 GiB (H100, results/h100/logs/s27_0076889/); removed. */
-/* PF (AGOQ_RMS_FWD_PF=1, A/B of the twenty-seventh session): on the resident grid, each warp's
- * next row is in flight while it works on this one: its lanes copy their own 16-byte chunks of
- * row r + nwarps with cp.async into the warp's 8 KB slot of shared memory right after reading
- * row r out of it (each lane reads only what it copied: a wait_group, no barrier), so loads and
- * the row's sums, quantization and stores overlap within a warp (the fused forward's fixed cost
- * a call fitted from 64 MiB: 8.2 us, the plain one's none; at 64 MiB two waves of rows whose
- * warps all load, then all compute). */
-#define RMS_PF_SLOT (RMS_WARP_NV * 32) /* uint4 of a warp's slot: 8 KB */
-template <bool QUANT, int ENC, int BITS, int LOG2B, bool PF = false>
+ * .. -0.26 of copy at 64 MiB - 4 GiB (H100, results/h100/logs/s27_0076889/); removed. So did
+ * AGOQ_RMS_FWD_PF=1 (this kernel on the resident grid, each warp's next row copied by cp.async
+ * into its 8 KB of shared memory while it works on this one): the fused FP4 forward -0.10 ..
+ * -0.12 of copy from 256 MiB, +0.04 at 64 MiB only (s27_078bf58/). */
+template <bool QUANT, int ENC, int BITS, int LOG2B>
 __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_WARP_CTAS)
     rms_fwd_warp_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w, int rows,
                         int cols, float eps, uint16_t *__restrict__ y, agoq_cuda_qtensor q, float *rstd_out) {
@@ -144,31 +137,12 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_WARP_CTAS)
     const int lane = (int)(threadIdx.x & 31u), nv = cols / FZ_WVEC;
     const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5;
-    extern __shared__ uint4 fz_dyn_smem[];
-    uint4 *slot = fz_dyn_smem + (threadIdx.x >> 5) * RMS_PF_SLOT; /* PF only */
-    auto prefetch = [&](size_t r) { /* this lane's chunks of row r into the slot (one commit group) */
-        const size_t l0 = r * (size_t)cols + (size_t)(8 * lane);
-#pragma unroll
-        for (int m = 0; m < RMS_WARP_NV; m++)
-            if (m < nv) fz_cp_async<16>(&slot[m * 32 + lane], x + l0 + (size_t)(m * FZ_WVEC));
-        fz_cp_commit();
-    };
-    if constexpr (PF)
-        if (warp < (size_t)rows) prefetch(warp);
     for (size_t r = warp; r < (size_t)rows; r += nwarps) {
         const size_t row0 = r * (size_t)cols, lane0 = row0 + (size_t)(8 * lane);
         uint4 raw[RMS_WARP_NV];
-        if constexpr (PF) {
-            fz_cp_wait<0>();
 #pragma unroll
-            for (int m = 0; m < RMS_WARP_NV; m++)
-                if (m < nv) raw[m] = slot[m * 32 + lane];
-            if (r + nwarps < (size_t)rows) prefetch(r + nwarps);
-        } else {
-#pragma unroll
-            for (int m = 0; m < RMS_WARP_NV; m++)
-                if (m < nv) raw[m] = fz_load(x + lane0 + (size_t)(m * FZ_WVEC));
-        }
+        for (int m = 0; m < RMS_WARP_NV; m++)
+            if (m < nv) raw[m] = fz_load(x + lane0 + (size_t)(m * FZ_WVEC));
         float part[NW];
 #pragma unroll
         for (int k = 0; k < NW; k++) part[k] = 0.0f;
@@ -505,18 +479,6 @@ __global__ void __launch_bounds__(DW_THREADS)
 }
 
 /* ---- host side ---- */
-/* The PF kernel's resident grid for `rows` rows (a warp a row at most): its shared memory opted
- * into and its CTAs an SM queried once per kernel. */
-#define RMS_PF_SMEM ((size_t)(AGOQ_ROW_THREADS / 32) * RMS_PF_SLOT * sizeof(uint4)) /* 64 KB */
-template <auto K>
-static unsigned rms_fwd_pf_grid(int rows) {
-    static unsigned done = 0;
-    static int per_sm = 0;
-    const int ps = fz_smem_optin((const void *)K, RMS_PF_SMEM, &done, &per_sm);
-    const size_t want = ((size_t)rows + AGOQ_ROW_THREADS / 32 - 1) / (AGOQ_ROW_THREADS / 32);
-    const size_t cap = (size_t)agoq_cuda_sm_count() * (size_t)ps;
-    return fz_grid_cap((unsigned)(want < cap ? want : cap));
-}
 extern "C" int agoq_rmsnorm_fwd_cuda(const agoq_fq *q, const uint16_t *x, const uint16_t *w, int rows, int cols,
                                      float eps, uint16_t *y, agoq_dqt xq, float *rstd, void *stream) {
     if (fz_check_shape("rmsnorm fwd", rows, cols)) return -1;
@@ -525,25 +487,9 @@ extern "C" int agoq_rmsnorm_fwd_cuda(const agoq_fq *q, const uint16_t *x, const 
     const size_t warps = (size_t)rows * (AGOQ_ROW_THREADS / 32);
     const bool fast = cols % 8 == 0 && cols <= RMS_MAX_COLS && fz_al16(x) && fz_al16(w) && fz_al16(y) && !fz_no_fast();
     const bool by_warp = fast && cols % (RMS_WARP_U * FZ_WVEC) == 0 && cols <= RMS_WARP_NV * FZ_WVEC;
-    /* AGOQ_RMS_FWD_PF=1: the warp kernel with its next row in flight, on the resident grid */
-    auto launch_pf = [&](auto kernel, const agoq_cuda_qparams &qp) {
-        constexpr auto kf = decltype(kernel)::value;
-        kf<<<rms_fwd_pf_grid<kf>(rows), AGOQ_ROW_THREADS, RMS_PF_SMEM, s>>>(qp, x, w, rows, cols, eps, y, qt, rstd);
-    };
-    if (by_warp && !q && fz_rms_fwd_pf()) {
-        constexpr auto k = rms_fwd_warp_kernel<false, 0, 0, 0, true>;
-        launch_pf(std::integral_constant<decltype(k), k>(), agoq_cuda_qparams{});
-    } else if (by_warp && !q) {
+    if (by_warp && !q) {
         constexpr auto k = rms_fwd_warp_kernel<false, 0, 0, 0>;
         k<<<fz_grid<k>((size_t)rows, false), AGOQ_ROW_THREADS, 0, s>>>(agoq_cuda_qparams{}, x, w, rows, cols, eps, y, qt, rstd);
-    } else if (by_warp && fz_fast_quant(q->p, xq) && fz_rms_fwd_pf() && q->p.enc != AGOQ_ENC_TABLE) {
-        fz_dispatch_quant(q->p, [&](auto enc, auto bits, auto lb) {
-            constexpr int E = decltype(enc)::value;
-            if constexpr (E != AGOQ_ENC_TABLE) {
-                constexpr auto k = rms_fwd_warp_kernel<true, E, decltype(bits)::value, decltype(lb)::value, true>;
-                launch_pf(std::integral_constant<decltype(k), k>(), q->p);
-            }
-        });
     } else if (by_warp && fz_fast_quant(q->p, xq)) {
         fz_dispatch_quant(q->p, [&](auto enc, auto bits, auto lb) {
             constexpr int E = decltype(enc)::value;

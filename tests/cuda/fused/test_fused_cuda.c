@@ -293,12 +293,6 @@ TEST(cuda_fused_grid_stride_and_general_paths) {
     bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 11, 2048, 0); /* warp-per-row RMSNorm: 8 warps, 11 rows */
     bad += run_env("AGOQ_FUSED_NO_FAST", "1", 4, 4096, 1);
     bad += run_env("AGOQ_FUSED_NO_FAST", "1", 3, 8192, 0);
-    /* the RMSNorm forward's next row in flight (A/B knob), also with one CTA (many rows a warp) */
-    bad += run_env("AGOQ_RMS_FWD_PF", "1", 11, 4096, 1);
-    bad += run_env("AGOQ_RMS_FWD_PF", "1", 7, 2048, 0);
-    setenv("AGOQ_RMS_FWD_PF", "1", 1);
-    bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 37, 1024, 1);
-    unsetenv("AGOQ_RMS_FWD_PF");
     /* issue 15's third round (AGOQ_F6: the RMSNorm backward row sums with one barrier), also
      * with one CTA (every CTA streams many row groups) */
     bad += run_env("AGOQ_F6", "1", 5, 4352, 1);
