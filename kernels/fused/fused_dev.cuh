@@ -350,18 +350,17 @@ bool fz_f6(void);
  * default: the plain bf16 SwiGLU forward in units of 4 vectors (fused_swiglu.cu) and the staged
  * RMSNorm backward's rows pipelined (fused_rms_bwd.cu); it takes precedence over AGOQ_F6 (its
  * dweight reduction with 16 loads in flight is AGOQ_DW_REDUCE=1 since the twenty-seventh
- * session). The eighth session's
- * A/B (H200, ca17d3f, logs/s8_callB_ca17d3f/, two rounds, FP4 E2M1/128) had the plain forward
- * within noise and the RMSNorm backward -0.005 of copy, so both stay off; the quantized SwiGLU
- * forward's F8 kernel won (0.70 / 0.74 / 0.75 -> 0.77 / 0.81 / 0.81 at 256 MiB / 1 GiB / 4 GiB)
- * and is the only one it has since the eleventh session. (fused.cu) */
+ * session). The eighth session's A/B (H200, ca17d3f, logs/s8_callB_ca17d3f/, two rounds, FP4
+ * E2M1/128) had the plain forward within noise and the RMSNorm backward -0.005 of copy, so both
+ * stay off; the quantized SwiGLU forward's F8 kernel won (0.70 / 0.74 / 0.75 -> 0.77 / 0.81 /
+ * 0.81 at 256 MiB / 1 GiB / 4 GiB) and is the only one it has since the eleventh session.
+ * (fused.cu) */
 int fz_f8(void);
 /* AGOQ_DW_REDUCE=0|1|2 (read at every launch, default 2): the RMSNorm dweight reduction
  * (fused_rmsnorm.cu): 0 a thread per column, one load at a time; 1 the same with 16 loads in
  * flight (AGOQ_F8's form until the twenty-sixth session); 2 chunks of up to 1024 groups x 32
- * columns copied into shared memory with cp.async, then summed by one warp. The same additions
- * in the same order.
- * (fused.cu) */
+ * columns copied into shared memory with cp.async, then summed by one warp (the default since
+ * the twenty-seventh session: docs/kernels.md). The same additions in the same order. (fused.cu) */
 int fz_dw_reduce(void);
 /* Dynamic shared memory above 48 KB for `kernel` (cudaFuncSetAttribute once per device: done is
  * the caller's per-kernel mask of devices, bit d; racing sets are benign); with per_sm, also its
