@@ -7,9 +7,10 @@
  * (fused_dev.cuh) on a shape with several tiles plus a tail and NaN/Inf in a few tiles (fast and
  * careful quantizer paths in one launch); the grid-stride loops (one CTA) and the general
  * kernels on fast shapes (AGOQ_FUSED_GRID_CAP / AGOQ_FUSED_NO_FAST), issue 15's A/B knobs
- * (AGOQ_F6, AGOQ_F8, AGOQ_F9, AGOQ_GELU_FWD_U, AGOQ_RMS_KEEP, AGOQ_DW_REDUCE). Both sides
- * produce NaN in the same places but not the same NaN payload (x86 keeps the operand's, CUDA
- * returns the canonical one), so NaNs compare equal to NaNs. Run by `make test-cuda`. */
+ * (AGOQ_F6, AGOQ_F8, AGOQ_F9, AGOQ_GELU_FWD_U, AGOQ_RMS_KEEP, AGOQ_DW_REDUCE, AGOQ_RMS_FWD_PAIR).
+ * Both sides produce NaN in the same places but not the same NaN payload (x86 keeps the
+ * operand's, CUDA returns the canonical one), so NaNs compare equal to NaNs. Run by
+ * `make test-cuda`. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -293,6 +294,12 @@ TEST(cuda_fused_grid_stride_and_general_paths) {
     bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 11, 2048, 0); /* warp-per-row RMSNorm: 8 warps, 11 rows */
     bad += run_env("AGOQ_FUSED_NO_FAST", "1", 4, 4096, 1);
     bad += run_env("AGOQ_FUSED_NO_FAST", "1", 3, 8192, 0);
+    /* the RMSNorm forward a row to a pair of warps (A/B knob), also with one CTA (4 pairs, many rows) */
+    bad += run_env("AGOQ_RMS_FWD_PAIR", "1", 11, 4096, 1);
+    bad += run_env("AGOQ_RMS_FWD_PAIR", "1", 7, 2048, 0);
+    setenv("AGOQ_RMS_FWD_PAIR", "1", 1);
+    bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 37, 4096, 1);
+    unsetenv("AGOQ_RMS_FWD_PAIR");
     /* issue 15's third round (AGOQ_F6: the RMSNorm backward row sums with one barrier), also
      * with one CTA (every CTA streams many row groups) */
     bad += run_env("AGOQ_F6", "1", 5, 4352, 1);

@@ -1,0 +1,151 @@
+/* CUDA fused RMSNorm forward, a row to a pair of warps (AGOQ_RMS_FWD_PAIR=1; an A/B of the
+ * twenty-seventh session against the warp-per-row kernel of fused_rmsnorm.cu). Bit-exact with
+ * rmsnorm_ref.c like every RMSNorm kernel (tests/cuda/fused/test_fused_cuda.c).
+ *
+ * Why: the warp-per-row kernel holds a row of 4096 columns in 64 registers a lane, so 2 CTAs (16
+ * warps) fit an SM, and a warp's row is one dependent chain (loads, the sum, its shuffle trees,
+ * the rstd, then the quantizer tiles, the normalization and the stores). ncu on an H100 at 64
+ * MiB (results/h100/logs/s27_e381c13/): with the FP4 copy 40.0 us against 21.3 us for the plain
+ * forward (72.5 against 64 MiB of traffic), DRAM 41% of peak, 23% of the warps active; 256 MiB:
+ * 120 against 89 us, DRAM 70%. Here each warp of a pair holds half the row (32 registers), so
+ * more warps fit and each row's chain is half as long.
+ *
+ * The same sum as the warp kernel and the specification: the partial of thread
+ * t = 32 k + l of the specification's CTA (part[k] of lane l) sums warp vectors m = k, k + 8,
+ * ... in that order. Warp 0 of the pair holds vectors m < nv / 2 and warp 1 the rest, all of
+ * larger m, so warp 0's partials go first: it writes them to shared memory and arrives on the
+ * pair's first named barrier; warp 1 waits there, continues each part[k] from them in m order,
+ * runs the warp kernel's trees (the shuffles over lanes, the halving tree over k), computes rstd
+ * and hands it back through the second barrier. Then each warp normalizes and quantizes its half
+ * in tiles of 2 warp vectors (fz_quantize; a block of at most 256 lies inside a tile: the same
+ * codes and scales as the warp kernel's tiles of 4). Shapes: the warp kernel's with cols a
+ * multiple of 2048 (8 or 16 warp vectors, 4 or 8 a warp). */
+#include <cuda_runtime.h>
+
+#include <type_traits>
+
+#include "core/check.h"
+#include "core/common.h"
+#include "kernels/fused/fused_dev.cuh"
+
+#define RMS_PAIR_H 8    /* warp vectors a warp at most: half of 4096 columns */
+#define RMS_PAIR_U 2    /* vectors per quantizer tile (512 columns) */
+#define RMS_PAIR_CTAS 3 /* CTAs an SM the kernel is register-bounded for (<= 85 registers) */
+
+__device__ __forceinline__ void rp_bar_sync(int id) { asm volatile("bar.sync %0, 64;" ::"r"(id) : "memory"); }
+__device__ __forceinline__ void rp_bar_arrive(int id) { asm volatile("bar.arrive %0, 64;" ::"r"(id) : "memory"); }
+
+template <bool QUANT, int ENC, int BITS, int LOG2B, int NH>
+__global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_PAIR_CTAS)
+    rms_fwd_pair_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w, int rows,
+                        int cols, float eps, uint16_t *__restrict__ y, agoq_cuda_qtensor q, float *rstd_out) {
+    constexpr int NW = AGOQ_ROW_THREADS / 32, U = RMS_PAIR_U, NP = NW / 2;
+    static_assert(NH == 4 || NH == 8, "4 or 8 warp vectors a warp");
+    __shared__ agoq_smem_table tab;
+    __shared__ float pa[NP][NW][32]; /* warp 0's partials, [pair][k][lane] */
+    __shared__ float rs[NP];         /* the pair's rstd */
+    if constexpr (QUANT && ENC == AGOQ_ENC_TABLE) AGOQ_STAGE_TABLE_LUT(tab, p.table);
+    const int lane = (int)(threadIdx.x & 31u), wib = (int)(threadIdx.x >> 5), pair = wib >> 1, half = wib & 1;
+    const int bar_a = 1 + 2 * pair, bar_b = 2 + 2 * pair; /* named barriers 1..8 (0: __syncthreads) */
+    const size_t gp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 6;
+    const size_t np = ((size_t)gridDim.x * blockDim.x) >> 6;
+    for (size_t r = gp; r < (size_t)rows; r += np) { /* pair-uniform: both warps take every row */
+        const size_t row0 = r * (size_t)cols, m0 = (size_t)half * NH;
+        uint4 raw[NH];
+#pragma unroll
+        for (int i = 0; i < NH; i++) raw[i] = fz_load(x + row0 + (m0 + (size_t)i) * FZ_WVEC + (size_t)(8 * lane));
+        float part[NW];
+#pragma unroll
+        for (int k = 0; k < NW; k++) part[k] = 0.0f;
+        /* this warp's vectors m = H0 + i into part[m % NW], in m order */
+        auto accumulate = [&](auto h0) {
+            constexpr int H0 = decltype(h0)::value;
+#pragma unroll
+            for (int i = 0; i < NH; i++) {
+                float v[8];
+                agoq_bf16x8_to_f32(raw[i], v);
+#pragma unroll
+                for (int e = 0; e < 8; e++) part[(H0 + i) % NW] = part[(H0 + i) % NW] + v[e] * v[e];
+            }
+        };
+        float rstd;
+        if (half == 0) {
+            accumulate(std::integral_constant<int, 0>());
+#pragma unroll
+            for (int k = 0; k < NW; k++) pa[pair][k][lane] = part[k];
+            rp_bar_arrive(bar_a);
+            rp_bar_sync(bar_b); /* warp 1's rstd */
+            rstd = rs[pair];
+        } else {
+            rp_bar_sync(bar_a); /* warp 0's partials */
+#pragma unroll
+            for (int k = 0; k < NW; k++) part[k] = pa[pair][k][lane];
+            accumulate(std::integral_constant<int, NH>());
+#pragma unroll
+            for (int k = 0; k < NW; k++) {
+#pragma unroll
+                for (int off = 16; off > 0; off >>= 1) part[k] = part[k] + __shfl_down_sync(0xffffffffu, part[k], off);
+                part[k] = __shfl_sync(0xffffffffu, part[k], 0);
+            }
+#pragma unroll
+            for (int h = NW / 2; h > 0; h /= 2)
+#pragma unroll
+                for (int i = 0; i < h; i++) part[i] = part[i] + part[i + h];
+            rstd = agoq_rms_rstd(part[0], cols, eps);
+            if (lane == 0) {
+                rs[pair] = rstd;
+                if (rstd_out) rstd_out[r] = rstd;
+            }
+            rp_bar_arrive(bar_b);
+        }
+#pragma unroll
+        for (int i = 0; i < NH / U; i++) {
+            float v[U][8];
+#pragma unroll
+            for (int jj = 0; jj < U; jj++) agoq_bf16x8_to_f32(raw[U * i + jj], v[jj]);
+            const size_t t0 = row0 + (m0 + (size_t)(U * i)) * FZ_WVEC; /* the tile's first element */
+            if constexpr (QUANT) fz_quantize<ENC, BITS, LOG2B, U>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, t0), lane);
+#pragma unroll
+            for (int jj = 0; jj < U; jj++) {
+                const int c = (int)(m0 + (size_t)(U * i + jj)) * FZ_WVEC + 8 * lane;
+                float wf[8];
+                agoq_bf16x8_to_f32(__ldg((const uint4 *)(w + c)), wf); /* an L1 hit after the first row */
+#pragma unroll
+                for (int e = 0; e < 8; e++) v[jj][e] = agoq_rms_out(v[jj][e], rstd, wf[e]);
+                fz_store(y + row0 + (size_t)c, agoq_f32x8_to_bf16(v[jj]));
+            }
+        }
+    }
+}
+
+/* ---- host side ---- */
+template <bool QUANT, int ENC, int BITS, int LOG2B>
+static void rms_pair_launch(int nh, const agoq_cuda_qparams &p, const uint16_t *x, const uint16_t *w, int rows,
+                            int cols, float eps, uint16_t *y, agoq_cuda_qtensor qt, float *rstd, cudaStream_t s) {
+    auto go = [&](auto h) {
+        constexpr auto k = rms_fwd_pair_kernel<QUANT, ENC, BITS, LOG2B, decltype(h)::value>;
+        k<<<fz_grid<k>(2 * (size_t)rows, QUANT && ENC == AGOQ_ENC_TABLE), AGOQ_ROW_THREADS, 0, s>>>(p, x, w, rows, cols,
+                                                                                                eps, y, qt, rstd);
+    };
+    if (nh == 8) go(std::integral_constant<int, 8>());
+    else go(std::integral_constant<int, 4>());
+}
+
+bool fz_rms_fwd_pair(const agoq_fq *q, const uint16_t *x, const uint16_t *w, int rows, int cols, float eps, uint16_t *y,
+                     agoq_dqt xq, float *rstd, cudaStream_t s) {
+    if (!fz_rms_fwd_pair_on() || (cols != 2048 && cols != 4096) || !fz_al16(x) || !fz_al16(w) || !fz_al16(y) ||
+        fz_no_fast())
+        return false;
+    const int nh = cols / FZ_WVEC / 2;
+    const agoq_cuda_qtensor qt = fz_qt(xq, (size_t)rows * (size_t)cols);
+    if (!q) {
+        rms_pair_launch<false, 0, 0, 0>(nh, agoq_cuda_qparams{}, x, w, rows, cols, eps, y, qt, rstd, s);
+        return true;
+    }
+    if (!fz_fast_quant(q->p, xq)) return false;
+    fz_dispatch_quant(q->p, [&](auto enc, auto bits, auto lb) {
+        rms_pair_launch<true, decltype(enc)::value, decltype(bits)::value, decltype(lb)::value>(nh, q->p, x, w, rows, cols,
+                                                                                               eps, y, qt, rstd, s);
+    });
+    return true;
+}
