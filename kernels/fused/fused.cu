@@ -249,7 +249,7 @@ bool fz_no_fast(void) { return agoq_knob_int("AGOQ_FUSED_NO_FAST", 0, 0, 1); }
 bool fz_f6(void) { return agoq_knob_int("AGOQ_F6", 0, 0, 1); }
 int fz_f8(void) { return agoq_knob_int("AGOQ_F8", 0, 0, 1); }
 int fz_dw_reduce(void) { return agoq_knob_int("AGOQ_DW_REDUCE", 2, 0, 2); }
-bool fz_rms_fwd_pair_on(void) { return agoq_knob_int("AGOQ_RMS_FWD_PAIR", 0, 0, 1); }
+int fz_rms_fwd_pair_mode(void) { return agoq_knob_int("AGOQ_RMS_FWD_PAIR", 2, 0, 2); }
 int fz_smem_optin(const void *kernel, size_t smem, unsigned *done, int *per_sm) {
     int dev = 0;
     cudaCheck(cudaGetDevice(&dev));

@@ -373,10 +373,11 @@ static unsigned fz_grid(size_t warps, bool lut) {
     return fz_grid_cap(agoq_grid_units<Kernel>(warps, lut));
 }
 int fz_check_shape(const char *what, int rows, int cols);
-/* The RMSNorm forward a row to a pair of warps (fused_rms_pair.cu) when AGOQ_RMS_FWD_PAIR=1 (read
- * at every launch, default 0: an A/B), rows of 2048 or 4096 columns and a fast config; false:
- * nothing launched. (fz_rms_fwd_pair_on: fused.cu) */
-bool fz_rms_fwd_pair_on(void);
+/* The RMSNorm forward a row to a pair of warps (fused_rms_pair.cu) for rows of 2048 or 4096
+ * columns and a fast config, as AGOQ_RMS_FWD_PAIR says (read at every launch): 2, the default,
+ * with a quantized copy and at least 24 rows an SM; 1 always; 0 never. false: nothing launched.
+ * (fz_rms_fwd_pair_mode: fused.cu) */
+int fz_rms_fwd_pair_mode(void);
 bool fz_rms_fwd_pair(const agoq_fq *q, const uint16_t *x, const uint16_t *w, int rows, int cols, float eps, uint16_t *y,
                      agoq_dqt xq, float *rstd, cudaStream_t s);
 /* The staged RMSNorm backward (fused_rms_bwd.cu) when the shape, alignment and config allow it

@@ -1,11 +1,13 @@
-/* CUDA fused RMSNorm forward, a row to a pair of warps (AGOQ_RMS_FWD_PAIR=1; an A/B of the
- * twenty-seventh session against the warp-per-row kernel of fused_rmsnorm.cu). Bit-exact with
- * rmsnorm_ref.c like every RMSNorm kernel (tests/cuda/fused/test_fused_cuda.c).
+/* CUDA fused RMSNorm forward, a row to a pair of warps (twenty-seventh session), beside the
+ * warp-per-row kernel of fused_rmsnorm.cu. Bit-exact with rmsnorm_ref.c like every RMSNorm kernel
+ * (tests/cuda/fused/test_fused_cuda.c). AGOQ_RMS_FWD_PAIR: 2 (the default) takes it for the
+ * forwards with a quantized copy of at least 24 rows an SM, 1 for every shape it allows (the
+ * plain forward too), 0 never.
  *
  * Why: the warp-per-row kernel holds a row of 4096 columns in 64 registers a lane, so 2 CTAs (16
  * warps) fit an SM, and a warp's row is one dependent chain (loads, the sum, its shuffle trees,
  * the rstd, then the quantizer tiles, the normalization and the stores). ncu on an H100 at 64
- * MiB (results/h100/logs/s27_e381c13/): with the FP4 copy 40.0 us against 21.3 us for the plain
+ * MiB (results/h100/logs/s27_b7f3a5d_ncu/): with the FP4 copy 40.0 us against 21.3 us for the plain
  * forward (72.5 against 64 MiB of traffic), DRAM 41% of peak, 23% of the warps active; 256 MiB:
  * 120 against 89 us, DRAM 70%. Here each warp of a pair holds half the row (32 registers), so
  * more warps fit and each row's chain is half as long.
@@ -19,7 +21,15 @@
  * and hands it back through the second barrier. Then each warp normalizes and quantizes its half
  * in tiles of 2 warp vectors (fz_quantize; a block of at most 256 lies inside a tile: the same
  * codes and scales as the warp kernel's tiles of 4). Shapes: the warp kernel's with cols a
- * multiple of 2048 (8 or 16 warp vectors, 4 or 8 a warp). */
+ * multiple of 2048 (8 or 16 warp vectors, 4 or 8 a warp).
+ * Measured (H100, b602649, results/h100/logs/s27_b602649/, three rounds, copy ratio, 4096
+ * columns): with the FP4 copy 0.739 / 0.882 / 0.952 / 0.965 -> 0.825 / 0.926 / 0.974 / 0.981 at
+ * 64 MiB / 256 MiB / 1 / 4 GiB, with int8 0.869 / 0.928 / 0.955 / 0.942 -> 0.914 / 0.957 / 0.977
+ * / 0.976; at 32 MiB (2048 rows: 1.3 waves of 3 CTAs an SM against 0.97 of the warp kernel's 2)
+ * int8 0.79 -> 0.71 in every round, hence the 24 rows an SM; the plain forward 0.97 -> 0.61 at
+ * every size (not understood: the same pair hand-off that costs the fused one nothing), hence
+ * the plain forward keeps the warp kernel. ncu at 64 MiB (FP4): 40.0 -> 30.4 us, DRAM 41% ->
+ * 53% of peak, warps active 23% -> 32%; 256 MiB: 120.3 -> 107.4 us, DRAM 70% -> 78%. */
 #include <cuda_runtime.h>
 
 #include <type_traits>
@@ -133,8 +143,9 @@ static void rms_pair_launch(int nh, const agoq_cuda_qparams &p, const uint16_t *
 
 bool fz_rms_fwd_pair(const agoq_fq *q, const uint16_t *x, const uint16_t *w, int rows, int cols, float eps, uint16_t *y,
                      agoq_dqt xq, float *rstd, cudaStream_t s) {
-    if (!fz_rms_fwd_pair_on() || (cols != 2048 && cols != 4096) || !fz_al16(x) || !fz_al16(w) || !fz_al16(y) ||
-        fz_no_fast())
+    const int mode = fz_rms_fwd_pair_mode();
+    if (!mode || (mode == 2 && (!q || rows < 24 * agoq_cuda_sm_count())) || (cols != 2048 && cols != 4096) ||
+        !fz_al16(x) || !fz_al16(w) || !fz_al16(y) || fz_no_fast())
         return false;
     const int nh = cols / FZ_WVEC / 2;
     const agoq_cuda_qtensor qt = fz_qt(xq, (size_t)rows * (size_t)cols);
