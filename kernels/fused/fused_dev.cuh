@@ -183,6 +183,25 @@ __device__ __forceinline__ void row_tree_sum(float (&v)[NV], float *red) {
     __syncthreads(); /* red is reused by the next row */
 }
 
+/* The same sum where one warp holds the CTA's partials (the RMSNorm forwards of a warp or a pair of
+ * warps a row, fused_rmsnorm.cu, fused_rms_pair.cu): part[k] of lane l is thread 32 k + l's
+ * partial; the shuffles of row_tree_sum per k, then the halving tree over k (agoq_row_dot_ref
+ * bit for bit). Every lane gets the row's sum. */
+template <int NW>
+__device__ __forceinline__ float warp_row_sum(float (&part)[NW]) {
+#pragma unroll
+    for (int k = 0; k < NW; k++) {
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) part[k] = part[k] + __shfl_down_sync(0xffffffffu, part[k], off);
+        part[k] = __shfl_sync(0xffffffffu, part[k], 0);
+    }
+#pragma unroll
+    for (int h = NW / 2; h > 0; h /= 2)
+#pragma unroll
+        for (int i = 0; i < h; i++) part[i] = part[i] + part[i + h];
+    return part[0];
+}
+
 /* row_tree_sum with one barrier instead of three (AGOQ_F6, the staged RMSNorm backward): every
  * warp sums the NW warp partials itself with warp 0's shuffle tree above (the same bits), from
  * a buffer picked by the call's parity (alternate it call by call: the barrier of call n + 1

@@ -91,17 +91,7 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_PAIR_CTAS)
 #pragma unroll
             for (int k = 0; k < NW; k++) part[k] = pa[pair][k][lane];
             accumulate(std::integral_constant<int, NH>());
-#pragma unroll
-            for (int k = 0; k < NW; k++) {
-#pragma unroll
-                for (int off = 16; off > 0; off >>= 1) part[k] = part[k] + __shfl_down_sync(0xffffffffu, part[k], off);
-                part[k] = __shfl_sync(0xffffffffu, part[k], 0);
-            }
-#pragma unroll
-            for (int h = NW / 2; h > 0; h /= 2)
-#pragma unroll
-                for (int i = 0; i < h; i++) part[i] = part[i] + part[i + h];
-            rstd = agoq_rms_rstd(part[0], cols, eps);
+            rstd = agoq_rms_rstd(warp_row_sum<NW>(part), cols, eps);
             if (lane == 0) {
                 rs[pair] = rstd;
                 if (rstd_out) rstd_out[r] = rstd;

@@ -154,17 +154,7 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_WARP_CTAS)
 #pragma unroll
             for (int e = 0; e < 8; e++) part[m % NW] = part[m % NW] + v[e] * v[e];
         }
-#pragma unroll
-        for (int k = 0; k < NW; k++) {
-#pragma unroll
-            for (int off = 16; off > 0; off >>= 1) part[k] = part[k] + __shfl_down_sync(0xffffffffu, part[k], off);
-            part[k] = __shfl_sync(0xffffffffu, part[k], 0);
-        }
-#pragma unroll
-        for (int h = NW / 2; h > 0; h /= 2)
-#pragma unroll
-            for (int i = 0; i < h; i++) part[i] = part[i] + part[i + h];
-        const float rstd = agoq_rms_rstd(part[0], cols, eps);
+        const float rstd = agoq_rms_rstd(warp_row_sum<NW>(part), cols, eps);
         if (rstd_out && lane == 0) rstd_out[r] = rstd;
 #pragma unroll
         for (int i = 0; i < RMS_WARP_NV / U; i++) {
