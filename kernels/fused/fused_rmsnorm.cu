@@ -478,7 +478,7 @@ extern "C" int agoq_rmsnorm_fwd_cuda(const agoq_fq *q, const uint16_t *x, const 
     const bool fast = cols % 8 == 0 && cols <= RMS_MAX_COLS && fz_al16(x) && fz_al16(w) && fz_al16(y) && !fz_no_fast();
     const bool by_warp = fast && cols % (RMS_WARP_U * FZ_WVEC) == 0 && cols <= RMS_WARP_NV * FZ_WVEC;
     if (by_warp && fz_rms_fwd_pair(q, x, w, rows, cols, eps, y, xq, rstd, s)) {
-        /* a row to a pair of warps (fused_rms_pair.cu; AGOQ_RMS_FWD_PAIR=1) */
+        /* a row to a pair of warps (fused_rms_pair.cu: by default the quantized forwards of >= 24 rows an SM) */
     } else if (by_warp && !q) {
         constexpr auto k = rms_fwd_warp_kernel<false, 0, 0, 0>;
         k<<<fz_grid<k>((size_t)rows, false), AGOQ_ROW_THREADS, 0, s>>>(agoq_cuda_qparams{}, x, w, rows, cols, eps, y, qt, rstd);

@@ -294,7 +294,8 @@ TEST(cuda_fused_grid_stride_and_general_paths) {
     bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 11, 2048, 0); /* warp-per-row RMSNorm: 8 warps, 11 rows */
     bad += run_env("AGOQ_FUSED_NO_FAST", "1", 4, 4096, 1);
     bad += run_env("AGOQ_FUSED_NO_FAST", "1", 3, 8192, 0);
-    /* the RMSNorm forward a row to a pair of warps (A/B knob), also with one CTA (4 pairs, many rows) */
+    /* the RMSNorm forward a row to a pair of warps, forced (AGOQ_RMS_FWD_PAIR=1: the default takes
+     * it from 24 rows an SM, more than these shapes have), also with one CTA (4 pairs, many rows) */
     bad += run_env("AGOQ_RMS_FWD_PAIR", "1", 11, 4096, 1);
     bad += run_env("AGOQ_RMS_FWD_PAIR", "1", 7, 2048, 0);
     setenv("AGOQ_RMS_FWD_PAIR", "1", 1);
