@@ -45,9 +45,11 @@ enum { FZ_OP_NONE, FZ_OP_GELU, FZ_OP_SWIGLU };
  * FP4 and on the RMSNorm backwards (cp.async-staged: not these loads). The two mixed forms
  * measured there and in s26_f2086e5_ld/ did not gain (.cs loads with plain stores -0.012 ..
  * +0.015, ld.global.nc loads with .cs stores -0.009 .. +0.006): the loads' .cs was the cost, and
- * they were dropped. Not A/B'd at 64 MiB and below, where the tile sources' ld.global.nc lost
- * (quant_ldst.cuh; docs/kernels.md "Cache operators"). The backwards' stored codes keep .cs
- * (ld.global.nc for them measured within +-0.006 in the mean, s26_ldnc/). */
+ * they were dropped. At 16 - 128 MiB, where the tile sources' ld.global.nc lost (quant_ldst.cuh),
+ * the twenty-seventh session's four-round A/B (s27_8e1bbba/varab_table.txt) found 0 ahead by
+ * more than 0.010 nowhere and 1 ahead from 128 MiB: no size rule here (docs/kernels.md "Cache
+ * operators"). The backwards' stored codes keep .cs (ld.global.nc for them measured within
+ * +-0.006 in the mean, s26_ldnc/). */
 #ifndef AGOQ_FZ_CACHE
 #define AGOQ_FZ_CACHE 1
 #endif
@@ -377,7 +379,7 @@ bool fz_f6(void);
 int fz_f8(void);
 /* AGOQ_DW_REDUCE=0|1|2 (read at every launch, default 2): the RMSNorm dweight reduction
  * (fused_rmsnorm.cu): 0 a thread per column, one load at a time; 1 the same with 16 loads in
- * flight (AGOQ_F8's form until the twenty-sixth session); 2 chunks of up to 1024 groups x 32
+ * flight (AGOQ_F8's form until the twenty-seventh session); 2 chunks of up to 1024 groups x 32
  * columns copied into shared memory with cp.async, then summed by one warp (the default since
  * the twenty-seventh session: docs/kernels.md). The same additions in the same order. (fused.cu) */
 int fz_dw_reduce(void);
