@@ -395,7 +395,8 @@ static unsigned fz_grid(size_t warps, bool lut) {
 }
 int fz_check_shape(const char *what, int rows, int cols);
 /* The RMSNorm forward a row to a pair of warps (fused_rms_pair.cu) for rows of 2048 or 4096
- * columns and a fast config, as AGOQ_RMS_FWD_PAIR says (read at every launch): 2, the default,
+ * columns and a fast config, on the warp-per-row kernel's shapes only (aligned, AGOQ_FUSED_NO_FAST
+ * unset: the caller's by_warp), as AGOQ_RMS_FWD_PAIR says (read at every launch): 2, the default,
  * with a quantized copy and at least 24 rows an SM; 1 always; 0 never. false: nothing launched.
  * (fz_rms_fwd_pair_mode: fused.cu) */
 int fz_rms_fwd_pair_mode(void);
