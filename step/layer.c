@@ -232,13 +232,14 @@ int step_layer_fwd(step_engine *e, int l, step_layer_saved *S, uint16_t *x, int 
 static int norm_bwd(step_engine *e, int l, agoq_param_kind k, step_saved *x, uint16_t *dy, uint16_t *dx, uint16_t *yr) {
     const size_t T = (size_t)e->pl.T, h = (size_t)e->pl.h;
     const int rpg = agoq_rmsnorm_bwd_rows_per_group(e->sms, x->quant, (int)T, (int)h), groups = (int)((T + rpg - 1) / rpg);
-    float *part = step_tmp(e, (size_t)groups * h * 4, "dw partial");
-    if (!part) return -1;
+    float *part = step_tmp(e, (size_t)groups * h * 4, "dw partial"), *dw = part ? step_grad_norm_dw(e) : NULL;
+    if (!dw) return -1;
     STEP_OP(e, STEP_OP_NORM_BWD,
-            agoq_rmsnorm_bwd_cuda(x->quant ? fq_of(e, AGOQ_ROLE_NORM_IN) : NULL, x->q, x->bf, dy, e->w[STEP_W(e, l, k)],
-                                  (int)T, (int)h, e->cfg->norm_eps, rpg, dx, yr, part, e->stream));
+            agoq_rmsnorm_bwd_dw_cuda(x->quant ? fq_of(e, AGOQ_ROLE_NORM_IN) : NULL, x->q, x->bf, dy,
+                                     e->w[STEP_W(e, l, k)], (int)T, (int)h, e->cfg->norm_eps, rpg, dx, yr, part, dw,
+                                     e->stream));
     step_release(e, dy);
-    if (step_grad_norm(e, l, k, part, groups)) return -1;
+    if (step_grad_norm(e, l, k, dw)) return -1;
     step_release(e, part);
     drop(e, x);
     return 0;

@@ -111,9 +111,8 @@ static int lm_bwd(agoq_lm *m, uint16_t *xL, uint16_t *yf, uint16_t *dlog) {
     uint16_t *dx = step_tmp(e, T * h * 2, "d stack out"), *yr = step_tmp(e, T * h * 2, "final norm recomputed");
     if (!part || !dx || !yr) return -1;
     const agoq_dqt none = {0};
-    STEP_OP(e, STEP_OP_NORM_BWD, agoq_rmsnorm_bwd_cuda(NULL, none, xL, dy, m->lnf.w, (int)T, (int)h, m->cfg.norm_eps, rpg,
-                                                      dx, yr, part, e->stream));
-    STEP_OP(e, STEP_OP_GRAD_ACCUM, agoq_dw_reduce_cuda(part, groups, (int)h, m->lnf.grad, e->stream));
+    STEP_OP(e, STEP_OP_NORM_BWD, agoq_rmsnorm_bwd_dw_cuda(NULL, none, xL, dy, m->lnf.w, (int)T, (int)h, m->cfg.norm_eps,
+                                                         rpg, dx, yr, part, m->lnf.grad, e->stream));
     step_release(e, yr);
     step_release(e, part);
     step_release(e, dy);

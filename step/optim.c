@@ -108,11 +108,12 @@ int step_grad_wgrad(step_engine *e, int l, agoq_param_kind k, int M, int N, int 
     return 0;
 }
 
-int step_grad_norm(step_engine *e, int l, agoq_param_kind k, const float *partial, int groups) {
+float *step_grad_norm_dw(step_engine *e) {
+    return grads_quant(e) ? e->gtmp : step_tmp(e, (size_t)e->pl.h * 4, "norm dw");
+}
+
+int step_grad_norm(step_engine *e, int l, agoq_param_kind k, float *dw) {
     const size_t h = (size_t)e->pl.h;
-    float *dw = grads_quant(e) ? e->gtmp : step_tmp(e, h * 4, "norm dw");
-    if (!dw) return -1;
-    STEP_OP(e, STEP_OP_GRAD_ACCUM, agoq_dw_reduce_cuda(partial, groups, (int)h, dw, e->stream));
     int rc = commit(e, STEP_W(e, l, k), dw, h);
     if (!grads_quant(e)) step_release(e, dw);
     return rc;

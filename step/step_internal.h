@@ -120,7 +120,11 @@ int step_gemm_fused(const step_engine *e, agoq_gemm_site s);
 int step_grads_alloc(step_engine *e);
 int step_grad_wgrad(step_engine *e, int l, agoq_param_kind k, int M, int N, int K, const uint16_t *dY,
                     const uint16_t *X);
-int step_grad_norm(step_engine *e, int l, agoq_param_kind k, const float *partial, int groups);
+/* A norm's weight gradient: the fp32 buffer its RMSNorm backward reduces it into (NULL after a
+ * one-line error), then step_grad_norm commits it (accumulated or quantized as the policy says)
+ * and gives the buffer back. */
+float *step_grad_norm_dw(step_engine *e);
+int step_grad_norm(step_engine *e, int l, agoq_param_kind k, float *dw);
 int step_optimizer(step_engine *e);
 /* 1 when the optimizer takes the fused quantized-moment pass (adamw_q.h) for this config. */
 int step_optimizer_fused(const agoq_step_config *c);

@@ -137,8 +137,8 @@ static void run_op(const fstate *s, const agoq_fq *q, const uint16_t *x, void *s
         return;
     }
     if (s->sp.op == OP_RMS) {
-        AGOQ_BENCH_MUST(agoq_rmsnorm_bwd_cuda(q, s->xq, x, s->dy, s->w, r, s->cols, kEps, s->rpg, s->dx, s->y, s->partial, st));
-        AGOQ_BENCH_MUST(agoq_dw_reduce_cuda(s->partial, s->groups, s->cols, s->dw, st));
+        AGOQ_BENCH_MUST(agoq_rmsnorm_bwd_dw_cuda(q, s->xq, x, s->dy, s->w, r, s->cols, kEps, s->rpg, s->dx, s->y,
+                                                 s->partial, s->dw, st)); /* with its dweight reduction */
     } else if (s->sp.op == OP_SWIGLU) {
         AGOQ_BENCH_MUST(agoq_swiglu_bwd_cuda(q, s->xq, x, s->dy, r, s->ocols, s->dx, s->y, st));
     } else {

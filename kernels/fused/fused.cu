@@ -249,6 +249,19 @@ bool fz_no_fast(void) { return agoq_knob_int("AGOQ_FUSED_NO_FAST", 0, 0, 1); }
 bool fz_f6(void) { return agoq_knob_int("AGOQ_F6", 0, 0, 1); }
 int fz_f8(void) { return agoq_knob_int("AGOQ_F8", 0, 0, 1); }
 int fz_dw_reduce(void) { return agoq_knob_int("AGOQ_DW_REDUCE", 2, 0, 2); }
+bool fz_dw_fuse(void) {
+    if (!agoq_knob_int("AGOQ_DW_FUSE", 1, 0, 1)) return false;
+    static int coop[32]; /* per device: 0 not asked, 1 cooperative launches, 2 none */
+    int dev = 0;
+    cudaCheck(cudaGetDevice(&dev));
+    if (dev >= 32) return false;
+    if (!__atomic_load_n(&coop[dev], __ATOMIC_RELAXED)) {
+        int v = 0;
+        cudaCheck(cudaDeviceGetAttribute(&v, cudaDevAttrCooperativeLaunch, dev));
+        __atomic_store_n(&coop[dev], v ? 1 : 2, __ATOMIC_RELAXED);
+    }
+    return __atomic_load_n(&coop[dev], __ATOMIC_RELAXED) == 1;
+}
 int fz_rms_fwd_pair_mode(void) { return agoq_knob_int("AGOQ_RMS_FWD_PAIR", 2, 0, 2); }
 int fz_smem_optin(const void *kernel, size_t smem, unsigned *done, int *per_sm) {
     int dev = 0;

@@ -109,6 +109,13 @@ int agoq_rmsnorm_bwd_keep(int stored);
 #define AGOQ_PLAN_SMS 132 /* H100 / H200 SXM */
 int agoq_rmsnorm_bwd_rows_per_group(int sms, int stored, int rows, int cols);
 int agoq_dw_reduce_cuda(const float *partial, int groups, int cols, float *dw, void *stream);
+/* The RMSNorm backward and its weight gradient: agoq_rmsnorm_bwd_cuda (dw_partial written as
+ * there), then dw = agoq_dw_reduce_cuda's sum of the partials (the same bits). Where the staged
+ * kernel takes the shape, by default (AGOQ_DW_FUSE=1) one cooperative launch: its CTAs, once every
+ * partial row is stored, sum 32-column slices of them (no second kernel). */
+int agoq_rmsnorm_bwd_dw_cuda(const agoq_fq *q, agoq_dqt xq, const uint16_t *x, const uint16_t *dy, const uint16_t *w,
+                             int rows, int cols, float eps, int rows_per_group, uint16_t *dx, uint16_t *y,
+                             float *dw_partial, float *dw, void *stream);
 int agoq_swiglu_fwd_cuda(const agoq_fq *q, const uint16_t *h, int rows, int f, uint16_t *out, agoq_dqt hq, void *stream);
 int agoq_swiglu_bwd_cuda(const agoq_fq *q, agoq_dqt hq, const uint16_t *h, const uint16_t *dout, int rows, int f,
                          uint16_t *dh, uint16_t *out, void *stream);

@@ -78,6 +78,49 @@ __device__ __forceinline__ void fz_cp_commit() { asm volatile("cp.async.commit_g
 template <int N>
 __device__ __forceinline__ void fz_cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
+/* dw[j] for the 32 columns j = c0 .. c0 + 31 below cols: the groups' partial rows summed column
+ * by column in group order (agoq_dw_reduce_ref's additions: bit-exact), staged through buf (at
+ * least chunk x 32 floats): the CTA's NT threads copy up to `chunk` groups x 32 columns at a time
+ * (V16: 16-byte cp.async.cg, 8 a group's 128 bytes, for cols % 4 == 0 and a 16-byte aligned
+ * partial; else 4 bytes a column), then warp 0 adds them (rounds of 8 shared-memory loads). Every
+ * thread of the CTA calls it (two barriers a chunk). The standalone reduction
+ * (fused_rmsnorm.cu) and the staged RMSNorm backward's fused tail (fused_rms_bwd.cu) run it. */
+template <int NT, bool V16>
+__device__ __forceinline__ void fz_dw_reduce_cols(const float *partial, int groups, int cols, float *dw, int c0,
+                                                  float *buf, int chunk) {
+    const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5, j = c0 + lane;
+    float acc = 0.0f;
+    for (int g0 = 0; g0 < groups; g0 += chunk) {
+        const int n = min(chunk, groups - g0);
+        if constexpr (V16) {
+            const int piece = (int)threadIdx.x & 7, c = c0 + 4 * piece;
+            if (c < cols)
+                for (int g = (int)threadIdx.x >> 3; g < n; g += NT / 8)
+                    fz_cp_async<16>(buf + g * 32 + 4 * piece, partial + (size_t)(g0 + g) * (size_t)cols + (size_t)c);
+        } else if (j < cols) {
+            for (int g = warp; g < n; g += NT / 32)
+                fz_cp_async<4>(buf + g * 32 + lane, partial + (size_t)(g0 + g) * (size_t)cols + (size_t)j);
+        }
+        fz_cp_commit();
+        fz_cp_wait<0>();
+        __syncthreads();
+        if (warp == 0) {
+            const float *col = buf + lane;
+            int g = 0;
+            for (; g + 8 <= n; g += 8) {
+                float t[8];
+#pragma unroll
+                for (int u = 0; u < 8; u++) t[u] = col[(g + u) * 32];
+#pragma unroll
+                for (int u = 0; u < 8; u++) acc = acc + t[u];
+            }
+            for (; g < n; g++) acc = acc + col[g * 32];
+        }
+        __syncthreads();
+    }
+    if (warp == 0 && j < cols) dw[j] = acc;
+}
+
 /* ---- fast path: whole warp vectors of the flat layout ---- */
 /* Quantizes U warp vectors (tile `tile` of 256*U elements): the fast encoders, or the careful
  * ones when a block's range is not finite. All 32 lanes call it. */
@@ -383,6 +426,10 @@ int fz_f8(void);
  * columns copied into shared memory with cp.async, then summed by one warp (the default since
  * the twenty-seventh session: docs/kernels.md). The same additions in the same order. (fused.cu) */
 int fz_dw_reduce(void);
+/* AGOQ_DW_FUSE=0|1 (read at every call, default 1): agoq_rmsnorm_bwd_dw_cuda's dweight reduction
+ * inside the staged backward's cooperative launch (1, where the device takes cooperative
+ * launches) or the standalone reduction after it (0). (fused.cu) */
+bool fz_dw_fuse(void);
 /* Dynamic shared memory above 48 KB for `kernel` (cudaFuncSetAttribute once per device: done is
  * the caller's per-kernel mask of devices, bit d; racing sets are benign); with per_sm, also its
  * resident CTAs per SM at FZ_THREADS threads with `smem` bytes (>= 1), queried once into the
@@ -403,10 +450,11 @@ int fz_rms_fwd_pair_mode(void);
 bool fz_rms_fwd_pair(const agoq_fq *q, const uint16_t *x, const uint16_t *w, int rows, int cols, float eps, uint16_t *y,
                      agoq_dqt xq, float *rstd, cudaStream_t s);
 /* The staged RMSNorm backward (fused_rms_bwd.cu) when the shape, alignment and config allow it
- * and AGOQ_FUSED_NO_FAST is unset; false: nothing launched. */
+ * and AGOQ_FUSED_NO_FAST is unset; false: nothing launched. dw set: also the dweight reduction
+ * into it, in the same (cooperative) launch. */
 bool fz_rms_bwd_staged(const agoq_fq *q, agoq_dqt xq, const uint16_t *x, const uint16_t *dy, const uint16_t *w,
                        int rows, int cols, float eps, int rpg, uint16_t *dx, uint16_t *y, float *dw_partial,
-                       cudaStream_t s);
+                       float *dw, cudaStream_t s);
 
 /* General-path launchers (fused.cu): rowq layout, any shape, format and rounding. op is
  * FZ_OP_*; q NULL = nothing quantized. Forward starts at output block ob0 (blocks before it

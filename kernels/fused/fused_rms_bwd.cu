@@ -32,6 +32,7 @@
  * took the fused backward from 0.63 / 0.70 / 0.72 to 0.69 / 0.78 / 0.81 of copy at 256 MiB / 1
  * / 4 GiB and the bf16 one from 0.79 / 0.84 / 0.87 down to 0.73 / 0.80 / 0.82, hence 2; its first
  * form (645e9e1) changed nothing on an H100, where the kernel is memory-bound (docs/kernels.md). */
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include "core/check.h"
@@ -72,7 +73,7 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, AGOQ_RMS_STAGED_CTAS(NG, KEE
     rms_bwd_staged_kernel(agoq_cuda_qparams p, agoq_cuda_qtensor q, const uint16_t *__restrict__ x,
                           const uint16_t *__restrict__ dy, const uint16_t *__restrict__ w, int rows, int cols,
                           float eps, int rpg, uint16_t *__restrict__ dx, uint16_t *__restrict__ y,
-                          float *__restrict__ dw_partial, int log2b) {
+                          float *__restrict__ dw_partial, int log2b, float *__restrict__ dw) {
     constexpr bool ZEROS = DEQ && DEC == AGOQ_ENC_INT_ASYM;
     using stage_t = rms_stage<NG>;
     extern __shared__ uint4 fz_dyn_smem[];
@@ -238,30 +239,58 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, AGOQ_RMS_STAGED_CTAS(NG, KEE
             *(float4 *)(dst + 8 * g + 4) = make_float4(dw[j][4], dw[j][5], dw[j][6], dw[j][7]);
         }
     }
+    /* The fused dweight reduction (dw set: a cooperative launch, every CTA resident): once every
+     * group's partial row is stored, each CTA sums 32-column slices of them in group order into
+     * dw through its (now idle) stages, agoq_dw_reduce_cuda's bits (fz_dw_reduce_cols). */
+    if (dw) {
+        cooperative_groups::this_grid().sync();
+        constexpr int chunk = (int)(RMS_STAGES * sizeof(stage_t) / (32 * sizeof(float)));
+        for (int c0 = 32 * (int)blockIdx.x; c0 < cols; c0 += 32 * (int)gridDim.x)
+            fz_dw_reduce_cols<AGOQ_ROW_THREADS, true>(dw_partial, ngrp, cols, dw, c0, (float *)fz_dyn_smem, chunk);
+    }
 }
 
 /* ---- host side ---- */
 template <bool DEQ, int DEC, int BITS, int NG, bool F6, bool F8, bool KEEP>
 static void rms_bwd_staged_launch(const agoq_cuda_qparams &p, const agoq_cuda_qtensor &qt, const uint16_t *x,
                                   const uint16_t *dy, const uint16_t *w, int rows, int cols, float eps, int rpg,
-                                  uint16_t *dx, uint16_t *y, float *dw_partial, int log2b, cudaStream_t s) {
+                                  uint16_t *dx, uint16_t *y, float *dw_partial, int log2b, float *dw, cudaStream_t s) {
     constexpr auto k = rms_bwd_staged_kernel<DEQ, DEC, BITS, NG, F6, F8, KEEP>;
     constexpr size_t smem = RMS_STAGES * sizeof(rms_stage<NG>); /* 48 KB (NG = 2), 96 KB */
     static unsigned done = 0; /* per instantiation (fz_smem_optin) */
-    fz_smem_optin((const void *)k, smem, &done, NULL);
+    static int per_sm = 0;    /* its resident CTAs an SM, queried once (the fused reduction's grid) */
     const unsigned ngrp = (unsigned)((rows + rpg - 1) / rpg);
-    k<<<fz_grid_cap(ngrp), AGOQ_ROW_THREADS, smem, s>>>(p, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, log2b);
+    if (!dw) {
+        fz_smem_optin((const void *)k, smem, &done, NULL);
+        k<<<fz_grid_cap(ngrp), AGOQ_ROW_THREADS, smem, s>>>(p, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial,
+                                                            log2b, nullptr);
+        return;
+    }
+    /* one cooperative launch of at most the resident CTAs (the grid-stride loop takes the rest of
+     * the groups) */
+    const unsigned res = (unsigned)fz_smem_optin((const void *)k, smem, &done, &per_sm) * (unsigned)agoq_cuda_sm_count();
+    cudaLaunchAttribute coop[1];
+    coop[0].id = cudaLaunchAttributeCooperative;
+    coop[0].val.cooperative = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(min(fz_grid_cap(ngrp), res));
+    cfg.blockDim = dim3(AGOQ_ROW_THREADS);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = s;
+    cfg.attrs = coop;
+    cfg.numAttrs = 1;
+    cudaCheck(cudaLaunchKernelEx(&cfg, k, p, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, log2b, dw));
 }
 /* The launch of <DEQ, DEC, BITS> for NG (ng2: 2, else 4) and the round (AGOQ_RMS_KEEP, then AGOQ_F8,
  * then AGOQ_F6). */
 template <bool DEQ, int DEC, int BITS>
 static void rms_bwd_staged_pick(bool ng2, const agoq_cuda_qparams &p, const agoq_cuda_qtensor &qt, const uint16_t *x,
                                 const uint16_t *dy, const uint16_t *w, int rows, int cols, float eps, int rpg,
-                                uint16_t *dx, uint16_t *y, float *dw_partial, int log2b, cudaStream_t s) {
+                                uint16_t *dx, uint16_t *y, float *dw_partial, int log2b, float *dw, cudaStream_t s) {
     const bool keep = agoq_rmsnorm_bwd_keep(DEQ), f8 = !keep && fz_f8(), f6 = !keep && !f8 && fz_f6();
     auto go = [&](auto ng, auto r6, auto r8, auto kp) {
         rms_bwd_staged_launch<DEQ, DEC, BITS, decltype(ng)::value, decltype(r6)::value != 0, decltype(r8)::value != 0,
-                              decltype(kp)::value != 0>(p, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, log2b, s);
+                              decltype(kp)::value != 0>(p, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, log2b, dw, s);
     };
     using no = agoq_enc_t<0>;
     using yes = agoq_enc_t<1>;
@@ -277,7 +306,7 @@ static void rms_bwd_staged_pick(bool ng2, const agoq_cuda_qparams &p, const agoq
 
 bool fz_rms_bwd_staged(const agoq_fq *q, agoq_dqt xq, const uint16_t *x, const uint16_t *dy, const uint16_t *w,
                        int rows, int cols, float eps, int rpg, uint16_t *dx, uint16_t *y, float *dw_partial,
-                       cudaStream_t s) {
+                       float *dw, cudaStream_t s) {
     if (cols % 8 || cols > 4 * AGOQ_ROW_THREADS * 8 || !fz_al16(dy) || !fz_al16(w) || !fz_al16(dx) || !fz_al16(y) ||
         !fz_al16(dw_partial) || fz_no_fast())
         return false;
@@ -285,7 +314,8 @@ bool fz_rms_bwd_staged(const agoq_fq *q, agoq_dqt xq, const uint16_t *x, const u
     const bool ng2 = AGOQ_RMS_STAGED_NG(cols) == 2;
     if (!q) {
         if (!fz_al16(x)) return false;
-        rms_bwd_staged_pick<false, 0, 0>(ng2, agoq_cuda_qparams{}, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, 0, s);
+        rms_bwd_staged_pick<false, 0, 0>(ng2, agoq_cuda_qparams{}, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, 0,
+                                         dw, s);
         return true;
     }
     if (cols % q->p.block || !fz_fast_dequant(q->p, xq) || ((uintptr_t)xq.scales & 3u) ||
@@ -294,7 +324,7 @@ bool fz_rms_bwd_staged(const agoq_fq *q, agoq_dqt xq, const uint16_t *x, const u
     const int lb = __builtin_ctz((unsigned)q->p.block);
     fz_dispatch_dequant(q->p, [&](auto dec, auto bits) {
         rms_bwd_staged_pick<true, decltype(dec)::value, decltype(bits)::value>(ng2, q->p, qt, x, dy, w, rows, cols, eps,
-                                                                               rpg, dx, y, dw_partial, lb, s);
+                                                                               rpg, dx, y, dw_partial, lb, dw, s);
     });
     return true;
 }

@@ -427,45 +427,21 @@ __global__ void dw_reduce_kernel(const float *__restrict__ partial, int groups, 
 
 /* The same sums staged through shared memory (AGOQ_DW_REDUCE=2, the default): a CTA of
  * DW_THREADS threads per 32 columns copies a chunk of up to DW_CHUNK groups x 32 columns into
- * shared memory with cp.async (4 bytes a copy, each warp every DW_THREADS / 32-th group's
- * 128-byte row: the whole chunk in flight at once, no registers held), then warp 0 adds the
- * chunk's rows column by column in group order (the same additions in the same order as
- * dw_reduce_ref). Why: the partials of one wave of RMSNorm CTAs (~400-530 groups x 4096 columns,
- * 6-9 MB, mostly still in L2) were read by 16 CTAs (=0) or 64 (=1) with 1 or 16 loads in flight
- * a thread: 18 us at 391 groups x 4096 columns under ncu (H100), against 161 us for the backward
- * itself at 256 MiB; here 128 CTAs at 4096 columns with up to 128 KB in flight each. */
+ * shared memory with cp.async (the whole chunk in flight at once, no registers held), then warp 0
+ * adds the chunk's rows column by column in group order (fz_dw_reduce_cols, fused_dev.cuh: the
+ * same additions in the same order as dw_reduce_ref). Why: the partials of one wave of RMSNorm
+ * CTAs (~400-530 groups x 4096 columns, 6-9 MB, mostly still in L2) were read by 16 CTAs (=0) or
+ * 64 (=1) with 1 or 16 loads in flight a thread: 18 us at 391 groups x 4096 columns under ncu
+ * (H100), against 161 us for the backward itself at 256 MiB; here 128 CTAs at 4096 columns with
+ * up to 128 KB in flight each (6.4 us with 4-byte copies, the twenty-seventh session; 16-byte
+ * ones where the columns allow since the twenty-eighth). */
 #define DW_THREADS 512
 #define DW_CHUNK 1024 /* groups a chunk: 128 KB of shared memory */
+template <bool V16>
 __global__ void __launch_bounds__(DW_THREADS)
     dw_reduce_staged_kernel(const float *__restrict__ partial, int groups, int cols, float *__restrict__ dw, int chunk) {
     extern __shared__ uint4 fz_dyn_smem[];
-    float *buf = (float *)fz_dyn_smem; /* [chunk][32] */
-    const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5, j = (int)blockIdx.x * 32 + lane;
-    const bool in = j < cols;
-    float acc = 0.0f;
-    for (int g0 = 0; g0 < groups; g0 += chunk) {
-        const int n = min(chunk, groups - g0);
-        if (in)
-            for (int g = warp; g < n; g += DW_THREADS / 32)
-                fz_cp_async<4>(buf + g * 32 + lane, partial + (size_t)(g0 + g) * (size_t)cols + (size_t)j);
-        fz_cp_commit();
-        fz_cp_wait<0>();
-        __syncthreads();
-        if (warp == 0) {
-            const float *col = buf + lane;
-            int g = 0;
-            for (; g + 8 <= n; g += 8) {
-                float t[8];
-#pragma unroll
-                for (int u = 0; u < 8; u++) t[u] = col[(g + u) * 32];
-#pragma unroll
-                for (int u = 0; u < 8; u++) acc = acc + t[u];
-            }
-            for (; g < n; g++) acc = acc + col[g * 32];
-        }
-        __syncthreads();
-    }
-    if (warp == 0 && in) dw[j] = acc;
+    fz_dw_reduce_cols<DW_THREADS, V16>(partial, groups, cols, dw, (int)blockIdx.x * 32, (float *)fz_dyn_smem, chunk);
 }
 
 /* ---- host side ---- */
@@ -510,9 +486,11 @@ extern "C" int agoq_rmsnorm_fwd_cuda(const agoq_fq *q, const uint16_t *x, const 
     return 0;
 }
 
-extern "C" int agoq_rmsnorm_bwd_cuda(const agoq_fq *q, agoq_dqt xq, const uint16_t *x, const uint16_t *dy,
-                                     const uint16_t *w, int rows, int cols, float eps, int rows_per_group,
-                                     uint16_t *dx, uint16_t *y, float *dw_partial, void *stream) {
+/* agoq_rmsnorm_bwd_cuda, and with dw also agoq_rmsnorm_bwd_dw_cuda's reduction: inside the staged
+ * kernel's launch where it takes the shape and fz_dw_fuse allows, else after it. */
+static int rms_bwd(const agoq_fq *q, agoq_dqt xq, const uint16_t *x, const uint16_t *dy, const uint16_t *w, int rows,
+                   int cols, float eps, int rows_per_group, uint16_t *dx, uint16_t *y, float *dw_partial, float *dw,
+                   void *stream) {
     if (fz_check_shape("rmsnorm bwd", rows, cols)) return -1;
     AGOQ_REQUIRE(rows_per_group >= 1, "rmsnorm bwd: rows_per_group %d must be >= 1", rows_per_group);
     const size_t smem = (size_t)cols * sizeof(float);
@@ -524,8 +502,10 @@ extern "C" int agoq_rmsnorm_bwd_cuda(const agoq_fq *q, agoq_dqt xq, const uint16
     const size_t warps = (size_t)ngrp * (AGOQ_ROW_THREADS / 32);
     const bool fast = cols % 8 == 0 && cols <= RMS_MAX_COLS && (q || fz_al16(x)) && fz_al16(dy) && fz_al16(w) &&
                       fz_al16(dx) && fz_al16(y) && fz_al16(dw_partial) && !fz_no_fast();
-    if (fz_rms_bwd_staged(q, xq, x, dy, w, rows, cols, eps, rows_per_group, dx, y, dw_partial, s)) {
+    float *dw_in = dw && fz_dw_fuse() ? dw : nullptr; /* the reduction in the staged kernel's launch */
+    if (fz_rms_bwd_staged(q, xq, x, dy, w, rows, cols, eps, rows_per_group, dx, y, dw_partial, dw_in, s)) {
         /* the staged kernel (fused_rms_bwd.cu) */
+        if (dw_in) return 0;
     } else if (fast && !q) {
         constexpr auto k = rms_bwd_kernel<false, 0, 0>;
         k<<<fz_grid<k>(warps, false), AGOQ_ROW_THREADS, 0, s>>>(agoq_cuda_qparams{}, qt, x, dy, w, rows, cols, eps,
@@ -548,7 +528,20 @@ extern "C" int agoq_rmsnorm_bwd_cuda(const agoq_fq *q, agoq_dqt xq, const uint16
         else go(rms_bwd_gen_kernel<false>, agoq_cuda_qparams{});
     }
     cudaCheckLaunch();
-    return 0;
+    return dw ? agoq_dw_reduce_cuda(dw_partial, ngrp, cols, dw, stream) : 0;
+}
+
+extern "C" int agoq_rmsnorm_bwd_cuda(const agoq_fq *q, agoq_dqt xq, const uint16_t *x, const uint16_t *dy,
+                                     const uint16_t *w, int rows, int cols, float eps, int rows_per_group,
+                                     uint16_t *dx, uint16_t *y, float *dw_partial, void *stream) {
+    return rms_bwd(q, xq, x, dy, w, rows, cols, eps, rows_per_group, dx, y, dw_partial, NULL, stream);
+}
+
+extern "C" int agoq_rmsnorm_bwd_dw_cuda(const agoq_fq *q, agoq_dqt xq, const uint16_t *x, const uint16_t *dy,
+                                        const uint16_t *w, int rows, int cols, float eps, int rows_per_group,
+                                        uint16_t *dx, uint16_t *y, float *dw_partial, float *dw, void *stream) {
+    AGOQ_REQUIRE(dw != NULL, "rmsnorm bwd dw: no dw");
+    return rms_bwd(q, xq, x, dy, w, rows, cols, eps, rows_per_group, dx, y, dw_partial, dw, stream);
 }
 
 extern "C" int agoq_dw_reduce_cuda(const float *partial, int groups, int cols, float *dw, void *stream) {
@@ -558,11 +551,15 @@ extern "C" int agoq_dw_reduce_cuda(const float *partial, int groups, int cols, f
     case 0: dw_reduce_kernel<1><<<(unsigned)((cols + 255) / 256), 256, 0, s>>>(partial, groups, cols, dw); break;
     case 1: dw_reduce_kernel<16><<<(unsigned)((cols + 63) / 64), 64, 0, s>>>(partial, groups, cols, dw); break;
     default: {
-        static unsigned done = 0; /* fz_smem_optin: the largest chunk's bytes, once per device */
-        fz_smem_optin((const void *)dw_reduce_staged_kernel, (size_t)DW_CHUNK * 32 * sizeof(float), &done, NULL);
+        static unsigned done[2] = {0, 0}; /* fz_smem_optin: the largest chunk's bytes, once per device */
         const int chunk = min(groups, DW_CHUNK);
-        dw_reduce_staged_kernel<<<(unsigned)((cols + 31) / 32), DW_THREADS, (size_t)chunk * 32 * sizeof(float), s>>>(
-            partial, groups, cols, dw, chunk);
+        auto go = [&](auto kernel, unsigned *d) {
+            fz_smem_optin((const void *)kernel, (size_t)DW_CHUNK * 32 * sizeof(float), d, NULL);
+            kernel<<<(unsigned)((cols + 31) / 32), DW_THREADS, (size_t)chunk * 32 * sizeof(float), s>>>(partial, groups,
+                                                                                                     cols, dw, chunk);
+        };
+        if (cols % 4 == 0 && fz_al16(partial)) go(dw_reduce_staged_kernel<true>, &done[1]);
+        else go(dw_reduce_staged_kernel<false>, &done[0]);
     }
     }
     cudaCheckLaunch();

@@ -197,8 +197,8 @@ static size_t run_op(op_kind op, const qcase *k, int rows, int cols, int tiles) 
     }
     if (fused) agoq_dqt_upload(c, srows, cols, &xq, dq); /* backward from the reference's copy */
     if (op == OP_RMS) {
-        rc = agoq_rmsnorm_bwd_cuda(qp, dq, d_x, d_dy, d_w, rows, cols, eps, rpg, d_dx, d_yb, d_dwp, NULL);
-        rc |= agoq_dw_reduce_cuda(d_dwp, groups, cols, d_dw, NULL);
+        /* with its dweight (AGOQ_DW_FUSE: in the staged kernel's launch by default) */
+        rc = agoq_rmsnorm_bwd_dw_cuda(qp, dq, d_x, d_dy, d_w, rows, cols, eps, rpg, d_dx, d_yb, d_dwp, d_dw, NULL);
     } else if (op == OP_SWIGLU) {
         rc = agoq_swiglu_bwd_cuda(qp, dq, d_x, d_dy, rows, cols, d_dx, d_yb, NULL);
     } else {
@@ -301,6 +301,13 @@ TEST(cuda_fused_grid_stride_and_general_paths) {
     setenv("AGOQ_RMS_FWD_PAIR", "1", 1);
     bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 37, 4096, 1);
     unsetenv("AGOQ_RMS_FWD_PAIR");
+    /* the dweight reduced after the backward instead of in its launch (AGOQ_DW_FUSE=0), also
+     * with one CTA */
+    bad += run_env("AGOQ_DW_FUSE", "0", 5, 4352, 1);
+    bad += run_env("AGOQ_DW_FUSE", "0", 7, 1536, 0);
+    setenv("AGOQ_DW_FUSE", "0", 1);
+    bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 37, 4352, 1);
+    unsetenv("AGOQ_DW_FUSE");
     /* issue 15's third round (AGOQ_F6: the RMSNorm backward row sums with one barrier), also
      * with one CTA (every CTA streams many row groups) */
     bad += run_env("AGOQ_F6", "1", 5, 4352, 1);
@@ -461,6 +468,67 @@ TEST(cuda_fused_dw_reduce_every_form) {
         }
     CHECK_MSG(bad == 0, "%zu mismatches in %zu reductions", bad, runs);
     CHECK_MSG(reordered > 0, "no shape's sums change with their order: the check cannot see it");
+}
+
+/* The RMSNorm backward's fused dweight reduction (agoq_rmsnorm_bwd_dw_cuda, AGOQ_DW_FUSE=1) on
+ * more groups than the device holds CTAs (the cooperative grid's CTAs then take several groups
+ * each) and than a CTA's stages hold in one chunk (384 groups x 32 columns at 4096 columns, 768
+ * at 8192), bit for bit against the reference's partials summed by agoq_dw_reduce_ref, from bf16
+ * and from an FP4 copy; dx and the partials checked too. Rows of one and of two per group. */
+TEST(cuda_fused_rms_bwd_dw_many_groups) {
+    static const int kShape[][3] = {{1700, 4096, 2}, {1700, 4096, 1}, {900, 8192, 1}, {1031, 1536, 1}};
+    size_t bad = 0;
+    for (int si = 0; si < 4; si++)
+        for (int fused = 0; fused < 2; fused++) {
+            const int rows = kShape[si][0], cols = kShape[si][1], rpg = kShape[si][2], groups = (rows + rpg - 1) / rpg;
+            const agoq_qconfig cq = agoq_qconfig_default(AGOQ_FMT_FP4_E2M1), *c = fused ? &cq : NULL;
+            const size_t n = (size_t)rows * cols, np = (size_t)groups * cols;
+            uint16_t *x = make_input(rows, cols, 70 + (uint64_t)si, 1), *dy = make_input(rows, cols, 80 + (uint64_t)si, 0);
+            uint16_t *w = make_input(1, cols, 90, 0), *dx = malloc(n * 2), *yb = malloc(n * 2);
+            float *dwp = malloc(np * 4), *dw = malloc((size_t)cols * 4), *g = malloc(np * 4);
+            agoq_qtensor xq = {0};
+            agoq_fq q = {0};
+            agoq_dqt dq = {0};
+            if (fused && (agoq_qtensor_alloc(&xq, c, agoq_rowq_alloc_n(c, rows, cols)) || agoq_fq_make(c, &q) ||
+                          agoq_dqt_alloc(c, rows, cols, &dq))) {
+                bad++;
+                continue;
+            }
+            if (fused) {
+                uint16_t *y0 = malloc(n * 2);
+                float *r0 = malloc((size_t)rows * 4);
+                agoq_rmsnorm_fwd_ref(c, x, w, rows, cols, 1e-5f, y0, &xq, r0); /* the stored copy */
+                agoq_dqt_upload(c, rows, cols, &xq, dq);
+                free(y0);
+                free(r0);
+            }
+            agoq_rmsnorm_bwd_ref(c, &xq, x, dy, w, rows, cols, 1e-5f, rpg, dx, yb, dwp);
+            agoq_dw_reduce_ref(dwp, groups, cols, dw);
+            uint16_t *d_x = up16(x, n), *d_dy = up16(dy, n), *d_w = up16(w, cols);
+            uint16_t *d_dx = agoq_fused_dmalloc(n * 2), *d_yb = agoq_fused_dmalloc(n * 2);
+            float *d_dwp = agoq_fused_dmalloc(np * 4), *d_dw = agoq_fused_dmalloc((size_t)cols * 4);
+            const int rc = agoq_rmsnorm_bwd_dw_cuda(fused ? &q : NULL, dq, d_x, d_dy, d_w, rows, cols, 1e-5f, rpg, d_dx,
+                                                    d_yb, d_dwp, d_dw, NULL);
+            agoq_fused_dsync();
+            size_t b = (size_t)(rc != 0);
+            uint16_t *g_dx = down16(d_dx, n);
+            b += memcmp(g_dx, dx, n * 2) != 0;
+            agoq_fused_d2h(g, d_dwp, np * 4);
+            b += cmp_f32("dw partial", dwp, g, np);
+            agoq_fused_d2h(g, d_dw, (size_t)cols * 4);
+            b += cmp_f32("dw", dw, g, (size_t)cols);
+            if (b) fprintf(stderr, "    ^ %s rows %d cols %d rpg %d (%d groups)\n", fused ? "fp4" : "bf16", rows, cols, rpg, groups);
+            bad += b;
+            agoq_fused_dfree(d_x); agoq_fused_dfree(d_dy); agoq_fused_dfree(d_w); agoq_fused_dfree(d_dx);
+            agoq_fused_dfree(d_yb); agoq_fused_dfree(d_dwp); agoq_fused_dfree(d_dw);
+            if (fused) {
+                agoq_dqt_free(&dq);
+                agoq_fq_free(&q);
+                agoq_qtensor_free(&xq);
+            }
+            free(x); free(dy); free(w); free(dx); free(yb); free(dwp); free(dw); free(g); free(g_dx);
+        }
+    CHECK(bad == 0);
 }
 
 TEST(cuda_fused_rejects_bad_shapes) {
