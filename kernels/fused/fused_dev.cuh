@@ -78,47 +78,52 @@ __device__ __forceinline__ void fz_cp_commit() { asm volatile("cp.async.commit_g
 template <int N>
 __device__ __forceinline__ void fz_cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
-/* dw[j] for the 32 columns j = c0 .. c0 + 31 below cols: the groups' partial rows summed column
- * by column in group order (agoq_dw_reduce_ref's additions: bit-exact), staged through buf (at
- * least chunk x 32 floats): the CTA's NT threads copy up to `chunk` groups x 32 columns at a time
- * (V16: 16-byte cp.async.cg, 8 a group's 128 bytes, for cols % 4 == 0 and a 16-byte aligned
- * partial; else 4 bytes a column), then warp 0 adds them (rounds of 8 shared-memory loads). Every
- * thread of the CTA calls it (two barriers a chunk). The standalone reduction
- * (fused_rmsnorm.cu) and the staged RMSNorm backward's fused tail (fused_rms_bwd.cu) run it. */
-template <int NT, bool V16>
+/* dw[j] for the CW (16 or 32) columns j = c0 .. c0 + CW - 1 below cols: the groups' partial rows
+ * summed column by column in group order (agoq_dw_reduce_ref's additions: bit-exact), staged
+ * through buf (at least chunk x CW floats): the CTA's NT threads copy up to `chunk` groups x CW
+ * columns at a time (V16: 16-byte cp.async.cg, CW / 4 a group's row, for cols % 4 == 0 and a
+ * 16-byte aligned partial; else 4 bytes a column), then warp 0's first CW lanes add them (rounds
+ * of 8 shared-memory loads). Every thread of the CTA calls it (two barriers a chunk). The
+ * standalone reduction (fused_rmsnorm.cu, CW 32) and the staged RMSNorm backward's fused tail
+ * (fused_rms_bwd.cu, CW 16: a group's slice in 64 bytes, so the CTA's 48 KB of stages hold 768
+ * groups, one wave's worth, in one chunk) run it. */
+template <int NT, bool V16, int CW = 32>
 __device__ __forceinline__ void fz_dw_reduce_cols(const float *partial, int groups, int cols, float *dw, int c0,
                                                   float *buf, int chunk) {
+    static_assert(CW == 16 || CW == 32, "16 or 32 columns a call");
+    constexpr int PR = CW / 4; /* 16-byte pieces a group's slice */
     const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5, j = c0 + lane;
+    const bool mine = lane < CW && j < cols; /* warp 0: the lane's column */
     float acc = 0.0f;
     for (int g0 = 0; g0 < groups; g0 += chunk) {
         const int n = min(chunk, groups - g0);
         if constexpr (V16) {
-            const int piece = (int)threadIdx.x & 7, c = c0 + 4 * piece;
+            const int piece = (int)threadIdx.x % PR, c = c0 + 4 * piece;
             if (c < cols)
-                for (int g = (int)threadIdx.x >> 3; g < n; g += NT / 8)
-                    fz_cp_async<16>(buf + g * 32 + 4 * piece, partial + (size_t)(g0 + g) * (size_t)cols + (size_t)c);
-        } else if (j < cols) {
+                for (int g = (int)threadIdx.x / PR; g < n; g += NT / PR)
+                    fz_cp_async<16>(buf + g * CW + 4 * piece, partial + (size_t)(g0 + g) * (size_t)cols + (size_t)c);
+        } else if (mine) {
             for (int g = warp; g < n; g += NT / 32)
-                fz_cp_async<4>(buf + g * 32 + lane, partial + (size_t)(g0 + g) * (size_t)cols + (size_t)j);
+                fz_cp_async<4>(buf + g * CW + lane, partial + (size_t)(g0 + g) * (size_t)cols + (size_t)j);
         }
         fz_cp_commit();
         fz_cp_wait<0>();
         __syncthreads();
-        if (warp == 0) {
+        if (warp == 0 && lane < CW) {
             const float *col = buf + lane;
             int g = 0;
             for (; g + 8 <= n; g += 8) {
                 float t[8];
 #pragma unroll
-                for (int u = 0; u < 8; u++) t[u] = col[(g + u) * 32];
+                for (int u = 0; u < 8; u++) t[u] = col[(g + u) * CW];
 #pragma unroll
                 for (int u = 0; u < 8; u++) acc = acc + t[u];
             }
-            for (; g < n; g++) acc = acc + col[g * 32];
+            for (; g < n; g++) acc = acc + col[g * CW];
         }
         __syncthreads();
     }
-    if (warp == 0 && j < cols) dw[j] = acc;
+    if (warp == 0 && mine) dw[j] = acc;
 }
 
 /* ---- fast path: whole warp vectors of the flat layout ---- */

@@ -240,13 +240,14 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, AGOQ_RMS_STAGED_CTAS(NG, KEE
         }
     }
     /* The fused dweight reduction (dw set: a cooperative launch, every CTA resident): once every
-     * group's partial row is stored, each CTA sums 32-column slices of them in group order into
-     * dw through its (now idle) stages, agoq_dw_reduce_cuda's bits (fz_dw_reduce_cols). */
+     * group's partial row is stored, each CTA sums 16-column slices of them in group order into
+     * dw through its (now idle) stages, agoq_dw_reduce_cuda's bits (fz_dw_reduce_cols): 256
+     * slices at 4096 columns, each CTA's stages holding up to 768 (NG = 2) or 1536 groups at once. */
     if (dw) {
         cooperative_groups::this_grid().sync();
-        constexpr int chunk = (int)(RMS_STAGES * sizeof(stage_t) / (32 * sizeof(float)));
-        for (int c0 = 32 * (int)blockIdx.x; c0 < cols; c0 += 32 * (int)gridDim.x)
-            fz_dw_reduce_cols<AGOQ_ROW_THREADS, true>(dw_partial, ngrp, cols, dw, c0, (float *)fz_dyn_smem, chunk);
+        constexpr int CW = 16, chunk = (int)(RMS_STAGES * sizeof(stage_t) / (CW * sizeof(float)));
+        for (int c0 = CW * (int)blockIdx.x; c0 < cols; c0 += CW * (int)gridDim.x)
+            fz_dw_reduce_cols<AGOQ_ROW_THREADS, true, CW>(dw_partial, ngrp, cols, dw, c0, (float *)fz_dyn_smem, chunk);
     }
 }
 

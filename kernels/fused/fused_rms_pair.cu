@@ -102,7 +102,15 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_PAIR_CTAS)
         for (int i = 0; i < NH / U; i++) {
             float v[U][8];
 #pragma unroll
-            for (int jj = 0; jj < U; jj++) agoq_bf16x8_to_f32(raw[U * i + jj], v[jj]);
+            for (int jj = 0; jj < U; jj++) {
+                uint4 r = raw[U * i + jj];
+                /* The plain kernel converts its inputs again here: without the quantizer's work
+                 * between the row sum and this loop, the compiler kept the sum's 64 floats a
+                 * lane instead and spilled (236 bytes at 4096 columns: 0.61 of copy, ncu
+                 * results/h200/logs/s28_a61af4f/). The quantizing kernels are left as they were. */
+                if constexpr (!QUANT) asm volatile("" : "+r"(r.x), "+r"(r.y), "+r"(r.z), "+r"(r.w));
+                agoq_bf16x8_to_f32(r, v[jj]);
+            }
             const size_t t0 = row0 + (m0 + (size_t)(U * i)) * FZ_WVEC; /* the tile's first element */
             if constexpr (QUANT) fz_quantize<ENC, BITS, LOG2B, U>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, t0), lane);
 #pragma unroll

@@ -472,18 +472,19 @@ TEST(cuda_fused_dw_reduce_every_form) {
 
 /* The RMSNorm backward's fused dweight reduction (agoq_rmsnorm_bwd_dw_cuda, AGOQ_DW_FUSE=1) on
  * more groups than the device holds CTAs (the cooperative grid's CTAs then take several groups
- * each) and than a CTA's stages hold in one chunk (384 groups x 32 columns at 4096 columns, 768
- * at 8192), bit for bit against the reference's partials summed by agoq_dw_reduce_ref, from bf16
- * and from an FP4 copy; dx and the partials checked too. Rows of one and of two per group. */
+ * each) and than a CTA's stages hold in one chunk (768 groups x 16 columns at up to 4096 columns,
+ * 1536 at 8192), bit for bit against the reference's partials summed by agoq_dw_reduce_ref, from bf16
+ * and from an FP4 copy (inputs without NaN, so dx too is compared bit for bit); dx and the
+ * partials checked too. Rows of one and of two per group. */
 TEST(cuda_fused_rms_bwd_dw_many_groups) {
-    static const int kShape[][3] = {{1700, 4096, 2}, {1700, 4096, 1}, {900, 8192, 1}, {1031, 1536, 1}};
+    static const int kShape[][3] = {{1700, 4096, 2}, {1700, 4096, 1}, {1600, 8192, 1}, {1031, 1536, 1}};
     size_t bad = 0;
     for (int si = 0; si < 4; si++)
         for (int fused = 0; fused < 2; fused++) {
             const int rows = kShape[si][0], cols = kShape[si][1], rpg = kShape[si][2], groups = (rows + rpg - 1) / rpg;
             const agoq_qconfig cq = agoq_qconfig_default(AGOQ_FMT_FP4_E2M1), *c = fused ? &cq : NULL;
             const size_t n = (size_t)rows * cols, np = (size_t)groups * cols;
-            uint16_t *x = make_input(rows, cols, 70 + (uint64_t)si, 1), *dy = make_input(rows, cols, 80 + (uint64_t)si, 0);
+            uint16_t *x = make_input(rows, cols, 70 + (uint64_t)si, 0), *dy = make_input(rows, cols, 80 + (uint64_t)si, 0);
             uint16_t *w = make_input(1, cols, 90, 0), *dx = malloc(n * 2), *yb = malloc(n * 2);
             float *dwp = malloc(np * 4), *dw = malloc((size_t)cols * 4), *g = malloc(np * 4);
             agoq_qtensor xq = {0};
