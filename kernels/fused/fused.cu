@@ -249,8 +249,9 @@ bool fz_no_fast(void) { return agoq_knob_int("AGOQ_FUSED_NO_FAST", 0, 0, 1); }
 bool fz_f6(void) { return agoq_knob_int("AGOQ_F6", 0, 0, 1); }
 int fz_f8(void) { return agoq_knob_int("AGOQ_F8", 0, 0, 1); }
 int fz_dw_reduce(void) { return agoq_knob_int("AGOQ_DW_REDUCE", 2, 0, 2); }
-bool fz_dw_fuse(void) {
-    if (!agoq_knob_int("AGOQ_DW_FUSE", 1, 0, 1)) return false;
+bool fz_dw_fuse(int stored) {
+    const int mode = agoq_knob_int("AGOQ_DW_FUSE", 2, 0, 2);
+    if (!mode || (mode == 2 && !stored)) return false;
     static int coop[32]; /* per device: 0 not asked, 1 cooperative launches, 2 none */
     int dev = 0;
     cudaCheck(cudaGetDevice(&dev));

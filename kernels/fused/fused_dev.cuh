@@ -431,10 +431,11 @@ int fz_f8(void);
  * columns copied into shared memory with cp.async, then summed by one warp (the default since
  * the twenty-seventh session: docs/kernels.md). The same additions in the same order. (fused.cu) */
 int fz_dw_reduce(void);
-/* AGOQ_DW_FUSE=0|1 (read at every call, default 1): agoq_rmsnorm_bwd_dw_cuda's dweight reduction
- * inside the staged backward's cooperative launch (1, where the device takes cooperative
- * launches) or the standalone reduction after it (0). (fused.cu) */
-bool fz_dw_fuse(void);
+/* AGOQ_DW_FUSE=0|1|2 (read at every call, default 2): agoq_rmsnorm_bwd_dw_cuda's dweight
+ * reduction inside the staged backward's cooperative launch (where the device takes cooperative
+ * launches) or the standalone reduction after it: 2 inside for a backward from a stored
+ * (quantized) copy (`stored`), after it from bf16; 1 inside; 0 after. (fused.cu) */
+bool fz_dw_fuse(int stored);
 /* Dynamic shared memory above 48 KB for `kernel` (cudaFuncSetAttribute once per device: done is
  * the caller's per-kernel mask of devices, bit d; racing sets are benign); with per_sm, also its
  * resident CTAs per SM at FZ_THREADS threads with `smem` bytes (>= 1), queried once into the
@@ -449,7 +450,8 @@ int fz_check_shape(const char *what, int rows, int cols);
 /* The RMSNorm forward a row to a pair of warps (fused_rms_pair.cu) for rows of 2048 or 4096
  * columns and a fast config, on the warp-per-row kernel's shapes only (aligned, AGOQ_FUSED_NO_FAST
  * unset: the caller's by_warp), as AGOQ_RMS_FWD_PAIR says (read at every launch): 2, the default,
- * with a quantized copy and at least 24 rows an SM; 1 always; 0 never. false: nothing launched.
+ * from 24 rows an SM (with a quantized copy since the twenty-seventh session, the plain forward
+ * too since the twenty-eighth); 1 always; 0 never. false: nothing launched.
  * (fz_rms_fwd_pair_mode: fused.cu) */
 int fz_rms_fwd_pair_mode(void);
 bool fz_rms_fwd_pair(const agoq_fq *q, const uint16_t *x, const uint16_t *w, int rows, int cols, float eps, uint16_t *y,

@@ -1,8 +1,7 @@
 /* CUDA fused RMSNorm forward, a row to a pair of warps (twenty-seventh session), beside the
  * warp-per-row kernel of fused_rmsnorm.cu. Bit-exact with rmsnorm_ref.c like every RMSNorm kernel
  * (tests/cuda/fused/test_fused_cuda.c). AGOQ_RMS_FWD_PAIR: 2 (the default) takes it for the
- * forwards with a quantized copy of at least 24 rows an SM, 1 for every shape it allows (the
- * plain forward too), 0 never.
+ * forwards of at least 24 rows an SM, 1 for every shape it allows, 0 never.
  *
  * Why: the warp-per-row kernel holds a row of 4096 columns in 64 registers a lane, so 2 CTAs (16
  * warps) fit an SM, and a warp's row is one dependent chain (loads, the sum, its shuffle trees,
@@ -26,10 +25,15 @@
  * columns): with the FP4 copy 0.739 / 0.882 / 0.952 / 0.965 -> 0.825 / 0.926 / 0.974 / 0.981 at
  * 64 MiB / 256 MiB / 1 / 4 GiB, with int8 0.869 / 0.928 / 0.955 / 0.942 -> 0.914 / 0.957 / 0.977
  * / 0.976; at 32 MiB (2048 rows: 1.3 waves of 3 CTAs an SM against 0.97 of the warp kernel's 2)
- * int8 0.79 -> 0.71 in every round, hence the 24 rows an SM; the plain forward 0.97 -> 0.61 at
- * every size (not understood: the same pair hand-off that costs the fused one nothing), hence
- * the plain forward keeps the warp kernel. ncu at 64 MiB (FP4): 40.0 -> 30.4 us, DRAM 41% ->
- * 53% of peak, warps active 23% -> 32%; 256 MiB: 120.3 -> 107.4 us, DRAM 70% -> 78%. */
+ * int8 0.79 -> 0.71 in every round, hence the 24 rows an SM. ncu at 64 MiB (FP4): 40.0 -> 30.4
+ * us, DRAM 41% -> 53% of peak, warps active 23% -> 32%; 256 MiB: 120.3 -> 107.4 us, DRAM 70% ->
+ * 78%. The plain forward then lost (0.97 -> 0.61 at every size): its 4096-column kernel spilled
+ * 236 bytes a thread (ncu on an H200, results/h200/logs/s28_a61af4f/: 2.4M local-memory
+ * requests, L2 busy 91%, 104 against the warp kernel's 65 us at 256 MiB); without the spill
+ * (the inputs converted again below) it wins from 64 MiB (H100, e6e8a6c, three rounds,
+ * results/h100/logs/s28_e6e8a6c/: 0.977 / 0.974 / 0.982 / 0.966 -> 0.985 / 0.988 / 1.000 / 0.998
+ * of copy at 64 MiB / 256 MiB / 1 / 4 GiB; -0.08 at 8-16 MiB, below the 24 rows an SM), so
+ * since the twenty-eighth session the default takes it for the plain forward too. */
 #include <cuda_runtime.h>
 
 #include <type_traits>
@@ -143,7 +147,7 @@ bool fz_rms_fwd_pair(const agoq_fq *q, const uint16_t *x, const uint16_t *w, int
                      agoq_dqt xq, float *rstd, cudaStream_t s) {
     /* the caller (agoq_rmsnorm_fwd_cuda) asks only for the warp kernel's shapes: aligned, fast paths on */
     const int mode = fz_rms_fwd_pair_mode();
-    if (!mode || (mode == 2 && (!q || rows < 24 * agoq_cuda_sm_count())) || (cols != 2048 && cols != 4096)) return false;
+    if (!mode || (mode == 2 && rows < 24 * agoq_cuda_sm_count()) || (cols != 2048 && cols != 4096)) return false;
     const int nh = cols / FZ_WVEC / 2;
     const agoq_cuda_qtensor qt = fz_qt(xq, (size_t)rows * (size_t)cols);
     if (!q) {

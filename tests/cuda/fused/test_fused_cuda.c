@@ -197,7 +197,7 @@ static size_t run_op(op_kind op, const qcase *k, int rows, int cols, int tiles) 
     }
     if (fused) agoq_dqt_upload(c, srows, cols, &xq, dq); /* backward from the reference's copy */
     if (op == OP_RMS) {
-        /* with its dweight (AGOQ_DW_FUSE: in the staged kernel's launch by default) */
+        /* with its dweight (AGOQ_DW_FUSE: by default in the staged kernel's launch from a stored copy) */
         rc = agoq_rmsnorm_bwd_dw_cuda(qp, dq, d_x, d_dy, d_w, rows, cols, eps, rpg, d_dx, d_yb, d_dwp, d_dw, NULL);
     } else if (op == OP_SWIGLU) {
         rc = agoq_swiglu_bwd_cuda(qp, dq, d_x, d_dy, rows, cols, d_dx, d_yb, NULL);
@@ -301,13 +301,16 @@ TEST(cuda_fused_grid_stride_and_general_paths) {
     setenv("AGOQ_RMS_FWD_PAIR", "1", 1);
     bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 37, 4096, 1);
     unsetenv("AGOQ_RMS_FWD_PAIR");
-    /* the dweight reduced after the backward instead of in its launch (AGOQ_DW_FUSE=0), also
-     * with one CTA */
-    bad += run_env("AGOQ_DW_FUSE", "0", 5, 4352, 1);
-    bad += run_env("AGOQ_DW_FUSE", "0", 7, 1536, 0);
-    setenv("AGOQ_DW_FUSE", "0", 1);
-    bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 37, 4352, 1);
-    unsetenv("AGOQ_DW_FUSE");
+    /* the dweight reduced after the backward (AGOQ_DW_FUSE=0) or in its launch from bf16 too (1),
+     * also with one CTA */
+    for (int v = 0; v <= 1; v++) {
+        const char *val = v ? "1" : "0";
+        bad += run_env("AGOQ_DW_FUSE", val, 5, 4352, 1);
+        bad += run_env("AGOQ_DW_FUSE", val, 7, 1536, 0);
+        setenv("AGOQ_DW_FUSE", val, 1);
+        bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 37, 4352, 1);
+        unsetenv("AGOQ_DW_FUSE");
+    }
     /* issue 15's third round (AGOQ_F6: the RMSNorm backward row sums with one barrier), also
      * with one CTA (every CTA streams many row groups) */
     bad += run_env("AGOQ_F6", "1", 5, 4352, 1);
@@ -470,7 +473,8 @@ TEST(cuda_fused_dw_reduce_every_form) {
     CHECK_MSG(reordered > 0, "no shape's sums change with their order: the check cannot see it");
 }
 
-/* The RMSNorm backward's fused dweight reduction (agoq_rmsnorm_bwd_dw_cuda, AGOQ_DW_FUSE=1) on
+/* The RMSNorm backward's fused dweight reduction (agoq_rmsnorm_bwd_dw_cuda, AGOQ_DW_FUSE=1: from
+ * bf16 too) on
  * more groups than the device holds CTAs (the cooperative grid's CTAs then take several groups
  * each) and than a CTA's stages hold in one chunk (768 groups x 16 columns at up to 4096 columns,
  * 1536 at 8192), bit for bit against the reference's partials summed by agoq_dw_reduce_ref, from bf16
@@ -479,6 +483,7 @@ TEST(cuda_fused_dw_reduce_every_form) {
 TEST(cuda_fused_rms_bwd_dw_many_groups) {
     static const int kShape[][3] = {{1700, 4096, 2}, {1700, 4096, 1}, {1600, 8192, 1}, {1031, 1536, 1}};
     size_t bad = 0;
+    setenv("AGOQ_DW_FUSE", "1", 1);
     for (int si = 0; si < 4; si++)
         for (int fused = 0; fused < 2; fused++) {
             const int rows = kShape[si][0], cols = kShape[si][1], rpg = kShape[si][2], groups = (rows + rpg - 1) / rpg;
@@ -529,6 +534,7 @@ TEST(cuda_fused_rms_bwd_dw_many_groups) {
             }
             free(x); free(dy); free(w); free(dx); free(yb); free(dwp); free(dw); free(g); free(g_dx);
         }
+    unsetenv("AGOQ_DW_FUSE");
     CHECK(bad == 0);
 }
 
