@@ -249,6 +249,10 @@ bool fz_no_fast(void) { return agoq_knob_int("AGOQ_FUSED_NO_FAST", 0, 0, 1); }
 bool fz_f6(void) { return agoq_knob_int("AGOQ_F6", 0, 0, 1); }
 int fz_f8(void) { return agoq_knob_int("AGOQ_F8", 0, 0, 1); }
 int fz_dw_reduce(void) { return agoq_knob_int("AGOQ_DW_REDUCE", 2, 0, 2); }
+int fz_dw_fuse_wait(void) {
+    static const char *const names[] = {"all", "owners", NULL};
+    return agoq_knob_choice("AGOQ_DW_FUSE_WAIT", 1, names);
+}
 bool fz_dw_fuse(int stored) {
     const int mode = agoq_knob_int("AGOQ_DW_FUSE", 2, 0, 2);
     if (!mode || (mode == 2 && !stored)) return false;

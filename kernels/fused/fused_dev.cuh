@@ -436,6 +436,11 @@ int fz_dw_reduce(void);
  * launches) or the standalone reduction after it: 2 inside for a backward from a stored
  * (quantized) copy (`stored`), after it from bf16; 1 inside; 0 after. (fused.cu) */
 bool fz_dw_fuse(int stored);
+/* AGOQ_DW_FUSE_WAIT=all|owners (read at every call; default owners): in that launch, every CTA
+ * waits at the grid barrier (all: cooperative_groups' grid.sync) or only those with a slice to
+ * sum, the others arriving and leaving (owners: barrier_arrive / barrier_wait). 0 all, 1 owners.
+ * (fused.cu) */
+int fz_dw_fuse_wait(void);
 /* Dynamic shared memory above 48 KB for `kernel` (cudaFuncSetAttribute once per device: done is
  * the caller's per-kernel mask of devices, bit d; racing sets are benign); with per_sm, also its
  * resident CTAs per SM at FZ_THREADS threads with `smem` bytes (>= 1), queried once into the

@@ -35,6 +35,8 @@
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
+#include <utility>
+
 #include "core/check.h"
 #include "core/common.h"
 #include "kernels/fused/fused_dev.cuh"
@@ -73,7 +75,7 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, AGOQ_RMS_STAGED_CTAS(NG, KEE
     rms_bwd_staged_kernel(agoq_cuda_qparams p, agoq_cuda_qtensor q, const uint16_t *__restrict__ x,
                           const uint16_t *__restrict__ dy, const uint16_t *__restrict__ w, int rows, int cols,
                           float eps, int rpg, uint16_t *__restrict__ dx, uint16_t *__restrict__ y,
-                          float *__restrict__ dw_partial, int log2b, float *__restrict__ dw) {
+                          float *__restrict__ dw_partial, int log2b, float *__restrict__ dw, int dw_wait) {
     constexpr bool ZEROS = DEQ && DEC == AGOQ_ENC_INT_ASYM;
     using stage_t = rms_stage<NG>;
     extern __shared__ uint4 fz_dyn_smem[];
@@ -244,8 +246,16 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, AGOQ_RMS_STAGED_CTAS(NG, KEE
      * dw through its (now idle) stages, agoq_dw_reduce_cuda's bits (fz_dw_reduce_cols): 256
      * slices at 4096 columns, each CTA's stages holding up to 768 (NG = 2) or 1536 groups at once. */
     if (dw) {
-        cooperative_groups::this_grid().sync();
-        constexpr int CW = 16, chunk = (int)(RMS_STAGES * sizeof(stage_t) / (CW * sizeof(float)));
+        constexpr int CW = 16;
+        const auto grid = cooperative_groups::this_grid();
+        if (dw_wait == 0) {
+            grid.sync(); /* every CTA waits (each polls the barrier word) */
+        } else { /* only the CTAs with a slice wait; the others arrive and leave */
+            auto token = grid.barrier_arrive();
+            if (CW * (int)blockIdx.x >= cols) return;
+            grid.barrier_wait(std::move(token));
+        }
+        constexpr int chunk = (int)(RMS_STAGES * sizeof(stage_t) / (CW * sizeof(float)));
         for (int c0 = CW * (int)blockIdx.x; c0 < cols; c0 += CW * (int)gridDim.x)
             fz_dw_reduce_cols<AGOQ_ROW_THREADS, true, CW>(dw_partial, ngrp, cols, dw, c0, (float *)fz_dyn_smem, chunk);
     }
@@ -264,7 +274,7 @@ static void rms_bwd_staged_launch(const agoq_cuda_qparams &p, const agoq_cuda_qt
     if (!dw) {
         fz_smem_optin((const void *)k, smem, &done, NULL);
         k<<<fz_grid_cap(ngrp), AGOQ_ROW_THREADS, smem, s>>>(p, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial,
-                                                            log2b, nullptr);
+                                                            log2b, nullptr, 0);
         return;
     }
     /* one cooperative launch of at most the resident CTAs (the grid-stride loop takes the rest of
@@ -280,7 +290,8 @@ static void rms_bwd_staged_launch(const agoq_cuda_qparams &p, const agoq_cuda_qt
     cfg.stream = s;
     cfg.attrs = coop;
     cfg.numAttrs = 1;
-    cudaCheck(cudaLaunchKernelEx(&cfg, k, p, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, log2b, dw));
+    cudaCheck(cudaLaunchKernelEx(&cfg, k, p, qt, x, dy, w, rows, cols, eps, rpg, dx, y, dw_partial, log2b, dw,
+                                 fz_dw_fuse_wait()));
 }
 /* The launch of <DEQ, DEC, BITS> for NG (ng2: 2, else 4) and the round (AGOQ_RMS_KEEP, then AGOQ_F8,
  * then AGOQ_F6). */

@@ -302,14 +302,17 @@ TEST(cuda_fused_grid_stride_and_general_paths) {
     bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 37, 4096, 1);
     unsetenv("AGOQ_RMS_FWD_PAIR");
     /* the dweight reduced after the backward (AGOQ_DW_FUSE=0) or in its launch from bf16 too (1),
-     * also with one CTA */
-    for (int v = 0; v <= 1; v++) {
+     * there with every CTA waiting at the grid barrier too (AGOQ_DW_FUSE_WAIT=all), also with one
+     * CTA */
+    for (int v = 0; v <= 2; v++) {
         const char *val = v ? "1" : "0";
+        if (v == 2) setenv("AGOQ_DW_FUSE_WAIT", "all", 1);
         bad += run_env("AGOQ_DW_FUSE", val, 5, 4352, 1);
         bad += run_env("AGOQ_DW_FUSE", val, 7, 1536, 0);
         setenv("AGOQ_DW_FUSE", val, 1);
         bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 37, 4352, 1);
         unsetenv("AGOQ_DW_FUSE");
+        unsetenv("AGOQ_DW_FUSE_WAIT");
     }
     /* issue 15's third round (AGOQ_F6: the RMSNorm backward row sums with one barrier), also
      * with one CTA (every CTA streams many row groups) */
@@ -486,6 +489,7 @@ TEST(cuda_fused_rms_bwd_dw_many_groups) {
     setenv("AGOQ_DW_FUSE", "1", 1);
     for (int si = 0; si < 4; si++)
         for (int fused = 0; fused < 2; fused++) {
+            if (si == 3) setenv("AGOQ_DW_FUSE_WAIT", "all", 1); /* every CTA at the barrier */
             const int rows = kShape[si][0], cols = kShape[si][1], rpg = kShape[si][2], groups = (rows + rpg - 1) / rpg;
             const agoq_qconfig cq = agoq_qconfig_default(AGOQ_FMT_FP4_E2M1), *c = fused ? &cq : NULL;
             const size_t n = (size_t)rows * cols, np = (size_t)groups * cols;
@@ -535,6 +539,7 @@ TEST(cuda_fused_rms_bwd_dw_many_groups) {
             free(x); free(dy); free(w); free(dx); free(yb); free(dwp); free(dw); free(g); free(g_dx);
         }
     unsetenv("AGOQ_DW_FUSE");
+    unsetenv("AGOQ_DW_FUSE_WAIT");
     CHECK(bad == 0);
 }
 
