@@ -253,9 +253,8 @@ int fz_dw_fuse_wait(void) {
     static const char *const names[] = {"all", "owners", NULL};
     return agoq_knob_choice("AGOQ_DW_FUSE_WAIT", 1, names);
 }
-bool fz_dw_fuse(int stored) {
-    const int mode = agoq_knob_int("AGOQ_DW_FUSE", 2, 0, 2);
-    if (!mode || (mode == 2 && !stored)) return false;
+bool fz_dw_fuse(void) {
+    if (!agoq_knob_int("AGOQ_DW_FUSE", 1, 0, 1)) return false;
     static int coop[32]; /* per device: 0 not asked, 1 cooperative launches, 2 none */
     int dev = 0;
     cudaCheck(cudaGetDevice(&dev));

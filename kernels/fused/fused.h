@@ -111,9 +111,8 @@ int agoq_rmsnorm_bwd_rows_per_group(int sms, int stored, int rows, int cols);
 int agoq_dw_reduce_cuda(const float *partial, int groups, int cols, float *dw, void *stream);
 /* The RMSNorm backward and its weight gradient: agoq_rmsnorm_bwd_cuda (dw_partial written as
  * there), then dw = agoq_dw_reduce_cuda's sum of the partials (the same bits). Where the staged
- * kernel takes the shape, by default from a stored copy (AGOQ_DW_FUSE=2; 1 from bf16 too, 0
- * never) one cooperative launch: its CTAs, once every partial row is stored, sum 16-column
- * slices of them (no second kernel). */
+ * kernel takes the shape, by default (AGOQ_DW_FUSE=1; 0: after it) one cooperative launch: its
+ * CTAs, once every partial row is stored, sum 16-column slices of them (no second kernel). */
 int agoq_rmsnorm_bwd_dw_cuda(const agoq_fq *q, agoq_dqt xq, const uint16_t *x, const uint16_t *dy, const uint16_t *w,
                              int rows, int cols, float eps, int rows_per_group, uint16_t *dx, uint16_t *y,
                              float *dw_partial, float *dw, void *stream);

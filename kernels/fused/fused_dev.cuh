@@ -431,11 +431,10 @@ int fz_f8(void);
  * columns copied into shared memory with cp.async, then summed by one warp (the default since
  * the twenty-seventh session: docs/kernels.md). The same additions in the same order. (fused.cu) */
 int fz_dw_reduce(void);
-/* AGOQ_DW_FUSE=0|1|2 (read at every call, default 2): agoq_rmsnorm_bwd_dw_cuda's dweight
- * reduction inside the staged backward's cooperative launch (where the device takes cooperative
- * launches) or the standalone reduction after it: 2 inside for a backward from a stored
- * (quantized) copy (`stored`), after it from bf16; 1 inside; 0 after. (fused.cu) */
-bool fz_dw_fuse(int stored);
+/* AGOQ_DW_FUSE=0|1 (read at every call, default 1): agoq_rmsnorm_bwd_dw_cuda's dweight
+ * reduction inside the staged backward's cooperative launch (1, where the device takes
+ * cooperative launches) or the standalone reduction after it (0). (fused.cu) */
+bool fz_dw_fuse(void);
 /* AGOQ_DW_FUSE_WAIT=all|owners (read at every call; default owners): in that launch, every CTA
  * waits at the grid barrier (all: cooperative_groups' grid.sync) or only those with a slice to
  * sum, the others arriving and leaving (owners: barrier_arrive / barrier_wait). 0 all, 1 owners.

@@ -502,7 +502,7 @@ static int rms_bwd(const agoq_fq *q, agoq_dqt xq, const uint16_t *x, const uint1
     const size_t warps = (size_t)ngrp * (AGOQ_ROW_THREADS / 32);
     const bool fast = cols % 8 == 0 && cols <= RMS_MAX_COLS && (q || fz_al16(x)) && fz_al16(dy) && fz_al16(w) &&
                       fz_al16(dx) && fz_al16(y) && fz_al16(dw_partial) && !fz_no_fast();
-    float *dw_in = dw && fz_dw_fuse(q != NULL) ? dw : nullptr; /* the reduction in the staged kernel's launch */
+    float *dw_in = dw && fz_dw_fuse() ? dw : nullptr; /* the reduction in the staged kernel's launch */
     if (fz_rms_bwd_staged(q, xq, x, dy, w, rows, cols, eps, rows_per_group, dx, y, dw_partial, dw_in, s)) {
         /* the staged kernel (fused_rms_bwd.cu) */
         if (dw_in) return 0;

@@ -197,7 +197,7 @@ static size_t run_op(op_kind op, const qcase *k, int rows, int cols, int tiles) 
     }
     if (fused) agoq_dqt_upload(c, srows, cols, &xq, dq); /* backward from the reference's copy */
     if (op == OP_RMS) {
-        /* with its dweight (AGOQ_DW_FUSE: by default in the staged kernel's launch from a stored copy) */
+        /* with its dweight (AGOQ_DW_FUSE: by default in the staged kernel's launch) */
         rc = agoq_rmsnorm_bwd_dw_cuda(qp, dq, d_x, d_dy, d_w, rows, cols, eps, rpg, d_dx, d_yb, d_dwp, d_dw, NULL);
     } else if (op == OP_SWIGLU) {
         rc = agoq_swiglu_bwd_cuda(qp, dq, d_x, d_dy, rows, cols, d_dx, d_yb, NULL);
@@ -301,7 +301,7 @@ TEST(cuda_fused_grid_stride_and_general_paths) {
     setenv("AGOQ_RMS_FWD_PAIR", "1", 1);
     bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 37, 4096, 1);
     unsetenv("AGOQ_RMS_FWD_PAIR");
-    /* the dweight reduced after the backward (AGOQ_DW_FUSE=0) or in its launch from bf16 too (1),
+    /* the dweight reduced after the backward (AGOQ_DW_FUSE=0) or in its launch (1, the default),
      * there with every CTA waiting at the grid barrier too (AGOQ_DW_FUSE_WAIT=all), also with one
      * CTA */
     for (int v = 0; v <= 2; v++) {
@@ -476,8 +476,7 @@ TEST(cuda_fused_dw_reduce_every_form) {
     CHECK_MSG(reordered > 0, "no shape's sums change with their order: the check cannot see it");
 }
 
-/* The RMSNorm backward's fused dweight reduction (agoq_rmsnorm_bwd_dw_cuda, AGOQ_DW_FUSE=1: from
- * bf16 too) on
+/* The RMSNorm backward's fused dweight reduction (agoq_rmsnorm_bwd_dw_cuda, AGOQ_DW_FUSE=1) on
  * more groups than the device holds CTAs (the cooperative grid's CTAs then take several groups
  * each) and than a CTA's stages hold in one chunk (768 groups x 16 columns at up to 4096 columns,
  * 1536 at 8192), bit for bit against the reference's partials summed by agoq_dw_reduce_ref, from bf16
