@@ -70,7 +70,7 @@ __device__ __forceinline__ void swi_out_vec(uint4 g, uint4 u, uint16_t *dst) {
  * warp vectors): a whole unit's gate and up vectors are one split packed tile of 2 V vectors
  * (planes offset to its first element: the gate and up of an output run are F apart); a row's
  * last partial unit is quantized vector by vector (U = 1). ---- */
-template <int ENC, int BITS, int LOG2B, bool QUANT, int V = SWI_FWD_V>
+template <int ENC, int BITS, int LOG2B, bool QUANT, int V = SWI_FWD_V, bool TILE2 = false>
 __global__ void __launch_bounds__(FZ_THREADS, FZ_FWD_CTAS(ENC))
     swiglu_fwd_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ h, uint16_t *__restrict__ out,
                       agoq_cuda_qtensor q, int f, uint32_t vpr, uint32_t upr, size_t nunits) {
@@ -104,7 +104,14 @@ __global__ void __launch_bounds__(FZ_THREADS, FZ_FWD_CTAS(ENC))
                 }
 #pragma unroll
                 for (int i = 0; i < V; i++) swi_out_vec(g[i], up[i], out + orow + (size_t)c[i]);
-                fz_quantize_bf16p<ENC, BITS, LOG2B, 2 * V>(p, &tab, w, fz_qt_at<BITS, LOG2B>(p, q, e0), lane, (size_t)f);
+                if constexpr (TILE2) { /* AGOQ_SWI_FWD_TILE=2: the gate run, then the up run, each a tile */
+                    uint32_t(&wg)[V][4] = *reinterpret_cast<uint32_t(*)[V][4]>(&w[0]);
+                    uint32_t(&wu)[V][4] = *reinterpret_cast<uint32_t(*)[V][4]>(&w[V]);
+                    fz_quantize_bf16p<ENC, BITS, LOG2B, V>(p, &tab, wg, fz_qt_at<BITS, LOG2B>(p, q, e0), lane, 0);
+                    fz_quantize_bf16p<ENC, BITS, LOG2B, V>(p, &tab, wu, fz_qt_at<BITS, LOG2B>(p, q, e0 + f), lane, 0);
+                } else {
+                    fz_quantize_bf16p<ENC, BITS, LOG2B, 2 * V>(p, &tab, w, fz_qt_at<BITS, LOG2B>(p, q, e0), lane, (size_t)f);
+                }
                 continue;
             }
 #pragma unroll
@@ -186,8 +193,12 @@ extern "C" int agoq_swiglu_fwd_cuda(const agoq_fq *q, const uint16_t *h, int row
     } else if (q && vec && f % FZ_WVEC == 0 && fz_fast_quant(q->p, hq)) {
         fz_dispatch_quant(q->p, [&](auto enc, auto bits, auto lb) {
             constexpr int ENC = decltype(enc)::value, BITS = decltype(bits)::value, LB = decltype(lb)::value;
-            constexpr auto k = swiglu_fwd_kernel<ENC, BITS, LB, true>;
-            FZ_LAUNCH(k, nunits, ENC == AGOQ_ENC_TABLE, q->p, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits);
+            auto go = [&](auto t2) {
+                constexpr auto k = swiglu_fwd_kernel<ENC, BITS, LB, true, SWI_FWD_V, decltype(t2)::value != 0>;
+                FZ_LAUNCH(k, nunits, ENC == AGOQ_ENC_TABLE, q->p, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits);
+            };
+            if (fz_swi_fwd_tile() == 2) go(agoq_enc_t<1>());
+            else go(agoq_enc_t<0>());
         });
     } else {
         fz_ew_fwd_general(FZ_OP_SWIGLU, q, h, rows, f, out, hq, 0, s);

@@ -7,7 +7,8 @@
  * (fused_dev.cuh) on a shape with several tiles plus a tail and NaN/Inf in a few tiles (fast and
  * careful quantizer paths in one launch); the grid-stride loops (one CTA) and the general
  * kernels on fast shapes (AGOQ_FUSED_GRID_CAP / AGOQ_FUSED_NO_FAST), issue 15's A/B knobs
- * (AGOQ_F6, AGOQ_F8, AGOQ_F9, AGOQ_GELU_FWD_U, AGOQ_RMS_KEEP, AGOQ_DW_REDUCE, AGOQ_RMS_FWD_PAIR).
+ * (AGOQ_F6, AGOQ_F8, AGOQ_F9, AGOQ_GELU_FWD_U, AGOQ_RMS_KEEP, AGOQ_DW_REDUCE, AGOQ_RMS_FWD_PAIR,
+ * AGOQ_DW_FUSE, AGOQ_DW_FUSE_WAIT, AGOQ_SWI_FWD_TILE).
  * Both sides produce NaN in the same places but not the same NaN payload (x86 keeps the
  * operand's, CUDA returns the canonical one), so NaNs compare equal to NaNs. Run by
  * `make test-cuda`. */
@@ -367,6 +368,16 @@ TEST(cuda_fused_rms_keep_every_eligible_config) {
     size_t configs = 0;
     const size_t bad = run_knob_values("AGOQ_RMS_KEEP", vals, 3, 1536, &configs);
     CHECK_MSG(bad == 0, "%zu mismatches (AGOQ_RMS_KEEP=0, 1 and 2, %zu fast configs each)", bad, configs);
+}
+
+/* The quantized SwiGLU forward's whole unit as two tiles of 2 vectors (AGOQ_SWI_FWD_TILE=2, the
+ * twenty-eighth session's spill-free form) against one split tile of 4 (4), every eligible config,
+ * one CTA, tails (partial units). */
+TEST(cuda_fused_swiglu_fwd_tile_every_eligible_config) {
+    static const char *const vals[] = {"4", "2"};
+    size_t configs = 0;
+    const size_t bad = run_knob_values("AGOQ_SWI_FWD_TILE", vals, 2, 1536, &configs);
+    CHECK_MSG(bad == 0, "%zu mismatches (AGOQ_SWI_FWD_TILE=4 and 2, %zu fast configs each)", bad, configs);
 }
 
 /* The ninth session's GELU forward in tiles of 4 / 2 / 1 warp vectors (AGOQ_GELU_FWD_U; unset:
