@@ -249,7 +249,11 @@ bool fz_no_fast(void) { return agoq_knob_int("AGOQ_FUSED_NO_FAST", 0, 0, 1); }
 bool fz_f6(void) { return agoq_knob_int("AGOQ_F6", 0, 0, 1); }
 int fz_f8(void) { return agoq_knob_int("AGOQ_F8", 0, 0, 1); }
 int fz_dw_reduce(void) { return agoq_knob_int("AGOQ_DW_REDUCE", 2, 0, 2); }
-int fz_swi_fwd_tile(void) { return agoq_knob_int("AGOQ_SWI_FWD_TILE", 4, 2, 4) == 2 ? 2 : 4; }
+int fz_swi_fwd_tile(void) {
+    static const char *const names[] = {"auto", "2", "4", NULL};
+    static const int value[] = {0, 2, 4};
+    return value[agoq_knob_choice("AGOQ_SWI_FWD_TILE", 0, names)];
+}
 int fz_dw_fuse_wait(void) {
     static const char *const names[] = {"all", "owners", NULL};
     return agoq_knob_choice("AGOQ_DW_FUSE_WAIT", 1, names);

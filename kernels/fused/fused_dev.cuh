@@ -440,9 +440,11 @@ bool fz_dw_fuse(void);
  * sum, the others arriving and leaving (owners: barrier_arrive / barrier_wait). 0 all, 1 owners.
  * (fused.cu) */
 int fz_dw_fuse_wait(void);
-/* AGOQ_SWI_FWD_TILE=4|2 (read at every launch, default 4; 3 is taken as 4): the quantized SwiGLU
- * forward's whole unit quantized as one split tile of 4 vectors (gate run, up run) or as two
- * tiles of 2 (the same codes and scales: a block lies inside one vector). (fused.cu) */
+/* AGOQ_SWI_FWD_TILE=auto|4|2 (read at every launch; 0 for auto, the default): the quantized
+ * SwiGLU forward's whole unit quantized as one split tile of 4 vectors (gate run, up run) or as
+ * two tiles of 2 (the same codes and scales: a block lies inside one vector); auto takes 2 for
+ * the FP4 and asymmetric-integer encoders, whose split tile spills at 64 registers, 4 for the
+ * others (fused_swiglu.cu). (fused.cu) */
 int fz_swi_fwd_tile(void);
 /* Dynamic shared memory above 48 KB for `kernel` (cudaFuncSetAttribute once per device: done is
  * the caller's per-kernel mask of devices, bit d; racing sets are benign); with per_sm, also its

@@ -17,7 +17,14 @@
  * per element instead of an unpack and a max; FP4 by agoq_q7_fp4_pack_bf16: three magic adds
  * and two mins per element, the signs permuted from the words, no binade). The codes and scales
  * are the same bits (quant_q7.h, proved by tests/quant/test_quant_q7.c). At 4 CTAs per SM (64
- * registers) ptxas spills 32 bytes. A row's last partial unit goes vector by vector.
+ * registers) ptxas spills 32 bytes of that split tile for FP4 and the asymmetric integers (ncu,
+ * H100, 64 MiB: 213K local-memory requests), so for those encoders the unit is two tiles of 2
+ * vectors, the gate run and the up run (AGOQ_SWI_FWD_TILE=auto, the twenty-eighth session; no
+ * spill): three rounds (results/h100/logs/s28_8d0677a/), copy ratio at 16 / 64 / 256 MiB / 1 /
+ * 4 GiB, FP4 0.595 / 0.808 / 0.928 / 0.978 / 0.988 -> 0.561 / 0.854 / 0.952 / 0.991 / 0.997,
+ * int4_asym 0.562 / 0.774 / 0.899 / 0.946 / 0.954 -> 0.538 / 0.814 / 0.917 / 0.964 / 0.970
+ * (better in every round from 64 MiB); int8, which does not spill, loses with two tiles (-0.031
+ * at 64 MiB) and keeps the split tile. A row's last partial unit goes vector by vector.
  * The alternatives it was measured against lost (H200, FP4 E2M1/128, copy ratio at 256 MiB /
  * 1 GiB / 4 GiB; docs/kernels.md "Fused kernels") and were removed in the eleventh session: the unit
  * unpacked once into fp32 and quantized as one split tile (F5, 0.70 / 0.74 / 0.75 against F8's
@@ -197,7 +204,8 @@ extern "C" int agoq_swiglu_fwd_cuda(const agoq_fq *q, const uint16_t *h, int row
                 constexpr auto k = swiglu_fwd_kernel<ENC, BITS, LB, true, SWI_FWD_V, decltype(t2)::value != 0>;
                 FZ_LAUNCH(k, nunits, ENC == AGOQ_ENC_TABLE, q->p, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits);
             };
-            if (fz_swi_fwd_tile() == 2) go(agoq_enc_t<1>());
+            const int tile = fz_swi_fwd_tile(); /* auto (0): 2 where the split tile of 4 spills */
+            if (tile == 2 || (tile == 0 && (ENC == AGOQ_ENC_FP4 || ENC == AGOQ_ENC_INT_ASYM))) go(agoq_enc_t<1>());
             else go(agoq_enc_t<0>());
         });
     } else {

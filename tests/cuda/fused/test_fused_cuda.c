@@ -371,8 +371,8 @@ TEST(cuda_fused_rms_keep_every_eligible_config) {
 }
 
 /* The quantized SwiGLU forward's whole unit as two tiles of 2 vectors (AGOQ_SWI_FWD_TILE=2, the
- * twenty-eighth session's spill-free form) against one split tile of 4 (4), every eligible config,
- * one CTA, tails (partial units). */
+ * twenty-eighth session's spill-free form; auto, the default, takes it for FP4 and the asymmetric
+ * integers) and as one split tile of 4 (4), every eligible config, one CTA, tails (partial units). */
 TEST(cuda_fused_swiglu_fwd_tile_every_eligible_config) {
     static const char *const vals[] = {"4", "2"};
     size_t configs = 0;
