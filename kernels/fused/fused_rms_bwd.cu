@@ -276,7 +276,7 @@ static void rms_bwd_staged_launch(const agoq_cuda_qparams &p, const agoq_cuda_qt
     constexpr auto k = rms_bwd_staged_kernel<DEQ, DEC, BITS, NG, F6, F8, KEEP>;
     constexpr size_t smem = RMS_STAGES * sizeof(rms_stage<NG>); /* 48 KB (NG = 2), 96 KB */
     static unsigned done = 0; /* per instantiation (fz_smem_optin) */
-    static int per_sm = 0;    /* its resident CTAs an SM, queried once (the fused reduction's grid) */
+    static int per_sm[32];    /* its resident CTAs an SM per device, queried once (the fused reduction's grid) */
     const unsigned ngrp = (unsigned)((rows + rpg - 1) / rpg);
     if (!dw) {
         fz_smem_optin((const void *)k, smem, &done, NULL);
@@ -286,7 +286,10 @@ static void rms_bwd_staged_launch(const agoq_cuda_qparams &p, const agoq_cuda_qt
     }
     /* one cooperative launch of at most the resident CTAs (the grid-stride loop takes the rest of
      * the groups) */
-    const unsigned res = (unsigned)fz_smem_optin((const void *)k, smem, &done, &per_sm) * (unsigned)agoq_cuda_sm_count();
+    int dev = 0, any = 0; /* any: a device past 32 asks every time */
+    cudaCheck(cudaGetDevice(&dev));
+    const unsigned res = (unsigned)fz_smem_optin((const void *)k, smem, &done, dev < 32 ? &per_sm[dev] : &any) *
+                         (unsigned)agoq_cuda_sm_count();
     cudaLaunchAttribute coop[1];
     coop[0].id = cudaLaunchAttributeCooperative;
     coop[0].val.cooperative = 1;
