@@ -21,6 +21,11 @@
 static pid_t start_quant(const char *out, const char *delay_ms, long fsize_limit) {
     pid_t pid = fork();
     if (pid != 0) return pid;
+    /* the default dispositions, whatever this process inherited: a `make test &` from a
+     * non-interactive shell ignores SIGINT, and exec keeps an ignored signal ignored, so the
+     * SIGINT round saw the run finish normally ("status 0") */
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
     if (delay_ms) setenv("AGOQ_TEST_PUBLISH_DELAY_MS", delay_ms, 1);
     if (fsize_limit > 0) { /* writes past the limit fail with EFBIG instead of raising SIGXFSZ */
         struct rlimit rl = {(rlim_t)fsize_limit, (rlim_t)fsize_limit};
