@@ -464,10 +464,6 @@ int fz_check_shape(const char *what, int rows, int cols);
  * too since the twenty-eighth); 1 always; 0 never. false: nothing launched.
  * (fz_rms_fwd_pair_mode: fused.cu) */
 int fz_rms_fwd_pair_mode(void);
-/* AGOQ_RMS_PAIR_QFIRST=0|1 (read at every launch, default 0): the pair kernel's quantized copy of
- * a warp's half row made while the pair hands its sums over (1) or tile by tile with the
- * normalization after rstd (0): the same codes. (fused.cu) */
-bool fz_rms_pair_qfirst(void);
 bool fz_rms_fwd_pair(const agoq_fq *q, const uint16_t *x, const uint16_t *w, int rows, int cols, float eps, uint16_t *y,
                      agoq_dqt xq, float *rstd, cudaStream_t s);
 /* The staged RMSNorm backward (fused_rms_bwd.cu) when the shape, alignment and config allow it

@@ -49,7 +49,7 @@
 __device__ __forceinline__ void rp_bar_sync(int id) { asm volatile("bar.sync %0, 64;" ::"r"(id) : "memory"); }
 __device__ __forceinline__ void rp_bar_arrive(int id) { asm volatile("bar.arrive %0, 64;" ::"r"(id) : "memory"); }
 
-template <bool QUANT, int ENC, int BITS, int LOG2B, int NH, bool QF = false>
+template <bool QUANT, int ENC, int BITS, int LOG2B, int NH>
 __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_PAIR_CTAS)
     rms_fwd_pair_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w, int rows,
                         int cols, float eps, uint16_t *__restrict__ y, agoq_cuda_qtensor q, float *rstd_out) {
@@ -82,32 +82,15 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_PAIR_CTAS)
                 for (int e = 0; e < 8; e++) part[(H0 + i) % NW] = part[(H0 + i) % NW] + v[e] * v[e];
             }
         };
-        /* QF (AGOQ_RMS_PAIR_QFIRST=1): this warp's half of the input copy quantized while the pair
-         * hands its sums over (the codes do not depend on rstd): warp 0 after its partials are
-         * out, warp 1 before it waits for them. The same tiles, so the same codes. */
-        auto quantize_half = [&]() {
-            if constexpr (QUANT && QF) {
-#pragma unroll
-                for (int i = 0; i < NH / U; i++) {
-                    float v[U][8];
-#pragma unroll
-                    for (int jj = 0; jj < U; jj++) agoq_bf16x8_to_f32(raw[U * i + jj], v[jj]);
-                    const size_t t0 = row0 + (m0 + (size_t)(U * i)) * FZ_WVEC;
-                    fz_quantize<ENC, BITS, LOG2B, U>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, t0), lane);
-                }
-            }
-        };
         float rstd;
         if (half == 0) {
             accumulate(std::integral_constant<int, 0>());
 #pragma unroll
             for (int k = 0; k < NW; k++) pa[pair][k][lane] = part[k];
             rp_bar_arrive(bar_a);
-            quantize_half();
             rp_bar_sync(bar_b); /* warp 1's rstd */
             rstd = rs[pair];
         } else {
-            quantize_half();
             rp_bar_sync(bar_a); /* warp 0's partials */
 #pragma unroll
             for (int k = 0; k < NW; k++) part[k] = pa[pair][k][lane];
@@ -129,11 +112,11 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_PAIR_CTAS)
                  * between the row sum and this loop, the compiler kept the sum's 64 floats a
                  * lane instead and spilled (236 bytes at 4096 columns: 0.61 of copy, ncu
                  * results/h200/logs/s28_a61af4f/). The quantizing kernels are left as they were. */
-                if constexpr (!QUANT || QF) asm volatile("" : "+r"(r.x), "+r"(r.y), "+r"(r.z), "+r"(r.w));
+                if constexpr (!QUANT) asm volatile("" : "+r"(r.x), "+r"(r.y), "+r"(r.z), "+r"(r.w));
                 agoq_bf16x8_to_f32(r, v[jj]);
             }
             const size_t t0 = row0 + (m0 + (size_t)(U * i)) * FZ_WVEC; /* the tile's first element */
-            if constexpr (QUANT && !QF) fz_quantize<ENC, BITS, LOG2B, U>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, t0), lane);
+            if constexpr (QUANT) fz_quantize<ENC, BITS, LOG2B, U>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, t0), lane);
 #pragma unroll
             for (int jj = 0; jj < U; jj++) {
                 const int c = (int)(m0 + (size_t)(U * i + jj)) * FZ_WVEC + 8 * lane;
@@ -148,11 +131,11 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_PAIR_CTAS)
 }
 
 /* ---- host side ---- */
-template <bool QUANT, int ENC, int BITS, int LOG2B, bool QF = false>
+template <bool QUANT, int ENC, int BITS, int LOG2B>
 static void rms_pair_launch(int nh, const agoq_cuda_qparams &p, const uint16_t *x, const uint16_t *w, int rows,
                             int cols, float eps, uint16_t *y, agoq_cuda_qtensor qt, float *rstd, cudaStream_t s) {
     auto go = [&](auto h) {
-        constexpr auto k = rms_fwd_pair_kernel<QUANT, ENC, BITS, LOG2B, decltype(h)::value, QF>;
+        constexpr auto k = rms_fwd_pair_kernel<QUANT, ENC, BITS, LOG2B, decltype(h)::value>;
         k<<<fz_grid<k>(2 * (size_t)rows, QUANT && ENC == AGOQ_ENC_TABLE), AGOQ_ROW_THREADS, 0, s>>>(p, x, w, rows, cols,
                                                                                                 eps, y, qt, rstd);
     };
@@ -172,11 +155,9 @@ bool fz_rms_fwd_pair(const agoq_fq *q, const uint16_t *x, const uint16_t *w, int
         return true;
     }
     if (!fz_fast_quant(q->p, xq)) return false;
-    const bool qf = fz_rms_pair_qfirst();
     fz_dispatch_quant(q->p, [&](auto enc, auto bits, auto lb) {
-        constexpr int E = decltype(enc)::value, B = decltype(bits)::value, L = decltype(lb)::value;
-        if (qf) rms_pair_launch<true, E, B, L, true>(nh, q->p, x, w, rows, cols, eps, y, qt, rstd, s);
-        else rms_pair_launch<true, E, B, L>(nh, q->p, x, w, rows, cols, eps, y, qt, rstd, s);
+        rms_pair_launch<true, decltype(enc)::value, decltype(bits)::value, decltype(lb)::value>(nh, q->p, x, w, rows, cols,
+                                                                                               eps, y, qt, rstd, s);
     });
     return true;
 }

@@ -8,7 +8,7 @@
  * careful quantizer paths in one launch); the grid-stride loops (one CTA) and the general
  * kernels on fast shapes (AGOQ_FUSED_GRID_CAP / AGOQ_FUSED_NO_FAST), issue 15's A/B knobs
  * (AGOQ_F6, AGOQ_F8, AGOQ_F9, AGOQ_GELU_FWD_U, AGOQ_RMS_KEEP, AGOQ_DW_REDUCE, AGOQ_RMS_FWD_PAIR,
- * AGOQ_DW_FUSE, AGOQ_DW_FUSE_WAIT, AGOQ_SWI_FWD_TILE, AGOQ_RMS_PAIR_QFIRST).
+ * AGOQ_DW_FUSE, AGOQ_DW_FUSE_WAIT, AGOQ_SWI_FWD_TILE).
  * Both sides produce NaN in the same places but not the same NaN payload (x86 keeps the
  * operand's, CUDA returns the canonical one), so NaNs compare equal to NaNs. Run by
  * `make test-cuda`. */
@@ -378,18 +378,6 @@ TEST(cuda_fused_swiglu_fwd_tile_every_eligible_config) {
     size_t configs = 0;
     const size_t bad = run_knob_values("AGOQ_SWI_FWD_TILE", vals, 2, 1536, &configs);
     CHECK_MSG(bad == 0, "%zu mismatches (AGOQ_SWI_FWD_TILE=4 and 2, %zu fast configs each)", bad, configs);
-}
-
-/* The pair-of-warps RMSNorm forward (forced: AGOQ_RMS_FWD_PAIR=1) with its half rows' quantized
- * copy made during the pair's hand-off (AGOQ_RMS_PAIR_QFIRST=1) or tile by tile after rstd (0),
- * every eligible config, one CTA, tails. */
-TEST(cuda_fused_rms_pair_qfirst_every_eligible_config) {
-    static const char *const vals[] = {"0", "1"};
-    size_t configs = 0;
-    setenv("AGOQ_RMS_FWD_PAIR", "1", 1);
-    const size_t bad = run_knob_values("AGOQ_RMS_PAIR_QFIRST", vals, 2, 2048, &configs);
-    unsetenv("AGOQ_RMS_FWD_PAIR");
-    CHECK_MSG(bad == 0, "%zu mismatches (AGOQ_RMS_PAIR_QFIRST=0 and 1, %zu fast configs each)", bad, configs);
 }
 
 /* The ninth session's GELU forward in tiles of 4 / 2 / 1 warp vectors (AGOQ_GELU_FWD_U; unset:
