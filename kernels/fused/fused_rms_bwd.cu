@@ -248,7 +248,8 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, AGOQ_RMS_STAGED_CTAS(NG, KEE
      * Only the CTAs with a slice wait at the grid barrier (AGOQ_DW_FUSE_WAIT=owners): with every
      * CTA polling the barrier word (all), the early finishers of the one wave (its SMs end up to
      * 30% apart) slowed the others' streaming, the bf16 backward at 1 GiB 748 + 7.6 us of
-     * reduction -> 772 us under ncu; owners 757 us (H100, results/h100/logs/s28_31d3537/).
+     * reduction -> 772 us under ncu (H100, results/h100/logs/s28_b9580c2_diag/); owners 757 us
+     * (s28_31d3537/).
      * Measured there (three rounds, copy ratio at 16 / 64 / 256 MiB / 1 / 4 GiB, fused against
      * after): FP4 backward +0.068 / +0.045 / +0.006 / -0.003 / +0.001, bf16 +0.035 / +0.024 /
      * +0.009 / 0.000 / 0.000. */

@@ -289,6 +289,15 @@ static size_t run_env(const char *var, const char *val, int rows, int cols, int 
     unsetenv(var);
     return bad;
 }
+/* A knob's value on the fast shapes and a tail of tail_cols columns, then with one CTA */
+static size_t run_knob_env(const char *var, const char *val, int tail_cols) {
+    size_t bad = run_env(var, val, 5, 4352, 1);
+    bad += run_env(var, val, 7, tail_cols, 0);
+    setenv(var, val, 1);
+    bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 37, 4352, 1);
+    unsetenv(var);
+    return bad;
+}
 TEST(cuda_fused_grid_stride_and_general_paths) {
     size_t bad = run_env("AGOQ_FUSED_GRID_CAP", "1", 5, 4352, 1);
     bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 9, 1536, 0);
@@ -308,29 +317,17 @@ TEST(cuda_fused_grid_stride_and_general_paths) {
     for (int v = 0; v <= 2; v++) {
         const char *val = v ? "1" : "0";
         if (v == 2) setenv("AGOQ_DW_FUSE_WAIT", "all", 1);
-        bad += run_env("AGOQ_DW_FUSE", val, 5, 4352, 1);
-        bad += run_env("AGOQ_DW_FUSE", val, 7, 1536, 0);
-        setenv("AGOQ_DW_FUSE", val, 1);
-        bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 37, 4352, 1);
-        unsetenv("AGOQ_DW_FUSE");
+        bad += run_knob_env("AGOQ_DW_FUSE", val, 1536);
         unsetenv("AGOQ_DW_FUSE_WAIT");
     }
     /* issue 15's third round (AGOQ_F6: the RMSNorm backward row sums with one barrier), also
      * with one CTA (every CTA streams many row groups) */
-    bad += run_env("AGOQ_F6", "1", 5, 4352, 1);
-    bad += run_env("AGOQ_F6", "1", 7, 1536, 0);
-    setenv("AGOQ_F6", "1", 1);
-    bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 37, 4352, 1);
-    unsetenv("AGOQ_F6");
+    bad += run_knob_env("AGOQ_F6", "1", 1536);
     /* the ninth session's plain bf16 GELU backward in units of 4 / 1 (the default) / 2 vectors
      * (AGOQ_F9=0 / 1 / 2), also with one CTA and a tail of part of a unit */
     for (int v = 0; v <= 2; v++) {
         const char *val = v == 0 ? "0" : v == 1 ? "1" : "2";
-        bad += run_env("AGOQ_F9", val, 5, 4352, 1);
-        bad += run_env("AGOQ_F9", val, 7, 1064, 0);
-        setenv("AGOQ_F9", val, 1);
-        bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 37, 4352, 1);
-        unsetenv("AGOQ_F9");
+        bad += run_knob_env("AGOQ_F9", val, 1064);
     }
     CHECK(bad == 0);
 }
