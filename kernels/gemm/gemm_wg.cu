@@ -129,7 +129,6 @@ struct wg_params {
     agoq_wg_sk sk;
     float4 *sk_ws;
     unsigned *sk_flags;
-    int narrow; /* AGOQ_WG_NARROW: a tile with at most 128 / 192 columns left in N runs m64n128 / m64n192 */
 };
 
 /* Epilogue, consumer side, by consumer thread ct (0..255) for the tile at (m0, n0): each fp32
@@ -454,58 +453,43 @@ __global__ void __launch_bounds__(THREADS, 1)
                 else if (p.qa.dec == D1) b4 ? run(agoq_enc_t<D1>(), I4()) : run(agoq_enc_t<D1>(), I8());
                 else b4 ? run(agoq_enc_t<D2>(), I4()) : run(agoq_enc_t<D2>(), I8());
             }
-            /* the k loop at wgmma width W (TN, or AGOQ_WG_NARROW's narrower instruction for the
-             * last column tile: its accumulators are the first W / 2 of d, the rest stay 0; the
-             * TMA box still brings TN rows of B, those past N zero-filled) */
-            auto kloop = [&](auto wv) {
-                constexpr int W = decltype(wv)::value;
-                for (int kt = kb; (DQ < 2 || DQ == 4) && kt < ke; kt++, it++) {
-                    const int s = it % ST;
-                    mbar_wait(full_s + 8u * (uint32_t)s, (uint32_t)((it / ST) & 1));
-                    uint32_t a = ring_s + s * SB + cw * 64 * 128;
-                    const uint32_t b = ring_s + s * SB + AB;
-                    if constexpr (DQ == 1) {
-                        /* every warp of this warpgroup is past the wgmma that read this buffer (k-tile kt - 2) */
-                        asm volatile("bar.sync %0, 128;" ::"r"(2 + cw) : "memory");
-                        uint8_t *buf = ring + ST * SB + (2 * cw + (kt & 1)) * DQ_TILE_BYTES;
-                        dq_tile(p, &tab, ring + s * SB + cw * 64 * (BK * p.qa.bits / 8), buf, lt, sc, zc);
-                        if (kt + 1 < ktiles) dq_scales(p, m0 + cw * 64, (kt + 1) * BK, nbpr, lt, sc, zc);
-                        asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); /* visible to wgmma */
-                        asm volatile("bar.sync %0, 128;" ::"r"(2 + cw) : "memory");
-                        a = saddr(buf);
-                    }
-                    if constexpr (DQ == 4) a = dqp_acquire(ring, ring_s, it) + cw * 64 * 128;
-                    wg_fence();
-                    /* a k-step's descriptors: the k-tile's plus its offset >> 4 (2048 or 32 bytes a
-                     * step), sdesc(a + off) bit for bit: shared addresses stay below 2^18, so the
-                     * 14-bit address field never carries (one descriptor an operand a k-tile instead
-                     * of four, each a mask, shift and OR chain) */
-                    const uint64_t da0 = TA ? sdesc(a, p.mn_lbo, p.mn_sbo) : sdesc(a, 16, 1024);
-                    const uint64_t db0 = TB ? sdesc(b, p.mn_lbo, p.mn_sbo) : sdesc(b, 16, 1024);
-    #pragma unroll
-                    for (int kk = 0; kk < BK / 16; kk++) {
-                        const uint64_t da = da0 + (uint64_t)(kk * (TA ? 2048 : 32) >> 4);
-                        const uint64_t db = db0 + (uint64_t)(kk * (TB ? 2048 : 32) >> 4);
-                        /* (casts in every branch: nvcc checks the discarded ones of the lambda too) */
-                        if constexpr (W == 256) wgmma_256<TA, TB>(*reinterpret_cast<float(*)[128]>(d), da, db);
-                        else if constexpr (W == 192) wgmma_192<TA, TB>(*reinterpret_cast<float(*)[96]>(d), da, db);
-                        else wgmma_128<TA, TB>(*reinterpret_cast<float(*)[64]>(d), da, db);
-                    }
-                    wg_commit();
-                    wg_wait<1>(); /* the previous k-tile's wgmma are done: free its stage */
-                    if (kt > kb && (tid & 31) == 0) free_stage<CL>(empty_s + 8u * (uint32_t)((it - 1) % ST));
-                    if (DQ == 4 && kt > 0 && (tid & 31) == 0) dqp_release(ring, it - 1);
+            for (int kt = kb; (DQ < 2 || DQ == 4) && kt < ke; kt++, it++) {
+                const int s = it % ST;
+                mbar_wait(full_s + 8u * (uint32_t)s, (uint32_t)((it / ST) & 1));
+                uint32_t a = ring_s + s * SB + cw * 64 * 128;
+                const uint32_t b = ring_s + s * SB + AB;
+                if constexpr (DQ == 1) {
+                    /* every warp of this warpgroup is past the wgmma that read this buffer (k-tile kt - 2) */
+                    asm volatile("bar.sync %0, 128;" ::"r"(2 + cw) : "memory");
+                    uint8_t *buf = ring + ST * SB + (2 * cw + (kt & 1)) * DQ_TILE_BYTES;
+                    dq_tile(p, &tab, ring + s * SB + cw * 64 * (BK * p.qa.bits / 8), buf, lt, sc, zc);
+                    if (kt + 1 < ktiles) dq_scales(p, m0 + cw * 64, (kt + 1) * BK, nbpr, lt, sc, zc);
+                    asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); /* visible to wgmma */
+                    asm volatile("bar.sync %0, 128;" ::"r"(2 + cw) : "memory");
+                    a = saddr(buf);
                 }
-                wg_wait<0>();
-            };
-            if constexpr (TN == 256 && DQ == 0 && !QOUT) { /* (with a quantized copy ptxas spilled 4-156 bytes) */
-                const int rem = p.n - n0;
-                if (p.narrow && rem <= 128) kloop(agoq_enc_t<128>());
-                else if (p.narrow && rem <= 192) kloop(agoq_enc_t<192>());
-                else kloop(agoq_enc_t<256>());
-            } else {
-                kloop(agoq_enc_t<TN>());
+                if constexpr (DQ == 4) a = dqp_acquire(ring, ring_s, it) + cw * 64 * 128;
+                wg_fence();
+                /* a k-step's descriptors: the k-tile's plus its offset >> 4 (2048 or 32 bytes a
+                 * step), sdesc(a + off) bit for bit: shared addresses stay below 2^18, so the
+                 * 14-bit address field never carries (one descriptor an operand a k-tile instead
+                 * of four, each a mask, shift and OR chain) */
+                const uint64_t da0 = TA ? sdesc(a, p.mn_lbo, p.mn_sbo) : sdesc(a, 16, 1024);
+                const uint64_t db0 = TB ? sdesc(b, p.mn_lbo, p.mn_sbo) : sdesc(b, 16, 1024);
+#pragma unroll
+                for (int kk = 0; kk < BK / 16; kk++) {
+                    const uint64_t da = da0 + (uint64_t)(kk * (TA ? 2048 : 32) >> 4);
+                    const uint64_t db = db0 + (uint64_t)(kk * (TB ? 2048 : 32) >> 4);
+                    if constexpr (TN == 256) wgmma_256<TA, TB>(d, da, db);
+                    else if constexpr (TN == 192) wgmma_192<TA, TB>(d, da, db);
+                    else wgmma_128<TA, TB>(d, da, db);
+                }
+                wg_commit();
+                wg_wait<1>(); /* the previous k-tile's wgmma are done: free its stage */
+                if (kt > kb && (tid & 31) == 0) free_stage<CL>(empty_s + 8u * (uint32_t)((it - 1) % ST));
+                if (DQ == 4 && kt > 0 && (tid & 31) == 0) dqp_release(ring, it - 1);
             }
+            wg_wait<0>();
             acc_fence(d);
             if ((tid & 31) == 0) free_stage<CL>(empty_s + 8u * (uint32_t)((it - 1) % ST)); /* the tile's last stage */
             if (DQ == 4 && (tid & 31) == 0) dqp_release(ring, it - 1);

@@ -31,7 +31,6 @@ agoq_wg_knobs agoq_wg_knobs_read(void) {
         .deq_ahead = agoq_knob_int("AGOQ_WG_DEQ_AHEAD", 0, 0, 1),
         .deq_fp4_arith = agoq_knob_choice("AGOQ_WG_DEQ_FP4", 1, deq_fp4) == 1,
         .streamk = agoq_knob_choice("AGOQ_WG_STREAMK", 1, streamk),
-        .narrow = agoq_knob_int("AGOQ_WG_NARROW", 0, 0, 1),
     };
     return k;
 }

@@ -37,10 +37,6 @@ typedef struct {
                        * any (all, 2) (gemm_wg_sk.h; seventeenth session; default 1: 1.017x on
                        * an H100; off at 31ec4da-61ae2dd until the workspace hand-off between
                        * streams of 77b4d7e had run on a GPU: H100, nineteenth session) */
-    int narrow;       /* AGOQ_WG_NARROW=0|1: the 256-wide kernels run a tile with at most 128 / 192
-                       * columns left in N by m64n128k16 / m64n192k16 (the TP=8 shards whose N is not a
-                       * multiple of 256: 13B QKV 1920, FC1 3456, 7B FC1 2752; twenty-ninth session;
-                       * default 0) */
 } agoq_wg_knobs;
 
 /* Every knob above, read now. */

@@ -305,7 +305,7 @@ extern "C" int agoq_wg_gemm(const agoq_wg_args *g, void *stream) {
      * descriptor that the device test did not confirm (gemm_wg.cu's top comment); not for use. */
     const uint32_t lbo = kn.mn_swap ? 1024u : (uint32_t)MN_BOX_BYTES, sbo = kn.mn_swap ? (uint32_t)MN_BOX_BYTES : 1024u;
     l.p = {g->m, g->n, g->k, g->r, g->c, g->q ? g->q->p : agoq_cuda_qparams{}, g->cq, lbo, sbo,
-           agoq_cuda_qparams{}, agoq_dqt{}, kn.group_m, agoq_wg_sk{}, NULL, NULL, kn.narrow};
+           agoq_cuda_qparams{}, agoq_dqt{}, kn.group_m, agoq_wg_sk{}, NULL, NULL};
     if (skk && st4 && !g->q) launch_t<false, 4, BN, 1, true>(g->a_mn, g->b_mn, l);
     else if (skk && fast && !st4) launch<0, 0, true, 0, true, STAGES, BN, 4, false, false, 1, true>(l);
     else if (skk && !g->q && !st4 && !g->a_mn && !g->b_mn) launch<0, 0, false, 0, false, STAGES, BN, 4, false, false, 1, true>(l);
@@ -356,8 +356,7 @@ extern "C" int agoq_wg_fwd_deqa(int M, int N, int K, const agoq_fq *qx, agoq_dqt
     wg_launch l(kn, stream);
     make_map(&l.ma, xq.codes, K * bits / 8, M, BM, true, BK * bits / 8); /* codes [M][K bits / 8] */
     make_map(&l.mb, W, K, N, BN);
-    l.p = {M, N, K, R, Y, agoq_cuda_qparams{}, agoq_dqt{}, MN_BOX_BYTES, 1024u, qx->p, xq, kn.group_m, agoq_wg_sk{}, NULL, NULL,
-           0};
+    l.p = {M, N, K, R, Y, agoq_cuda_qparams{}, agoq_dqt{}, MN_BOX_BYTES, 1024u, qx->p, xq, kn.group_m, agoq_wg_sk{}, NULL, NULL};
     /* the A fragments decoded in registers; AGOQ_WG_DEQ_SMEM=1: through shared memory (gemm_wg_deq.cuh);
      * AGOQ_WG_DEQ_PRODUCER=1 (before SMEM): by the epilogue warps (gemm_wg_dqp.cuh) */
     if (kn.deq_producer) launch<0, 0, false, 4>(l);

@@ -12,7 +12,7 @@ static const char *const names[] = {
     "AGOQ_WG_GRID_CAP", "AGOQ_WG_ONE_TILE", "AGOQ_WG_TILE_N",   "AGOQ_WG_STAGES",   "AGOQ_WG_EPI_ROWS",
     "AGOQ_WG_BULK",     "AGOQ_WG_EPI_GEN",  "AGOQ_WG_GROUP_M",  "AGOQ_WG_FAST_EPI", "AGOQ_WG_MN_SWAP",
     "AGOQ_WG_DEQ_SMEM", "AGOQ_WG_DEQ_PRODUCER", "AGOQ_WG_CLUSTER", "AGOQ_WG_DEQ_AHEAD", "AGOQ_WG_DEQ_FP4",
-    "AGOQ_WG_STREAMK",  "AGOQ_WG_NARROW",
+    "AGOQ_WG_STREAMK",
 };
 enum { NKNOBS = sizeof names / sizeof names[0] };
 
@@ -33,8 +33,7 @@ TEST(gemm_wg_knobs_defaults_and_accepted_values) {
     const int defaults_ok = k.grid_cap == 0 && k.one_tile == 0 && k.tile_n == 0 && k.stages == 0 && k.epi_rows == 0 &&
                             k.bulk == 0 && k.gen_rows == 1 && k.group_m == 8 && k.fast_epi == 1 && k.mn_swap == 0 &&
                             k.deq_smem == 0 && k.deq_producer == 0 && k.cluster == 1 && k.cluster_all == 0 &&
-                            k.deq_ahead == 0 && k.deq_fp4_arith == 1 && k.streamk == 1 &&
-                            k.narrow == 0;
+                            k.deq_ahead == 0 && k.deq_fp4_arith == 1 && k.streamk == 1;
     /* each accepted value, alone: the field it sets */
     static const struct { const char *name, *value; int want; } good[] = {
         {"AGOQ_WG_GRID_CAP", "0", 0},    {"AGOQ_WG_GRID_CAP", "3", 3},     {"AGOQ_WG_ONE_TILE", "1", 1},
@@ -50,7 +49,6 @@ TEST(gemm_wg_knobs_defaults_and_accepted_values) {
         {"AGOQ_WG_CLUSTER", "2all", 2},
         {"AGOQ_WG_DEQ_AHEAD", "1", 1},    {"AGOQ_WG_DEQ_FP4", "table", 0},  {"AGOQ_WG_DEQ_FP4", "arith", 1},
         {"AGOQ_WG_STREAMK", "1", 1},      {"AGOQ_WG_STREAMK", "0", 0},     {"AGOQ_WG_STREAMK", "all", 2},
-        {"AGOQ_WG_NARROW", "1", 1},       {"AGOQ_WG_NARROW", "0", 0},
     };
     int bad = -1;
     for (size_t i = 0; i < sizeof good / sizeof good[0] && bad < 0; i++) {
@@ -59,7 +57,7 @@ TEST(gemm_wg_knobs_defaults_and_accepted_values) {
         unsetenv(good[i].name);
         const int fields[NKNOBS] = {k.grid_cap, k.one_tile, k.tile_n,   k.stages,  k.epi_rows, k.bulk,
                                     k.gen_rows, k.group_m,  k.fast_epi, k.mn_swap, k.deq_smem, k.deq_producer, k.cluster,
-                                    k.deq_ahead, k.deq_fp4_arith, k.streamk, k.narrow};
+                                    k.deq_ahead, k.deq_fp4_arith, k.streamk};
         for (int f = 0; f < NKNOBS; f++)
             if (!strcmp(names[f], good[i].name) && fields[f] != good[i].want) bad = (int)i;
     }
@@ -103,7 +101,6 @@ TEST(gemm_wg_knobs_bad_values_die_in_one_line) {
         {"AGOQ_WG_DEQ_AHEAD", "2", "AGOQ_WG_DEQ_AHEAD=2: expected 0 or 1"},
         {"AGOQ_WG_DEQ_FP4", "1", "AGOQ_WG_DEQ_FP4=1: expected one of table, arith"},
         {"AGOQ_WG_STREAMK", "on", "AGOQ_WG_STREAMK=on: expected one of 0, 1, all"},
-        {"AGOQ_WG_NARROW", "2", "AGOQ_WG_NARROW=2: expected 0 or 1"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CHECK_MSG(agoq_test_expect_die(read_knobs, (void *)bad[i], bad[i][2]), "%s=%s", bad[i][0], bad[i][1]);
