@@ -464,10 +464,6 @@ int fz_check_shape(const char *what, int rows, int cols);
  * too since the twenty-eighth); 1 always; 0 never. false: nothing launched.
  * (fz_rms_fwd_pair_mode: fused.cu) */
 int fz_rms_fwd_pair_mode(void);
-/* AGOQ_RMS_PAIR_CTAS=3|4 (read at every launch, default 3): the pair kernel's register bound, 3
- * or 4 CTAs an SM (85 / 64 registers; A/B of the twenty-ninth session: at 64 MiB, 4096 rows of
- * 4096 columns fill 2.59 waves of 12 pairs an SM, 1.94 of 16). (fused.cu) */
-int fz_rms_pair_ctas(void);
 bool fz_rms_fwd_pair(const agoq_fq *q, const uint16_t *x, const uint16_t *w, int rows, int cols, float eps, uint16_t *y,
                      agoq_dqt xq, float *rstd, cudaStream_t s);
 /* The staged RMSNorm backward (fused_rms_bwd.cu) when the shape, alignment and config allow it

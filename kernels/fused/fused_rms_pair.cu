@@ -49,8 +49,8 @@
 __device__ __forceinline__ void rp_bar_sync(int id) { asm volatile("bar.sync %0, 64;" ::"r"(id) : "memory"); }
 __device__ __forceinline__ void rp_bar_arrive(int id) { asm volatile("bar.arrive %0, 64;" ::"r"(id) : "memory"); }
 
-template <bool QUANT, int ENC, int BITS, int LOG2B, int NH, int MINB = RMS_PAIR_CTAS>
-__global__ void __launch_bounds__(AGOQ_ROW_THREADS, MINB)
+template <bool QUANT, int ENC, int BITS, int LOG2B, int NH>
+__global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_PAIR_CTAS)
     rms_fwd_pair_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w, int rows,
                         int cols, float eps, uint16_t *__restrict__ y, agoq_cuda_qtensor q, float *rstd_out) {
     constexpr int NW = AGOQ_ROW_THREADS / 32, U = RMS_PAIR_U, NP = NW / 2;
@@ -134,17 +134,13 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, MINB)
 template <bool QUANT, int ENC, int BITS, int LOG2B>
 static void rms_pair_launch(int nh, const agoq_cuda_qparams &p, const uint16_t *x, const uint16_t *w, int rows,
                             int cols, float eps, uint16_t *y, agoq_cuda_qtensor qt, float *rstd, cudaStream_t s) {
-    auto go = [&](auto h, auto minb) {
-        constexpr auto k = rms_fwd_pair_kernel<QUANT, ENC, BITS, LOG2B, decltype(h)::value, decltype(minb)::value>;
+    auto go = [&](auto h) {
+        constexpr auto k = rms_fwd_pair_kernel<QUANT, ENC, BITS, LOG2B, decltype(h)::value>;
         k<<<fz_grid<k>(2 * (size_t)rows, QUANT && ENC == AGOQ_ENC_TABLE), AGOQ_ROW_THREADS, 0, s>>>(p, x, w, rows, cols,
                                                                                                 eps, y, qt, rstd);
     };
-    auto with_minb = [&](auto h) {
-        if (fz_rms_pair_ctas() == 4) go(h, std::integral_constant<int, 4>());
-        else go(h, std::integral_constant<int, RMS_PAIR_CTAS>());
-    };
-    if (nh == 8) with_minb(std::integral_constant<int, 8>());
-    else with_minb(std::integral_constant<int, 4>());
+    if (nh == 8) go(std::integral_constant<int, 8>());
+    else go(std::integral_constant<int, 4>());
 }
 
 bool fz_rms_fwd_pair(const agoq_fq *q, const uint16_t *x, const uint16_t *w, int rows, int cols, float eps, uint16_t *y,
