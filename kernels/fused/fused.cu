@@ -280,12 +280,13 @@ int fz_smem_optin(const void *kernel, size_t smem, unsigned *done, int *per_sm) 
         if (dev < 32) __atomic_fetch_or(done, 1u << dev, __ATOMIC_RELAXED);
     }
     if (!per_sm) return 0;
-    if (*per_sm <= 0) {
+    int any = 0, *mine = dev < 32 ? &per_sm[dev] : &any;
+    if (*mine <= 0) {
         int n = 0;
         cudaCheck(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, FZ_THREADS, smem));
-        *per_sm = n > 0 ? n : 1;
+        *mine = n > 0 ? n : 1;
     }
-    return *per_sm;
+    return *mine;
 }
 int fz_check_shape(const char *what, int rows, int cols) {
     AGOQ_REQUIRE(rows >= 1 && cols >= 1, "%s: rows %d and cols %d must be >= 1", what, rows, cols);

@@ -447,10 +447,10 @@ int fz_dw_fuse_wait(void);
  * others (fused_swiglu.cu). (fused.cu) */
 int fz_swi_fwd_tile(void);
 /* Dynamic shared memory above 48 KB for `kernel` (cudaFuncSetAttribute once per device: done is
- * the caller's per-kernel mask of devices, bit d; racing sets are benign); with per_sm, also its
- * resident CTAs per SM at FZ_THREADS threads with `smem` bytes (>= 1), queried once into the
- * caller's *per_sm (0: not yet) and returned; without it, 0 (no occupancy query per launch).
- * (fused.cu) */
+ * the caller's per-kernel mask of devices, bit d; racing sets are benign); with per_sm (the
+ * caller's per-kernel int[32], one entry a device, 0: not yet), also its resident CTAs per SM at
+ * FZ_THREADS threads with `smem` bytes (>= 1), queried once per device (every call on a device
+ * past 32) and returned; without it, 0 (no occupancy query per launch). (fused.cu) */
 int fz_smem_optin(const void *kernel, size_t smem, unsigned *done, int *per_sm);
 template <auto Kernel>
 static unsigned fz_grid(size_t warps, bool lut) {

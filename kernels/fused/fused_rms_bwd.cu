@@ -287,10 +287,7 @@ static void rms_bwd_staged_launch(const agoq_cuda_qparams &p, const agoq_cuda_qt
     }
     /* one cooperative launch of at most the resident CTAs (the grid-stride loop takes the rest of
      * the groups) */
-    int dev = 0, any = 0; /* any: a device past 32 asks every time */
-    cudaCheck(cudaGetDevice(&dev));
-    const unsigned res = (unsigned)fz_smem_optin((const void *)k, smem, &done, dev < 32 ? &per_sm[dev] : &any) *
-                         (unsigned)agoq_cuda_sm_count();
+    const unsigned res = (unsigned)fz_smem_optin((const void *)k, smem, &done, per_sm) * (unsigned)agoq_cuda_sm_count();
     cudaLaunchAttribute coop[1];
     coop[0].id = cudaLaunchAttributeCooperative;
     coop[0].val.cooperative = 1;
