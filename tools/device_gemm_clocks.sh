@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Clocks and power while cuBLASLt and our GEMM run (issue 17; twenty-ninth session, prepared):
 # whether the plain GEMM's lower ratio at 16K-64K tokens than at 4096 (7B / 13B QKV and FC1 on an
-# H100: ours 739 -> 611-657 TFLOP/s, cuBLASLt 806 -> 678-806; results/h100/logs/s29_e62d202/g/)
+# H100; 7B QKV: ours 739 -> 657 / 611 TFLOP/s, cuBLASLt 806 -> 806 / 678; results/h100/logs/s29_e62d202/g/)
 # is a clock the power limit takes away from the kernel that issues more (ours: 1.02 instructions
 # a cycle against cuBLASLt's 0.65 at 7B FC1, docs/gemm.md) rather than its mainloop alone.
 # nvidia-smi samples SM clock, power and temperature every 20 ms while `agoq kernels` runs each
