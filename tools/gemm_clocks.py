@@ -3,7 +3,8 @@
 (smi.csv: timestamp, clocks.sm, clocks.mem, power.draw, temperature, event reasons; -lms 20) matched
 to the runs' start / end marks (marks.txt: epoch seconds, "start|end CASE SIZE TAG"), each run's
 median time from its JSON (CASE_SIZE_TAG.json). One line a run: case, size, tag, median ms, samples,
-mean SM clock (MHz), mean power (W), max temperature; then, per case pair (_lt / _wg, same size), the
+mean SM clock (MHz), mean power (W), max temperature, the share of samples with the software
+power cap active (clocks_event_reasons bit 0x4; thirtieth session); then, per case pair (_lt / _wg, same size), the
 time ratio and the clock ratio. Twenty-ninth session.
 
 usage: python3 tools/gemm_clocks.py DIR
@@ -31,7 +32,7 @@ for line in open(os.path.join(d, "marks.txt")):
     else:
         runs.append((case, size, tag, open_.pop((case, size, tag)), float(t)))
 res = {}
-print("case\tsize\ttag\tmedian_ms\tsamples\tsm_mhz\tpower_w\ttemp_c")
+print("case\tsize\ttag\tmedian_ms\tsamples\tsm_mhz\tpower_w\ttemp_c\tpcap")
 for case, size, tag, t0, t1 in runs:
     js = os.path.join(d, "%s_%s_%s.json" % (case, size, tag))
     recs = [r for r in json.load(open(js))["records"] if r.get("case") == case and "median_ms" in r]
@@ -40,8 +41,9 @@ for case, size, tag, t0, t1 in runs:
     clk = st.mean(s[1] for s in ts) if ts else float("nan")
     pw = st.mean(s[2] for s in ts) if ts else float("nan")
     tmp = max((s[3] for s in ts), default=float("nan"))
+    cap = sum(1 for s in ts if s[4] and int(s[4], 16) & 0x4) / len(ts) if ts else float("nan")
     res[(case, size, tag)] = (recs[0]["median_ms"], clk)
-    print("%s\t%s\t%s\t%.4f\t%d\t%.0f\t%.0f\t%.0f" % (case, size, tag, recs[0]["median_ms"], len(ts), clk, pw, tmp))
+    print("%s\t%s\t%s\t%.4f\t%d\t%.0f\t%.0f\t%.0f\t%.2f" % (case, size, tag, recs[0]["median_ms"], len(ts), clk, pw, tmp, cap))
 print("\nshape\tsize\ttag\tlt/wg time (vs_cublas)\twg/lt clock")
 for (case, size, tag), (ms, clk) in sorted(res.items()):
     if case.endswith("_lt") and (case[:-3] + "_wg", size, tag) in res:
