@@ -46,26 +46,13 @@
 #define RMS_PAIR_U 2    /* vectors per quantizer tile (512 columns) */
 #define RMS_PAIR_CTAS 3 /* CTAs an SM the kernel is register-bounded for (<= 85 registers) */
 
-/* AGOQ_RMS_PAIR_PF=N (thirtieth session, an A/B; 0, the default: none): each warp of a pair has
- * lane 0 ask L2 for its half of row r + pfd (4 KiB at 4096 columns, one bulk prefetch) once its
- * loads of row r are issued, pfd = N times the pairs resident on the GPU: the row that the pair
- * taking this one's place N rounds later (a later CTA of the refilling grid, on any SM) will
- * load, so that its bytes are on their way while this row's chain (the sums, the two hand-offs,
- * the quantizer, the stores) runs. */
-__device__ __forceinline__ void rp_prefetch_l2(const void *p, unsigned bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-#else
-    for (unsigned o = 0; o < bytes; o += 128) asm volatile("prefetch.global.L2 [%0];" ::"l"((const char *)p + o));
-#endif
-}
 __device__ __forceinline__ void rp_bar_sync(int id) { asm volatile("bar.sync %0, 64;" ::"r"(id) : "memory"); }
 __device__ __forceinline__ void rp_bar_arrive(int id) { asm volatile("bar.arrive %0, 64;" ::"r"(id) : "memory"); }
 
 template <bool QUANT, int ENC, int BITS, int LOG2B, int NH>
 __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_PAIR_CTAS)
     rms_fwd_pair_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w, int rows,
-                        int cols, float eps, uint16_t *__restrict__ y, agoq_cuda_qtensor q, float *rstd_out, size_t pfd) {
+                        int cols, float eps, uint16_t *__restrict__ y, agoq_cuda_qtensor q, float *rstd_out) {
     constexpr int NW = AGOQ_ROW_THREADS / 32, U = RMS_PAIR_U, NP = NW / 2;
     static_assert(NH == 4 || NH == 8, "4 or 8 warp vectors a warp");
     __shared__ agoq_smem_table tab;
@@ -81,8 +68,6 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_PAIR_CTAS)
         uint4 raw[NH];
 #pragma unroll
         for (int i = 0; i < NH; i++) raw[i] = fz_load(x + row0 + (m0 + (size_t)i) * FZ_WVEC + (size_t)(8 * lane));
-        if (pfd && lane == 0 && r + pfd < (size_t)rows)
-            rp_prefetch_l2(x + (r + pfd) * (size_t)cols + m0 * FZ_WVEC, NH * FZ_WVEC * 2u);
         float part[NW];
 #pragma unroll
         for (int k = 0; k < NW; k++) part[k] = 0.0f;
@@ -149,16 +134,10 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_PAIR_CTAS)
 template <bool QUANT, int ENC, int BITS, int LOG2B>
 static void rms_pair_launch(int nh, const agoq_cuda_qparams &p, const uint16_t *x, const uint16_t *w, int rows,
                             int cols, float eps, uint16_t *y, agoq_cuda_qtensor qt, float *rstd, cudaStream_t s) {
-    const int pf = fz_rms_pair_pf();
     auto go = [&](auto h) {
         constexpr auto k = rms_fwd_pair_kernel<QUANT, ENC, BITS, LOG2B, decltype(h)::value>;
-        static int per_sm = 0; /* resident CTAs an SM, one per kernel (as agoq_grid_resident) */
-        if (pf && !per_sm) cudaCheck(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, AGOQ_ROW_THREADS, 0));
-        const size_t pfd = pf ? (size_t)pf * (size_t)agoq_cuda_sm_count() * (size_t)(per_sm > 0 ? per_sm : 1) *
-                                    (AGOQ_ROW_THREADS / 64)
-                              : 0;
         k<<<fz_grid<k>(2 * (size_t)rows, QUANT && ENC == AGOQ_ENC_TABLE), AGOQ_ROW_THREADS, 0, s>>>(p, x, w, rows, cols,
-                                                                                                eps, y, qt, rstd, pfd);
+                                                                                                eps, y, qt, rstd);
     };
     if (nh == 8) go(std::integral_constant<int, 8>());
     else go(std::integral_constant<int, 4>());
