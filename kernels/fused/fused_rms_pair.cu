@@ -45,12 +45,13 @@
 #define RMS_PAIR_H 8    /* warp vectors a warp at most: half of 4096 columns */
 #define RMS_PAIR_U 2    /* vectors per quantizer tile (512 columns) */
 #define RMS_PAIR_CTAS 3 /* CTAs an SM the kernel is register-bounded for (<= 85 registers) */
-/* AGOQ_RMS_PAIR_RELOAD=1 (thirtieth session, an A/B; 0, the default: off): the second pass loads
+/* AGOQ_RMS_PAIR_RELOAD=1|2 (thirtieth session, an A/B; 0, the default: off): the second pass loads
  * its vectors again (L1 hits: a warp's 4 KiB were loaded by the same warp a few microseconds
  * before) instead of keeping the row in registers through the sums and the two hand-offs, so the
  * kernel fits 64 registers and 4 CTAs an SM without spilling (the twenty-ninth session's 4 CTAs
  * with the row held spilled 40-116 bytes a thread and lost): 16 pairs an SM, 4096 rows in 1.94
- * waves instead of 2.59, and 33% more rows' loads in flight. */
+ * waves instead of 2.59, and 33% more rows' loads in flight. 2: the same, the shared-memory
+ * carveout set to the largest L1 (the encoders without a table). */
 #define RMS_PAIR_CTAS_RL 4
 
 __device__ __forceinline__ void rp_bar_sync(int id) { asm volatile("bar.sync %0, 64;" ::"r"(id) : "memory"); }
@@ -143,12 +144,27 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RL ? RMS_PAIR_CTAS_RL : RMS_
 template <bool QUANT, int ENC, int BITS, int LOG2B>
 static void rms_pair_launch(int nh, const agoq_cuda_qparams &p, const uint16_t *x, const uint16_t *w, int rows,
                             int cols, float eps, uint16_t *y, agoq_cuda_qtensor qt, float *rstd, cudaStream_t s) {
+    const int rlm = fz_rms_pair_reload();
     auto go = [&](auto h, auto rl) {
         constexpr auto k = rms_fwd_pair_kernel<QUANT, ENC, BITS, LOG2B, decltype(h)::value, decltype(rl)::value>;
+        if constexpr (decltype(rl)::value && !(QUANT && ENC == AGOQ_ENC_TABLE)) {
+            /* AGOQ_RMS_PAIR_RELOAD=2: the reloading kernel asks for the largest L1 (its 4 CTAs need
+             * 16 KiB of shared memory), 1 leaves the carveout to the driver; set when the mode a
+             * device last had for this kernel changes (not at every launch: it would sit between
+             * a benchmark's start event and the kernel) */
+            static int last[32]; /* per device: 0 never set, else the mode + 1 */
+            int dev = 0;
+            cudaCheck(cudaGetDevice(&dev));
+            if (dev >= 32 || last[dev] != rlm + 1) {
+                cudaCheck(cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                               rlm == 2 ? (int)cudaSharedmemCarveoutMaxL1 : -1));
+                if (dev < 32) last[dev] = rlm + 1;
+            }
+        }
         k<<<fz_grid<k>(2 * (size_t)rows, QUANT && ENC == AGOQ_ENC_TABLE), AGOQ_ROW_THREADS, 0, s>>>(p, x, w, rows, cols,
                                                                                                 eps, y, qt, rstd);
     };
-    const bool rl = fz_rms_pair_reload();
+    const bool rl = rlm != 0;
     if (nh == 8 && rl) go(std::integral_constant<int, 8>(), std::true_type());
     else if (nh == 8) go(std::integral_constant<int, 8>(), std::false_type());
     else if (rl) go(std::integral_constant<int, 4>(), std::true_type());

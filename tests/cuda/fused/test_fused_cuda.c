@@ -311,14 +311,17 @@ TEST(cuda_fused_grid_stride_and_general_paths) {
     setenv("AGOQ_RMS_FWD_PAIR", "1", 1);
     bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 37, 4096, 1);
     unsetenv("AGOQ_RMS_FWD_PAIR");
-    /* the same with the second pass loading its vectors again (AGOQ_RMS_PAIR_RELOAD=1, 4 CTAs an SM) */
-    setenv("AGOQ_RMS_PAIR_RELOAD", "1", 1);
-    bad += run_env("AGOQ_RMS_FWD_PAIR", "1", 11, 4096, 1);
-    bad += run_env("AGOQ_RMS_FWD_PAIR", "1", 7, 2048, 0);
-    setenv("AGOQ_RMS_FWD_PAIR", "1", 1);
-    bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 37, 4096, 1);
-    unsetenv("AGOQ_RMS_FWD_PAIR");
-    unsetenv("AGOQ_RMS_PAIR_RELOAD");
+    /* the same with the second pass loading its vectors again (AGOQ_RMS_PAIR_RELOAD=1, 4 CTAs an
+     * SM; 2: and the largest L1) */
+    for (int rl = 1; rl <= 2; rl++) {
+        setenv("AGOQ_RMS_PAIR_RELOAD", rl == 1 ? "1" : "2", 1);
+        bad += run_env("AGOQ_RMS_FWD_PAIR", "1", 11, 4096, 1);
+        bad += run_env("AGOQ_RMS_FWD_PAIR", "1", 7, 2048, 0);
+        setenv("AGOQ_RMS_FWD_PAIR", "1", 1);
+        bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 37, 4096, 1);
+        unsetenv("AGOQ_RMS_FWD_PAIR");
+        unsetenv("AGOQ_RMS_PAIR_RELOAD");
+    }
     /* the dweight reduced after the backward (AGOQ_DW_FUSE=0) or in its launch (1, the default),
      * there with every CTA waiting at the grid barrier too (AGOQ_DW_FUSE_WAIT=all), also with one
      * CTA */
