@@ -3,9 +3,11 @@
 # make test-cuda's suite, the torch.compile peer, experiments/kernels.json and kernels_fused.json
 # (tools/device_kernels.sh tests peer kernels fused, about 240 s), experiments/gemm_wg.json
 # (tools/device_gemm.sh bench, about 15 s), and with `clocks` tools/device_gemm_clocks.sh (about
-# 90 s), all into one archive that fits the call's return (at most 8 files).
+# 90 s), all into one archive that fits the call's return (at most 8 files). With AB_SPECS (a
+# KNOB<TAB>VALUES<TAB>ARGS file, e.g. tools/ab_s30.tsv) also those A/Bs (AB_ROUNDS, default 3;
+# tools/device_kernels.sh ab, about 40 s a knob of three values), into ab/ with ab_table.py's tables.
 #   tools/device_pack.sh build                          (here: the binaries of HEAD)
-#   source tools/device_env.sh; tools/device_record.sh $AGOQ_B $OUT [clocks]   (on the GPU machine)
+#   source tools/device_env.sh; [AB_SPECS=F] tools/device_record.sh $AGOQ_B $OUT [clocks]   (on the GPU machine)
 # Unpack DIR/record.tgz under results/<gpu>/logs/s<N>_<commit>/ and write its README.txt.
 set -u
 B=${1:?build dir}
@@ -19,5 +21,9 @@ tail -3 "$W/k_stdout.log"
 OUT=$W/g tools/device_gemm.sh "$B" bench > "$W/g_stdout.log" 2>&1
 tail -2 "$W/g_stdout.log"
 grep -h "passed, " "$W/device_kernels.log" | tail -1
+if [ -n "${AB_SPECS:-}" ]; then
+  OUT=$W/ab AB_ROUNDS=${AB_ROUNDS:-3} tools/device_kernels.sh "$B" ab > "$W/ab_stdout.log" 2>&1
+  for f in "$W"/ab/ab_*.tsv; do [ -f "$f" ] && python3 tools/ab_table.py "$f" > "${f%.tsv}.txt" 2>&1 && tail -12 "${f%.tsv}.txt"; done
+fi
 if [ "${3:-}" = clocks ]; then OUT=$W/clocks tools/device_gemm_clocks.sh "$B" > "$W/clocks_stdout.log" 2>&1; tail -25 "$W/clocks_stdout.log"; fi
 tar czf "$DEST/record.tgz" -C "$W" .
