@@ -4,8 +4,9 @@
 to the runs' start / end marks (marks.txt: epoch seconds, "start|end CASE SIZE TAG"), each run's
 median time from its JSON (CASE_SIZE_TAG.json). One line a run: case, size, tag, median ms, samples,
 mean SM clock (MHz), mean power (W), max temperature, the share of samples with the software
-power cap active (clocks_event_reasons bit 0x4; thirtieth session); then, per case pair (_lt / _wg, same size), the
-time ratio and the clock ratio. Twenty-ninth session.
+power cap active (clocks_event_reasons bit 0x4; thirtieth session); then, per case pair (_lt /
+_wg, same size), the time ratio, the clock ratio and their quotient (vs_cublas at equal clocks).
+Twenty-ninth session.
 
 usage: python3 tools/gemm_clocks.py DIR
 """
@@ -44,8 +45,8 @@ for case, size, tag, t0, t1 in runs:
     cap = sum(1 for s in ts if s[4] and int(s[4], 16) & 0x4) / len(ts) if ts else float("nan")
     res[(case, size, tag)] = (recs[0]["median_ms"], clk)
     print("%s\t%s\t%s\t%.4f\t%d\t%.0f\t%.0f\t%.0f\t%.2f" % (case, size, tag, recs[0]["median_ms"], len(ts), clk, pw, tmp, cap))
-print("\nshape\tsize\ttag\tlt/wg time (vs_cublas)\twg/lt clock")
+print("\nshape\tsize\ttag\tlt/wg time (vs_cublas)\twg/lt clock\tvs_cublas per clock")
 for (case, size, tag), (ms, clk) in sorted(res.items()):
     if case.endswith("_lt") and (case[:-3] + "_wg", size, tag) in res:
         ms2, clk2 = res[(case[:-3] + "_wg", size, tag)]
-        print("%s\t%s\t%s\t%.3f\t%.3f" % (case[:-3], size, tag, ms / ms2, clk2 / clk))
+        print("%s\t%s\t%s\t%.3f\t%.3f\t%.3f" % (case[:-3], size, tag, ms / ms2, clk2 / clk, ms / ms2 / (clk2 / clk)))
