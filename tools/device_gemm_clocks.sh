@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Clocks and power while cuBLASLt and our GEMM run (issue 17; twenty-ninth session, prepared):
+# Clocks and power while cuBLASLt and our GEMM run (issue 17; twenty-ninth session; first run in
+# the thirtieth, results/h100/logs/s30_63e58db/clocks/):
 # whether the plain GEMM's lower ratio at 16K-64K tokens than at 4096 (7B / 13B QKV and FC1 on an
 # H100; 7B QKV: ours 739 -> 657 / 611 TFLOP/s, cuBLASLt 806 -> 806 / 678; results/h100/logs/s29_e62d202/g/)
 # is a clock the power limit takes away from the kernel that issues more (ours: 1.02 instructions

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Clocks and power while each GEMM run of a .carry/pw.sh-style call ran: nvidia-smi samples
+"""Clocks and power while each GEMM run of tools/device_gemm_clocks.sh ran: nvidia-smi samples
 (smi.csv: timestamp, clocks.sm, clocks.mem, power.draw, temperature, event reasons; -lms 20) matched
 to the runs' start / end marks (marks.txt: epoch seconds, "start|end CASE SIZE TAG"), each run's
 median time from its JSON (CASE_SIZE_TAG.json). One line a run: case, size, tag, median ms, samples,

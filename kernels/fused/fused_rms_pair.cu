@@ -46,8 +46,8 @@
 #define RMS_PAIR_U 2    /* vectors per quantizer tile (512 columns) */
 #define RMS_PAIR_CTAS 3 /* CTAs an SM the kernel is register-bounded for (<= 85 registers) */
 /* AGOQ_RMS_PAIR_RELOAD=1|2 (thirtieth session, an A/B; 0, the default: off): the second pass loads
- * its vectors again (L1 hits: a warp's 4 KiB were loaded by the same warp a few microseconds
- * before) instead of keeping the row in registers through the sums and the two hand-offs, so the
+ * its vectors again (meant to hit L1: a warp's 4 KiB were loaded by the same warp a few
+ * microseconds before; not yet measured) instead of keeping the row in registers through the sums and the two hand-offs, so the
  * kernel fits 64 registers and 4 CTAs an SM without spilling (the twenty-ninth session's 4 CTAs
  * with the row held spilled 40-116 bytes a thread and lost): 16 pairs an SM, 4096 rows in 1.94
  * waves instead of 2.59, and 33% more rows' loads in flight. 2: the same, the shared-memory
@@ -164,11 +164,12 @@ static void rms_pair_launch(int nh, const agoq_cuda_qparams &p, const uint16_t *
         k<<<fz_grid<k>(2 * (size_t)rows, QUANT && ENC == AGOQ_ENC_TABLE), AGOQ_ROW_THREADS, 0, s>>>(p, x, w, rows, cols,
                                                                                                 eps, y, qt, rstd);
     };
-    const bool rl = rlm != 0;
-    if (nh == 8 && rl) go(std::integral_constant<int, 8>(), std::true_type());
-    else if (nh == 8) go(std::integral_constant<int, 8>(), std::false_type());
-    else if (rl) go(std::integral_constant<int, 4>(), std::true_type());
-    else go(std::integral_constant<int, 4>(), std::false_type());
+    auto with_rl = [&](auto h) {
+        if (rlm) go(h, std::true_type());
+        else go(h, std::false_type());
+    };
+    if (nh == 8) with_rl(std::integral_constant<int, 8>());
+    else with_rl(std::integral_constant<int, 4>());
 }
 
 bool fz_rms_fwd_pair(const agoq_fq *q, const uint16_t *x, const uint16_t *w, int rows, int cols, float eps, uint16_t *y,
