@@ -45,20 +45,12 @@
 #define RMS_PAIR_H 8    /* warp vectors a warp at most: half of 4096 columns */
 #define RMS_PAIR_U 2    /* vectors per quantizer tile (512 columns) */
 #define RMS_PAIR_CTAS 3 /* CTAs an SM the kernel is register-bounded for (<= 85 registers) */
-/* AGOQ_RMS_PAIR_RELOAD=1|2 (thirtieth session, an A/B; 0, the default: off): the second pass loads
- * its vectors again (meant to hit L1: a warp's 4 KiB were loaded by the same warp a few
- * microseconds before; not yet measured) instead of keeping the row in registers through the sums and the two hand-offs, so the
- * kernel fits 64 registers and 4 CTAs an SM without spilling (the twenty-ninth session's 4 CTAs
- * with the row held spilled 40-116 bytes a thread and lost): 16 pairs an SM, 4096 rows in 1.94
- * waves instead of 2.59, and 33% more rows' loads in flight. 2: the same, the shared-memory
- * carveout set to the largest L1 (the encoders without a table). */
-#define RMS_PAIR_CTAS_RL 4
 
 __device__ __forceinline__ void rp_bar_sync(int id) { asm volatile("bar.sync %0, 64;" ::"r"(id) : "memory"); }
 __device__ __forceinline__ void rp_bar_arrive(int id) { asm volatile("bar.arrive %0, 64;" ::"r"(id) : "memory"); }
 
-template <bool QUANT, int ENC, int BITS, int LOG2B, int NH, bool RL>
-__global__ void __launch_bounds__(AGOQ_ROW_THREADS, RL ? RMS_PAIR_CTAS_RL : RMS_PAIR_CTAS)
+template <bool QUANT, int ENC, int BITS, int LOG2B, int NH>
+__global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_PAIR_CTAS)
     rms_fwd_pair_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w, int rows,
                         int cols, float eps, uint16_t *__restrict__ y, agoq_cuda_qtensor q, float *rstd_out) {
     constexpr int NW = AGOQ_ROW_THREADS / 32, U = RMS_PAIR_U, NP = NW / 2;
@@ -115,14 +107,12 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RL ? RMS_PAIR_CTAS_RL : RMS_
             float v[U][8];
 #pragma unroll
             for (int jj = 0; jj < U; jj++) {
-                uint4 r;
-                if constexpr (RL) r = fz_load(x + row0 + (m0 + (size_t)(U * i + jj)) * FZ_WVEC + (size_t)(8 * lane));
-                else r = raw[U * i + jj];
+                uint4 r = raw[U * i + jj];
                 /* The plain kernel converts its inputs again here: without the quantizer's work
                  * between the row sum and this loop, the compiler kept the sum's 64 floats a
                  * lane instead and spilled (236 bytes at 4096 columns: 0.61 of copy, ncu
                  * results/h200/logs/s28_a61af4f/). The quantizing kernels are left as they were. */
-                if constexpr (!QUANT && !RL) asm volatile("" : "+r"(r.x), "+r"(r.y), "+r"(r.z), "+r"(r.w));
+                if constexpr (!QUANT) asm volatile("" : "+r"(r.x), "+r"(r.y), "+r"(r.z), "+r"(r.w));
                 agoq_bf16x8_to_f32(r, v[jj]);
             }
             const size_t t0 = row0 + (m0 + (size_t)(U * i)) * FZ_WVEC; /* the tile's first element */
@@ -144,32 +134,13 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RL ? RMS_PAIR_CTAS_RL : RMS_
 template <bool QUANT, int ENC, int BITS, int LOG2B>
 static void rms_pair_launch(int nh, const agoq_cuda_qparams &p, const uint16_t *x, const uint16_t *w, int rows,
                             int cols, float eps, uint16_t *y, agoq_cuda_qtensor qt, float *rstd, cudaStream_t s) {
-    const int rlm = fz_rms_pair_reload();
-    auto go = [&](auto h, auto rl) {
-        constexpr auto k = rms_fwd_pair_kernel<QUANT, ENC, BITS, LOG2B, decltype(h)::value, decltype(rl)::value>;
-        if constexpr (decltype(rl)::value && !(QUANT && ENC == AGOQ_ENC_TABLE)) {
-            /* AGOQ_RMS_PAIR_RELOAD=2: the reloading kernel asks for the largest L1 (its 4 CTAs need
-             * 16 KiB of shared memory), 1 leaves the carveout to the driver; set when the mode a
-             * device last had for this kernel changes (not at every launch: it would sit between
-             * a benchmark's start event and the kernel) */
-            static int last[32]; /* per device: 0 never set, else the mode + 1 */
-            int dev = 0;
-            cudaCheck(cudaGetDevice(&dev));
-            if (dev >= 32 || last[dev] != rlm + 1) {
-                cudaCheck(cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                               rlm == 2 ? (int)cudaSharedmemCarveoutMaxL1 : -1));
-                if (dev < 32) last[dev] = rlm + 1;
-            }
-        }
+    auto go = [&](auto h) {
+        constexpr auto k = rms_fwd_pair_kernel<QUANT, ENC, BITS, LOG2B, decltype(h)::value>;
         k<<<fz_grid<k>(2 * (size_t)rows, QUANT && ENC == AGOQ_ENC_TABLE), AGOQ_ROW_THREADS, 0, s>>>(p, x, w, rows, cols,
                                                                                                 eps, y, qt, rstd);
     };
-    auto with_rl = [&](auto h) {
-        if (rlm) go(h, std::true_type());
-        else go(h, std::false_type());
-    };
-    if (nh == 8) with_rl(std::integral_constant<int, 8>());
-    else with_rl(std::integral_constant<int, 4>());
+    if (nh == 8) go(std::integral_constant<int, 8>());
+    else go(std::integral_constant<int, 4>());
 }
 
 bool fz_rms_fwd_pair(const agoq_fq *q, const uint16_t *x, const uint16_t *w, int rows, int cols, float eps, uint16_t *y,
