@@ -45,15 +45,19 @@
 #define RMS_PAIR_H 8    /* warp vectors a warp at most: half of 4096 columns */
 #define RMS_PAIR_U 2    /* vectors per quantizer tile (512 columns) */
 #define RMS_PAIR_CTAS 3 /* CTAs an SM the kernel is register-bounded for (<= 85 registers) */
-/* AGOQ_RMS_PAIR_ASYNC=1 (thirty-first session, an A/B; 0, the default: off): each warp copies its
- * half of the pair's next row into shared memory with cp.async (16 bytes a lane and vector, 4 KiB
- * a warp at 4096 columns: 32 KiB a CTA) as soon as its row sum is handed on, so the next row's
- * loads are in flight while this row is quantized, normalized and stored, and its first pass
- * reads shared memory. Meant for the fused forward at 64 MiB (2.6 rounds of resident pairs an SM,
- * each row's loads exposed: 0.81-0.83 of copy on the H100 against 0.98 for the plain forward).
- * Registers as before (the row is still held), so 3 CTAs an SM; not for the table encoders (NF4:
- * with their staged table the copy would pass 48 KB of static shared memory). The same input
- * words, the same arithmetic: the same bits. */
+/* AGOQ_RMS_PAIR_ASYNC=1|2 (thirty-first session, an A/B; 0, the default: off). The default grid
+ * is one row a pair (fz_grid: a CTA's 4 rows, then it retires and the SM takes the next CTA), so
+ * each row's loads start only when its CTA does. 1: a resident grid (fz_grid's LUT grid, 3 CTAs an
+ * SM) whose pairs loop over rows, each warp copying its half of the pair's next row into shared
+ * memory with cp.async (16 bytes a lane and vector, 4 KiB a warp at 4096 columns: 32 KiB a CTA)
+ * as soon as the current row's words are summed and handed on, so the next row's loads are in
+ * flight while this row is quantized, normalized and stored. 2: the resident grid without the
+ * copy (to tell the two apart). Meant for the fused forward at 64 MiB (4096 rows, 2.6 waves of
+ * CTAs: 0.81-0.83 of copy on the H100 against 0.98 for the plain forward). Registers as before
+ * (the row is still held); not for the table encoders (NF4: with their staged table the copy
+ * would pass 48 KB of static shared memory). The same input words, the same arithmetic: the same
+ * bits. The first try (92f6c54) copied ahead on the default grid, where a pair has no next row:
+ * -0.005 .. -0.02 of copy (results/h100/logs/s31_92f6c54/). */
 
 __device__ __forceinline__ void rp_bar_sync(int id) { asm volatile("bar.sync %0, 64;" ::"r"(id) : "memory"); }
 __device__ __forceinline__ void rp_bar_arrive(int id) { asm volatile("bar.arrive %0, 64;" ::"r"(id) : "memory"); }
@@ -170,15 +174,16 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_PAIR_CTAS)
 template <bool QUANT, int ENC, int BITS, int LOG2B>
 static void rms_pair_launch(int nh, const agoq_cuda_qparams &p, const uint16_t *x, const uint16_t *w, int rows,
                             int cols, float eps, uint16_t *y, agoq_cuda_qtensor qt, float *rstd, cudaStream_t s) {
-    auto go = [&](auto h, auto as) {
-        constexpr auto k = rms_fwd_pair_kernel<QUANT, ENC, BITS, LOG2B, decltype(h)::value, decltype(as)::value>;
-        k<<<fz_grid<k>(2 * (size_t)rows, QUANT && ENC == AGOQ_ENC_TABLE), AGOQ_ROW_THREADS, 0, s>>>(p, x, w, rows, cols,
-                                                                                                eps, y, qt, rstd);
+    const int as = fz_rms_pair_async();
+    auto go = [&](auto h, auto pf) {
+        constexpr auto k = rms_fwd_pair_kernel<QUANT, ENC, BITS, LOG2B, decltype(h)::value, decltype(pf)::value>;
+        const bool resident = (QUANT && ENC == AGOQ_ENC_TABLE) || as != 0;
+        k<<<fz_grid<k>(2 * (size_t)rows, resident), AGOQ_ROW_THREADS, 0, s>>>(p, x, w, rows, cols, eps, y, qt, rstd);
     };
     auto with_as = [&](auto h) {
         /* not with the table encoders: their staged table and the row would pass 48 KB static */
         if constexpr (QUANT && ENC == AGOQ_ENC_TABLE) go(h, std::false_type());
-        else if (fz_rms_pair_async()) go(h, std::true_type());
+        else if (as == 1) go(h, std::true_type());
         else go(h, std::false_type());
     };
     if (nh == 8) with_as(std::integral_constant<int, 8>());

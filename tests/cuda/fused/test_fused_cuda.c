@@ -311,7 +311,8 @@ TEST(cuda_fused_grid_stride_and_general_paths) {
     setenv("AGOQ_RMS_FWD_PAIR", "1", 1);
     bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 37, 4096, 1);
     unsetenv("AGOQ_RMS_FWD_PAIR");
-    /* the same with each warp copying its half of the next row ahead (AGOQ_RMS_PAIR_ASYNC=1) */
+    /* the same on a resident grid with each warp copying its half of the next row ahead
+     * (AGOQ_RMS_PAIR_ASYNC=1) */
     setenv("AGOQ_RMS_PAIR_ASYNC", "1", 1);
     bad += run_env("AGOQ_RMS_FWD_PAIR", "1", 11, 4096, 1);
     bad += run_env("AGOQ_RMS_FWD_PAIR", "1", 7, 2048, 0);
