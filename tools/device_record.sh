@@ -4,8 +4,9 @@
 # (tools/device_kernels.sh tests peer kernels fused, about 240 s), experiments/gemm_wg.json
 # (tools/device_gemm.sh bench, about 15 s), and with `clocks` tools/device_gemm_clocks.sh (about
 # 90 s), all into one archive that fits the call's return (at most 8 files). With AB_SPECS (a
-# KNOB<TAB>VALUES<TAB>ARGS file, e.g. tools/ab_s31.tsv) also those A/Bs (AB_ROUNDS, default 3;
-# tools/device_kernels.sh ab, about 40 s a knob of three values), into ab/ with ab_table.py's tables.
+# KNOB<TAB>VALUES<TAB>ARGS file, e.g. results/h100/logs/s31_f472939/ab_s31.tsv) also those A/Bs
+# (AB_ROUNDS, default 3; tools/device_kernels.sh ab, about 40 s a knob of three values), into ab/
+# with ab_table.py's tables.
 #   tools/device_pack.sh build                          (here: the binaries of HEAD)
 #   source tools/device_env.sh; [AB_SPECS=F] tools/device_record.sh $AGOQ_B $OUT [clocks]   (on the GPU machine)
 # Unpack DIR/record.tgz under results/<gpu>/logs/s<N>_<commit>/ and write its README.txt.

@@ -464,7 +464,6 @@ int fz_check_shape(const char *what, int rows, int cols);
  * too since the twenty-eighth); 1 always; 0 never. false: nothing launched.
  * (fz_rms_fwd_pair_mode: fused.cu) */
 int fz_rms_fwd_pair_mode(void);
-int fz_rms_pair_async(void); /* AGOQ_RMS_PAIR_ASYNC=1|2: a resident grid, copying the next row ahead (1) (fused_rms_pair.cu) */
 bool fz_rms_fwd_pair(const agoq_fq *q, const uint16_t *x, const uint16_t *w, int rows, int cols, float eps, uint16_t *y,
                      agoq_dqt xq, float *rstd, cudaStream_t s);
 /* The staged RMSNorm backward (fused_rms_bwd.cu) when the shape, alignment and config allow it

@@ -45,30 +45,11 @@
 #define RMS_PAIR_H 8    /* warp vectors a warp at most: half of 4096 columns */
 #define RMS_PAIR_U 2    /* vectors per quantizer tile (512 columns) */
 #define RMS_PAIR_CTAS 3 /* CTAs an SM the kernel is register-bounded for (<= 85 registers) */
-/* AGOQ_RMS_PAIR_ASYNC=1|2 (thirty-first session, an A/B; 0, the default: off). The default grid
- * is one row a pair (fz_grid: a CTA's 4 rows, then it retires and the SM takes the next CTA), so
- * each row's loads start only when its CTA does. 1: a resident grid (fz_grid's LUT grid, 3 CTAs an
- * SM) whose pairs loop over rows, each warp copying its half of the pair's next row into shared
- * memory with cp.async (16 bytes a lane and vector, 4 KiB a warp at 4096 columns: 32 KiB a CTA)
- * as soon as the current row's words are summed and handed on, so the next row's loads are in
- * flight while this row is quantized, normalized and stored. 2: the resident grid without the
- * copy (to tell the two apart). Meant for the fused forward at 64 MiB (4096 rows, 2.6 waves of
- * CTAs: 0.81-0.83 of copy on the H100 against 0.98 for the plain forward). Registers as before
- * (the row is still held); not for the table encoders (NF4: with their staged table the copy
- * would pass 48 KB of static shared memory). The same input words, the same arithmetic: the same
- * bits. The first try (92f6c54) copied ahead on the default grid, where a pair has no next row:
- * -0.005 .. -0.02 of copy (results/h100/logs/s31_92f6c54/). */
 
 __device__ __forceinline__ void rp_bar_sync(int id) { asm volatile("bar.sync %0, 64;" ::"r"(id) : "memory"); }
 __device__ __forceinline__ void rp_bar_arrive(int id) { asm volatile("bar.arrive %0, 64;" ::"r"(id) : "memory"); }
-__device__ __forceinline__ void rp_cp_async(uint4 *dst, const uint16_t *src) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((unsigned)__cvta_generic_to_shared(dst)), "l"(src)
-                 : "memory");
-}
-__device__ __forceinline__ void rp_cp_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
-__device__ __forceinline__ void rp_cp_wait(void) { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
 
-template <bool QUANT, int ENC, int BITS, int LOG2B, int NH, bool AS>
+template <bool QUANT, int ENC, int BITS, int LOG2B, int NH>
 __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_PAIR_CTAS)
     rms_fwd_pair_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w, int rows,
                         int cols, float eps, uint16_t *__restrict__ y, agoq_cuda_qtensor q, float *rstd_out) {
@@ -77,34 +58,16 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_PAIR_CTAS)
     __shared__ agoq_smem_table tab;
     __shared__ float pa[NP][NW][32]; /* warp 0's partials, [pair][k][lane] */
     __shared__ float rs[NP];         /* the pair's rstd */
-    __shared__ uint4 nx[AS ? NW : 1][AS ? NH * 32 : 1]; /* AS: the warp's half of its next row, [warp][i lane] */
     if constexpr (QUANT && ENC == AGOQ_ENC_TABLE) AGOQ_STAGE_TABLE_LUT(tab, p.table);
     const int lane = (int)(threadIdx.x & 31u), wib = (int)(threadIdx.x >> 5), pair = wib >> 1, half = wib & 1;
     const int bar_a = 1 + 2 * pair, bar_b = 2 + 2 * pair; /* named barriers 1..8 (0: __syncthreads) */
     const size_t gp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 6;
     const size_t np = ((size_t)gridDim.x * blockDim.x) >> 6;
-    /* AS: this warp's vectors of row r into nx (one cp.async group; an empty group past the end) */
-    auto prefetch = [&](size_t r) {
-        if (r < (size_t)rows) {
-#pragma unroll
-            for (int i = 0; i < NH; i++)
-                rp_cp_async(&nx[wib][i * 32 + lane], x + r * (size_t)cols + ((size_t)half * NH + (size_t)i) * FZ_WVEC +
-                                                          (size_t)(8 * lane));
-        }
-        rp_cp_commit();
-    };
-    if constexpr (AS) prefetch(gp);
     for (size_t r = gp; r < (size_t)rows; r += np) { /* pair-uniform: both warps take every row */
         const size_t row0 = r * (size_t)cols, m0 = (size_t)half * NH;
         uint4 raw[NH];
-        if constexpr (AS) {
-            rp_cp_wait(); /* each lane reads back only the 16-byte pieces it copied itself */
 #pragma unroll
-            for (int i = 0; i < NH; i++) raw[i] = nx[wib][i * 32 + lane];
-        } else {
-#pragma unroll
-            for (int i = 0; i < NH; i++) raw[i] = fz_load(x + row0 + (m0 + (size_t)i) * FZ_WVEC + (size_t)(8 * lane));
-        }
+        for (int i = 0; i < NH; i++) raw[i] = fz_load(x + row0 + (m0 + (size_t)i) * FZ_WVEC + (size_t)(8 * lane));
         float part[NW];
 #pragma unroll
         for (int k = 0; k < NW; k++) part[k] = 0.0f;
@@ -139,9 +102,6 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_PAIR_CTAS)
             }
             rp_bar_arrive(bar_b);
         }
-        /* AS: the next row's copy goes out once this row's words have been summed (behind the
-         * pair's barriers, so after the shared-memory reads that fed the sum) */
-        if constexpr (AS) prefetch(r + np);
 #pragma unroll
         for (int i = 0; i < NH / U; i++) {
             float v[U][8];
@@ -174,20 +134,13 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_PAIR_CTAS)
 template <bool QUANT, int ENC, int BITS, int LOG2B>
 static void rms_pair_launch(int nh, const agoq_cuda_qparams &p, const uint16_t *x, const uint16_t *w, int rows,
                             int cols, float eps, uint16_t *y, agoq_cuda_qtensor qt, float *rstd, cudaStream_t s) {
-    const int as = fz_rms_pair_async();
-    auto go = [&](auto h, auto pf) {
-        constexpr auto k = rms_fwd_pair_kernel<QUANT, ENC, BITS, LOG2B, decltype(h)::value, decltype(pf)::value>;
-        const bool resident = (QUANT && ENC == AGOQ_ENC_TABLE) || as != 0;
-        k<<<fz_grid<k>(2 * (size_t)rows, resident), AGOQ_ROW_THREADS, 0, s>>>(p, x, w, rows, cols, eps, y, qt, rstd);
+    auto go = [&](auto h) {
+        constexpr auto k = rms_fwd_pair_kernel<QUANT, ENC, BITS, LOG2B, decltype(h)::value>;
+        k<<<fz_grid<k>(2 * (size_t)rows, QUANT && ENC == AGOQ_ENC_TABLE), AGOQ_ROW_THREADS, 0, s>>>(p, x, w, rows, cols,
+                                                                                                eps, y, qt, rstd);
     };
-    auto with_as = [&](auto h) {
-        /* not with the table encoders: their staged table and the row would pass 48 KB static */
-        if constexpr (QUANT && ENC == AGOQ_ENC_TABLE) go(h, std::false_type());
-        else if (as == 1) go(h, std::true_type());
-        else go(h, std::false_type());
-    };
-    if (nh == 8) with_as(std::integral_constant<int, 8>());
-    else with_as(std::integral_constant<int, 4>());
+    if (nh == 8) go(std::integral_constant<int, 8>());
+    else go(std::integral_constant<int, 4>());
 }
 
 bool fz_rms_fwd_pair(const agoq_fq *q, const uint16_t *x, const uint16_t *w, int rows, int cols, float eps, uint16_t *y,
