@@ -45,11 +45,19 @@
 #define RMS_PAIR_H 8    /* warp vectors a warp at most: half of 4096 columns */
 #define RMS_PAIR_U 2    /* vectors per quantizer tile (512 columns) */
 #define RMS_PAIR_CTAS 3 /* CTAs an SM the kernel is register-bounded for (<= 85 registers) */
+/* AGOQ_RMS_FWD_Q7=1 (thirty-first session, an A/B; 0, the default: off): the quantized copy from
+ * the row's bf16 words as loaded, by the quantizers' packed tile with the q7 options
+ * (fz_quantize_bf16p, as the SwiGLU forward: the absmax by max.NaN.xorsign.abs.bf16x2, FP4 codes
+ * by agoq_q7_fp4_pack_bf16 from the words) instead of from the fp32 values the normalization
+ * converts. The copy is of the input x, so the codes and scales are the same bits either way
+ * (tests/quant/test_quant_q7.c proves the q7 encoders against the reference; the GPU test runs
+ * the pair kernel under it). ncu at 64 MiB (H100, results/h100/logs/s31_f472939/): 61% of the issue
+ * slots busy over the whole kernel, about 2,000 warp instructions a warp and row. */
 
 __device__ __forceinline__ void rp_bar_sync(int id) { asm volatile("bar.sync %0, 64;" ::"r"(id) : "memory"); }
 __device__ __forceinline__ void rp_bar_arrive(int id) { asm volatile("bar.arrive %0, 64;" ::"r"(id) : "memory"); }
 
-template <bool QUANT, int ENC, int BITS, int LOG2B, int NH>
+template <bool QUANT, int ENC, int BITS, int LOG2B, int NH, bool Q7>
 __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_PAIR_CTAS)
     rms_fwd_pair_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w, int rows,
                         int cols, float eps, uint16_t *__restrict__ y, agoq_cuda_qtensor q, float *rstd_out) {
@@ -116,7 +124,17 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_PAIR_CTAS)
                 agoq_bf16x8_to_f32(r, v[jj]);
             }
             const size_t t0 = row0 + (m0 + (size_t)(U * i)) * FZ_WVEC; /* the tile's first element */
-            if constexpr (QUANT) fz_quantize<ENC, BITS, LOG2B, U>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, t0), lane);
+            if constexpr (QUANT && Q7) {
+                uint32_t wq[U][4];
+#pragma unroll
+                for (int jj = 0; jj < U; jj++) {
+                    const uint4 r = raw[U * i + jj];
+                    wq[jj][0] = r.x; wq[jj][1] = r.y; wq[jj][2] = r.z; wq[jj][3] = r.w;
+                }
+                fz_quantize_bf16p<ENC, BITS, LOG2B, U>(p, &tab, wq, fz_qt_at<BITS, LOG2B>(p, q, t0), lane, 0);
+            } else if constexpr (QUANT) {
+                fz_quantize<ENC, BITS, LOG2B, U>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, t0), lane);
+            }
 #pragma unroll
             for (int jj = 0; jj < U; jj++) {
                 const int c = (int)(m0 + (size_t)(U * i + jj)) * FZ_WVEC + 8 * lane;
@@ -134,13 +152,22 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_PAIR_CTAS)
 template <bool QUANT, int ENC, int BITS, int LOG2B>
 static void rms_pair_launch(int nh, const agoq_cuda_qparams &p, const uint16_t *x, const uint16_t *w, int rows,
                             int cols, float eps, uint16_t *y, agoq_cuda_qtensor qt, float *rstd, cudaStream_t s) {
-    auto go = [&](auto h) {
-        constexpr auto k = rms_fwd_pair_kernel<QUANT, ENC, BITS, LOG2B, decltype(h)::value>;
+    auto go = [&](auto h, auto q7) {
+        constexpr auto k = rms_fwd_pair_kernel<QUANT, ENC, BITS, LOG2B, decltype(h)::value, decltype(q7)::value>;
         k<<<fz_grid<k>(2 * (size_t)rows, QUANT && ENC == AGOQ_ENC_TABLE), AGOQ_ROW_THREADS, 0, s>>>(p, x, w, rows, cols,
                                                                                                 eps, y, qt, rstd);
     };
-    if (nh == 8) go(std::integral_constant<int, 8>());
-    else go(std::integral_constant<int, 4>());
+    auto with_q7 = [&](auto h) {
+        if constexpr (QUANT) {
+            if (fz_rms_fwd_q7()) {
+                go(h, std::true_type());
+                return;
+            }
+        }
+        go(h, std::false_type());
+    };
+    if (nh == 8) with_q7(std::integral_constant<int, 8>());
+    else with_q7(std::integral_constant<int, 4>());
 }
 
 bool fz_rms_fwd_pair(const agoq_fq *q, const uint16_t *x, const uint16_t *w, int rows, int cols, float eps, uint16_t *y,
