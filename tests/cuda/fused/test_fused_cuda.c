@@ -311,15 +311,17 @@ TEST(cuda_fused_grid_stride_and_general_paths) {
     setenv("AGOQ_RMS_FWD_PAIR", "1", 1);
     bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 37, 4096, 1);
     unsetenv("AGOQ_RMS_FWD_PAIR");
-    /* the same with the copy quantized from the row's bf16 words by the packed q7 tile
-     * (AGOQ_RMS_FWD_Q7=1) */
-    setenv("AGOQ_RMS_FWD_Q7", "1", 1);
-    bad += run_env("AGOQ_RMS_FWD_PAIR", "1", 11, 4096, 1);
-    bad += run_env("AGOQ_RMS_FWD_PAIR", "1", 7, 2048, 0);
-    setenv("AGOQ_RMS_FWD_PAIR", "1", 1);
-    bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 37, 4096, 1);
-    unsetenv("AGOQ_RMS_FWD_PAIR");
-    unsetenv("AGOQ_RMS_FWD_Q7");
+    /* the same with the copy quantized from the row's bf16 words by the packed q7 tile for every
+     * encoder (AGOQ_RMS_FWD_Q7=1) and for none (0); above, the default 2 (FP4 only) */
+    for (int v = 0; v <= 1; v++) {
+        setenv("AGOQ_RMS_FWD_Q7", v ? "1" : "0", 1);
+        bad += run_env("AGOQ_RMS_FWD_PAIR", "1", 11, 4096, 1);
+        bad += run_env("AGOQ_RMS_FWD_PAIR", "1", 7, 2048, 0);
+        setenv("AGOQ_RMS_FWD_PAIR", "1", 1);
+        bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 37, 4096, 1);
+        unsetenv("AGOQ_RMS_FWD_PAIR");
+        unsetenv("AGOQ_RMS_FWD_Q7");
+    }
     /* the dweight reduced after the backward (AGOQ_DW_FUSE=0) or in its launch (1, the default),
      * there with every CTA waiting at the grid barrier too (AGOQ_DW_FUSE_WAIT=all), also with one
      * CTA */
