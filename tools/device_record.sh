@@ -8,7 +8,8 @@
 # (AB_ROUNDS, default 3; tools/device_kernels.sh ab, about 40 s a knob of three values), into ab/
 # with ab_table.py's tables.
 #   tools/device_pack.sh build                          (here: the binaries of HEAD)
-#   source tools/device_env.sh; [AB_SPECS=F] tools/device_record.sh $AGOQ_B $OUT [clocks]   (on the GPU machine)
+#   source tools/device_env.sh; [AB_SPECS=F] tools/device_record.sh $AGOQ_B $OUT [clocks]
+#                                                       (on the GPU machine)
 # Unpack DIR/record.tgz under results/<gpu>/logs/s<N>_<commit>/ and write its README.txt.
 set -u
 B=${1:?build dir}

@@ -51,10 +51,11 @@
  * FP4 codes by agoq_q7_fp4_pack_bf16 from the words) instead of from the fp32 values the
  * normalization converts. The copy is of the input x, so the codes and scales are the same bits
  * either way (tests/quant/test_quant_q7.c proves the q7 encoders against the reference; the GPU
- * test runs the pair kernel under 0, 1 and the default). Measured (H100, 62bb276, results/h100/logs/s31_62bb276/,
- * three rounds, copy ratio at 64 MiB / 256 MiB / 1 / 4 GiB): FP4 0.814 / 0.929 / 0.973 / 0.981 ->
- * 0.842 / 0.940 / 0.978 / 0.982 (ncu at 64 MiB: 30.1 -> 28.3 us, 16.4M -> 14.1M warp
- * instructions); FP8 +0.007 .. -0.001, int8 0 .. -0.004, int4_asym -0.013 at 64 MiB: so FP4 only. */
+ * test runs the pair kernel under 0, 1 and the default). Measured (H100, 62bb276,
+ * results/h100/logs/s31_62bb276/, three rounds, copy ratio at 64 MiB / 256 MiB / 1 / 4 GiB): FP4
+ * 0.814 / 0.929 / 0.973 / 0.981 -> 0.842 / 0.940 / 0.978 / 0.982 (ncu at 64 MiB: 30.1 -> 28.3 us,
+ * 16.4M -> 14.1M warp instructions); FP8 +0.007 .. -0.001, int8 0 .. -0.004, int4_asym -0.013 at
+ * 64 MiB: so FP4 only. */
 
 __device__ __forceinline__ void rp_bar_sync(int id) { asm volatile("bar.sync %0, 64;" ::"r"(id) : "memory"); }
 __device__ __forceinline__ void rp_bar_arrive(int id) { asm volatile("bar.arrive %0, 64;" ::"r"(id) : "memory"); }
