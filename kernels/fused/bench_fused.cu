@@ -201,15 +201,13 @@ static int fcheck(void *state, const agoq_bench_args *a) {
         else if (s->sp.op == OP_SWIGLU) agoq_swiglu_bwd_ref(qc, &hq, x, dy, r, s->ocols, dx, y);
         else agoq_gelu_bwd_ref(qc, &hq, x, dy, r, s->cols, dx, y);
     }
-    static const agoq_fused_out kY[] = {AGOQ_OUT_EXACT, AGOQ_OUT_SWIGLU_OUT, AGOQ_OUT_GELU_Y};
-    static const agoq_fused_out kDx[] = {AGOQ_OUT_EXACT, AGOQ_OUT_SWIGLU_DH, AGOQ_OUT_GELU_DX};
     float *xf = agoq_fused_input_f32(s->sp.bwd ? qc : NULL, &hq, x, (size_t)qr, (size_t)s->qcols);
     if (s->sp.bwd) {
         agoq_cuda_d2h(gdx, s->dx, nin * 2);
-        bad += agoq_fused_cmp(kDx[s->sp.op], "dx", xf, dy, (size_t)r, (size_t)s->ocols, dx, gdx);
+        bad += agoq_fused_cmp(agoq_fused_out_of(s->sp.op, 1), "dx", xf, dy, (size_t)r, (size_t)s->ocols, dx, gdx);
     }
     agoq_cuda_d2h(gy, s->y, nout * 2);
-    bad += agoq_fused_cmp(kY[s->sp.op], "y", xf, NULL, (size_t)r, (size_t)s->ocols, y, gy);
+    bad += agoq_fused_cmp(agoq_fused_out_of(s->sp.op, s->sp.bwd ? 2 : 0), "y", xf, NULL, (size_t)r, (size_t)s->ocols, y, gy);
     free(xf);
     if (bad) agoq_error("kernels: %zu bytes or elements of the first %d rows differ from the reference", bad, r);
     if (qc) {

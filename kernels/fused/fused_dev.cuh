@@ -233,6 +233,25 @@ __device__ __forceinline__ void row_tree_sum(float (&v)[NV], float *red) {
     __syncthreads(); /* red is reused by the next row */
 }
 
+/* One term of an RMSNorm forward's sum of squares, acc + v * v: by a fused multiply-add
+ * (AGOQ_RMS_FMA=1, the default since the thirty-second session; one instruction instead of a
+ * multiply and an add, and one rounding instead of two) or as the reference does (0: bit for
+ * bit with agoq_row_dot_ref). Issue 15 ends exactness at the quantizer: the forwards' norm output
+ * and rstd are tested against rmsnorm_ref.c within the bounds fused_tol.c derives (one bf16 ulp;
+ * rstd relative); the stored copy is of x and does not depend on it. Compile time, so that the
+ * A/B is two builds (tools/variant_build.sh base=... nofma=-DAGOQ_RMS_FMA=0). The backwards keep
+ * the reference's order and roundings (their dx and dweight are compared bit for bit). */
+#ifndef AGOQ_RMS_FMA
+#define AGOQ_RMS_FMA 1
+#endif
+__device__ __forceinline__ float fz_sq_acc(float acc, float v) {
+#if AGOQ_RMS_FMA
+    return __fmaf_rn(v, v, acc);
+#else
+    return acc + v * v;
+#endif
+}
+
 /* The same sum where one warp holds the CTA's partials (the RMSNorm forwards of a warp or a pair of
  * warps a row, fused_rmsnorm.cu, fused_rms_pair.cu): part[k] of lane l is thread 32 k + l's
  * partial; the shuffles of row_tree_sum per k, then the halving tree over k (agoq_row_dot_ref

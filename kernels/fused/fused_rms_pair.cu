@@ -1,6 +1,7 @@
 /* CUDA fused RMSNorm forward, a row to a pair of warps (twenty-seventh session), beside the
- * warp-per-row kernel of fused_rmsnorm.cu. Bit-exact with rmsnorm_ref.c like every RMSNorm kernel
- * (tests/cuda/fused/test_fused_cuda.c). AGOQ_RMS_FWD_PAIR: 2 (the default) takes it for the
+ * warp-per-row kernel of fused_rmsnorm.cu. Its copy bit-exact with rmsnorm_ref.c, y and rstd within
+ * fused_tol.c's bounds like every RMSNorm forward (the squares summed by FMA in the reference's
+ * order; tests/cuda/fused/test_fused_cuda.c). AGOQ_RMS_FWD_PAIR: 2 (the default) takes it for the
  * forwards of at least 24 rows an SM, 1 for every shape it allows, 0 never.
  *
  * Why: the warp-per-row kernel holds a row of 4096 columns in 64 registers a lane, so 2 CTAs (16
@@ -90,7 +91,7 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_PAIR_CTAS)
                 float v[8];
                 agoq_bf16x8_to_f32(raw[i], v);
 #pragma unroll
-                for (int e = 0; e < 8; e++) part[(H0 + i) % NW] = part[(H0 + i) % NW] + v[e] * v[e];
+                for (int e = 0; e < 8; e++) part[(H0 + i) % NW] = fz_sq_acc(part[(H0 + i) % NW], v[e]);
             }
         };
         float rstd;

@@ -24,7 +24,24 @@
  *     (ours), 1 - t^2 by < 2^-20 (reference's t near +-1), 1 + t by 2^-21:
  *     ulp_bf16 + |g| (2^-20 + 8 d |x| u').
  * Non-finite results must agree exactly (NaN with NaN, +-Inf with the same Inf): the fast
- * formulas keep the reference's structure where NaN and Inf arise (fused_fast.cuh). */
+ * formulas keep the reference's structure where NaN and Inf arise (fused_fast.cuh).
+ *
+ * RMSNorm forward (thirty-second session): the kernels' sum of squares takes each term by one
+ * fused multiply-add (fz_sq_acc) where the reference rounds the product and then the sum; the
+ * order is the same (fused_math.h). With u = 2^-24, a thread's partial holds n = 8 ceil(ceil(C / 8)
+ * / 256) terms for C columns, then 8 levels of the halving tree: at most n + 9 roundings on any
+ * term's path, and the terms are >= 0, so each side's sum is within gamma(n + 9) ~ (n + 9) u
+ * relative of the exact one. rstd = 1 / sqrt(s / C + eps) halves a relative change of s, and
+ * each side rounds four more times (<= 3 u in rstd): |rstd_gpu / rstd_ref - 1| <= (n + 9) u +
+ * 6 u. Bound: agoq_rms_rstd_bound = (n + 16) 2^-23 (2x margin; 3.8e-6 at 4096 columns). Then y
+ * = (x rstd) w, two more roundings a side: the fp32 values lie within (n + 20) u relative, far
+ * below a bf16 ulp (2^-8 relative at least), so the bf16 results are equal or adjacent: |got -
+ * ref| <= ulp_bf16(max) (AGOQ_OUT_RMS_Y, no absolute term; the denormal floor 2^-133 covers y
+ * below 2^-126, where the fp32 sides differ by a few 2^-149). Squares below the fp32 denormals
+ * round to 0 on both sides; a zero row sums to 0 exactly on both; a NaN, an Inf or a square
+ * beyond FLT_MAX makes both sums NaN / Inf (rstd 0 on both). Not covered: a row whose finite sum
+ * of squares lies within (n + 9) u of FLT_MAX, which one side may round to Inf (rstd 0) and the
+ * other not; no test input comes near it. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,5 +107,33 @@ size_t agoq_fused_cmp(agoq_fused_out which, const char *what, const float *x, co
                     got[i], bound);
     }
     if (bad) fprintf(stderr, "    %s: %zu of %zu outside the bound\n", what, bad, n);
+    return bad;
+}
+
+agoq_fused_out agoq_fused_out_of(int op, int out) {
+    static const agoq_fused_out k[3][3] = {{AGOQ_OUT_RMS_Y, AGOQ_OUT_EXACT, AGOQ_OUT_EXACT},
+                                           {AGOQ_OUT_SWIGLU_OUT, AGOQ_OUT_SWIGLU_DH, AGOQ_OUT_SWIGLU_OUT},
+                                           {AGOQ_OUT_GELU_Y, AGOQ_OUT_GELU_DX, AGOQ_OUT_GELU_Y}};
+    return op >= 0 && op < 3 && out >= 0 && out < 3 ? k[op][out] : AGOQ_OUT_EXACT;
+}
+
+double agoq_rms_rstd_bound(size_t cols) {
+    const double n = 8.0 * (double)(((cols + 7) / 8 + AGOQ_ROW_THREADS - 1) / AGOQ_ROW_THREADS);
+    return (n + 16.0) * 0x1p-23;
+}
+
+size_t agoq_rms_rstd_cmp(const char *what, const float *ref, const float *got, size_t rows, size_t cols) {
+    const double rel = agoq_rms_rstd_bound(cols);
+    size_t bad = 0;
+    for (size_t i = 0; i < rows; i++) {
+        const double a = ref[i], b = got[i];
+        int ok;
+        if (isnan(a) || isnan(b)) ok = isnan(a) && isnan(b);
+        else if (isinf(a) || isinf(b) || a == 0.0 || b == 0.0) ok = a == b;
+        else ok = fabs(b / a - 1.0) <= rel;
+        if (!ok && bad++ < 5)
+            fprintf(stderr, "    %s[%zu]: ref %.9g got %.9g, relative bound %.3g\n", what, i, a, b, rel);
+    }
+    if (bad) fprintf(stderr, "    %s: %zu of %zu outside the bound\n", what, bad, rows);
     return bad;
 }

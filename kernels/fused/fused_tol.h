@@ -1,8 +1,9 @@
 /* Bounds for the producer and backward outputs of the fused CUDA kernels against the C
  * references (issue 15: exactness stops at the quantizer). The stored copies (codes, scales,
- * zero points) and RMSNorm's outputs (whose math the kernels still compute as the reference
- * does) are compared bit for bit; SiLU / GELU outputs and gradients, computed with FMA and the
- * fast exp/division of kernels/fused/fused_fast.cuh, within the bounds derived in fused_tol.c.
+ * zero points) and RMSNorm's backward outputs (whose math the kernels still compute as the
+ * reference does) are compared bit for bit; the RMSNorm forwards' y and rstd (their sum of squares
+ * by FMA, fused_dev.cuh's fz_sq_acc) and SiLU / GELU outputs and gradients, computed with FMA and
+ * the fast exp/division of kernels/fused/fused_fast.cuh, within the bounds derived in fused_tol.c.
  * Used by the GPU tests (tests/cuda/fused/) and by the benchmark's check (bench_fused.cu). */
 #ifndef AGOQ_FUSED_TOL_H
 #define AGOQ_FUSED_TOL_H
@@ -16,7 +17,8 @@ extern "C" {
 #endif
 
 typedef enum {
-    AGOQ_OUT_EXACT,      /* bit for bit (NaN equals NaN): RMSNorm y, dx */
+    AGOQ_OUT_EXACT,      /* bit for bit (NaN equals NaN): RMSNorm backward y, dx */
+    AGOQ_OUT_RMS_Y,      /* RMSNorm forward y = (x rstd) w: one bf16 ulp */
     AGOQ_OUT_GELU_Y,     /* GELU(x), forward or recomputed */
     AGOQ_OUT_GELU_DX,    /* dy * GELU'(x) */
     AGOQ_OUT_SWIGLU_OUT, /* silu(gate) * up, forward or recomputed, [rows, F] */
@@ -37,6 +39,15 @@ float *agoq_fused_input_f32(const agoq_qconfig *qc, const agoq_qtensor *xq, cons
  * rows x cols: the op's row shape (SwiGLU: cols = F). */
 size_t agoq_fused_cmp(agoq_fused_out which, const char *what, const float *x, const uint16_t *dy, size_t rows,
                       size_t cols, const uint16_t *ref, const uint16_t *got);
+
+/* The bound of an op's output, for the tests and the benchmark's check: op 0 RMSNorm, 1 SwiGLU,
+ * 2 GELU; out 0 the forward's y, 1 the backward's dx, 2 the backward's recomputed y. */
+agoq_fused_out agoq_fused_out_of(int op, int out);
+/* RMSNorm forward rstd of rows x cols against the reference: relative bound
+ * agoq_rms_rstd_bound(cols); NaN equals NaN, infinities and zeros exactly. Returns the count
+ * outside (prints the first 5, prefixed by `what`). */
+double agoq_rms_rstd_bound(size_t cols);
+size_t agoq_rms_rstd_cmp(const char *what, const float *ref, const float *got, size_t rows, size_t cols);
 
 #ifdef __cplusplus
 }

@@ -1,8 +1,13 @@
 /* The bounds of the fused kernels' fast producer math (kernels/fused/fused_tol.c): bf16 ulp,
- * exact outputs, and one hand-computed GELU / SwiGLU bound each. */
+ * exact outputs, one hand-computed GELU / SwiGLU bound each, the RMSNorm forward's y and rstd
+ * bounds, and those against the FMA sum of squares they are derived for. */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 
+#include "core/rng.h"
+#include "kernels/fused/fused.h"
+#include "kernels/fused/fused_math.h"
 #include "kernels/fused/fused_tol.h"
 #include "kernels/quant/quant_math.h"
 #include "tests/test.h"
@@ -42,4 +47,61 @@ TEST(fused_tol_gelu_and_swiglu_bounds) {
     const uint16_t g1[] = {agoq_f32_to_bf16(0x1p-10f), 0}, g2[] = {agoq_f32_to_bf16(0x1p-8f), 0};
     CHECK(agoq_fused_cmp(AGOQ_OUT_SWIGLU_DH, "t", h, dout, 1, 1, zz, g1) == 0);
     CHECK(agoq_fused_cmp(AGOQ_OUT_SWIGLU_DH, "t", h, dout, 1, 1, zz, g2) == 1);
+}
+
+TEST(fused_tol_rms_bounds) {
+    CHECK(agoq_fused_out_of(0, 0) == AGOQ_OUT_RMS_Y && agoq_fused_out_of(0, 1) == AGOQ_OUT_EXACT &&
+          agoq_fused_out_of(0, 2) == AGOQ_OUT_EXACT && agoq_fused_out_of(1, 1) == AGOQ_OUT_SWIGLU_DH &&
+          agoq_fused_out_of(2, 2) == AGOQ_OUT_GELU_Y);
+    /* y: one bf16 ulp of the larger (2^-7 at 1.0) passes, beyond it not, whatever x */
+    const float x[] = {1.0f, 1.0f};
+    const uint16_t r[] = {0x3f80, 0x3f80}, g1[] = {0x3f81, 0x3f7f}, g2[] = {0x3f82, 0x3f7d};
+    CHECK(agoq_fused_cmp(AGOQ_OUT_RMS_Y, "t", x, NULL, 1, 2, r, g1) == 0);
+    CHECK(agoq_fused_cmp(AGOQ_OUT_RMS_Y, "t", x, NULL, 1, 2, r, g2) == 2);
+    /* rstd: 4096 columns -> n = 16 terms a partial, bound 32 * 2^-23 = 3.8e-6 relative */
+    CHECK(agoq_rms_rstd_bound(4096) == 32 * 0x1p-23 && agoq_rms_rstd_bound(1) == 24 * 0x1p-23);
+    const float rr[] = {2.0f, 2.0f, 0.0f, NAN, INFINITY}, ok[] = {2.0f * (1 + 3e-6f), 2.0f * (1 - 3e-6f), 0.0f, NAN, INFINITY};
+    const float off[] = {2.0f * (1 + 5e-6f), 2.0f, 1e-30f, 1.0f, 1e30f};
+    CHECK(agoq_rms_rstd_cmp("t", rr, ok, 5, 4096) == 0);
+    CHECK(agoq_rms_rstd_cmp("t", rr, off, 5, 4096) == 4);
+}
+
+/* The bound against the arithmetic it is derived for: the reference's sum of squares (round the
+ * product, then the sum) against the kernels' (one fmaf a term, fused_dev.cuh's fz_sq_acc) in
+ * the specification's order, on rows of 1 .. 65536 columns at scales 2^-60 .. 2^60 (and bf16
+ * inputs, as the kernels read them): rstd within agoq_rms_rstd_bound, y within one bf16 ulp. */
+static float row_sq_fma(const float *a, int cols) {
+    float part[AGOQ_ROW_THREADS] = {0};
+    for (int g = 0; g * AGOQ_GROUP < cols; g++)
+        for (int j = g * AGOQ_GROUP; j < cols && j < (g + 1) * AGOQ_GROUP; j++)
+            part[g % AGOQ_ROW_THREADS] = fmaf(a[j], a[j], part[g % AGOQ_ROW_THREADS]);
+    return agoq_tree_sum_ref(part, AGOQ_ROW_THREADS);
+}
+TEST(fused_tol_rms_bound_holds_for_the_fma_sum) {
+    static const int cols[] = {1, 129, 4096, 8200, 65536};
+    static const float scale[] = {0x1p-60f, 1.0f, 3.0f, 0x1p60f};
+    float *x = malloc(65536 * sizeof(float));
+    uint16_t *yr = malloc(65536 * 2), *yg = malloc(65536 * 2), w = agoq_f32_to_bf16(0.75f);
+    double worst = 0.0;
+    size_t bad = 0;
+    for (size_t c = 0; c < sizeof cols / sizeof cols[0]; c++)
+        for (size_t s = 0; s < sizeof scale / sizeof scale[0]; s++) {
+            const int n = cols[c];
+            agoq_fill(AGOQ_DIST_NORMAL, x, (size_t)n, 77 + c * 8 + s);
+            for (int j = 0; j < n; j++) x[j] = agoq_bf16_to_f32(agoq_f32_to_bf16(scale[s] * x[j]));
+            const float rref = agoq_rms_rstd(agoq_row_dot_ref(x, x, n), n, 1e-5f);
+            const float rfma = agoq_rms_rstd(row_sq_fma(x, n), n, 1e-5f);
+            if (rref > 0.0f) worst = fmax(worst, fabs((double)rfma / rref - 1.0) / agoq_rms_rstd_bound((size_t)n));
+            bad += agoq_rms_rstd_cmp("rstd", &rref, &rfma, 1, (size_t)n);
+            for (int j = 0; j < n; j++) {
+                yr[j] = agoq_f32_to_bf16(agoq_rms_out(x[j], rref, agoq_bf16_to_f32(w)));
+                yg[j] = agoq_f32_to_bf16(agoq_rms_out(x[j], rfma, agoq_bf16_to_f32(w)));
+            }
+            bad += agoq_fused_cmp(AGOQ_OUT_RMS_Y, "y", x, NULL, 1, (size_t)n, yr, yg);
+        }
+    CHECK_MSG(bad == 0, "%zu outside the bounds", bad);
+    CHECK_MSG(worst < 1.0, "worst rstd difference %.3f of the bound", worst);
+    free(x);
+    free(yr);
+    free(yg);
 }

@@ -1,7 +1,8 @@
 /* GPU tests: every fused kernel (kernels/fused*.cu) against its C reference: the stored copies
- * (codes, scales, zero points) and RMSNorm's outputs (bf16 y, dx, fp32 rstd, dweight partials)
- * bit for bit; the SiLU/GELU outputs and gradients, computed with the fast math of
- * kernels/fused/fused_fast.cuh, within the bounds derived in kernels/fused/fused_tol.c; over formats
+ * (codes, scales, zero points) and RMSNorm's backward outputs (bf16 y, dx, dweight partials) bit
+ * for bit; its forward y and rstd (sum of squares by FMA) and the SiLU/GELU outputs and
+ * gradients, computed with the fast math of kernels/fused/fused_fast.cuh, within the bounds
+ * derived in kernels/fused/fused_tol.c; over formats
  * (FP4, NF4, int3/4/8, asymmetric, FP8, dyn8; fp32/bf16 scales; nearest/stochastic), odd row
  * widths, zero rows, NaN/Inf and denormal inputs; every config of the fast vector kernels
  * (fused_dev.cuh) on a shape with several tiles plus a tail and NaN/Inf in a few tiles (fast and
@@ -132,12 +133,10 @@ static size_t cmp_qt(const agoq_qconfig *c, size_t rows, size_t cols, const agoq
 
 typedef enum { OP_RMS, OP_SWIGLU, OP_GELU } op_kind;
 
-/* Output y (fwd or recomputed) or dx of op against the reference, within its bound. */
-static size_t cmp_out(op_kind op, int dx, const char *what, const float *xf, const uint16_t *dy, int rows, int cols,
+/* Output `out` of op (0 forward y, 1 dx, 2 recomputed y) against the reference, within its bound. */
+static size_t cmp_out(op_kind op, int out, const char *what, const float *xf, const uint16_t *dy, int rows, int cols,
                       const uint16_t *ref, const uint16_t *got) {
-    static const agoq_fused_out kY[] = {AGOQ_OUT_EXACT, AGOQ_OUT_SWIGLU_OUT, AGOQ_OUT_GELU_Y};
-    static const agoq_fused_out kDx[] = {AGOQ_OUT_EXACT, AGOQ_OUT_SWIGLU_DH, AGOQ_OUT_GELU_DX};
-    return agoq_fused_cmp(dx ? kDx[op] : kY[op], what, xf, dy, (size_t)rows, (size_t)cols, ref, got);
+    return agoq_fused_cmp(agoq_fused_out_of((int)op, out), what, xf, dy, (size_t)rows, (size_t)cols, ref, got);
 }
 
 /* One op, fused (q) and plain (no q), every case and shape: forward outputs + stored copy,
@@ -193,7 +192,7 @@ static size_t run_op(op_kind op, const qcase *k, int rows, int cols, int tiles) 
     if (op == OP_RMS) {
         float *g_rstd = malloc(rows * 4);
         agoq_fused_d2h(g_rstd, d_rstd, rows * 4);
-        bad += cmp_f32("rstd", rstd, g_rstd, rows);
+        bad += agoq_rms_rstd_cmp("rstd", rstd, g_rstd, (size_t)rows, (size_t)cols);
         free(g_rstd);
     }
     if (fused) agoq_dqt_upload(c, srows, cols, &xq, dq); /* backward from the reference's copy */
@@ -209,7 +208,7 @@ static size_t run_op(op_kind op, const qcase *k, int rows, int cols, int tiles) 
     uint16_t *g_dx = down16(d_dx, nx), *g_yb = down16(d_yb, ny);
     xf = agoq_fused_input_f32(c, &xq, x, srows, cols); /* what the backward read */
     bad += (size_t)(rc != 0) + cmp_out(op, 1, "bwd dx", xf, dy, rows, cols, dx, g_dx) +
-           cmp_out(op, 0, "bwd y (recomputed)", xf, NULL, rows, cols, yb, g_yb);
+           cmp_out(op, 2, "bwd y (recomputed)", xf, NULL, rows, cols, yb, g_yb);
     free(xf);
     if (op == OP_RMS) {
         float *g = malloc((size_t)groups * cols * 4);
