@@ -56,12 +56,15 @@
  * results/h100/logs/s31_62bb276/, three rounds, copy ratio at 64 MiB / 256 MiB / 1 / 4 GiB): FP4
  * 0.814 / 0.929 / 0.973 / 0.981 -> 0.842 / 0.940 / 0.978 / 0.982 (ncu at 64 MiB: 30.1 -> 28.3 us,
  * 16.4M -> 14.1M warp instructions); FP8 +0.007 .. -0.001, int8 0 .. -0.004, int4_asym -0.013 at
- * 64 MiB: so FP4 only. */
+ * 64 MiB: so FP4 only.
+ * AGOQ_RMS_FMA (thirty-second session; 1 the default, 0 for the A/B): the sum of squares by FMA
+ * (fused_dev.cuh's fz_sq_acc, as every RMSNorm forward) or as the reference (0: y and rstd bit for
+ * bit). */
 
 __device__ __forceinline__ void rp_bar_sync(int id) { asm volatile("bar.sync %0, 64;" ::"r"(id) : "memory"); }
 __device__ __forceinline__ void rp_bar_arrive(int id) { asm volatile("bar.arrive %0, 64;" ::"r"(id) : "memory"); }
 
-template <bool QUANT, int ENC, int BITS, int LOG2B, int NH, bool Q7>
+template <bool QUANT, int ENC, int BITS, int LOG2B, int NH, bool Q7, bool FMA>
 __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_PAIR_CTAS)
     rms_fwd_pair_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w, int rows,
                         int cols, float eps, uint16_t *__restrict__ y, agoq_cuda_qtensor q, float *rstd_out) {
@@ -91,7 +94,7 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_PAIR_CTAS)
                 float v[8];
                 agoq_bf16x8_to_f32(raw[i], v);
 #pragma unroll
-                for (int e = 0; e < 8; e++) part[(H0 + i) % NW] = fz_sq_acc(part[(H0 + i) % NW], v[e]);
+                for (int e = 0; e < 8; e++) part[(H0 + i) % NW] = fz_sq_acc<FMA>(part[(H0 + i) % NW], v[e]);
             }
         };
         float rstd;
@@ -156,10 +159,16 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_PAIR_CTAS)
 template <bool QUANT, int ENC, int BITS, int LOG2B>
 static void rms_pair_launch(int nh, const agoq_cuda_qparams &p, const uint16_t *x, const uint16_t *w, int rows,
                             int cols, float eps, uint16_t *y, agoq_cuda_qtensor qt, float *rstd, cudaStream_t s) {
+    const bool fma = fz_rms_fma() != 0;
     auto go = [&](auto h, auto q7) {
-        constexpr auto k = rms_fwd_pair_kernel<QUANT, ENC, BITS, LOG2B, decltype(h)::value, decltype(q7)::value>;
-        k<<<fz_grid<k>(2 * (size_t)rows, QUANT && ENC == AGOQ_ENC_TABLE), AGOQ_ROW_THREADS, 0, s>>>(p, x, w, rows, cols,
-                                                                                                eps, y, qt, rstd);
+        auto launch = [&](auto f) {
+            constexpr auto k =
+                rms_fwd_pair_kernel<QUANT, ENC, BITS, LOG2B, decltype(h)::value, decltype(q7)::value, decltype(f)::value>;
+            k<<<fz_grid<k>(2 * (size_t)rows, QUANT && ENC == AGOQ_ENC_TABLE), AGOQ_ROW_THREADS, 0, s>>>(
+                p, x, w, rows, cols, eps, y, qt, rstd);
+        };
+        if (fma) launch(std::true_type());
+        else launch(std::false_type());
     };
     auto with_q7 = [&](auto h) {
         if constexpr (QUANT) {

@@ -1,8 +1,8 @@
 /* CUDA fused RMSNorm (fused.h): forward writing y and the quantized copy of x, backward from
  * the stored copy (dequantize, recompute rstd and y, dx and dweight partials). The stored copy
  * and the backward bit-exact with rmsnorm_ref.c, the forward's y and rstd within one bf16 ulp /
- * fused_tol.c's relative bound: it sums the squares by FMA (fused_dev.cuh's fz_sq_acc,
- * AGOQ_RMS_FMA) in the same order (tests/cuda/fused/test_fused_cuda.c).
+ * fused_tol.c's relative bound: it sums the squares by FMA (fused_dev.cuh's fz_sq_acc) in the
+ * same order (tests/cuda/fused/test_fused_cuda.c).
  *
  * The reduction order is the specification (fused_math.h): AGOQ_ROW_THREADS threads per row,
  * thread t owns the 8-column groups t, t + T, ... in ascending order, then agoq_tree_sum
