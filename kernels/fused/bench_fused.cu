@@ -204,7 +204,9 @@ static int fcheck(void *state, const agoq_bench_args *a) {
     float *xf = agoq_fused_input_f32(s->sp.bwd ? qc : NULL, &hq, x, (size_t)qr, (size_t)s->qcols);
     if (s->sp.bwd) {
         agoq_cuda_d2h(gdx, s->dx, nin * 2);
-        bad += agoq_fused_cmp(agoq_fused_out_of(s->sp.op, 1), "dx", xf, dy, (size_t)r, (size_t)s->ocols, dx, gdx);
+        if (s->sp.op == OP_RMS) /* its bound needs w and the row sums */
+            bad += agoq_rms_bwd_cmp(xf, dy, w, (size_t)r, (size_t)s->cols, kEps, s->rpg, dx, gdx, NULL, NULL, NULL, NULL);
+        else bad += agoq_fused_cmp(agoq_fused_out_of(s->sp.op, 1), "dx", xf, dy, (size_t)r, (size_t)s->ocols, dx, gdx);
     }
     agoq_cuda_d2h(gy, s->y, nout * 2);
     bad += agoq_fused_cmp(agoq_fused_out_of(s->sp.op, s->sp.bwd ? 2 : 0), "y", xf, NULL, (size_t)r, (size_t)s->ocols, y, gy);

@@ -1,6 +1,7 @@
 /* CUDA fused RMSNorm backward, staged through shared memory (issue 15; the register-prefetch
- * kernel rms_bwd_kernel of fused_rmsnorm.cu takes the shapes this one does not). Bit-exact
- * with rmsnorm_ref.c like every RMSNorm kernel (tests/cuda/fused/test_fused_cuda.c).
+ * kernel rms_bwd_kernel of fused_rmsnorm.cu takes the shapes this one does not). Its products
+ * and sums by FMA (AGOQ_RMS_BWD_FMA, below): dx, the recomputed y and the dweight within the
+ * bounds fused_tol.c derives against rmsnorm_ref.c (tests/cuda/fused/test_fused_cuda.c).
  *
  * Why: rms_bwd_kernel kept the next row's inputs (codes + scale, dy) in registers, 111 / 96
  * registers per thread, 2 CTAs (16 warps) per SM, so about one row per CTA was in flight:
@@ -42,6 +43,22 @@
 #include "kernels/fused/fused_dev.cuh"
 
 #define RMS_STAGES 3 /* shared-memory stages: RMS_STAGES - 1 rows in flight per CTA */
+/* AGOQ_RMS_BWD_FMA (compile time; 1 the default since the thirty-second session, 0 for the A/B
+ * build, tools/variant_build.sh nofma=-DAGOQ_RMS_BWD_FMA=0 with VARIANT_HEADERS=fused_rms_bwd.cu):
+ * the row sums' terms (x x, (dy w) x), dx = rstd (g - x coef) and the dweight terms dy (x rstd)
+ * each by one fused multiply-add, four instructions and four roundings fewer an element; 0: the
+ * reference's operations (bit for bit). The same order either way. */
+#ifndef AGOQ_RMS_BWD_FMA
+#define AGOQ_RMS_BWD_FMA 1
+#endif
+__device__ __forceinline__ float rb_mac(float acc, float a, float b) { /* acc + a b */
+    if constexpr (AGOQ_RMS_BWD_FMA) return __fmaf_rn(a, b, acc);
+    else return acc + a * b;
+}
+__device__ __forceinline__ float rb_dx(float x, float g, float rstd, float coef) {
+    if constexpr (AGOQ_RMS_BWD_FMA) return rstd * __fmaf_rn(-x, coef, g);
+    else return agoq_rms_dx(x, g, rstd, coef);
+}
 /* CTAs per SM the kernel is register-bounded for (AGOQ_RMS_STAGED_CTAS, fused.h): 4 (<= 64
  * registers) at NG = 2, where 4 CTAs fit the shared memory (4 x 48 KB); 2 at NG = 4 (2 x 96 KB);
  * the NG = 2 kernels that keep a row's inputs 3 (<= 80 registers: at 64 they spilled 8 bytes) */
@@ -147,8 +164,8 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, AGOQ_RMS_STAGED_CTAS(NG, KEE
             weight(j, g, wf);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                acc[0] = acc[0] + v[j][e] * v[j][e];
-                acc[1] = acc[1] + (dd[e] * wf[e]) * v[j][e];
+                acc[0] = rb_mac(acc[0], v[j][e], v[j][e]);
+                acc[1] = rb_mac(acc[1], dd[e] * wf[e], v[j][e]);
             }
         }
     };
@@ -165,8 +182,8 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, AGOQ_RMS_STAGED_CTAS(NG, KEE
             weight(j, g, wf);
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                dxv[e] = agoq_rms_dx(v[j][e], dd[e] * wf[e], rstd, coef);
-                dw[j][e] = dw[j][e] + dd[e] * (v[j][e] * rstd);
+                dxv[e] = rb_dx(v[j][e], dd[e] * wf[e], rstd, coef);
+                dw[j][e] = rb_mac(dw[j][e], dd[e], v[j][e] * rstd);
                 v[j][e] = agoq_rms_out(v[j][e], rstd, wf[e]);
             }
             fz_store(dx + o + (size_t)(8 * g), agoq_f32x8_to_bf16(dxv));

@@ -41,7 +41,24 @@
  * round to 0 on both sides; a zero row sums to 0 exactly on both; a NaN, an Inf or a square
  * beyond FLT_MAX makes both sums NaN / Inf (rstd 0 on both). Not covered: a row whose finite sum
  * of squares lies within (n + 9) u of FLT_MAX, which one side may round to Inf (rstd 0) and the
- * other not; no test input comes near it. */
+ * other not; no test input comes near it.
+ *
+ * RMSNorm backward, the staged kernel (fused_rms_bwd.cu, AGOQ_RMS_BWD_FMA): the row sums S = sum
+ * x^2 and D = sum g x (g = dy w, rounded alike on both sides) by FMA, dx = rstd fma(-x, coef, g),
+ * the dweight terms fma(dy, x rstd, dw); the same order. Per row (reference quantities: rstd,
+ * coef = (D / C) rstd^2, A = sum |g x|, rho = agoq_rms_rstd_bound): each side's D errs by at most
+ * (n + 9) u A (products and sums of mixed signs: absolute, against A), so |coef_gpu - coef_ref| <=
+ * (rstd^2 / C) (2 (n + 9) u A + |D| (2 rho + 7 u)) <= dc = (rstd^2 / C) A (6 n + 96) u. dx: with
+ * s = g - x coef, the reference rounds x coef, s and rstd s, ours g - x coef and rstd s': the fp32
+ * values differ by <= 1.01 rstd (|x| dc + u |x coef| + (rho + 4 u) |s|), added to the bf16 ulp
+ * (AGOQ_OUT_RMS_DX's absolute term, computed by agoq_rms_bwd_cmp). The recomputed y: as the
+ * forward's (one bf16 ulp). The dweight partial of a group of k rows, sum dy (x rstd) per column:
+ * x rstd differs by (rho + 2 u) relative, and each side's k roundings of the sum (the product's
+ * too in the reference) by gamma(k + 1) of B = sum |dy x| rstd: <= 1.01 B (rho + (2 k + 6) u).
+ * The reduced dweight (the same sums in group order on both sides): the partials' bounds summed,
+ * plus 2 gamma(G) of sum |partial| over G groups. A 2^-140 floor covers results in the fp32
+ * denormals. NaN and Inf propagate alike (a NaN or Inf x makes its row's rstd or coef NaN or 0 on
+ * both sides, its dx NaN and its group's partials NaN). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,7 +128,8 @@ size_t agoq_fused_cmp(agoq_fused_out which, const char *what, const float *x, co
 }
 
 agoq_fused_out agoq_fused_out_of(int op, int out) {
-    static const agoq_fused_out k[3][3] = {{AGOQ_OUT_RMS_Y, AGOQ_OUT_EXACT, AGOQ_OUT_EXACT},
+    /* RMSNorm's dx: agoq_rms_bwd_cmp (its bound needs w and the row sums) */
+    static const agoq_fused_out k[3][3] = {{AGOQ_OUT_RMS_Y, AGOQ_OUT_EXACT, AGOQ_OUT_RMS_Y},
                                            {AGOQ_OUT_SWIGLU_OUT, AGOQ_OUT_SWIGLU_DH, AGOQ_OUT_SWIGLU_OUT},
                                            {AGOQ_OUT_GELU_Y, AGOQ_OUT_GELU_DX, AGOQ_OUT_GELU_Y}};
     return op >= 0 && op < 3 && out >= 0 && out < 3 ? k[op][out] : AGOQ_OUT_EXACT;
@@ -135,5 +153,81 @@ size_t agoq_rms_rstd_cmp(const char *what, const float *ref, const float *got, s
             fprintf(stderr, "    %s[%zu]: ref %.9g got %.9g, relative bound %.3g\n", what, i, a, b, rel);
     }
     if (bad) fprintf(stderr, "    %s: %zu of %zu outside the bound\n", what, bad, rows);
+    return bad;
+}
+
+/* Reference row scalars of the backward (the reference's float operations, -ffp-contract=off) and
+ * A = sum |g x|. g: scratch of cols floats, set to dy w. */
+static void rms_row_ref(const float *x, const uint16_t *dy, const uint16_t *w, size_t cols, float eps, float *g,
+                        float *rstd, float *coef, double *a) {
+    double s = 0.0;
+    for (size_t j = 0; j < cols; j++) {
+        g[j] = agoq_bf16_to_f32(dy[j]) * agoq_bf16_to_f32(w[j]);
+        s += fabs((double)g[j] * x[j]);
+    }
+    *rstd = agoq_rms_rstd(agoq_row_dot_ref(x, x, (int)cols), (int)cols, eps);
+    *coef = agoq_rms_coef(agoq_row_dot_ref(g, x, (int)cols), (int)cols, *rstd);
+    *a = s;
+}
+
+static int f32_ok(double a, double b, double bound) {
+    if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
+    if (isinf(a) || isinf(b)) return a == b;
+    return fabs(a - b) <= bound;
+}
+
+size_t agoq_rms_bwd_cmp(const float *x, const uint16_t *dy, const uint16_t *w, size_t rows, size_t cols, float eps,
+                        int rpg, const uint16_t *dx_ref, const uint16_t *dx_got, const float *dwp_ref,
+                        const float *dwp_got, const float *dw_ref, const float *dw_got) {
+    const double u = 0x1p-24, rho = agoq_rms_rstd_bound(cols), n = (rho / 0x1p-23) - 16.0, floor = 0x1p-140;
+    const size_t groups = (rows + (size_t)rpg - 1) / (size_t)rpg;
+    float *g = malloc(cols * sizeof(float));
+    double *b = calloc(groups * cols, sizeof(double)), *bp = calloc(groups * cols, sizeof(double));
+    if (!g || !b || !bp) abort();
+    size_t bad = 0;
+    for (size_t r = 0; r < rows; r++) {
+        const float *xr = x + r * cols;
+        const uint16_t *dyr = dy + r * cols;
+        float rstd, coef;
+        double a;
+        rms_row_ref(xr, dyr, w, cols, eps, g, &rstd, &coef, &a);
+        const double dc = (double)rstd * rstd / (double)cols * a * (6.0 * n + 96.0) * u;
+        for (size_t j = 0; j < cols; j++) {
+            const double xj = xr[j], s = g[j] - xj * coef;
+            b[(r / (size_t)rpg) * cols + j] += fabs((double)agoq_bf16_to_f32(dyr[j]) * xj) * rstd;
+            if (!dx_ref) continue;
+            const size_t i = r * cols + j;
+            const double ra = agoq_bf16_to_f32(dx_ref[i]), ga = agoq_bf16_to_f32(dx_got[i]);
+            const double bound = agoq_bf16_ulp(fmax(fabs(ra), fabs(ga))) +
+                                 1.01 * rstd * (fabs(xj) * dc + u * fabs(xj * coef) + (rho + 4.0 * u) * fabs(s));
+            if (!f32_ok(ra, ga, bound) && bad++ < 5)
+                fprintf(stderr, "    dx[%zu]: ref %.9g (0x%04x) got %.9g (0x%04x), bound %.3g\n", i, ra, dx_ref[i], ga,
+                        dx_got[i], bound);
+        }
+    }
+    for (size_t gi = 0; gi < groups; gi++) {
+        const size_t k = rows - gi * (size_t)rpg < (size_t)rpg ? rows - gi * (size_t)rpg : (size_t)rpg;
+        for (size_t j = 0; j < cols; j++) {
+            const size_t i = gi * cols + j;
+            bp[i] = 1.01 * b[i] * (rho + (2.0 * (double)k + 6.0) * u) + floor;
+            if (dwp_ref && !f32_ok(dwp_ref[i], dwp_got[i], bp[i]) && bad++ < 5)
+                fprintf(stderr, "    dw partial[%zu]: ref %.9g got %.9g, bound %.3g\n", i, dwp_ref[i], dwp_got[i], bp[i]);
+        }
+    }
+    if (dw_ref && dwp_ref)
+        for (size_t j = 0; j < cols; j++) {
+            double bound = floor, mag = 0.0;
+            for (size_t gi = 0; gi < groups; gi++) {
+                bound += bp[gi * cols + j];
+                mag += fabs((double)dwp_ref[gi * cols + j]);
+            }
+            bound += 1.01 * 2.0 * (double)groups * u * mag;
+            if (!f32_ok(dw_ref[j], dw_got[j], bound) && bad++ < 5)
+                fprintf(stderr, "    dw[%zu]: ref %.9g got %.9g, bound %.3g\n", j, dw_ref[j], dw_got[j], bound);
+        }
+    if (bad) fprintf(stderr, "    RMSNorm backward: %zu outputs outside the bounds\n", bad);
+    free(g);
+    free(b);
+    free(bp);
     return bad;
 }

@@ -1,9 +1,9 @@
 /* Bounds for the producer and backward outputs of the fused CUDA kernels against the C
  * references (issue 15: exactness stops at the quantizer). The stored copies (codes, scales,
- * zero points) and RMSNorm's backward outputs (whose math the kernels still compute as the
- * reference does) are compared bit for bit; the RMSNorm forwards' y and rstd (their sum of squares
- * by FMA, fused_dev.cuh's fz_sq_acc) and SiLU / GELU outputs and gradients, computed with FMA and
- * the fast exp/division of kernels/fused/fused_fast.cuh, within the bounds derived in fused_tol.c.
+ * zero points) are compared bit for bit; RMSNorm's outputs (its sums and products by FMA:
+ * fused_dev.cuh's fz_sq_acc, fused_rms_bwd.cu) and SiLU / GELU outputs and gradients, computed
+ * with FMA and the fast exp/division of kernels/fused/fused_fast.cuh, within the bounds derived in
+ * fused_tol.c.
  * Used by the GPU tests (tests/cuda/fused/) and by the benchmark's check (bench_fused.cu). */
 #ifndef AGOQ_FUSED_TOL_H
 #define AGOQ_FUSED_TOL_H
@@ -17,8 +17,8 @@ extern "C" {
 #endif
 
 typedef enum {
-    AGOQ_OUT_EXACT,      /* bit for bit (NaN equals NaN): RMSNorm backward y, dx */
-    AGOQ_OUT_RMS_Y,      /* RMSNorm forward y = (x rstd) w: one bf16 ulp */
+    AGOQ_OUT_EXACT,      /* bit for bit (NaN equals NaN) */
+    AGOQ_OUT_RMS_Y,      /* RMSNorm y = (x rstd) w, forward or recomputed: one bf16 ulp */
     AGOQ_OUT_GELU_Y,     /* GELU(x), forward or recomputed */
     AGOQ_OUT_GELU_DX,    /* dy * GELU'(x) */
     AGOQ_OUT_SWIGLU_OUT, /* silu(gate) * up, forward or recomputed, [rows, F] */
@@ -48,6 +48,14 @@ agoq_fused_out agoq_fused_out_of(int op, int out);
  * outside (prints the first 5, prefixed by `what`). */
 double agoq_rms_rstd_bound(size_t cols);
 size_t agoq_rms_rstd_cmp(const char *what, const float *ref, const float *got, size_t rows, size_t cols);
+/* RMSNorm backward (rows x cols, rpg rows a dweight group, eps) against the reference within the
+ * bounds fused_tol.c derives: dx (bf16; skipped when dx_ref is NULL), the dweight partials
+ * [groups, cols] (when dwp_ref) and the reduced dweight (when dw_ref and dwp_ref). x: the fp32
+ * input the backward read (agoq_fused_input_f32), dy [rows, cols] and w [cols] bf16. Returns the
+ * count outside (prints the first 5). */
+size_t agoq_rms_bwd_cmp(const float *x, const uint16_t *dy, const uint16_t *w, size_t rows, size_t cols, float eps,
+                        int rpg, const uint16_t *dx_ref, const uint16_t *dx_got, const float *dwp_ref,
+                        const float *dwp_got, const float *dw_ref, const float *dw_got);
 
 #ifdef __cplusplus
 }

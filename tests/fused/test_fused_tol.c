@@ -51,7 +51,7 @@ TEST(fused_tol_gelu_and_swiglu_bounds) {
 
 TEST(fused_tol_rms_bounds) {
     CHECK(agoq_fused_out_of(0, 0) == AGOQ_OUT_RMS_Y && agoq_fused_out_of(0, 1) == AGOQ_OUT_EXACT &&
-          agoq_fused_out_of(0, 2) == AGOQ_OUT_EXACT && agoq_fused_out_of(1, 1) == AGOQ_OUT_SWIGLU_DH &&
+          agoq_fused_out_of(0, 2) == AGOQ_OUT_RMS_Y && agoq_fused_out_of(1, 1) == AGOQ_OUT_SWIGLU_DH &&
           agoq_fused_out_of(2, 2) == AGOQ_OUT_GELU_Y);
     /* y: one bf16 ulp of the larger (2^-7 at 1.0) passes, beyond it not, whatever x */
     const float x[] = {1.0f, 1.0f};
@@ -70,13 +70,14 @@ TEST(fused_tol_rms_bounds) {
  * product, then the sum) against the kernels' (one fmaf a term, fused_dev.cuh's fz_sq_acc) in
  * the specification's order, on rows of 1 .. 65536 columns at scales 2^-60 .. 2^60 (and bf16
  * inputs, as the kernels read them): rstd within agoq_rms_rstd_bound, y within one bf16 ulp. */
-static float row_sq_fma(const float *a, int cols) {
+static float row_dot_fma(const float *a, const float *b, int cols) {
     float part[AGOQ_ROW_THREADS] = {0};
     for (int g = 0; g * AGOQ_GROUP < cols; g++)
         for (int j = g * AGOQ_GROUP; j < cols && j < (g + 1) * AGOQ_GROUP; j++)
-            part[g % AGOQ_ROW_THREADS] = fmaf(a[j], a[j], part[g % AGOQ_ROW_THREADS]);
+            part[g % AGOQ_ROW_THREADS] = fmaf(a[j], b[j], part[g % AGOQ_ROW_THREADS]);
     return agoq_tree_sum_ref(part, AGOQ_ROW_THREADS);
 }
+static float row_sq_fma(const float *a, int cols) { return row_dot_fma(a, a, cols); }
 TEST(fused_tol_rms_bound_holds_for_the_fma_sum) {
     static const int cols[] = {1, 129, 4096, 8200, 65536};
     static const float scale[] = {0x1p-60f, 1.0f, 3.0f, 0x1p60f};
@@ -104,4 +105,59 @@ TEST(fused_tol_rms_bound_holds_for_the_fma_sum) {
     free(x);
     free(yr);
     free(yg);
+}
+
+/* The same for the backward (agoq_rms_bwd_cmp): the staged kernel's operations (fused_rms_bwd.cu,
+ * AGOQ_RMS_BWD_FMA) in C, against agoq_rmsnorm_bwd_ref from bf16, rows of 4096 / 1000 / 8 columns
+ * at scales 2^-40 .. 2^40, 1-3 rows a dweight group: every dx, partial and dweight inside; then a
+ * dx one bf16 ulp beyond and a partial moved by 1e-3 relative are caught. */
+static void bwd_fma(const float *x, const uint16_t *dy, const uint16_t *w, int rows, int cols, int rpg, uint16_t *dx,
+                    float *dwp) {
+    float *g = malloc((size_t)cols * sizeof(float));
+    for (size_t i = 0; i < (size_t)((rows + rpg - 1) / rpg) * (size_t)cols; i++) dwp[i] = 0.0f;
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (size_t)r * cols;
+        const uint16_t *dyr = dy + (size_t)r * cols;
+        for (int j = 0; j < cols; j++) g[j] = agoq_bf16_to_f32(dyr[j]) * agoq_bf16_to_f32(w[j]);
+        const float rstd = agoq_rms_rstd(row_sq_fma(xr, cols), cols, 1e-5f);
+        const float coef = agoq_rms_coef(row_dot_fma(g, xr, cols), cols, rstd);
+        float *p = dwp + (size_t)(r / rpg) * cols;
+        for (int j = 0; j < cols; j++) {
+            dx[(size_t)r * cols + j] = agoq_f32_to_bf16(rstd * fmaf(-xr[j], coef, g[j]));
+            p[j] = fmaf(agoq_bf16_to_f32(dyr[j]), xr[j] * rstd, p[j]);
+        }
+    }
+    free(g);
+}
+TEST(fused_tol_rms_bwd_bound_holds_for_the_fma_backward) {
+    static const int shapes[][3] = {{6, 4096, 2}, {5, 1000, 3}, {4, 8, 1}};
+    static const float scale[] = {0x1p-40f, 1.0f, 0x1p40f};
+    size_t bad = 0, caught = 0;
+    for (size_t k = 0; k < 3; k++)
+        for (size_t s = 0; s < 3; s++) {
+            const int rows = shapes[k][0], cols = shapes[k][1], rpg = shapes[k][2], groups = (rows + rpg - 1) / rpg;
+            const size_t n = (size_t)rows * cols, np = (size_t)groups * cols;
+            float *f = malloc(n * sizeof(float)), *xf = malloc(n * sizeof(float));
+            uint16_t *x = malloc(n * 2), *dy = malloc(n * 2), *w = malloc((size_t)cols * 2);
+            uint16_t *dxr = malloc(n * 2), *dxg = malloc(n * 2), *yr = malloc(n * 2);
+            float *pr = malloc(np * 4), *pg = malloc(np * 4), *dwr = malloc((size_t)cols * 4), *dwg = malloc((size_t)cols * 4);
+            agoq_fill(AGOQ_DIST_NORMAL, f, n, 300 + k * 4 + s);
+            for (size_t i = 0; i < n; i++) x[i] = agoq_f32_to_bf16(scale[s] * f[i]), xf[i] = agoq_bf16_to_f32(x[i]);
+            agoq_fill(AGOQ_DIST_NORMAL, f, n, 400 + k * 4 + s);
+            for (size_t i = 0; i < n; i++) dy[i] = agoq_f32_to_bf16(f[i]);
+            agoq_fill(AGOQ_DIST_NORMAL, f, (size_t)cols, 500 + k);
+            for (int j = 0; j < cols; j++) w[j] = agoq_f32_to_bf16(1.0f + 0.1f * f[j]);
+            agoq_rmsnorm_bwd_ref(NULL, NULL, x, dy, w, rows, cols, 1e-5f, rpg, dxr, yr, pr);
+            agoq_dw_reduce_ref(pr, groups, cols, dwr);
+            bwd_fma(xf, dy, w, rows, cols, rpg, dxg, pg);
+            agoq_dw_reduce_ref(pg, groups, cols, dwg);
+            bad += agoq_rms_bwd_cmp(xf, dy, w, (size_t)rows, (size_t)cols, 1e-5f, rpg, dxr, dxg, pr, pg, dwr, dwg);
+            dxg[1] = (uint16_t)(dxr[1] + 2); /* two bf16 steps from the reference: beyond one ulp + a tiny term */
+            pg[2] = pr[2] * 1.001f;
+            caught += agoq_rms_bwd_cmp(xf, dy, w, (size_t)rows, (size_t)cols, 1e-5f, rpg, dxr, dxg, pr, pg, NULL, NULL) >= 2;
+            free(f); free(xf); free(x); free(dy); free(w); free(dxr); free(dxg); free(yr);
+            free(pr); free(pg); free(dwr); free(dwg);
+        }
+    CHECK_MSG(bad == 0, "%zu outside the bounds", bad);
+    CHECK_MSG(caught == 9, "%zu of 9 perturbations caught", caught);
 }
