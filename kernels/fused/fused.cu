@@ -1,10 +1,9 @@
 /* CUDA fused activation kernels (fused.h), part 1: the general paths and the standalone rowq
  * quantize / dequantize of the unfused baseline, plus the host helpers. The fast vector
  * kernels are in fused_gelu.cu, fused_swiglu.cu and fused_rmsnorm.cu; fused_dev.cuh says how the
- * work is split. Stored copies and the RMSNorm backward's outputs bit-exact with the
- * kernels/fused/<op>_ref.c references, the RMSNorm forward's y and rstd (its sum of squares by
- * FMA) and SiLU/GELU outputs (fused_fast.cuh) within the bounds of fused_tol.c
- * (tests/cuda/fused/test_fused_cuda.c).
+ * work is split. Stored copies bit-exact with the kernels/fused/<op>_ref.c references; RMSNorm's
+ * outputs (its sums by FMA: the forwards and the staged backward) and SiLU/GELU outputs
+ * (fused_fast.cuh) within the bounds of fused_tol.c (tests/cuda/fused/test_fused_cuda.c).
  *
  * General forward (any block, format, rounding, row length): output blocks (r, k) of the rowq
  * layout. Blocks of <= 256 elements: G = B/8 consecutive lanes per block, 32/G blocks per warp

@@ -239,8 +239,8 @@ __device__ __forceinline__ void row_tree_sum(float (&v)[NV], float *red) {
  * agoq_row_dot_ref; the pair kernel under AGOQ_RMS_FMA=0, for the A/B). Issue 15 ends exactness
  * at the quantizer: the forwards' norm output and rstd are tested against rmsnorm_ref.c within
  * the bounds fused_tol.c derives (one bf16 ulp; rstd relative); the stored copy is of x and does
- * not depend on it. The backwards keep the reference's order and roundings (their dx and dweight
- * are compared bit for bit). */
+ * not depend on it. The staged backward takes its products by FMA too (fused_rms_bwd.cu's rb_mac);
+ * the other backwards keep the reference's operations (inside the same bounds). */
 template <bool FMA = true>
 __device__ __forceinline__ float fz_sq_acc(float acc, float v) {
     if constexpr (FMA) return __fmaf_rn(v, v, acc);

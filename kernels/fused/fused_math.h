@@ -1,11 +1,11 @@
 /* Scalar math of the fused forward/backward ops (RMSNorm, SwiGLU, GELU): the specification,
  * used by the C references (kernels/fused/<op>_ref.c), the CPU and CUDA training paths
- * (train/), and by the CUDA fused kernels for RMSNorm (the backward bit for bit: same IEEE
- * operations in the same order; built as the Makefile says: -ffp-contract=off; nvcc --fmad=false
- * --prec-div --prec-sqrt --ftz=false; the forward the same but its sum of squares by explicit FMA,
- * fused_dev.cuh's fz_sq_acc). The CUDA fused kernels compute SiLU and GELU with the fast math of
- * fused_fast.cuh instead (issue 15); those and the RMSNorm forward are tested against these
- * within the bounds of fused_tol.c.
+ * (train/), and by the CUDA fused kernels for RMSNorm (same IEEE operations in the same order;
+ * built as the Makefile says: -ffp-contract=off; nvcc --fmad=false --prec-div --prec-sqrt
+ * --ftz=false; but the forwards' sum of squares and the staged backward's sums, dx and dweight
+ * terms by explicit FMA: fused_dev.cuh's fz_sq_acc, fused_rms_bwd.cu's rb_mac). The CUDA fused
+ * kernels compute SiLU and GELU with the fast math of fused_fast.cuh instead (issue 15); those
+ * and RMSNorm are tested against these within the bounds of fused_tol.c.
  *
  * Why a hand-written exp: CUDA's expf/__expf are not correctly rounded and differ from glibc,
  * so SiLU/GELU built on them cannot be bit-exact with a C reference. agoq_exp_det uses only

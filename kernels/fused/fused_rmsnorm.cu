@@ -1,6 +1,7 @@
 /* CUDA fused RMSNorm (fused.h): forward writing y and the quantized copy of x, backward from
  * the stored copy (dequantize, recompute rstd and y, dx and dweight partials). The stored copy
- * and the backward bit-exact with rmsnorm_ref.c, the forward's y and rstd within one bf16 ulp /
+ * and this file's backward kernels bit-exact with rmsnorm_ref.c (the staged backward of
+ * fused_rms_bwd.cu, by FMA, within fused_tol.c's bounds), the forward's y and rstd within one bf16 ulp /
  * fused_tol.c's relative bound: it sums the squares by FMA (fused_dev.cuh's fz_sq_acc) in the
  * same order (tests/cuda/fused/test_fused_cuda.c).
  *
@@ -114,8 +115,8 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_FWD_CTAS)
  * 256 m + 8 l (vector m) = group 32 m + l, which the specification's CTA gives thread
  * t = 32 (m % 8) + l: so part[k] of lane l is thread 32 k + l's partial, summed over m = k,
  * k + 8, ... in the same order; its halving trees (one per k over the lanes, by the same
- * shuffles as row_tree_sum) and the tree over the 8 warp sums (in registers) give agoq_row_dot_ref
- * bit for bit, without shared memory or barriers. The row's vectors are then quantized as tiles
+ * shuffles as row_tree_sum) and the tree over the 8 warp sums (in registers) give agoq_row_dot_ref's
+ * order (its bits but for the FMA of fz_sq_acc), without shared memory or barriers. The row's vectors are then quantized as tiles
  * of RMS_WARP_U (agoq_tile_quantize, straight from registers) and normalized. ---- */
 #define RMS_WARP_NV 16 /* warp vectors per row at most: 4096 columns */
 #define RMS_WARP_U 4   /* vectors per quantizer tile (1024 columns) */
