@@ -11,13 +11,21 @@
 #   make fuzz       libFuzzer harnesses of the parsers (needs clang: tools/deps.sh --fuzz), each
 #                   run FUZZ_SECONDS (default 60) with address+undefined sanitizers
 # Knobs: CUDA=0/1 (default: 1 when $(NVCC) exists), MPI=0/1 (mpicc, one process per GPU),
-#        CUDA_HOME, NCCL_HOME, CUDA_ARCH (default sm_90), SAN=1.
+#        CUDA_HOME, NCCL_HOME, CUDA_ARCH (default sm_90), CUDA_CODE (default sass+ptx; sass: the
+#        machine code alone, no PTX to JIT on newer GPUs: a third of the fatbins, for the device
+#        calls' 64 MiB, tools/device_pack.sh), SAN=1.
 
 CUDA_HOME ?= /usr/local/cuda
 NCCL_HOME ?= $(CUDA_HOME)
 CUDNN_HOME ?= $(CUDA_HOME)
 NVCC      ?= $(CUDA_HOME)/bin/nvcc
 CUDA_ARCH ?= sm_90
+CUDA_CODE ?= sass+ptx
+ifeq ($(CUDA_CODE),sass)
+CUDA_GEN  := -gencode=arch=compute_$(CUDA_ARCH:sm_%=%),code=$(CUDA_ARCH)
+else
+CUDA_GEN  := -arch=$(CUDA_ARCH)
+endif
 CUDA      ?= $(shell test -x $(NVCC) && echo 1 || echo 0)
 MPI       ?= 0
 # cuDNN (fused flash attention of the step engine): found like NCCL, by its header under CUDNN_HOME.
@@ -52,7 +60,7 @@ LDFLAGS += -fsanitize=address,undefined
 endif
 
 # Quantizers must match the C references bit for bit: same IEEE ops, no FMA, no FTZ.
-NVCCFLAGS := -arch=$(CUDA_ARCH) -O3 -std=c++17 -I. -I$(NCCL_HOME)/include \
+NVCCFLAGS := $(CUDA_GEN) -O3 -std=c++17 -I. -I$(NCCL_HOME)/include \
              --fmad=false --prec-div=true --prec-sqrt=true --ftz=false \
              -DAGOQ_HAVE_CUDA=1 -DAGOQ_HAVE_MPI=$(MPI) -DAGOQ_HAVE_CUDNN=$(CUDNN) \
              -I$(CUDNN_HOME)/include -Xcompiler -Wall,-Wextra,-Wno-unused-parameter
@@ -116,7 +124,7 @@ $(BUILD)/%.o: %.cu
 # wgmma and setmaxnreg exist only on the arch-specific sm_90a target (a plain sm_90 pass
 # rejects them), so these files replace -arch with the sm_90a gencode.
 SM90A_SRCS := kernels/gemm/gemm_wg.cu
-SM90A_FLAGS = $(filter-out -arch=%,$(NVCCFLAGS)) -gencode=arch=compute_90a,code=sm_90a
+SM90A_FLAGS = $(filter-out $(CUDA_GEN),$(NVCCFLAGS)) -gencode=arch=compute_90a,code=sm_90a
 $(patsubst %.cu,$(BUILD)/%.o,$(SM90A_SRCS)): NVCCFLAGS := $(SM90A_FLAGS)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -6,6 +6,10 @@
 # directory. Refuses binaries whose commit stamp is not this checkout's clean HEAD, so that every
 # result they write names the code that made it.
 #   tools/device_pack.sh [BUILD]     (default build; then carry .carry/bins.tar.xz and .carry/lib)
+# The working tree takes 40 MiB of a call's 64; binaries built as usual (-arch: SASS and PTX) pack to
+# 27-30 MiB, too many beside it. Built without the PTX, which only newer GPUs would JIT, the fatbins
+# are a third of the size (fused_rms_pair.o: 7.7 -> 2.5 MB):
+#   make BUILD=build_dev CUDA_CODE=sass build_dev/agoq build_dev/agoq_test_cuda; tools/device_pack.sh build_dev
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${1:-build}
