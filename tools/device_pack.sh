@@ -10,7 +10,7 @@
 # 27-30 MiB, too many beside it. Built without the PTX, which only newer GPUs would JIT, the fatbins
 # are a third of the size (fused_rms_pair.o: 7.7 -> 2.5 MB) and the archive 9 MiB instead of 27 (2d72d2e):
 #   make BUILD=build_dev CUDA_CODE=sass build_dev/agoq build_dev/agoq_test_cuda; tools/device_pack.sh build_dev
-# (about 10 minutes from nothing on two cores). Such binaries had not yet run on a GPU at 2d72d2e.
+# Such binaries had not yet run on a GPU at 2d72d2e.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${1:-build}

@@ -51,7 +51,7 @@
  * (rstd^2 / C) (2 (n + 9) u A + |D| (2 rho + 7 u)) <= dc = (rstd^2 / C) A (6 n + 96) u. dx: with
  * s = g - x coef, the reference rounds x coef, s and rstd s, ours g - x coef and rstd s': the fp32
  * values differ by <= 1.01 rstd (|x| dc + u |x coef| + (rho + 4 u) |s|), added to the bf16 ulp
- * (AGOQ_OUT_RMS_DX's absolute term, computed by agoq_rms_bwd_cmp). The recomputed y: as the
+ * (agoq_rms_bwd_cmp's absolute term). The recomputed y: as the
  * forward's (one bf16 ulp). The dweight partial of a group of k rows, sum dy (x rstd) per column:
  * x rstd differs by (rho + 2 u) relative, and each side's k roundings of the sum (the product's
  * too in the reference) by gamma(k + 1) of B = sum |dy x| rstd: <= 1.01 B (rho + (2 k + 6) u).
@@ -135,9 +135,18 @@ agoq_fused_out agoq_fused_out_of(int op, int out) {
     return op >= 0 && op < 3 && out >= 0 && out < 3 ? k[op][out] : AGOQ_OUT_EXACT;
 }
 
-double agoq_rms_rstd_bound(size_t cols) {
-    const double n = 8.0 * (double)(((cols + 7) / 8 + AGOQ_ROW_THREADS - 1) / AGOQ_ROW_THREADS);
-    return (n + 16.0) * 0x1p-23;
+/* n: the terms of a thread's partial of a row sum over cols columns (the derivation above) */
+static double rms_partial_terms(size_t cols) {
+    return 8.0 * (double)(((cols + 7) / 8 + AGOQ_ROW_THREADS - 1) / AGOQ_ROW_THREADS);
+}
+
+double agoq_rms_rstd_bound(size_t cols) { return (rms_partial_terms(cols) + 16.0) * 0x1p-23; }
+
+/* fp32 values within an absolute bound; NaN equals NaN, an infinity only itself */
+static int f32_ok(double a, double b, double bound) {
+    if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
+    if (isinf(a) || isinf(b)) return a == b;
+    return fabs(a - b) <= bound;
 }
 
 size_t agoq_rms_rstd_cmp(const char *what, const float *ref, const float *got, size_t rows, size_t cols) {
@@ -145,10 +154,7 @@ size_t agoq_rms_rstd_cmp(const char *what, const float *ref, const float *got, s
     size_t bad = 0;
     for (size_t i = 0; i < rows; i++) {
         const double a = ref[i], b = got[i];
-        int ok;
-        if (isnan(a) || isnan(b)) ok = isnan(a) && isnan(b);
-        else if (isinf(a) || isinf(b) || a == 0.0 || b == 0.0) ok = a == b;
-        else ok = fabs(b / a - 1.0) <= rel;
+        const int ok = f32_ok(a, b, rel * fabs(a)); /* a zero only equals a zero */
         if (!ok && bad++ < 5)
             fprintf(stderr, "    %s[%zu]: ref %.9g got %.9g, relative bound %.3g\n", what, i, a, b, rel);
     }
@@ -170,16 +176,10 @@ static void rms_row_ref(const float *x, const uint16_t *dy, const uint16_t *w, s
     *a = s;
 }
 
-static int f32_ok(double a, double b, double bound) {
-    if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
-    if (isinf(a) || isinf(b)) return a == b;
-    return fabs(a - b) <= bound;
-}
-
 size_t agoq_rms_bwd_cmp(const float *x, const uint16_t *dy, const uint16_t *w, size_t rows, size_t cols, float eps,
                         int rpg, const uint16_t *dx_ref, const uint16_t *dx_got, const float *dwp_ref,
                         const float *dwp_got, const float *dw_ref, const float *dw_got) {
-    const double u = 0x1p-24, rho = agoq_rms_rstd_bound(cols), n = (rho / 0x1p-23) - 16.0, floor = 0x1p-140;
+    const double u = 0x1p-24, rho = agoq_rms_rstd_bound(cols), n = rms_partial_terms(cols), floor = 0x1p-140;
     const size_t groups = (rows + (size_t)rpg - 1) / (size_t)rpg;
     float *g = malloc(cols * sizeof(float));
     double *b = calloc(groups * cols, sizeof(double)), *bp = calloc(groups * cols, sizeof(double));
