@@ -460,6 +460,12 @@ int fz_dw_fuse_wait(void);
  * the FP4 and asymmetric-integer encoders, whose split tile spills at 64 registers, 4 for the
  * others (fused_swiglu.cu). (fused.cu) */
 int fz_swi_fwd_tile(void);
+/* AGOQ_FWD_PF=0|1 (read at every launch, default 0): the quantized SwiGLU and GELU forwards of
+ * the non-table encoders pipelined, each warp of a resident grid (FZ_FWD_PF_CTAS CTAs an SM)
+ * loading its next unit before this one's math (SwiGLU in auto's tiles, GELU in tiles of 4), for
+ * an A/B on the H200 (issue 15: 0.82 / 0.88 of copy there at 4 GiB). (fused.cu) */
+#define FZ_FWD_PF_CTAS 3 /* 85 registers: two units' words (at 4 CTAs' 64 they would spill) */
+bool fz_fwd_pf(void);
 /* Dynamic shared memory above 48 KB for `kernel` (cudaFuncSetAttribute once per device: done is
  * the caller's per-kernel mask of devices, bit d; racing sets are benign); with per_sm (the
  * caller's per-kernel int[32], one entry a device, 0: not yet), also its resident CTAs per SM at

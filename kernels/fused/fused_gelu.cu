@@ -28,7 +28,38 @@
  * 256 j + 8 l. U = FWD_U = 4 for the quantizing forward, 1 for the plain bf16 one;
  * AGOQ_GELU_FWD_U = 4|2|1 forces one (tiles of 2 or 1 vectors at 6 / 8 CTAs per SM, 4 for table
  * encoders). QUANT: whole tiles only (the launcher leaves the rest to the general kernel). ---- */
-template <int ENC, int BITS, int LOG2B, bool QUANT, int U = FWD_U, int MINB = FZ_FWD_CTAS(ENC)>
+/* One tile's outputs and (QUANT) stored copy from its loaded words */
+template <int ENC, int BITS, int LOG2B, bool QUANT, int U>
+__device__ __forceinline__ void gelu_fwd_tile(const agoq_cuda_qparams &p, const agoq_smem_table *tab,
+                                              uint16_t *__restrict__ y, const agoq_cuda_qtensor &q, size_t n,
+                                              size_t t, int lane, const uint4 (&raw)[U]) {
+    const size_t e_lane = t * (size_t)(U * FZ_WVEC) + (size_t)(8 * lane);
+    float v[U][8];
+#pragma unroll
+    for (int j = 0; j < U; j++) agoq_bf16x8_to_f32(raw[j], v[j]);
+    if constexpr (QUANT) fz_quantize<ENC, BITS, LOG2B, U>(p, tab, v, t, q, lane);
+#pragma unroll
+    for (int j = 0; j < U; j++) {
+        const size_t e = e_lane + (size_t)(j * FZ_WVEC);
+        if (!QUANT && e >= n) continue;
+#pragma unroll
+        for (int k = 0; k < 8; k++) v[j][k] = agoq_fast_gelu(v[j][k]);
+        fz_store(y + e, agoq_f32x8_to_bf16(v[j]));
+    }
+}
+template <bool QUANT, int U>
+__device__ __forceinline__ void gelu_fwd_load(const uint16_t *__restrict__ x, size_t n, size_t t, int lane,
+                                              uint4 (&raw)[U]) {
+    const size_t e_lane = t * (size_t)(U * FZ_WVEC) + (size_t)(8 * lane);
+#pragma unroll
+    for (int j = 0; j < U; j++) {
+        const size_t e = e_lane + (size_t)(j * FZ_WVEC);
+        raw[j] = QUANT || e < n ? fz_load(x + e) : make_uint4(0, 0, 0, 0);
+    }
+}
+/* PF (AGOQ_FWD_PF=1; the launcher's resident grid at MINB = FZ_FWD_PF_CTAS): each warp loads its
+ * next tile before this one's math */
+template <int ENC, int BITS, int LOG2B, bool QUANT, int U = FWD_U, int MINB = FZ_FWD_CTAS(ENC), bool PF = false>
 __global__ void __launch_bounds__(FZ_THREADS, MINB)
     gelu_fwd_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ x, uint16_t *__restrict__ y, agoq_cuda_qtensor q,
                     size_t n, size_t ntiles) {
@@ -37,22 +68,21 @@ __global__ void __launch_bounds__(FZ_THREADS, MINB)
     const int lane = (int)(threadIdx.x & 31u);
     const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5;
-    for (size_t t = warp; t < ntiles; t += nwarps) {
-        const size_t e_lane = t * (size_t)(U * FZ_WVEC) + (size_t)(8 * lane);
-        float v[U][8];
+    if constexpr (PF) {
+        uint4 nx[U];
+        if (warp < ntiles) gelu_fwd_load<QUANT, U>(x, n, warp, lane, nx);
+        for (size_t t = warp; t < ntiles; t += nwarps) {
+            uint4 raw[U];
 #pragma unroll
-        for (int j = 0; j < U; j++) {
-            const size_t e = e_lane + (size_t)(j * FZ_WVEC);
-            agoq_bf16x8_to_f32(QUANT || e < n ? fz_load(x + e) : make_uint4(0, 0, 0, 0), v[j]);
+            for (int j = 0; j < U; j++) raw[j] = nx[j];
+            if (t + nwarps < ntiles) gelu_fwd_load<QUANT, U>(x, n, t + nwarps, lane, nx);
+            gelu_fwd_tile<ENC, BITS, LOG2B, QUANT, U>(p, &tab, y, q, n, t, lane, raw);
         }
-        if constexpr (QUANT) fz_quantize<ENC, BITS, LOG2B, U>(p, &tab, v, t, q, lane);
-#pragma unroll
-        for (int j = 0; j < U; j++) {
-            const size_t e = e_lane + (size_t)(j * FZ_WVEC);
-            if (!QUANT && e >= n) continue;
-#pragma unroll
-            for (int k = 0; k < 8; k++) v[j][k] = agoq_fast_gelu(v[j][k]);
-            fz_store(y + e, agoq_f32x8_to_bf16(v[j]));
+    } else {
+        for (size_t t = warp; t < ntiles; t += nwarps) {
+            uint4 raw[U];
+            gelu_fwd_load<QUANT, U>(x, n, t, lane, raw);
+            gelu_fwd_tile<ENC, BITS, LOG2B, QUANT, U>(p, &tab, y, q, n, t, lane, raw);
         }
     }
 }
@@ -120,6 +150,14 @@ static size_t gelu_fwd_tiles(const agoq_fq *q, const uint16_t *x, uint16_t *y, s
         constexpr int E = decltype(enc)::value;
         constexpr int M = kMinb == 0 || E == AGOQ_ENC_TABLE ? FZ_FWD_CTAS(E) : kMinb;
         static_assert((1 << decltype(lb)::value) <= U * FZ_WVEC, "a tile holds whole blocks (<= 256)");
+        if constexpr (U == FWD_U && E != AGOQ_ENC_TABLE) {
+            if (fz_fwd_pf()) { /* pipelined, on the resident grid */
+                constexpr auto k =
+                    gelu_fwd_kernel<E, decltype(bits)::value, decltype(lb)::value, true, U, FZ_FWD_PF_CTAS, true>;
+                FZ_LAUNCH(k, ntiles, true, q->p, x, y, qt, n, ntiles);
+                return;
+            }
+        }
         constexpr auto k = gelu_fwd_kernel<E, decltype(bits)::value, decltype(lb)::value, true, U, M>;
         FZ_LAUNCH(k, ntiles, E == AGOQ_ENC_TABLE, q->p, x, y, qt, n, ntiles);
     });

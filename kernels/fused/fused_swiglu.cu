@@ -77,8 +77,73 @@ __device__ __forceinline__ void swi_out_vec(uint4 g, uint4 u, uint16_t *dst) {
  * warp vectors): a whole unit's gate and up vectors are one split packed tile of 2 V vectors
  * (planes offset to its first element: the gate and up of an output run are F apart); a row's
  * last partial unit is quantized vector by vector (U = 1). ---- */
-template <int ENC, int BITS, int LOG2B, bool QUANT, int V = SWI_FWD_V, bool TILE2 = false>
-__global__ void __launch_bounds__(FZ_THREADS, FZ_FWD_CTAS(ENC))
+/* A unit's gate and up vectors of lane `lane` (zeros past the row) */
+template <int V>
+__device__ __forceinline__ void swi_fwd_load(const uint16_t *__restrict__ h, int f, const swi_unit &at, int lane,
+                                             uint4 (&g)[V], uint4 (&up)[V]) {
+    const size_t hrow = 2 * at.r * (size_t)f;
+#pragma unroll
+    for (int i = 0; i < V; i++) {
+        const int c = (int)(at.cv0 + (uint32_t)i) * FZ_WVEC + 8 * lane;
+        const bool ok = i < at.nv && c < f;
+        g[i] = ok ? fz_load(h + hrow + (size_t)c) : make_uint4(0, 0, 0, 0);
+        up[i] = ok ? fz_load(h + hrow + (size_t)f + (size_t)c) : make_uint4(0, 0, 0, 0);
+    }
+}
+/* The outputs of a loaded unit and (QUANT) the stored copy of its gate and up vectors */
+template <int ENC, int BITS, int LOG2B, bool QUANT, int V, bool TILE2>
+__device__ __forceinline__ void swi_fwd_unit(const agoq_cuda_qparams &p, const agoq_smem_table *tab,
+                                             uint16_t *__restrict__ out, const agoq_cuda_qtensor &q, int f,
+                                             const swi_unit &at, int lane, const uint4 (&g)[V], const uint4 (&up)[V]) {
+    const size_t hrow = 2 * at.r * (size_t)f, orow = at.r * (size_t)f;
+    int c[V];
+#pragma unroll
+    for (int i = 0; i < V; i++) c[i] = (int)(at.cv0 + (uint32_t)i) * FZ_WVEC + 8 * lane;
+    if constexpr (QUANT) { /* warp-uniform branches: at is the warp's */
+        const size_t e0 = hrow + (size_t)at.cv0 * FZ_WVEC;
+        if (at.nv == V) { /* the whole unit: the words as loaded, one split packed tile */
+            uint32_t w[2 * V][4]; /* gate vectors, then up vectors */
+#pragma unroll
+            for (int i = 0; i < V; i++) {
+                w[i][0] = g[i].x; w[i][1] = g[i].y; w[i][2] = g[i].z; w[i][3] = g[i].w;
+                w[V + i][0] = up[i].x; w[V + i][1] = up[i].y;
+                w[V + i][2] = up[i].z; w[V + i][3] = up[i].w;
+            }
+#pragma unroll
+            for (int i = 0; i < V; i++) swi_out_vec(g[i], up[i], out + orow + (size_t)c[i]);
+            if constexpr (TILE2) { /* AGOQ_SWI_FWD_TILE=2: the gate run, then the up run, each a tile */
+                uint32_t(&wg)[V][4] = *reinterpret_cast<uint32_t(*)[V][4]>(&w[0]);
+                uint32_t(&wu)[V][4] = *reinterpret_cast<uint32_t(*)[V][4]>(&w[V]);
+                fz_quantize_bf16p<ENC, BITS, LOG2B, V>(p, tab, wg, fz_qt_at<BITS, LOG2B>(p, q, e0), lane, 0);
+                fz_quantize_bf16p<ENC, BITS, LOG2B, V>(p, tab, wu, fz_qt_at<BITS, LOG2B>(p, q, e0 + f), lane, 0);
+            } else {
+                fz_quantize_bf16p<ENC, BITS, LOG2B, 2 * V>(p, tab, w, fz_qt_at<BITS, LOG2B>(p, q, e0), lane, (size_t)f);
+            }
+            return;
+        }
+#pragma unroll
+        for (int i = 0; i < V; i++) {
+            if (i >= at.nv) continue;
+            const size_t ei = e0 + (size_t)(i * FZ_WVEC);
+            float v[1][8];
+            agoq_bf16x8_to_f32(g[i], v[0]);
+            fz_quantize<ENC, BITS, LOG2B, 1>(p, tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, ei), lane);
+            agoq_bf16x8_to_f32(up[i], v[0]);
+            fz_quantize<ENC, BITS, LOG2B, 1>(p, tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, ei + f), lane);
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < V; i++) {
+        if (i >= at.nv || c[i] >= f) continue;
+        swi_out_vec(g[i], up[i], out + orow + (size_t)c[i]);
+    }
+}
+/* PF: 0, a unit per warp, every warp done after it (agoq_grid_units' grid); else
+ * (AGOQ_FWD_PF=1, non-table encoders) the resident grid at PF CTAs an SM, each warp looping
+ * over its units with the next unit's loads issued before this one's math (registers for two
+ * units: 4 CTAs' 64 would spill) */
+template <int ENC, int BITS, int LOG2B, bool QUANT, int V = SWI_FWD_V, bool TILE2 = false, int PF = 0>
+__global__ void __launch_bounds__(FZ_THREADS, PF ? PF : FZ_FWD_CTAS(ENC))
     swiglu_fwd_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ h, uint16_t *__restrict__ out,
                       agoq_cuda_qtensor q, int f, uint32_t vpr, uint32_t upr, size_t nunits) {
     static_assert(V == SWI_FWD_V || !QUANT, "units of V != SWI_FWD_V: the plain bf16 kernel only");
@@ -87,55 +152,22 @@ __global__ void __launch_bounds__(FZ_THREADS, FZ_FWD_CTAS(ENC))
     const int lane = (int)(threadIdx.x & 31u);
     const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const size_t nwarps = ((size_t)gridDim.x * blockDim.x) >> 5;
-    for (size_t u = warp; u < nunits; u += nwarps) {
-        const swi_unit at = swi_at<V>(u, upr, vpr);
-        const size_t hrow = 2 * at.r * (size_t)f, orow = at.r * (size_t)f;
-        int c[V];
-        uint4 g[V], up[V];
+    if constexpr (PF != 0) {
+        uint4 gn[V], upn[V];
+        if (warp < nunits) swi_fwd_load<V>(h, f, swi_at<V>(warp, upr, vpr), lane, gn, upn);
+        for (size_t u = warp; u < nunits; u += nwarps) {
+            uint4 g[V], up[V];
 #pragma unroll
-        for (int i = 0; i < V; i++) {
-            c[i] = (int)(at.cv0 + (uint32_t)i) * FZ_WVEC + 8 * lane;
-            const bool ok = i < at.nv && c[i] < f;
-            g[i] = ok ? fz_load(h + hrow + (size_t)c[i]) : make_uint4(0, 0, 0, 0);
-            up[i] = ok ? fz_load(h + hrow + (size_t)f + (size_t)c[i]) : make_uint4(0, 0, 0, 0);
+            for (int i = 0; i < V; i++) { g[i] = gn[i]; up[i] = upn[i]; }
+            if (u + nwarps < nunits) swi_fwd_load<V>(h, f, swi_at<V>(u + nwarps, upr, vpr), lane, gn, upn);
+            swi_fwd_unit<ENC, BITS, LOG2B, QUANT, V, TILE2>(p, &tab, out, q, f, swi_at<V>(u, upr, vpr), lane, g, up);
         }
-        if constexpr (QUANT) { /* warp-uniform branches: at is the warp's */
-            const size_t e0 = hrow + (size_t)at.cv0 * FZ_WVEC;
-            if (at.nv == V) { /* the whole unit: the words as loaded, one split packed tile */
-                uint32_t w[2 * V][4]; /* gate vectors, then up vectors */
-#pragma unroll
-                for (int i = 0; i < V; i++) {
-                    w[i][0] = g[i].x; w[i][1] = g[i].y; w[i][2] = g[i].z; w[i][3] = g[i].w;
-                    w[V + i][0] = up[i].x; w[V + i][1] = up[i].y;
-                    w[V + i][2] = up[i].z; w[V + i][3] = up[i].w;
-                }
-#pragma unroll
-                for (int i = 0; i < V; i++) swi_out_vec(g[i], up[i], out + orow + (size_t)c[i]);
-                if constexpr (TILE2) { /* AGOQ_SWI_FWD_TILE=2: the gate run, then the up run, each a tile */
-                    uint32_t(&wg)[V][4] = *reinterpret_cast<uint32_t(*)[V][4]>(&w[0]);
-                    uint32_t(&wu)[V][4] = *reinterpret_cast<uint32_t(*)[V][4]>(&w[V]);
-                    fz_quantize_bf16p<ENC, BITS, LOG2B, V>(p, &tab, wg, fz_qt_at<BITS, LOG2B>(p, q, e0), lane, 0);
-                    fz_quantize_bf16p<ENC, BITS, LOG2B, V>(p, &tab, wu, fz_qt_at<BITS, LOG2B>(p, q, e0 + f), lane, 0);
-                } else {
-                    fz_quantize_bf16p<ENC, BITS, LOG2B, 2 * V>(p, &tab, w, fz_qt_at<BITS, LOG2B>(p, q, e0), lane, (size_t)f);
-                }
-                continue;
-            }
-#pragma unroll
-            for (int i = 0; i < V; i++) {
-                if (i >= at.nv) continue;
-                const size_t ei = e0 + (size_t)(i * FZ_WVEC);
-                float v[1][8];
-                agoq_bf16x8_to_f32(g[i], v[0]);
-                fz_quantize<ENC, BITS, LOG2B, 1>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, ei), lane);
-                agoq_bf16x8_to_f32(up[i], v[0]);
-                fz_quantize<ENC, BITS, LOG2B, 1>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, ei + f), lane);
-            }
-        }
-#pragma unroll
-        for (int i = 0; i < V; i++) {
-            if (i >= at.nv || c[i] >= f) continue;
-            swi_out_vec(g[i], up[i], out + orow + (size_t)c[i]);
+    } else {
+        for (size_t u = warp; u < nunits; u += nwarps) {
+            const swi_unit at = swi_at<V>(u, upr, vpr);
+            uint4 g[V], up[V];
+            swi_fwd_load<V>(h, f, at, lane, g, up);
+            swi_fwd_unit<ENC, BITS, LOG2B, QUANT, V, TILE2>(p, &tab, out, q, f, at, lane, g, up);
         }
     }
 }
@@ -204,8 +236,16 @@ extern "C" int agoq_swiglu_fwd_cuda(const agoq_fq *q, const uint16_t *h, int row
                 constexpr auto k = swiglu_fwd_kernel<ENC, BITS, LB, true, SWI_FWD_V, decltype(t2)::value != 0>;
                 FZ_LAUNCH(k, nunits, ENC == AGOQ_ENC_TABLE, q->p, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits);
             };
+            constexpr bool two = ENC == AGOQ_ENC_FP4 || ENC == AGOQ_ENC_INT_ASYM; /* auto: where the tile of 4 spills */
+            if constexpr (ENC != AGOQ_ENC_TABLE) {
+                if (fz_fwd_pf()) { /* the pipelined kernel on the resident grid, auto's tiles */
+                    constexpr auto k = swiglu_fwd_kernel<ENC, BITS, LB, true, SWI_FWD_V, two, FZ_FWD_PF_CTAS>;
+                    FZ_LAUNCH(k, nunits, true, q->p, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits);
+                    return;
+                }
+            }
             const int tile = fz_swi_fwd_tile(); /* auto (0): 2 where the split tile of 4 spills */
-            if (tile == 2 || (tile == 0 && (ENC == AGOQ_ENC_FP4 || ENC == AGOQ_ENC_INT_ASYM))) go(agoq_enc_t<1>());
+            if (tile == 2 || (tile == 0 && two)) go(agoq_enc_t<1>());
             else go(agoq_enc_t<0>());
         });
     } else {

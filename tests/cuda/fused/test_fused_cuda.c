@@ -9,7 +9,8 @@
  * careful quantizer paths in one launch); the grid-stride loops (one CTA) and the general
  * kernels on fast shapes (AGOQ_FUSED_GRID_CAP / AGOQ_FUSED_NO_FAST), issue 15's A/B knobs
  * (AGOQ_F6, AGOQ_F8, AGOQ_F9, AGOQ_GELU_FWD_U, AGOQ_RMS_KEEP, AGOQ_DW_REDUCE, AGOQ_RMS_FWD_PAIR,
- * AGOQ_RMS_FWD_Q7, AGOQ_RMS_FMA, AGOQ_DW_FUSE, AGOQ_DW_FUSE_WAIT, AGOQ_SWI_FWD_TILE).
+ * AGOQ_RMS_FWD_Q7, AGOQ_RMS_FMA, AGOQ_DW_FUSE, AGOQ_DW_FUSE_WAIT, AGOQ_SWI_FWD_TILE,
+ * AGOQ_FWD_PF).
  * Both sides produce NaN in the same places but not the same NaN payload (x86 keeps the
  * operand's, CUDA returns the canonical one), so NaNs compare equal to NaNs. Run by
  * `make test-cuda`. */
@@ -389,6 +390,16 @@ TEST(cuda_fused_swiglu_fwd_tile_every_eligible_config) {
     size_t configs = 0;
     const size_t bad = run_knob_values("AGOQ_SWI_FWD_TILE", vals, 2, 1536, &configs);
     CHECK_MSG(bad == 0, "%zu mismatches (AGOQ_SWI_FWD_TILE=4 and 2, %zu fast configs each)", bad, configs);
+}
+
+/* The quantized SwiGLU and GELU forwards pipelined on the resident grid (AGOQ_FWD_PF=1: each
+ * warp loads its next unit before this one's math), every eligible config, one CTA (every warp
+ * loops over many units), tails. */
+TEST(cuda_fused_fwd_pf_every_eligible_config) {
+    static const char *const vals[] = {"1"};
+    size_t configs = 0;
+    const size_t bad = run_knob_values("AGOQ_FWD_PF", vals, 1, 1536, &configs);
+    CHECK_MSG(bad == 0, "%zu mismatches (AGOQ_FWD_PF=1, %zu fast configs)", bad, configs);
 }
 
 /* The ninth session's GELU forward in tiles of 4 / 2 / 1 warp vectors (AGOQ_GELU_FWD_U; unset:
