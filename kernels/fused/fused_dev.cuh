@@ -236,7 +236,7 @@ __device__ __forceinline__ void row_tree_sum(float (&v)[NV], float *red) {
 /* One term of an RMSNorm forward's sum of squares, acc + v * v: by a fused multiply-add (every
  * forward since the thirty-second session: one instruction instead of a multiply and an add, and
  * one rounding instead of two) or as the reference does (FMA false: bit for bit with
- * agoq_row_dot_ref; the pair kernel under AGOQ_RMS_FMA=0, for the A/B). Issue 15 ends exactness
+ * agoq_row_dot_ref; the pair kernel built with -DAGOQ_RMS_FWD_FMA=0, for A/Bs). Issue 15 ends exactness
  * at the quantizer: the forwards' norm output and rstd are tested against rmsnorm_ref.c within
  * the bounds fused_tol.c derives (one bf16 ulp; rstd relative); the stored copy is of x and does
  * not depend on it. The staged backward takes its products by FMA too (fused_rms_bwd.cu's rb_mac);
@@ -485,7 +485,7 @@ int fz_check_shape(const char *what, int rows, int cols);
  * (fz_rms_fwd_pair_mode: fused.cu) */
 int fz_rms_fwd_pair_mode(void);
 int fz_rms_fwd_q7(void); /* AGOQ_RMS_FWD_Q7: the pair kernel's copy by the q7 tile (fused_rms_pair.cu) */
-int fz_rms_fma(void);    /* AGOQ_RMS_FMA: 0 the pair kernel's sum of squares as the reference (fz_sq_acc) */
+int fz_rms_fwd_early(void); /* AGOQ_RMS_FWD_EARLY: the pair kernel's q7 copy while waiting at its barriers */
 bool fz_rms_fwd_pair(const agoq_fq *q, const uint16_t *x, const uint16_t *w, int rows, int cols, float eps, uint16_t *y,
                      agoq_dqt xq, float *rstd, cudaStream_t s);
 /* The staged RMSNorm backward (fused_rms_bwd.cu) when the shape, alignment and config allow it
