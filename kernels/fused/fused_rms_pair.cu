@@ -61,11 +61,11 @@
  * sum of squares by FMA (fused_dev.cuh's fz_sq_acc, as every RMSNorm forward) or as the reference
  * (0: y and rstd bit for bit). It was the runtime knob AGOQ_RMS_FMA in the thirty-second session
  * (its A/B done: +0.02 of copy on the H200), which doubled the kernel's instantiations.
- * AGOQ_RMS_FWD_EARLY=0|1 (thirty-third session; read at every launch, default 0; the q7 kernels):
- * each warp quantizes its half of the row from the loaded words while it would otherwise wait at
- * the pair's barriers (warp 1 before taking warp 0's partials, warp 0 before the rstd), instead
- * of after the rstd beside the normalization: the copy is of x, so it needs no rstd, and a row's
- * chain no longer holds the quantization behind both warps' sums. The same codes and scales. */
+ * Tried in the thirty-third session and dropped before any GPU run: each warp quantizing its half
+ * from the loaded words while it waits at the pair's barriers (the copy needs no rstd) instead of
+ * beside the normalization; at 4096 columns ptxas (nvcc 13.0) spilled 296-384 bytes a thread of
+ * the FP4 kernel at its 80 registers (none at 2048 columns), the row's words live across the
+ * quantizer and the barriers. */
 #ifndef AGOQ_RMS_FWD_FMA
 #define AGOQ_RMS_FWD_FMA 1
 #endif
@@ -73,7 +73,7 @@
 __device__ __forceinline__ void rp_bar_sync(int id) { asm volatile("bar.sync %0, 64;" ::"r"(id) : "memory"); }
 __device__ __forceinline__ void rp_bar_arrive(int id) { asm volatile("bar.arrive %0, 64;" ::"r"(id) : "memory"); }
 
-template <bool QUANT, int ENC, int BITS, int LOG2B, int NH, bool Q7, bool EARLY>
+template <bool QUANT, int ENC, int BITS, int LOG2B, int NH, bool Q7>
 __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_PAIR_CTAS)
     rms_fwd_pair_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w, int rows,
                         int cols, float eps, uint16_t *__restrict__ y, agoq_cuda_qtensor q, float *rstd_out) {
@@ -106,36 +106,15 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_PAIR_CTAS)
                 for (int e = 0; e < 8; e++) part[(H0 + i) % NW] = fz_sq_acc<AGOQ_RMS_FWD_FMA != 0>(part[(H0 + i) % NW], v[e]);
             }
         };
-        /* the q7 copy of tile i of this warp's half, from the words as loaded */
-        auto quant_q7 = [&](int i) {
-            if constexpr (QUANT && Q7) {
-                uint32_t wq[U][4];
-#pragma unroll
-                for (int jj = 0; jj < U; jj++) {
-                    const uint4 r = raw[U * i + jj];
-                    wq[jj][0] = r.x; wq[jj][1] = r.y; wq[jj][2] = r.z; wq[jj][3] = r.w;
-                }
-                const size_t t0 = row0 + (m0 + (size_t)(U * i)) * FZ_WVEC; /* the tile's first element */
-                fz_quantize_bf16p<ENC, BITS, LOG2B, U>(p, &tab, wq, fz_qt_at<BITS, LOG2B>(p, q, t0), lane, 0);
-            }
-        };
-        auto quant_early = [&]() {
-            if constexpr (QUANT && Q7 && EARLY) {
-#pragma unroll
-                for (int i = 0; i < NH / U; i++) quant_q7(i);
-            }
-        };
         float rstd;
         if (half == 0) {
             accumulate(std::integral_constant<int, 0>());
 #pragma unroll
             for (int k = 0; k < NW; k++) pa[pair][k][lane] = part[k];
             rp_bar_arrive(bar_a);
-            quant_early();
             rp_bar_sync(bar_b); /* warp 1's rstd */
             rstd = rs[pair];
         } else {
-            quant_early();
             rp_bar_sync(bar_a); /* warp 0's partials */
 #pragma unroll
             for (int k = 0; k < NW; k++) part[k] = pa[pair][k][lane];
@@ -162,7 +141,13 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_PAIR_CTAS)
             }
             const size_t t0 = row0 + (m0 + (size_t)(U * i)) * FZ_WVEC; /* the tile's first element */
             if constexpr (QUANT && Q7) {
-                if constexpr (!EARLY) quant_q7(i);
+                uint32_t wq[U][4];
+#pragma unroll
+                for (int jj = 0; jj < U; jj++) {
+                    const uint4 r = raw[U * i + jj];
+                    wq[jj][0] = r.x; wq[jj][1] = r.y; wq[jj][2] = r.z; wq[jj][3] = r.w;
+                }
+                fz_quantize_bf16p<ENC, BITS, LOG2B, U>(p, &tab, wq, fz_qt_at<BITS, LOG2B>(p, q, t0), lane, 0);
             } else if constexpr (QUANT) {
                 fz_quantize<ENC, BITS, LOG2B, U>(p, &tab, v, 0, fz_qt_at<BITS, LOG2B>(p, q, t0), lane);
             }
@@ -184,19 +169,9 @@ template <bool QUANT, int ENC, int BITS, int LOG2B>
 static void rms_pair_launch(int nh, const agoq_cuda_qparams &p, const uint16_t *x, const uint16_t *w, int rows,
                             int cols, float eps, uint16_t *y, agoq_cuda_qtensor qt, float *rstd, cudaStream_t s) {
     auto go = [&](auto h, auto q7) {
-        auto launch = [&](auto early) {
-            constexpr auto k = rms_fwd_pair_kernel<QUANT, ENC, BITS, LOG2B, decltype(h)::value, decltype(q7)::value,
-                                                   decltype(early)::value>;
-            k<<<fz_grid<k>(2 * (size_t)rows, QUANT && ENC == AGOQ_ENC_TABLE), AGOQ_ROW_THREADS, 0, s>>>(
-                p, x, w, rows, cols, eps, y, qt, rstd);
-        };
-        if constexpr (decltype(q7)::value) { /* EARLY: the q7 kernels only */
-            if (fz_rms_fwd_early()) {
-                launch(std::true_type());
-                return;
-            }
-        }
-        launch(std::false_type());
+        constexpr auto k = rms_fwd_pair_kernel<QUANT, ENC, BITS, LOG2B, decltype(h)::value, decltype(q7)::value>;
+        k<<<fz_grid<k>(2 * (size_t)rows, QUANT && ENC == AGOQ_ENC_TABLE), AGOQ_ROW_THREADS, 0, s>>>(p, x, w, rows, cols,
+                                                                                                  eps, y, qt, rstd);
     };
     auto with_q7 = [&](auto h) {
         if constexpr (QUANT) {

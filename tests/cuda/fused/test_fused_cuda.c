@@ -9,7 +9,7 @@
  * careful quantizer paths in one launch); the grid-stride loops (one CTA) and the general
  * kernels on fast shapes (AGOQ_FUSED_GRID_CAP / AGOQ_FUSED_NO_FAST), issue 15's A/B knobs
  * (AGOQ_F6, AGOQ_F8, AGOQ_F9, AGOQ_GELU_FWD_U, AGOQ_RMS_KEEP, AGOQ_DW_REDUCE, AGOQ_RMS_FWD_PAIR,
- * AGOQ_RMS_FWD_Q7, AGOQ_RMS_FWD_EARLY, AGOQ_DW_FUSE, AGOQ_DW_FUSE_WAIT, AGOQ_SWI_FWD_TILE,
+ * AGOQ_RMS_FWD_Q7, AGOQ_DW_FUSE, AGOQ_DW_FUSE_WAIT, AGOQ_SWI_FWD_TILE,
  * AGOQ_FWD_PF).
  * Both sides produce NaN in the same places but not the same NaN payload (x86 keeps the
  * operand's, CUDA returns the canonical one), so NaNs compare equal to NaNs. Run by
@@ -313,19 +313,15 @@ TEST(cuda_fused_grid_stride_and_general_paths) {
     bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 37, 4096, 1);
     unsetenv("AGOQ_RMS_FWD_PAIR");
     /* the same with the copy quantized from the row's bf16 words by the packed q7 tile for every
-     * encoder (AGOQ_RMS_FWD_Q7=1) and for none (0), and with the q7 copy taken while the pair
-     * waits at its barriers (AGOQ_RMS_FWD_EARLY=1) for every encoder and for the default q7 (FP4);
-     * above, the defaults (FP4 only, the copy beside the normalization) */
-    for (int v = 0; v <= 3; v++) {
-        if (v < 3) setenv("AGOQ_RMS_FWD_Q7", v ? "1" : "0", 1);
-        if (v >= 2) setenv("AGOQ_RMS_FWD_EARLY", "1", 1);
+     * encoder (AGOQ_RMS_FWD_Q7=1) and for none (0); above, the default (FP4 only) */
+    for (int v = 0; v <= 1; v++) {
+        setenv("AGOQ_RMS_FWD_Q7", v ? "1" : "0", 1);
         bad += run_env("AGOQ_RMS_FWD_PAIR", "1", 11, 4096, 1);
         bad += run_env("AGOQ_RMS_FWD_PAIR", "1", 7, 2048, 0);
         setenv("AGOQ_RMS_FWD_PAIR", "1", 1);
         bad += run_env("AGOQ_FUSED_GRID_CAP", "1", 37, 4096, 1);
         unsetenv("AGOQ_RMS_FWD_PAIR");
         unsetenv("AGOQ_RMS_FWD_Q7");
-        unsetenv("AGOQ_RMS_FWD_EARLY");
     }
     /* the dweight reduced after the backward (AGOQ_DW_FUSE=0) or in its launch (1, the default),
      * there with every CTA waiting at the grid barrier too (AGOQ_DW_FUSE_WAIT=all), also with one
