@@ -31,6 +31,16 @@
  * bit against the default kernel and the reference quantizer. */
 #ifndef AGOQ_GEMM_WG_EPI_CUH
 #define AGOQ_GEMM_WG_EPI_CUH
+/* AGOQ_WG_EPI_Q7 (compile time, default 0; thirty-third session, for an A/B by a variant build:
+ * tools/variant_build.sh q7=-DAGOQ_WG_EPI_Q7=1): the fast FP4 copy's codes from the staged bf16
+ * words by the quantizers' q7 encoder (agoq_q7_fp4_pack_bf16, quant_q7.h: no binade, the signs
+ * permuted from the words) instead of agoq_tile_encode_finite on the converted values; the same
+ * block parameters, the same bits (quant_tile.cuh's packed path takes it on the same fast path).
+ * Why: the small-K fused GEMMs (TP=8 out-projection, K = 512 / 640) are bound by the three
+ * epilogue warps (docs/gemm.md), and the FP4 encode is most of their per-element instructions. */
+#ifndef AGOQ_WG_EPI_Q7
+#define AGOQ_WG_EPI_Q7 0
+#endif
 
 /* Epilogue warps, before a hand-off: the residual's rows m0 .. m0 + rows - 1 (the staged rows:
  * the tile, or half of it) into the staging tile (16-byte cp.async chunks, only those inside C),
@@ -86,7 +96,7 @@ __device__ __forceinline__ void store_c_bulk(const wg_params &p, const uint16_t 
 template <int ENC, int BITS, int LOG2B, int E, bool CAREFUL, int R, bool PACK8>
 __device__ __forceinline__ bool epi_rows_quantize(const agoq_cuda_qparams &p, const agoq_smem_table *t,
                                                   const float (&v)[R][E], size_t vstride, agoq_cuda_qtensor out,
-                                                  int lane, bool st) {
+                                                  int lane, bool st, const uint4 *hw = nullptr) {
     using G = agoq_tile_geom<LOG2B, E, R>;
     static_assert(G::VB == 1 && G::K == R, "one vector holds whole blocks");
     constexpr bool kAsym = ENC == AGOQ_ENC_INT_ASYM;
@@ -106,8 +116,14 @@ __device__ __forceinline__ bool epi_rows_quantize(const agoq_cuda_qparams &p, co
     for (int k = 0; k < G::K; k++) {
         float inv_k, m_k;
         agoq_tile_held<G::K, G::LB, G::H, kAsym>(k, seg, inv, m, inv_k, m_k);
-        const uint64_t packed = CAREFUL ? agoq_tile_encode_any<ENC, BITS, E>(p, t, v[k], inv_k, m_k)
-                                        : agoq_tile_encode_finite<ENC, BITS, E, PACK8>(p, t, v[k], inv_k, m_k);
+        uint64_t packed;
+        if constexpr (AGOQ_WG_EPI_Q7 && !CAREFUL && ENC == AGOQ_ENC_FP4 && E == 8) { /* hw[k]: v[k]'s bf16 words */
+            const uint32_t w4[4] = {hw[k].x, hw[k].y, hw[k].z, hw[k].w};
+            packed = agoq_q7_fp4_pack_bf16(w4, inv_k);
+        } else {
+            packed = CAREFUL ? agoq_tile_encode_any<ENC, BITS, E>(p, t, v[k], inv_k, m_k)
+                             : agoq_tile_encode_finite<ENC, BITS, E, PACK8>(p, t, v[k], inv_k, m_k);
+        }
         if (st) agoq_tile_store_codes<BITS, E>(out.codes, (size_t)k * vstride + (size_t)lane * E, packed);
     }
     return true;
@@ -121,9 +137,9 @@ __device__ __forceinline__ bool epi_rows_quantize(const agoq_cuda_qparams &p, co
 template <int ENC, int BITS, int ER, int CS>
 __device__ __forceinline__ void epi_rows_q(const agoq_cuda_qparams &p, const agoq_smem_table *tab,
                                            const float (&v)[ER][8], const uint16_t *src, size_t e0, size_t n,
-                                           const agoq_cuda_qtensor &qt, int lane, bool st) {
+                                           const agoq_cuda_qtensor &qt, int lane, bool st, const uint4 *hw = nullptr) {
     const agoq_cuda_qtensor q = fz_qt_at<BITS, 7>(p, qt, e0);
-    if (!epi_rows_quantize<ENC, BITS, 7, 8, false, ER, false>(p, tab, v, n, q, lane, st)) {
+    if (!epi_rows_quantize<ENC, BITS, 7, 8, false, ER, false>(p, tab, v, n, q, lane, st, hw)) {
         float w[ER][8];
 #pragma unroll
         for (int j = 0; j < ER; j++)
@@ -192,7 +208,7 @@ __device__ __forceinline__ void store_rows(const wg_params &p, const agoq_smem_t
                 fz_quantize<AGOQ_ENC_FP4, 4, 7, 1>(p.q, tab, v, e0 / 256, qt, lane);
             } else {
                 epi_rows_q<AGOQ_ENC_FP4, 4, ER, CS>(p.q, tab, v, stage + r0 * CS + 8 * lane, e0, (size_t)p.n, qt, lane,
-                                                    mine);
+                                                    mine, h);
             }
         } else if constexpr (GQ) {
             float v[ER][8];
