@@ -95,7 +95,7 @@ if has peer "$@"; then
 fi
 for p in "$@"; do
   case "$p" in
-    tests) if [ "${TESTS:-}" = all ]; then part tests "${T_TESTS:-150}" env AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda"
+    tests) if [ "${TESTS:-}" = all ]; then part tests "${T_TESTS:-420}" env AGOQ_BIN="$B/agoq" "$B/agoq_test_cuda"
            else part tests "${T_TESTS:-150}" "$B/agoq_test_cuda" cuda_quant cuda_fused cuda_rowq cuda_grad adamw_q _quant_ _dequant_; fi
            tail -n 1 "$log"
            [ -n "$peer_pid" ] && touch "$done_flag" ;;

@@ -31,15 +31,18 @@
  * bit against the default kernel and the reference quantizer. */
 #ifndef AGOQ_GEMM_WG_EPI_CUH
 #define AGOQ_GEMM_WG_EPI_CUH
-/* AGOQ_WG_EPI_Q7 (compile time, default 0; thirty-third session, for an A/B by a variant build:
- * tools/variant_build.sh q7=-DAGOQ_WG_EPI_Q7=1): the fast FP4 copy's codes from the staged bf16
- * words by the quantizers' q7 encoder (agoq_q7_fp4_pack_bf16, quant_q7.h: no binade, the signs
- * permuted from the words) instead of agoq_tile_encode_finite on the converted values; the same
- * block parameters, the same bits (quant_tile.cuh's packed path takes it on the same fast path).
- * Why: the small-K fused GEMMs (TP=8 out-projection, K = 512 / 640) are bound by the three
- * epilogue warps (docs/gemm.md), and the FP4 encode is most of their per-element instructions. */
+/* AGOQ_WG_EPI_Q7 (compile time, default 1 since the thirty-fourth session; 0 for the encoder
+ * before it, e.g. an A/B by a variant build: tools/variant_build.sh q0=-DAGOQ_WG_EPI_Q7=0): the
+ * fast FP4 copy's codes from the staged bf16 words by the quantizers' q7 encoder
+ * (agoq_q7_fp4_pack_bf16, quant_q7.h: no binade, the signs permuted from the words) instead of
+ * agoq_tile_encode_finite on the converted values; the same block parameters, the same bits
+ * (quant_tile.cuh's packed path takes it on the same fast path; test_gemm_wg_cuda.c passed under
+ * it on an H100). Why: the small-K fused GEMMs (TP=8 out-projection, K = 512 / 640) are bound by
+ * the three epilogue warps (docs/gemm.md), and the FP4 encode is most of their per-element
+ * instructions. Measured (H100, cf3cb34, three rounds, results/h100/logs/s34_cf3cb34/): 1.05-1.11x
+ * on the TP=8 out-projection and FC2 fused FP4 GEMMs, 1.00 on the 7B FC2 (GEMM-bound). */
 #ifndef AGOQ_WG_EPI_Q7
-#define AGOQ_WG_EPI_Q7 0
+#define AGOQ_WG_EPI_Q7 1
 #endif
 
 /* Epilogue warps, before a hand-off: the residual's rows m0 .. m0 + rows - 1 (the staged rows:
