@@ -1,5 +1,6 @@
 /* The one test runner: runs every TEST registered by the linked test files.
  *   build/agoq_test [substring...]   -- only tests whose name contains one of the substrings
+ * Each test's line ends with its wall seconds (how the GPU suite's device limits are set).
  * Last line: "N passed, N failed, N skipped" (a skipped test checked nothing: SKIP in test.h);
  * exit status 1 when any test failed. */
 #include <stdarg.h>
@@ -10,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/common.h"
 #include "tests/test.h"
 
 #define MAX_TESTS 4096
@@ -269,15 +271,17 @@ int main(int argc, char **argv) {
     for (int i = 0; i < g_ntests; i++) {
         if (!selected(g_tests[i].name, argc, argv)) continue;
         g_failed_current = g_skipped_current = 0;
+        const double t0 = agoq_now_s();
         g_tests[i].fn();
+        const double dt = agoq_now_s() - t0;
         if (g_failed_current) {
-            printf("FAIL %s (%s)\n", g_tests[i].name, g_tests[i].file);
+            printf("FAIL %s (%s) %.1f s\n", g_tests[i].name, g_tests[i].file, dt);
             failed++;
         } else if (g_skipped_current) {
             printf("skip %s (%s): %s\n", g_tests[i].name, g_tests[i].file, g_skip_why);
             skipped++;
         } else {
-            printf("ok   %s (%s)\n", g_tests[i].name, g_tests[i].file);
+            printf("ok   %s (%s) %.1f s\n", g_tests[i].name, g_tests[i].file, dt);
             passed++;
         }
         fflush(stdout);
