@@ -45,6 +45,21 @@
 #define AGOQ_WG_EPI_Q7 1
 #endif
 
+/* AGOQ_WG_STC_V4 (compile time, default 1 since the thirty-fourth session): a lane's 16 bytes of a
+ * row of C by one st.global.v4 (__stwb: .wb, the default policy). The plain uint4 assignment it
+ * replaces (=0) was compiled, after the zeros-or-staged select of h, into four st.global.u32 (the
+ * PTX and SASS of every wg_kernel instantiation storing C this way: STG.E x4 a row, each
+ * instruction's 32 lanes touching 16 sectors by 4 bytes), four times the store instructions and
+ * sector writes of the epilogue warps' C; the same bytes at the same (16-byte aligned: N % 8 == 0,
+ * C 16-byte aligned, agoq_wg_gemm) addresses either way. */
+#ifndef AGOQ_WG_STC_V4
+#define AGOQ_WG_STC_V4 1
+#endif
+__device__ __forceinline__ void store_c16(uint16_t *dst, uint4 w) {
+    if constexpr (AGOQ_WG_STC_V4) __stwb(reinterpret_cast<uint4 *>(dst), w);
+    else *reinterpret_cast<uint4 *>(dst) = w;
+}
+
 /* Epilogue warps, before a hand-off: the residual's rows m0 .. m0 + rows - 1 (the staged rows:
  * the tile, or half of it) into the staging tile (16-byte cp.async chunks, only those inside C),
  * complete when this returns. */
@@ -201,7 +216,7 @@ __device__ __forceinline__ void store_rows(const wg_params &p, const agoq_smem_t
         const size_t e0 = (size_t)(m0 + r0) * (size_t)p.n + (size_t)n0; /* element (row m0 + r0, n0) */
         if (STC && mine) {
 #pragma unroll
-            for (int j = 0; j < ER; j++) *reinterpret_cast<uint4 *>(p.c + e0 + (size_t)j * p.n + 8 * lane) = h[j];
+            for (int j = 0; j < ER; j++) store_c16(p.c + e0 + (size_t)j * p.n + 8 * lane, h[j]);
         }
         if constexpr (FASTQ) {
             float v[ER][8];
