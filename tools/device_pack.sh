@@ -11,6 +11,9 @@
 # are a third of the size (fused_rms_pair.o: 7.7 -> 2.5 MB) and the archive 9 MiB instead of 27 (2d72d2e):
 #   make BUILD=build_dev CUDA_CODE=sass build_dev/agoq build_dev/agoq_test_cuda; tools/device_pack.sh build_dev
 # Such binaries had not yet run on a GPU at 2d72d2e.
+# PACK_VARS=DIR: DIR's NAME/ folders (variant binaries of the same commit, tools/variant_build.sh
+# VAR_BINS=1) go into the archive too, as vars/NAME/ beside bd/ (one xz stream stores the
+# near-identical binaries about once).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${1:-build}
@@ -26,7 +29,9 @@ t=$(mktemp -d); trap 'rm -rf "$t"' EXIT
 mkdir -p "$t/bd" .carry/lib
 cp "$B/agoq" "$B/agoq_test_cuda" "$B/commit.stamp" "$t/bd/"
 strip "$t/bd/agoq" "$t/bd/agoq_test_cuda"
-tar -C "$t" -cf - bd | xz -9e -T0 > .carry/bins.tar.xz.tmp && mv .carry/bins.tar.xz.tmp .carry/bins.tar.xz
+parts=bd
+if [ -n "${PACK_VARS:-}" ]; then cp -a "$PACK_VARS" "$t/vars"; parts="bd vars"; fi
+tar -C "$t" -cf - $parts | xz -9e -T0 > .carry/bins.tar.xz.tmp && mv .carry/bins.tar.xz.tmp .carry/bins.tar.xz
 lib=$(ldconfig -p | awk '/libcjson\.so\.1 /{print $NF; exit}')
 [ -n "$lib" ] || { echo "device_pack: libcjson.so.1 not found (bash tools/deps.sh)" >&2; exit 1; }
 cp -L "$lib" .carry/lib/libcjson.so.1

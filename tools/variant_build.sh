@@ -20,11 +20,11 @@
 #               build directory's agoq as the base, checking that both were built at the same
 #               commit (each NAME/ holds the commit.stamp it was built from)
 #   VAR_TESTS=1 each variant's agoq_test_cuda too (NAME/agoq_test_cuda: its GPU tests under the flags)
-#   VAR_BINS=1  instead of var.tar.xz, .carry/bins.tar.xz (tools/device_pack.sh's archive) made
-#               again with the variants beside bd/ as vars/NAME/, one xz stream that stores the
+#   VAR_BINS=1  instead of var.tar.xz, .carry/bins.tar.xz by tools/device_pack.sh VAR_BUILD with
+#               the variants beside bd/ as vars/NAME/ (PACK_VARS), one xz stream that stores the
 #               near-identical binaries about once (the thirty-fourth session: bd/ and one variant
-#               with its test binary, 9.5 MiB against 8 for bd/ alone); run tools/device_pack.sh
-#               VAR_BUILD first. On the GPU machine, after `source tools/device_env.sh`:
+#               with its test binary, 9.5 MiB against 8 for bd/ alone; VAR_BUILD must be built at
+#               the clean HEAD, as device_pack checks). On the GPU machine, after `source tools/device_env.sh`:
 #               VAR_DIR=.carry/x/vars VAR_ARGS="kernels ..." tools/device_kernels.sh $AGOQ_B varab,
 #               and .carry/x/vars/NAME/agoq_test_cuda [filters] for the tests.
 # The build directory must be complete and current (make VAR_BUILD/agoq) and is not modified.
@@ -34,10 +34,6 @@ cd "$(dirname "$0")/.."
 B=${VAR_BUILD:-build}
 [ -x "$B/agoq" ] || { echo "variant_build: $B/agoq missing: make $B/agoq" >&2; exit 1; }
 bins=0; [ "${VAR_BINS:-0}" = 1 ] && bins=1
-if [ $bins = 1 ]; then
-  [ -f .carry/bins.tar.xz ] || { echo "variant_build: VAR_BINS=1 needs .carry/bins.tar.xz (tools/device_pack.sh $B)" >&2; exit 1; }
-  [ "$(cat "$B/commit.stamp")" = "$(git rev-parse --short=12 HEAD)" ] || { echo "variant_build: $B/commit.stamp is not HEAD: rebuild and run tools/device_pack.sh $B first" >&2; exit 1; }
-fi
 targets=agoq; [ "${VAR_TESTS:-0}" = 1 ] && targets="agoq agoq_test_cuda"
 HDRS=${VARIANT_HEADERS:-"fused_dev.cuh quant_tile.cuh quant_ldst.cuh"}
 NVCC_BIN=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
@@ -63,9 +59,8 @@ done
 [ -d "$pack/base" ] && strip "$pack/base/agoq"
 mkdir -p .carry
 if [ $bins = 1 ]; then
-  mkdir -p "$pack/bd"; cp "$B/agoq" "$B/agoq_test_cuda" "$B/commit.stamp" "$pack/bd/"; strip "$pack/bd/agoq" "$pack/bd/agoq_test_cuda"
-  tar -C "$pack" -cf - bd vars | xz -9e -T0 > .carry/bins.tar.xz.tmp && mv .carry/bins.tar.xz.tmp .carry/bins.tar.xz
-  echo "variant_build: .carry/bins.tar.xz $(( $(stat -c %s .carry/bins.tar.xz) / 1048576 )) MiB (bd/ = $B at $(cat "$B/commit.stamp"), vars/: $*)"
+  PACK_VARS="$vdir" tools/device_pack.sh "$B"
+  echo "variant_build: .carry/bins.tar.xz with vars/: $*"
 else
   tar -C "$pack" -cf - . | xz -9 -T0 > .carry/var.tar.xz
   echo "variant_build: .carry/var.tar.xz $(( $(stat -c %s .carry/var.tar.xz) / 1048576 )) MiB (base = $B/agoq at $(cat "$B/commit.stamp")$([ "${VAR_BASE:-1}" = 0 ] && echo ', not packed'))"

@@ -463,7 +463,8 @@ int fz_swi_fwd_tile(void);
 /* AGOQ_FWD_PF=0|1 (read at every launch, default 0): the quantized SwiGLU and GELU forwards of
  * the non-table encoders pipelined, each warp of a resident grid (FZ_FWD_PF_CTAS CTAs an SM)
  * loading its next unit before this one's math (SwiGLU in auto's tiles, GELU in tiles of 4), for
- * an A/B on the H200 (issue 15: 0.82 / 0.88 of copy there at 4 GiB). (fused.cu) */
+ * an A/B on the H200 (issue 15: 0.82 / 0.88 of copy there at 4 GiB); on an H100 it lost 0.03-0.07
+ * of copy at >= 256 MiB (docs/kernels.md, thirty-fourth session). (fused.cu) */
 #define FZ_FWD_PF_CTAS 3 /* 85 registers: two units' words (at 4 CTAs' 64 they would spill) */
 bool fz_fwd_pf(void);
 /* Dynamic shared memory above 48 KB for `kernel` (cudaFuncSetAttribute once per device: done is

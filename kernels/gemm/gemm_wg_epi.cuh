@@ -39,18 +39,19 @@
  * (quant_tile.cuh's packed path takes it on the same fast path; test_gemm_wg_cuda.c passed under
  * it on an H100). Why: the small-K fused GEMMs (TP=8 out-projection, K = 512 / 640) are bound by
  * the three epilogue warps (docs/gemm.md), and the FP4 encode is most of their per-element
- * instructions. Measured (H100, cf3cb34, three rounds, results/h100/logs/s34_cf3cb34/): 1.05-1.11x
- * on the TP=8 out-projection and FC2 fused FP4 GEMMs, 1.00 on the 7B FC2 (GEMM-bound). */
+ * instructions. Measured (H100, cf3cb34, four rounds of median ms, results/h100/logs/s34_cf3cb34/): 1.05-1.11x
+ * on the TP=8 out-projection fused FP4 GEMMs, 1.02-1.11x on the TP=8 FC2, 1.00-1.05 on the 7B
+ * FC2 (GEMM-bound). */
 #ifndef AGOQ_WG_EPI_Q7
 #define AGOQ_WG_EPI_Q7 1
 #endif
 
 /* AGOQ_WG_STC_V4 (compile time, default 1 since the thirty-fourth session): a lane's 16 bytes of a
  * row of C by one st.global.v4 (__stwb: .wb, the default policy). The plain uint4 assignment it
- * replaces (=0) was compiled, after the zeros-or-staged select of h, into four st.global.u32 (the
- * PTX and SASS of every wg_kernel instantiation storing C this way: STG.E x4 a row, each
- * instruction's 32 lanes touching 16 sectors by 4 bytes), four times the store instructions and
- * sector writes of the epilogue warps' C; the same bytes at the same (16-byte aligned: N % 8 == 0,
+ * replaces (=0) was compiled, after the zeros-or-staged select of h, into four st.global.u32 in
+ * 68 of gemm_wg.cu's 161 such stores (PTX, nvcc 13.0; SASS STG.E x4 a row, each instruction's 32
+ * lanes touching 16 sectors by 4 bytes), the default fused FP4 and plain kernels among them: four
+ * times the store instructions and sector writes of the epilogue warps' C; the same bytes at the same (16-byte aligned: N % 8 == 0,
  * C 16-byte aligned, agoq_wg_gemm) addresses either way. */
 #ifndef AGOQ_WG_STC_V4
 #define AGOQ_WG_STC_V4 1
