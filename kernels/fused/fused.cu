@@ -255,6 +255,7 @@ int fz_swi_fwd_tile(void) {
     return value[agoq_knob_choice("AGOQ_SWI_FWD_TILE", 0, names)];
 }
 bool fz_fwd_pf(void) { return agoq_knob_int("AGOQ_FWD_PF", 0, 0, 1) != 0; }
+int fz_fwd_l2pf(void) { return agoq_knob_int("AGOQ_FWD_L2PF", 0, 0, 16); }
 int fz_dw_fuse_wait(void) {
     static const char *const names[] = {"all", "owners", NULL};
     return agoq_knob_choice("AGOQ_DW_FUSE_WAIT", 1, names);

@@ -54,6 +54,12 @@ enum { FZ_OP_NONE, FZ_OP_GELU, FZ_OP_SWIGLU };
 #define AGOQ_FZ_CACHE 1
 #endif
 static_assert(AGOQ_FZ_CACHE == 0 || AGOQ_FZ_CACHE == 1, "AGOQ_FZ_CACHE: 0 (.cs) or 1 (ld.global.nc, plain stores)");
+/* A hint: the `bytes` (a multiple of 16, > 0) at p (16-byte aligned) fetched into L2 by the
+ * bulk-copy unit (cp.async.bulk.prefetch.L2, sm_90), no register or completion to track; the
+ * forwards' AGOQ_FWD_L2PF (below) */
+__device__ __forceinline__ void fz_l2_prefetch(const void *p, uint32_t bytes) {
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+}
 __device__ __forceinline__ uint4 fz_load(const uint16_t *p) {
     if constexpr (AGOQ_FZ_CACHE == 1) return __ldg((const uint4 *)p);
     else return __ldcs((const uint4 *)p);
@@ -467,6 +473,20 @@ int fz_swi_fwd_tile(void);
  * of copy at >= 256 MiB (docs/kernels.md, thirty-fourth session). (fused.cu) */
 #define FZ_FWD_PF_CTAS 3 /* 85 registers: two units' words (at 4 CTAs' 64 they would spill) */
 bool fz_fwd_pf(void);
+/* AGOQ_FWD_L2PF=0..16 (read at every launch, default 0): the SwiGLU and GELU forwards (plain
+ * and quantized, not under AGOQ_FWD_PF) with lane 0 of each warp asking L2 for the input of the
+ * unit N/4 resident grids ahead of its own (fz_l2_prefetch), so that the warps the SMs start
+ * later find their loads in L2: more DRAM bytes in flight than the registers of the resident
+ * warps hold (issue 15: the H200's 0.82 / 0.88 of copy, where the H100 reaches 0.99 with the
+ * same SM). 0: off. fz_l2pf_units: that distance in units for `Kernel` (0 when off). (fused.cu) */
+int fz_fwd_l2pf(void);
+template <auto Kernel>
+static uint32_t fz_l2pf_units(void) {
+    const int q = fz_fwd_l2pf();
+    if (!q) return 0;
+    const size_t warps = (size_t)agoq_grid_resident<Kernel>((size_t)1 << 40) * (FZ_THREADS / 32);
+    return (uint32_t)(warps * (size_t)q / 4);
+}
 /* Dynamic shared memory above 48 KB for `kernel` (cudaFuncSetAttribute once per device: done is
  * the caller's per-kernel mask of devices, bit d; racing sets are benign); with per_sm (the
  * caller's per-kernel int[32], one entry a device, 0: not yet), also its resident CTAs per SM at

@@ -58,11 +58,11 @@ __device__ __forceinline__ void gelu_fwd_load(const uint16_t *__restrict__ x, si
     }
 }
 /* PF (AGOQ_FWD_PF=1; the launcher's resident grid at MINB = FZ_FWD_PF_CTAS): each warp loads its
- * next tile before this one's math */
+ * next tile before this one's math; else pfd: AGOQ_FWD_L2PF's distance in tiles (0: off) */
 template <int ENC, int BITS, int LOG2B, bool QUANT, int U = FWD_U, int MINB = FZ_FWD_CTAS(ENC), bool PF = false>
 __global__ void __launch_bounds__(FZ_THREADS, MINB)
     gelu_fwd_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ x, uint16_t *__restrict__ y, agoq_cuda_qtensor q,
-                    size_t n, size_t ntiles) {
+                    size_t n, size_t ntiles, uint32_t pfd) {
     __shared__ agoq_smem_table tab;
     if constexpr (QUANT && ENC == AGOQ_ENC_TABLE) AGOQ_STAGE_TABLE_LUT(tab, p.table);
     const int lane = (int)(threadIdx.x & 31u);
@@ -80,6 +80,11 @@ __global__ void __launch_bounds__(FZ_THREADS, MINB)
         }
     } else {
         for (size_t t = warp; t < ntiles; t += nwarps) {
+            if (pfd && lane == 0 && t + pfd < ntiles) { /* AGOQ_FWD_L2PF: tile t + pfd's input into L2 */
+                const size_t e = (t + pfd) * (size_t)(U * FZ_WVEC);
+                const size_t m = n - e < (size_t)(U * FZ_WVEC) ? n - e : (size_t)(U * FZ_WVEC);
+                fz_l2_prefetch(x + e, (uint32_t)m * 2u); /* n % 8 == 0: whole 16-byte vectors */
+            }
             uint4 raw[U];
             gelu_fwd_load<QUANT, U>(x, n, t, lane, raw);
             gelu_fwd_tile<ENC, BITS, LOG2B, QUANT, U>(p, &tab, y, q, n, t, lane, raw);
@@ -141,7 +146,8 @@ static size_t gelu_fwd_tiles(const agoq_fq *q, const uint16_t *x, uint16_t *y, s
     const size_t tile = (size_t)U * FZ_WVEC;
     if (!q) {
         constexpr auto k = gelu_fwd_kernel<0, 0, 0, false, U, kMinb ? kMinb : FZ_FWD_CTAS(0)>;
-        FZ_LAUNCH(k, (n + tile - 1) / tile, false, agoq_cuda_qparams{}, x, y, qt, n, (n + tile - 1) / tile);
+        FZ_LAUNCH(k, (n + tile - 1) / tile, false, agoq_cuda_qparams{}, x, y, qt, n, (n + tile - 1) / tile,
+                  fz_l2pf_units<k>());
         return 0;
     }
     if (!(vec && cols % q->p.block == 0 && fz_fast_quant(q->p, xq) && n >= tile)) return 0;
@@ -154,12 +160,12 @@ static size_t gelu_fwd_tiles(const agoq_fq *q, const uint16_t *x, uint16_t *y, s
             if (fz_fwd_pf()) { /* pipelined, on the resident grid */
                 constexpr auto k =
                     gelu_fwd_kernel<E, decltype(bits)::value, decltype(lb)::value, true, U, FZ_FWD_PF_CTAS, true>;
-                FZ_LAUNCH(k, ntiles, true, q->p, x, y, qt, n, ntiles);
+                FZ_LAUNCH(k, ntiles, true, q->p, x, y, qt, n, ntiles, 0u);
                 return;
             }
         }
         constexpr auto k = gelu_fwd_kernel<E, decltype(bits)::value, decltype(lb)::value, true, U, M>;
-        FZ_LAUNCH(k, ntiles, E == AGOQ_ENC_TABLE, q->p, x, y, qt, n, ntiles);
+        FZ_LAUNCH(k, ntiles, E == AGOQ_ENC_TABLE, q->p, x, y, qt, n, ntiles, fz_l2pf_units<k>());
     });
     return ntiles * tile / (size_t)q->p.block;
 }

@@ -90,6 +90,15 @@ __device__ __forceinline__ void swi_fwd_load(const uint16_t *__restrict__ h, int
         up[i] = ok ? fz_load(h + hrow + (size_t)f + (size_t)c) : make_uint4(0, 0, 0, 0);
     }
 }
+/* AGOQ_FWD_L2PF: a unit's gate and up runs into L2 (lane 0; f % 8 == 0 and h 16-byte aligned,
+ * the vector kernels' condition, keep both 16-byte multiples at 16-byte addresses) */
+template <int V>
+__device__ __forceinline__ void swi_fwd_l2pf(const uint16_t *__restrict__ h, int f, const swi_unit &at) {
+    const int c0 = (int)at.cv0 * FZ_WVEC, cols = min(at.nv * FZ_WVEC, f - c0);
+    const uint16_t *g = h + 2 * at.r * (size_t)f + (size_t)c0;
+    fz_l2_prefetch(g, (uint32_t)cols * 2u);
+    fz_l2_prefetch(g + f, (uint32_t)cols * 2u);
+}
 /* The outputs of a loaded unit and (QUANT) the stored copy of its gate and up vectors */
 template <int ENC, int BITS, int LOG2B, bool QUANT, int V, bool TILE2>
 __device__ __forceinline__ void swi_fwd_unit(const agoq_cuda_qparams &p, const agoq_smem_table *tab,
@@ -138,14 +147,15 @@ __device__ __forceinline__ void swi_fwd_unit(const agoq_cuda_qparams &p, const a
         swi_out_vec(g[i], up[i], out + orow + (size_t)c[i]);
     }
 }
-/* PF: 0, a unit per warp, every warp done after it (agoq_grid_units' grid); else
+/* pfd: AGOQ_FWD_L2PF's distance in units (0: off; not with PF).
+ * PF: 0, a unit per warp, every warp done after it (agoq_grid_units' grid); else
  * (AGOQ_FWD_PF=1, non-table encoders) the resident grid at PF CTAs an SM, each warp looping
  * over its units with the next unit's loads issued before this one's math (registers for two
  * units: 4 CTAs' 64 would spill) */
 template <int ENC, int BITS, int LOG2B, bool QUANT, int V = SWI_FWD_V, bool TILE2 = false, int PF = 0>
 __global__ void __launch_bounds__(FZ_THREADS, PF ? PF : FZ_FWD_CTAS(ENC))
     swiglu_fwd_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ h, uint16_t *__restrict__ out,
-                      agoq_cuda_qtensor q, int f, uint32_t vpr, uint32_t upr, size_t nunits) {
+                      agoq_cuda_qtensor q, int f, uint32_t vpr, uint32_t upr, size_t nunits, uint32_t pfd) {
     static_assert(V == SWI_FWD_V || !QUANT, "units of V != SWI_FWD_V: the plain bf16 kernel only");
     __shared__ agoq_smem_table tab;
     if constexpr (QUANT && ENC == AGOQ_ENC_TABLE) AGOQ_STAGE_TABLE_LUT(tab, p.table);
@@ -165,6 +175,7 @@ __global__ void __launch_bounds__(FZ_THREADS, PF ? PF : FZ_FWD_CTAS(ENC))
     } else {
         for (size_t u = warp; u < nunits; u += nwarps) {
             const swi_unit at = swi_at<V>(u, upr, vpr);
+            if (pfd && lane == 0 && u + pfd < nunits) swi_fwd_l2pf<V>(h, f, swi_at<V>(u + pfd, upr, vpr));
             uint4 g[V], up[V];
             swi_fwd_load<V>(h, f, at, lane, g, up);
             swi_fwd_unit<ENC, BITS, LOG2B, QUANT, V, TILE2>(p, &tab, out, q, f, at, lane, g, up);
@@ -225,22 +236,25 @@ extern "C" int agoq_swiglu_fwd_cuda(const agoq_fq *q, const uint16_t *h, int row
     if (!q && vec && fz_f8()) { /* units of SWI_BF16_V vectors */
         const size_t upr8 = (vpr + SWI_BF16_V - 1) / SWI_BF16_V, n8 = (size_t)rows * upr8;
         constexpr auto k = swiglu_fwd_kernel<0, 0, 0, false, SWI_BF16_V>;
-        FZ_LAUNCH(k, n8, false, agoq_cuda_qparams{}, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr8, n8);
+        FZ_LAUNCH(k, n8, false, agoq_cuda_qparams{}, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr8, n8,
+                  fz_l2pf_units<k>());
     } else if (!q && vec) {
         constexpr auto k = swiglu_fwd_kernel<0, 0, 0, false>;
-        FZ_LAUNCH(k, nunits, false, agoq_cuda_qparams{}, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits);
+        FZ_LAUNCH(k, nunits, false, agoq_cuda_qparams{}, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits,
+                  fz_l2pf_units<k>());
     } else if (q && vec && f % FZ_WVEC == 0 && fz_fast_quant(q->p, hq)) {
         fz_dispatch_quant(q->p, [&](auto enc, auto bits, auto lb) {
             constexpr int ENC = decltype(enc)::value, BITS = decltype(bits)::value, LB = decltype(lb)::value;
             auto go = [&](auto t2) {
                 constexpr auto k = swiglu_fwd_kernel<ENC, BITS, LB, true, SWI_FWD_V, decltype(t2)::value != 0>;
-                FZ_LAUNCH(k, nunits, ENC == AGOQ_ENC_TABLE, q->p, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits);
+                FZ_LAUNCH(k, nunits, ENC == AGOQ_ENC_TABLE, q->p, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits,
+                          fz_l2pf_units<k>());
             };
             constexpr bool two = ENC == AGOQ_ENC_FP4 || ENC == AGOQ_ENC_INT_ASYM; /* auto: where the tile of 4 spills */
             if constexpr (ENC != AGOQ_ENC_TABLE) {
                 if (fz_fwd_pf()) { /* the pipelined kernel on the resident grid, auto's tiles */
                     constexpr auto k = swiglu_fwd_kernel<ENC, BITS, LB, true, SWI_FWD_V, two, FZ_FWD_PF_CTAS>;
-                    FZ_LAUNCH(k, nunits, true, q->p, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits);
+                    FZ_LAUNCH(k, nunits, true, q->p, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits, 0u);
                     return;
                 }
             }
