@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The measurements the thirty-fourth and thirty-fifth sessions prepared and could not run (no
+# device machine in the thirty-fifth: every call a failed start or a refusal), for one device call.
+# Build here at a clean commit, with the GEMM epilogue's old C stores as a variant beside it:
+#   make -j2 BUILD=build_dev CUDA_CODE=sass build_dev/agoq build_dev/agoq_test_cuda
+#   VAR_BUILD=build_dev CUDA_CODE=sass VAR_BINS=1 VARIANT_HEADERS=gemm_wg_epi.cuh \
+#     tools/variant_build.sh s0=-DAGOQ_WG_STC_V4=0
+# (~11 min from scratch on two cores, then ~4 min for the variant), then call the device with
+# carry [".carry/bins.tar.xz", ".carry/lib"] and the command
+#   LIM=540 tools/device_s35.sh full      (or: LIM=120 tools/device_s35.sh short)
+# full, in this order, each stage's files packed into $OUT as it ends (a call cut short still
+# returns what ran):
+#   ab     AGOQ_FWD_PF (tools/ab_s33.tsv) and AGOQ_FWD_L2PF (tools/ab_s35.tsv), AB_R rounds (3)
+#          -> ab.tgz
+#   varab  the default GEMM (AGOQ_WG_STC_V4=1: C by one 16-byte store a lane, never run on a GPU
+#          before) against vars/s0 (four 4-byte stores), VR rounds (3), fused FP4 and plain
+#          kernels, 16 MiB .. 1 GiB -> var.tgz
+#   tests  the whole GPU suite, cut at LIM -> tests.log
+#   gemm   experiments/gemm_wg.json (tools/device_gemm.sh bench), if 100 s are left -> g.tgz
+#   ab2    on an H200 only, with time left: the fused forwards' launch knobs (tools/ab_s32e.tsv)
+#          -> ab2.tgz
+# short: the GEMM GPU tests and the L2PF test at the defaults, the L2PF A/B (AB_R rounds, 2),
+# a two-round varab on four GEMMs -> b.tgz.
+set -u -o pipefail
+MODE=${1:-full}
+source tools/device_env.sh > /tmp/env.txt
+OUT=${OUT:?OUT}; mkdir -p "$OUT"; W=/tmp/s35; rm -rf $W; mkdir -p $W
+cp /tmp/env.txt $W/gpu.txt; cp "$AGOQ_B/commit.stamp" $W/; head -1 $W/gpu.txt
+SECONDS=0; LIM=${LIM:-540}
+varab() { # rounds cases max-size
+  OUT=$W/var VAR_DIR=.carry/x/vars VAR_ROUNDS=$1 T_KERNELS=$((LIM - SECONDS - 5)) VAR_ARGS="kernels --cases $2 --formats fp4_e2m1 -b 16M -e $3 -f 4 -n 10 -w 3 -q" \
+    tools/device_kernels.sh "$AGOQ_B" varab > $W/var_stdout.log 2>&1
+  head -80 $W/var/varab_table.txt; echo "varab done at $SECONDS s"
+}
+ab() { # specs rounds dir
+  OUT=$W/$3 AB_SPECS=$1 AB_ROUNDS=$2 T_KERNELS=$((LIM - SECONDS - 5)) tools/device_kernels.sh "$AGOQ_B" ab > $W/$3_stdout.log 2>&1
+  for f in $W/$3/ab_*.tsv; do python3 tools/ab_table.py "$f" > "${f%.tsv}.txt" 2>&1; head -60 "${f%.tsv}.txt"; done
+  echo "$3 done at $SECONDS s"
+}
+if [ "$MODE" = short ]; then
+  timeout 80 "$AGOQ_B/agoq_test_cuda" gemm > $W/t_gemm.log 2>&1; echo "gemm tests rc=$? $(tail -1 $W/t_gemm.log)"
+  timeout 40 "$AGOQ_B/agoq_test_cuda" l2pf > $W/t_l2pf.log 2>&1; echo "l2pf test rc=$? $(tail -1 $W/t_l2pf.log)"
+  tar czf "$OUT/b.tgz" -C $W .
+  ab tools/ab_s35.tsv "${AB_R:-2}" ab; tar czf "$OUT/b.tgz" -C $W .
+  [ $SECONDS -lt $((LIM - 25)) ] && varab 2 gemmwg_7b_tp8_out_wgq,gemmwg_7b_fc2_wgq,gemmwg_7b_tp8_out_wg,gemmwg_7b_fc1_wg 256M
+  tar czf "$OUT/b.tgz" -C $W .
+  exit 0
+fi
+cat tools/ab_s33.tsv tools/ab_s35.tsv > $W/ab35.tsv
+ab $W/ab35.tsv "${AB_R:-3}" ab; tar czf "$OUT/ab.tgz" -C $W ab ab_stdout.log gpu.txt commit.stamp
+varab "${VR:-3}" gemmwg_7b_tp8_out_wgq,gemmwg_13b_tp8_out_wgq,gemmwg_7b_tp8_fc2_wgq,gemmwg_7b_fc2_wgq,gemmwg_7b_fc1_wgq,gemmwg_7b_tp8_out_wg,gemmwg_7b_fc1_wg,gemmwg_7b_tp8_fc1_wg,gemmwg_7b_tp8_out_ltq 1G
+tar czf "$OUT/var.tgz" -C $W var var_stdout.log
+T=$((LIM - SECONDS - 20)); [ $T -gt 400 ] && T=400
+OUT=$W TESTS=all T_TESTS=$T tools/device_kernels.sh "$AGOQ_B" tests > $W/t_stdout.log 2>&1
+grep -h "passed, " $W/device_kernels.log | tail -1; grep -h "^FAIL" $W/device_kernels.log | head -5
+cp $W/device_kernels.log "$OUT/tests.log"; echo "tests done at $SECONDS s"
+if [ $SECONDS -lt $((LIM - 100)) ]; then
+  OUT=$W/g timeout $((LIM - SECONDS - 30)) tools/device_gemm.sh "$AGOQ_B" bench > $W/g_stdout.log 2>&1
+  tar czf "$OUT/g.tgz" -C $W g g_stdout.log; echo "gemm done at $SECONDS s"
+fi
+if grep -q H200 $W/gpu.txt && [ $SECONDS -lt $((LIM - 40)) ]; then
+  ab tools/ab_s32e.tsv 2 ab2; tar czf "$OUT/ab2.tgz" -C $W ab2 ab2_stdout.log
+fi
