@@ -19,6 +19,7 @@
 #include <cuda_runtime.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/check.h"
 #include "core/common.h"
@@ -255,7 +256,14 @@ int fz_swi_fwd_tile(void) {
     return value[agoq_knob_choice("AGOQ_SWI_FWD_TILE", 0, names)];
 }
 bool fz_fwd_pf(void) { return agoq_knob_int("AGOQ_FWD_PF", 0, 0, 1) != 0; }
-int fz_fwd_l2pf(void) { return agoq_knob_int("AGOQ_FWD_L2PF", 0, 0, 16); }
+int fz_fwd_l2pf(int dflt) {
+    const char *v = agoq_knob_str("AGOQ_FWD_L2PF");
+    if (!v || !strcmp(v, "auto")) return dflt;
+    char *end = (char *)v;
+    const long n = *v >= '0' && *v <= '9' ? strtol(v, &end, 10) : -1;
+    if (n < 0 || n > 16 || *end) agoq_knob_bad("AGOQ_FWD_L2PF", v, "auto or an integer in 0..16");
+    return (int)n;
+}
 int fz_dw_fuse_wait(void) {
     static const char *const names[] = {"all", "owners", NULL};
     return agoq_knob_choice("AGOQ_DW_FUSE_WAIT", 1, names);

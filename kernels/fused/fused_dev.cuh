@@ -473,16 +473,22 @@ int fz_swi_fwd_tile(void);
  * of copy at >= 256 MiB (docs/kernels.md, thirty-fourth session). (fused.cu) */
 #define FZ_FWD_PF_CTAS 3 /* 85 registers: two units' words (at 4 CTAs' 64 they would spill) */
 bool fz_fwd_pf(void);
-/* AGOQ_FWD_L2PF=0..16 (read at every launch, default 0): the SwiGLU and GELU forwards (plain
- * and quantized, not under AGOQ_FWD_PF) with lane 0 of each warp asking L2 for the input of the
+/* AGOQ_FWD_L2PF=auto|0..16 (read at every launch): the SwiGLU and GELU forwards (plain and
+ * quantized, not under AGOQ_FWD_PF) with lane 0 of each warp asking L2 for the input of the
  * unit N/4 resident grids ahead of its own (fz_l2_prefetch), so that the warps the SMs start
  * later find their loads in L2: more DRAM bytes in flight than the registers of the resident
  * warps hold (issue 15: the H200's 0.82 / 0.88 of copy, where the H100 reaches 0.99 with the
- * same SM). 0: off. fz_l2pf_units: that distance in units for `Kernel` (0 when off). (fused.cu) */
-int fz_fwd_l2pf(void);
+ * same SM). 0: off. auto (the default): the kernel's own dflt, FZ_L2PF_GELU_Q for the quantized
+ * GELU forward with a non-table encoder (H100, three rounds, results/h100/logs/s36_1eed958/:
+ * FP4 0.904 / 0.968 / 0.992 / 0.993 -> 0.939 / 0.984 / 0.999 / 0.993 of copy at 64 MiB .. 4 GiB,
+ * int8 higher in every round at every size), 0 for the rest (the SwiGLU forwards lost at 64 MiB
+ * and 4 GiB, the plain GELU at 64 MiB). fz_l2pf_units: that distance in units for `Kernel` (0
+ * when off). (fused.cu) */
+#define FZ_L2PF_GELU_Q 2
+int fz_fwd_l2pf(int dflt);
 template <auto Kernel>
-static uint32_t fz_l2pf_units(void) {
-    const int q = fz_fwd_l2pf();
+static uint32_t fz_l2pf_units(int dflt = 0) {
+    const int q = fz_fwd_l2pf(dflt);
     if (!q) return 0;
     const size_t warps = (size_t)agoq_grid_resident<Kernel>((size_t)1 << 40) * (FZ_THREADS / 32);
     return (uint32_t)(warps * (size_t)q / 4);

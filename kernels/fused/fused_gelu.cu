@@ -165,7 +165,8 @@ static size_t gelu_fwd_tiles(const agoq_fq *q, const uint16_t *x, uint16_t *y, s
             }
         }
         constexpr auto k = gelu_fwd_kernel<E, decltype(bits)::value, decltype(lb)::value, true, U, M>;
-        FZ_LAUNCH(k, ntiles, E == AGOQ_ENC_TABLE, q->p, x, y, qt, n, ntiles, fz_l2pf_units<k>());
+        FZ_LAUNCH(k, ntiles, E == AGOQ_ENC_TABLE, q->p, x, y, qt, n, ntiles,
+                  fz_l2pf_units<k>(E == AGOQ_ENC_TABLE ? 0 : FZ_L2PF_GELU_Q));
     });
     return ntiles * tile / (size_t)q->p.block;
 }

@@ -402,12 +402,13 @@ TEST(cuda_fused_fwd_pf_every_eligible_config) {
 /* The SwiGLU and GELU forwards asking L2 for the input N/4 resident grids ahead (AGOQ_FWD_L2PF=1
  * and 16: a hint that changes no value, so what this checks is that every prefetched range is a
  * legal one, 16-byte aligned whole vectors inside the input, on every eligible config, the plain
- * forwards, one CTA and the tails of partial units and tiles). */
+ * forwards, one CTA and the tails of partial units and tiles; and 0, off, since the default
+ * auto prefetches in the quantized GELU forward, which the other tests run). */
 TEST(cuda_fused_fwd_l2pf_every_eligible_config) {
-    static const char *const vals[] = {"1", "16"};
+    static const char *const vals[] = {"0", "1", "16"};
     size_t configs = 0;
-    const size_t bad = run_knob_values("AGOQ_FWD_L2PF", vals, 2, 1064, &configs);
-    CHECK_MSG(bad == 0, "%zu mismatches (AGOQ_FWD_L2PF=1 and 16, %zu fast configs each)", bad, configs);
+    const size_t bad = run_knob_values("AGOQ_FWD_L2PF", vals, 3, 1064, &configs);
+    CHECK_MSG(bad == 0, "%zu mismatches (AGOQ_FWD_L2PF=0, 1 and 16, %zu fast configs each)", bad, configs);
 }
 
 /* The ninth session's GELU forward in tiles of 4 / 2 / 1 warp vectors (AGOQ_GELU_FWD_U; unset:
