@@ -19,6 +19,8 @@
 #   gemm   experiments/gemm_wg.json (tools/device_gemm.sh bench), if 100 s are left -> g.tgz
 #   ab2    on an H200 only, with time left: the fused forwards' launch knobs (tools/ab_s32e.tsv)
 #          -> ab2.tgz
+# l2pf (thirty-sixth session): the fused GPU tests, tools/ab_s36.tsv (AGOQ_FWD_L2PF auto / 0 / 1 / 2 / 3), on an
+# H200 tools/ab_s32e.tsv, then the whole GPU suite cut at LIM -> c.tgz, tests.log.
 # short: the GEMM GPU tests and the L2PF test at the defaults, the L2PF A/B (AB_R rounds, 2),
 # a two-round varab on four GEMMs -> b.tgz.
 set -u -o pipefail
@@ -37,6 +39,19 @@ ab() { # specs rounds dir
   for f in $W/$3/ab_*.tsv; do python3 tools/ab_table.py "$f" > "${f%.tsv}.txt" 2>&1; head -60 "${f%.tsv}.txt"; done
   echo "$3 done at $SECONDS s"
 }
+if [ "$MODE" = l2pf ]; then # the thirty-sixth session's follow-up: the fused GPU tests, tools/ab_s36.tsv, on an H200 the
+  # launch knobs (tools/ab_s32e.tsv), then the whole GPU suite with what is left -> c.tgz, tests.log
+  timeout 150 "$AGOQ_B/agoq_test_cuda" fused > $W/t_fused.log 2>&1; echo "fused tests rc=$? $(tail -1 $W/t_fused.log)"
+  tar czf "$OUT/c.tgz" -C $W .
+  ab tools/ab_s36.tsv "${AB_R:-3}" ab; tar czf "$OUT/c.tgz" -C $W .
+  if grep -q H200 $W/gpu.txt && [ $SECONDS -lt $((LIM - 60)) ]; then ab tools/ab_s32e.tsv 2 ab2; tar czf "$OUT/c.tgz" -C $W .; fi
+  T=$((LIM - SECONDS - 15))
+  if [ $T -gt 60 ]; then
+    OUT=$W TESTS=all T_TESTS=$T tools/device_kernels.sh "$AGOQ_B" tests > $W/t_stdout.log 2>&1
+    grep -h "passed, " $W/device_kernels.log | tail -1; cp $W/device_kernels.log "$OUT/tests.log"
+  fi
+  exit 0
+fi
 if [ "$MODE" = short ]; then
   timeout 80 "$AGOQ_B/agoq_test_cuda" gemm > $W/t_gemm.log 2>&1; echo "gemm tests rc=$? $(tail -1 $W/t_gemm.log)"
   timeout 40 "$AGOQ_B/agoq_test_cuda" l2pf > $W/t_l2pf.log 2>&1; echo "l2pf test rc=$? $(tail -1 $W/t_l2pf.log)"
