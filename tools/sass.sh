@@ -4,15 +4,18 @@
 #   tools/sass.sh FILE.cu [KERNEL_REGEX]      SASS of the kernels whose mangled name matches
 #   tools/sass.sh -c FILE.cu [KERNEL_REGEX]   per kernel, the count of every fence, barrier,
 #                                             wgmma and TMA instruction
-# FILE.cu is compiled with the Makefile's device flags for sm_90a (kernels/gemm/gemm_wg.cu: ~2 min)
-# into a cubin. The disassembler is Debian's nvdisasm of CUDA 11.8 (package nvidia-cuda-toolkit,
-# component non-free), fetched once with apt-get download into $AGOQ_SASS_CACHE (default
-# ~/.cache/agoq-sass) from the suite the system's Debian sources name, through a private apt list
-# (the system's apt configuration is not changed). nvdisasm 11.8 does not read the ELF header of
-# CUDA 12+ cubins (ABI version 8, new e_flags), so the copy it reads has the old header for sm_90
-# (ABI 7, e_flags 0x5a055a); the SASS encoding is the same and 11.8 decodes HGMMA, UTMALDG and
-# SYNCS. A developer tool for host-side evidence (ptxas counts, fences, instruction mixes), not
-# part of the build or the tests.
+# FILE.cu is compiled with the Makefile's device flags for sm_90a and $SASS_FLAGS (extra nvcc
+# flags, e.g. -DAGOQ_RMS_FWD_FMA=0; kernels/gemm/gemm_wg.cu: ~2 min) into a cubin. The
+# disassembler is Debian's nvdisasm of CUDA 11.8 (package nvidia-cuda-toolkit, component
+# non-free), fetched once with apt-get download into $AGOQ_SASS_CACHE (default ~/.cache/agoq-sass)
+# from the suite the system's Debian sources name, through a private apt list (the system's apt
+# configuration is not changed). nvdisasm 11.8 does not read the ELF header of CUDA 12+ cubins (ABI
+# version 8, new e_flags), so the copy it reads has the old header for sm_90 (ABI 7, e_flags
+# 0x5a055a); the SASS encoding is the same and 11.8 decodes HGMMA, UTMALDG and SYNCS, but prints
+# nothing for some instructions CUDA 12 emits (a gap in the addresses; e.g. the unsigned minima of
+# the q7 FP4 encoder: 8 unprinted slots for its 16 two-input mins, so ptxas makes 3-input ones),
+# so count instructions by address slots (16 bytes each), not by printed lines. A developer tool for host-side evidence (ptxas counts, fences,
+# instruction mixes), not part of the build or the tests.
 set -eu
 COUNT=0
 if [ "${1:-}" = -c ]; then COUNT=1; shift; fi
@@ -37,7 +40,7 @@ NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 "$NVCC" -O3 -std=c++17 -I. -I/usr/local/cuda/include --fmad=false --prec-div=true --prec-sqrt=true --ftz=false \
   -DAGOQ_HAVE_CUDA=1 -DAGOQ_HAVE_MPI=0 -DAGOQ_HAVE_CUDNN=1 -gencode=arch=compute_90a,code=sm_90a -cubin \
-  -o "$T/k.cubin" "$SRC"
+  ${SASS_FLAGS:-} -o "$T/k.cubin" "$SRC"
 python3 - "$T/k.cubin" <<'EOF'
 import struct, sys
 b = bytearray(open(sys.argv[1], 'rb').read())
