@@ -39,17 +39,23 @@ ab() { # specs rounds dir
   for f in $W/$3/ab_*.tsv; do python3 tools/ab_table.py "$f" > "${f%.tsv}.txt" 2>&1; head -60 "${f%.tsv}.txt"; done
   echo "$3 done at $SECONDS s"
 }
+suite() { # the whole GPU suite in what is left of LIM (at most $1 s) -> $OUT/tests.log
+  local t=$((LIM - SECONDS - 20)); [ $t -gt "$1" ] && t=$1
+  [ $t -gt 60 ] || return 0
+  OUT=$W TESTS=all T_TESTS=$t tools/device_kernels.sh "$AGOQ_B" tests > $W/t_stdout.log 2>&1
+  grep -h "passed, " $W/device_kernels.log | tail -1; grep -h "^FAIL" $W/device_kernels.log | head -5
+  cp $W/device_kernels.log "$OUT/tests.log"; echo "tests done at $SECONDS s"
+}
+ab2() { # on an H200, with $1 s to spare: the fused forwards' launch knobs (tools/ab_s32e.tsv)
+  grep -q H200 $W/gpu.txt && [ $SECONDS -lt $((LIM - $1)) ] && ab tools/ab_s32e.tsv 2 ab2
+}
 if [ "$MODE" = l2pf ]; then # the thirty-sixth session's follow-up: the fused GPU tests, tools/ab_s36.tsv, on an H200 the
   # launch knobs (tools/ab_s32e.tsv), then the whole GPU suite with what is left -> c.tgz, tests.log
   timeout 150 "$AGOQ_B/agoq_test_cuda" fused > $W/t_fused.log 2>&1; echo "fused tests rc=$? $(tail -1 $W/t_fused.log)"
   tar czf "$OUT/c.tgz" -C $W .
   ab tools/ab_s36.tsv "${AB_R:-3}" ab; tar czf "$OUT/c.tgz" -C $W .
-  if grep -q H200 $W/gpu.txt && [ $SECONDS -lt $((LIM - 60)) ]; then ab tools/ab_s32e.tsv 2 ab2; tar czf "$OUT/c.tgz" -C $W .; fi
-  T=$((LIM - SECONDS - 15))
-  if [ $T -gt 60 ]; then
-    OUT=$W TESTS=all T_TESTS=$T tools/device_kernels.sh "$AGOQ_B" tests > $W/t_stdout.log 2>&1
-    grep -h "passed, " $W/device_kernels.log | tail -1; cp $W/device_kernels.log "$OUT/tests.log"
-  fi
+  ab2 60 && tar czf "$OUT/c.tgz" -C $W .
+  suite 400
   exit 0
 fi
 if [ "$MODE" = short ]; then
@@ -65,14 +71,10 @@ cat tools/ab_s33.tsv tools/ab_s35.tsv > $W/ab35.tsv
 ab $W/ab35.tsv "${AB_R:-3}" ab; tar czf "$OUT/ab.tgz" -C $W ab ab_stdout.log gpu.txt commit.stamp
 varab "${VR:-3}" gemmwg_7b_tp8_out_wgq,gemmwg_13b_tp8_out_wgq,gemmwg_7b_tp8_fc2_wgq,gemmwg_7b_fc2_wgq,gemmwg_7b_fc1_wgq,gemmwg_7b_tp8_out_wg,gemmwg_7b_fc1_wg,gemmwg_7b_tp8_fc1_wg,gemmwg_7b_tp8_out_ltq 1G
 tar czf "$OUT/var.tgz" -C $W var var_stdout.log
-T=$((LIM - SECONDS - 20)); [ $T -gt 400 ] && T=400
-OUT=$W TESTS=all T_TESTS=$T tools/device_kernels.sh "$AGOQ_B" tests > $W/t_stdout.log 2>&1
-grep -h "passed, " $W/device_kernels.log | tail -1; grep -h "^FAIL" $W/device_kernels.log | head -5
-cp $W/device_kernels.log "$OUT/tests.log"; echo "tests done at $SECONDS s"
+suite 400
 if [ $SECONDS -lt $((LIM - 100)) ]; then
   OUT=$W/g timeout $((LIM - SECONDS - 30)) tools/device_gemm.sh "$AGOQ_B" bench > $W/g_stdout.log 2>&1
   tar czf "$OUT/g.tgz" -C $W g g_stdout.log; echo "gemm done at $SECONDS s"
 fi
-if grep -q H200 $W/gpu.txt && [ $SECONDS -lt $((LIM - 40)) ]; then
-  ab tools/ab_s32e.tsv 2 ab2; tar czf "$OUT/ab2.tgz" -C $W ab2 ab2_stdout.log
-fi
+ab2 40 && tar czf "$OUT/ab2.tgz" -C $W ab2 ab2_stdout.log
+exit 0

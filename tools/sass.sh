@@ -14,8 +14,9 @@
 # 0x5a055a); the SASS encoding is the same and 11.8 decodes HGMMA, UTMALDG and SYNCS, but prints
 # nothing for some instructions CUDA 12 emits (a gap in the addresses; e.g. the unsigned minima of
 # the q7 FP4 encoder: 8 unprinted slots for its 16 two-input mins, so ptxas makes 3-input ones),
-# so count instructions by address slots (16 bytes each), not by printed lines. A developer tool for host-side evidence (ptxas counts, fences,
-# instruction mixes), not part of the build or the tests.
+# so count instructions by address slots (16 bytes each), not by printed lines. A developer tool
+# for host-side evidence (ptxas counts, fences, instruction mixes), not part of the build or the
+# tests.
 set -eu
 COUNT=0
 if [ "${1:-}" = -c ]; then COUNT=1; shift; fi

@@ -19,7 +19,6 @@
 #include <cuda_runtime.h>
 #include <limits.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "core/check.h"
 #include "core/common.h"
@@ -257,12 +256,10 @@ int fz_swi_fwd_tile(void) {
 }
 bool fz_fwd_pf(void) { return agoq_knob_int("AGOQ_FWD_PF", 0, 0, 1) != 0; }
 int fz_fwd_l2pf(int dflt) {
-    const char *v = agoq_knob_str("AGOQ_FWD_L2PF");
-    if (!v || !strcmp(v, "auto")) return dflt;
-    char *end = (char *)v;
-    const long n = *v >= '0' && *v <= '9' ? strtol(v, &end, 10) : -1;
-    if (n < 0 || n > 16 || *end) agoq_knob_bad("AGOQ_FWD_L2PF", v, "auto or an integer in 0..16");
-    return (int)n;
+    static const char *const names[] = {"auto", "0", "1", "2", "3", "4", "5", "6", "7", "8",
+                                        "9", "10", "11", "12", "13", "14", "15", "16", NULL};
+    const int i = agoq_knob_choice("AGOQ_FWD_L2PF", 0, names);
+    return i == 0 ? dflt : i - 1;
 }
 int fz_dw_fuse_wait(void) {
     static const char *const names[] = {"all", "owners", NULL};
