@@ -21,6 +21,7 @@
 #          -> ab2.tgz
 # l2pf (thirty-sixth session): the fused GPU tests, tools/ab_s36.tsv (AGOQ_FWD_L2PF auto / 0 / 1 / 2 / 3), on an
 # H200 tools/ab_s32e.tsv, then the whole GPU suite cut at LIM -> c.tgz, tests.log.
+# s37, rest (thirty-seventh session): see their blocks below.
 # short: the GEMM GPU tests and the L2PF test at the defaults, the L2PF A/B (AB_R rounds, 2),
 # a two-round varab on four GEMMs -> b.tgz.
 set -u -o pipefail
@@ -29,8 +30,8 @@ source tools/device_env.sh > /tmp/env.txt
 OUT=${OUT:?OUT}; mkdir -p "$OUT"; W=/tmp/s35; rm -rf $W; mkdir -p $W
 cp /tmp/env.txt $W/gpu.txt; cp "$AGOQ_B/commit.stamp" $W/; head -1 $W/gpu.txt
 SECONDS=0; LIM=${LIM:-540}
-varab() { # rounds cases max-size
-  OUT=$W/var VAR_DIR=.carry/x/vars VAR_ROUNDS=$1 T_KERNELS=$((LIM - SECONDS - 5)) VAR_ARGS="kernels --cases $2 --formats fp4_e2m1 -b 16M -e $3 -f 4 -n 10 -w 3 -q" \
+varab() { # rounds cases max-size [min-size formats]
+  OUT=$W/var VAR_DIR=.carry/x/vars VAR_ROUNDS=$1 T_KERNELS=$((LIM - SECONDS - 5)) VAR_ARGS="kernels --cases $2 --formats ${5:-fp4_e2m1} -b ${4:-16M} -e $3 -f 4 -n 10 -w 3 -q" \
     tools/device_kernels.sh "$AGOQ_B" varab > $W/var_stdout.log 2>&1
   head -80 $W/var/varab_table.txt; echo "varab done at $SECONDS s"
 }
@@ -46,6 +47,11 @@ suite() { # the whole GPU suite in what is left of LIM (at most $1 s) -> $OUT/te
   grep -h "passed, " $W/device_kernels.log | tail -1; grep -h "^FAIL" $W/device_kernels.log | head -5
   cp $W/device_kernels.log "$OUT/tests.log"; echo "tests done at $SECONDS s"
 }
+gemmb() { # experiments/gemm_wg.json (tools/device_gemm.sh bench) if 100 s are left -> g.tgz
+  [ $SECONDS -lt $((LIM - 100)) ] || return 0
+  OUT=$W/g timeout $((LIM - SECONDS - 30)) tools/device_gemm.sh "$AGOQ_B" bench > $W/g_stdout.log 2>&1
+  tar czf "$OUT/g.tgz" -C $W g g_stdout.log; echo "gemm done at $SECONDS s"
+}
 ab2() { # on an H200, with $1 s to spare: the fused forwards' launch knobs (tools/ab_s32e.tsv)
   grep -q H200 $W/gpu.txt && [ $SECONDS -lt $((LIM - $1)) ] && ab tools/ab_s32e.tsv 2 ab2
 }
@@ -58,6 +64,19 @@ if [ "$MODE" = l2pf ]; then # the thirty-sixth session's follow-up: the fused GP
   suite 400
   exit 0
 fi
+if [ "$MODE" = s37 ]; then # the thirty-seventh session: the fused GPU tests; SwiGLU's unit row by
+  # multiply-high (agoq_udiv, the default) against nvcc's division (vars/d0 = -DAGOQ_SWI_UDIV=0),
+  # VR rounds (3), 64 MiB .. 4 GiB, FP4 and int8; tools/ab_s36.tsv, AB_R rounds (2); on an H200
+  # the launch knobs (tools/ab_s32e.tsv) -> d.tgz
+  timeout 150 "$AGOQ_B/agoq_test_cuda" fused > $W/t_fused.log 2>&1; echo "fused tests rc=$? $(tail -1 $W/t_fused.log)"
+  tar czf "$OUT/d.tgz" -C $W .
+  varab "${VR:-3}" swiglu_fwd_fused,swiglu_bwd_fused,swiglu_fwd_bf16,swiglu_bwd_bf16 4G 64M fp4_e2m1,int8
+  tar czf "$OUT/d.tgz" -C $W .
+  ab tools/ab_s36.tsv "${AB_R:-2}" ab; tar czf "$OUT/d.tgz" -C $W .
+  ab2 60 && tar czf "$OUT/d.tgz" -C $W .
+  exit 0
+fi
+if [ "$MODE" = rest ]; then suite 400; gemmb; exit 0; fi # the whole GPU suite, then the GEMM bench
 if [ "$MODE" = short ]; then
   timeout 80 "$AGOQ_B/agoq_test_cuda" gemm > $W/t_gemm.log 2>&1; echo "gemm tests rc=$? $(tail -1 $W/t_gemm.log)"
   timeout 40 "$AGOQ_B/agoq_test_cuda" l2pf > $W/t_l2pf.log 2>&1; echo "l2pf test rc=$? $(tail -1 $W/t_l2pf.log)"
@@ -72,9 +91,6 @@ ab $W/ab35.tsv "${AB_R:-3}" ab; tar czf "$OUT/ab.tgz" -C $W ab ab_stdout.log gpu
 varab "${VR:-3}" gemmwg_7b_tp8_out_wgq,gemmwg_13b_tp8_out_wgq,gemmwg_7b_tp8_fc2_wgq,gemmwg_7b_fc2_wgq,gemmwg_7b_fc1_wgq,gemmwg_7b_tp8_out_wg,gemmwg_7b_fc1_wg,gemmwg_7b_tp8_fc1_wg,gemmwg_7b_tp8_out_ltq 1G
 tar czf "$OUT/var.tgz" -C $W var var_stdout.log
 suite 400
-if [ $SECONDS -lt $((LIM - 100)) ]; then
-  OUT=$W/g timeout $((LIM - SECONDS - 30)) tools/device_gemm.sh "$AGOQ_B" bench > $W/g_stdout.log 2>&1
-  tar czf "$OUT/g.tgz" -C $W g g_stdout.log; echo "gemm done at $SECONDS s"
-fi
+gemmb
 ab2 40 && tar czf "$OUT/ab2.tgz" -C $W ab2 ab2_stdout.log
 exit 0

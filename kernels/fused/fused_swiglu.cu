@@ -39,6 +39,7 @@
 #include "core/check.h"
 #include "core/common.h"
 #include "kernels/fused/fused_dev.cuh"
+#include "kernels/fused/fused_udiv.h"
 
 #define SWI_V 4     /* output warp vectors per backward unit: 12 loads per lane in flight */
 #define SWI_FWD_V 2 /* per forward unit (and its quantizer tiles): 4 loads per lane in flight at
@@ -53,12 +54,16 @@ struct swi_unit {
     uint32_t cv0;
     int nv;
 };
+#ifndef AGOQ_SWI_UDIV /* 0: the row by nvcc's integer division, as before the thirty-seventh session (A/B) */
+#define AGOQ_SWI_UDIV 1
+#endif
 template <int V>
-__device__ __forceinline__ swi_unit swi_at(size_t u, uint32_t upr, uint32_t vpr) {
-    const uint32_t r = (uint32_t)u / upr; /* the launcher keeps units < 2^32 */
+__device__ __forceinline__ swi_unit swi_at(size_t u, agoq_udiv upr, uint32_t vpr) {
+    /* the launcher keeps units < AGOQ_UDIV_NMAX */
+    const uint32_t r = AGOQ_SWI_UDIV ? agoq_udiv_q(upr, (uint32_t)u) : (uint32_t)u / upr.d;
     swi_unit a;
     a.r = r;
-    a.cv0 = ((uint32_t)u - r * upr) * V;
+    a.cv0 = ((uint32_t)u - r * upr.d) * V;
     a.nv = vpr - a.cv0 < V ? (int)(vpr - a.cv0) : V;
     return a;
 }
@@ -155,7 +160,7 @@ __device__ __forceinline__ void swi_fwd_unit(const agoq_cuda_qparams &p, const a
 template <int ENC, int BITS, int LOG2B, bool QUANT, int V = SWI_FWD_V, bool TILE2 = false, int PF = 0>
 __global__ void __launch_bounds__(FZ_THREADS, PF ? PF : FZ_FWD_CTAS(ENC))
     swiglu_fwd_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ h, uint16_t *__restrict__ out,
-                      agoq_cuda_qtensor q, int f, uint32_t vpr, uint32_t upr, size_t nunits, uint32_t pfd) {
+                      agoq_cuda_qtensor q, int f, uint32_t vpr, agoq_udiv upr, size_t nunits, uint32_t pfd) {
     static_assert(V == SWI_FWD_V || !QUANT, "units of V != SWI_FWD_V: the plain bf16 kernel only");
     __shared__ agoq_smem_table tab;
     if constexpr (QUANT && ENC == AGOQ_ENC_TABLE) AGOQ_STAGE_TABLE_LUT(tab, p.table);
@@ -188,7 +193,7 @@ template <int DEC, int BITS, bool DEQ>
 __global__ void __launch_bounds__(FZ_THREADS, FZ_EW_CTAS)
     swiglu_bwd_kernel(agoq_cuda_qparams p, agoq_cuda_qtensor q, const uint16_t *__restrict__ h,
                       const uint16_t *__restrict__ dout, uint16_t *__restrict__ dh, uint16_t *__restrict__ out, int f,
-                      uint32_t vpr, uint32_t upr, size_t nunits, int log2b) {
+                      uint32_t vpr, agoq_udiv upr, size_t nunits, int log2b) {
     __shared__ agoq_smem_table tab;
     if constexpr (DEQ && DEC == AGOQ_ENC_TABLE) AGOQ_STAGE_TABLE(tab, p.table);
     const int lane = (int)(threadIdx.x & 31u);
@@ -231,30 +236,31 @@ extern "C" int agoq_swiglu_fwd_cuda(const agoq_fq *q, const uint16_t *h, int row
     const cudaStream_t s = (cudaStream_t)stream;
     const size_t vpr = (size_t)((f + FZ_WVEC - 1) / FZ_WVEC), upr = (vpr + SWI_FWD_V - 1) / SWI_FWD_V;
     const size_t nunits = (size_t)rows * upr;
-    const bool vec = f % 8 == 0 && nunits < ((size_t)1 << 32) && fz_al16(h) && fz_al16(out) && !fz_no_fast();
+    const agoq_udiv du = agoq_udiv_make((uint32_t)upr); /* unit -> row (swi_at) */
+    const bool vec = f % 8 == 0 && nunits < AGOQ_UDIV_NMAX && fz_al16(h) && fz_al16(out) && !fz_no_fast();
     const agoq_cuda_qtensor qt = fz_qt(hq, 2 * (size_t)rows * (size_t)f);
     if (!q && vec && fz_f8()) { /* units of SWI_BF16_V vectors */
         const size_t upr8 = (vpr + SWI_BF16_V - 1) / SWI_BF16_V, n8 = (size_t)rows * upr8;
         constexpr auto k = swiglu_fwd_kernel<0, 0, 0, false, SWI_BF16_V>;
-        FZ_LAUNCH(k, n8, false, agoq_cuda_qparams{}, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr8, n8,
+        FZ_LAUNCH(k, n8, false, agoq_cuda_qparams{}, h, out, qt, f, (uint32_t)vpr, agoq_udiv_make((uint32_t)upr8), n8,
                   fz_l2pf_units<k>());
     } else if (!q && vec) {
         constexpr auto k = swiglu_fwd_kernel<0, 0, 0, false>;
-        FZ_LAUNCH(k, nunits, false, agoq_cuda_qparams{}, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits,
+        FZ_LAUNCH(k, nunits, false, agoq_cuda_qparams{}, h, out, qt, f, (uint32_t)vpr, du, nunits,
                   fz_l2pf_units<k>());
     } else if (q && vec && f % FZ_WVEC == 0 && fz_fast_quant(q->p, hq)) {
         fz_dispatch_quant(q->p, [&](auto enc, auto bits, auto lb) {
             constexpr int ENC = decltype(enc)::value, BITS = decltype(bits)::value, LB = decltype(lb)::value;
             auto go = [&](auto t2) {
                 constexpr auto k = swiglu_fwd_kernel<ENC, BITS, LB, true, SWI_FWD_V, decltype(t2)::value != 0>;
-                FZ_LAUNCH(k, nunits, ENC == AGOQ_ENC_TABLE, q->p, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits,
+                FZ_LAUNCH(k, nunits, ENC == AGOQ_ENC_TABLE, q->p, h, out, qt, f, (uint32_t)vpr, du, nunits,
                           fz_l2pf_units<k>());
             };
             constexpr bool two = ENC == AGOQ_ENC_FP4 || ENC == AGOQ_ENC_INT_ASYM; /* auto: where the tile of 4 spills */
             if constexpr (ENC != AGOQ_ENC_TABLE) {
                 if (fz_fwd_pf()) { /* the pipelined kernel on the resident grid, auto's tiles */
                     constexpr auto k = swiglu_fwd_kernel<ENC, BITS, LB, true, SWI_FWD_V, two, FZ_FWD_PF_CTAS>;
-                    FZ_LAUNCH(k, nunits, true, q->p, h, out, qt, f, (uint32_t)vpr, (uint32_t)upr, nunits, 0u);
+                    FZ_LAUNCH(k, nunits, true, q->p, h, out, qt, f, (uint32_t)vpr, du, nunits, 0u);
                     return;
                 }
             }
@@ -274,17 +280,18 @@ extern "C" int agoq_swiglu_bwd_cuda(const agoq_fq *q, agoq_dqt hq, const uint16_
     const cudaStream_t s = (cudaStream_t)stream;
     const size_t vpr = (size_t)((f + FZ_WVEC - 1) / FZ_WVEC), upr = (vpr + SWI_V - 1) / SWI_V;
     const size_t nunits = (size_t)rows * upr;
-    const bool vec = f % 8 == 0 && nunits < ((size_t)1 << 32) && (q || fz_al16(h)) && fz_al16(dout) && fz_al16(dh) &&
+    const agoq_udiv du = agoq_udiv_make((uint32_t)upr); /* unit -> row (swi_at) */
+    const bool vec = f % 8 == 0 && nunits < AGOQ_UDIV_NMAX && (q || fz_al16(h)) && fz_al16(dout) && fz_al16(dh) &&
                      fz_al16(out) && !fz_no_fast();
     const agoq_cuda_qtensor qt = fz_qt(hq, 2 * (size_t)rows * (size_t)f);
     if (!q && vec) {
         constexpr auto k = swiglu_bwd_kernel<0, 0, false>;
-        FZ_LAUNCH(k, nunits, false, agoq_cuda_qparams{}, qt, h, dout, dh, out, f, (uint32_t)vpr, (uint32_t)upr, nunits, 0);
+        FZ_LAUNCH(k, nunits, false, agoq_cuda_qparams{}, qt, h, dout, dh, out, f, (uint32_t)vpr, du, nunits, 0);
     } else if (q && vec && f % q->p.block == 0 && fz_fast_dequant(q->p, hq)) {
         const int lb = __builtin_ctz((unsigned)q->p.block);
         fz_dispatch_dequant(q->p, [&](auto dec, auto bits) {
             constexpr auto k = swiglu_bwd_kernel<decltype(dec)::value, decltype(bits)::value, true>;
-            FZ_LAUNCH(k, nunits, false, q->p, qt, h, dout, dh, out, f, (uint32_t)vpr, (uint32_t)upr, nunits, lb);
+            FZ_LAUNCH(k, nunits, false, q->p, qt, h, dout, dh, out, f, (uint32_t)vpr, du, nunits, lb);
         });
     } else {
         fz_ew_bwd_general(FZ_OP_SWIGLU, q, hq, h, dout, rows, f, dh, out, s);
