@@ -189,10 +189,16 @@ __device__ __forceinline__ float agoq_warp_seg_min(float v, int width) {
 
 /* Stored scale s, zero point m and inv = 1/s of a block from its range (agoq_block_params_ref):
  * symmetric and table formats use amax; asymmetric ones lo, hi (lo > hi: no finite element).
- * lo/hi are canonicalised (+0.0f turns -0 into +0) because fminf/fmaxf may return either zero. */
-__device__ __forceinline__ void agoq_dev_block_params(const agoq_cuda_qparams &p, float amax, float lo, float hi,
-                                                      float *s, float *m, float *inv) {
-    if (p.kind == AGOQ_CODE_INT_ASYM) {
+ * lo/hi are canonicalised (+0.0f turns -0 into +0) because fminf/fmaxf may return either zero.
+ * ASYM = (p.kind == AGOQ_CODE_INT_ASYM), which holds exactly when p.enc == AGOQ_ENC_INT_ASYM
+ * (quant.cu's agoq_cuda_qparams_make), so kernels templated on their encoder resolve it at compile
+ * time: with the runtime test, nvcc hoisted the asymmetric branch's (0 - 0) / qmax out of the
+ * FP4 SwiGLU forward's loop and took the division's slow path once a warp (~45 of its 789
+ * instructions a warp, ncu, thirty-seventh session). */
+template <bool ASYM>
+__device__ __forceinline__ void agoq_dev_block_params_k(const agoq_cuda_qparams &p, float amax, float lo, float hi,
+                                                        float *s, float *m, float *inv) {
+    if constexpr (ASYM) {
         if (lo > hi) lo = hi = 0.0f;
         lo = lo + 0.0f;
         hi = hi + 0.0f;
@@ -203,6 +209,11 @@ __device__ __forceinline__ void agoq_dev_block_params(const agoq_cuda_qparams &p
         *m = 0.0f;
     }
     *inv = agoq_inv_scale(*s);
+}
+__device__ __forceinline__ void agoq_dev_block_params(const agoq_cuda_qparams &p, float amax, float lo, float hi,
+                                                      float *s, float *m, float *inv) {
+    if (p.kind == AGOQ_CODE_INT_ASYM) agoq_dev_block_params_k<true>(p, amax, lo, hi, s, m, inv);
+    else agoq_dev_block_params_k<false>(p, amax, lo, hi, s, m, inv);
 }
 
 /* ---- one element ----
@@ -395,10 +406,17 @@ __device__ __forceinline__ int agoq_dev_group_valid(size_t e0, size_t n) {
  * Both start at block blk0 (the blocks before it were quantized by quant_tile.cuh's kernel). */
 #define AGOQ_QUANT_THREADS 256
 
+/* A block's scale (and, ASYM as for agoq_dev_block_params_k, its zero point) */
+template <bool ASYM>
+__device__ __forceinline__ void agoq_dev_store_params_k(const agoq_cuda_qparams &p, agoq_cuda_qtensor out, size_t blk,
+                                                        float s, float m) {
+    agoq_dev_store_scale(out.scales, blk, s, p.bf16_scale);
+    if constexpr (ASYM) agoq_dev_store_scale(out.zeros, blk, m, p.bf16_scale);
+}
 __device__ __forceinline__ void agoq_dev_store_params(const agoq_cuda_qparams &p, agoq_cuda_qtensor out, size_t blk,
                                                       float s, float m) {
-    agoq_dev_store_scale(out.scales, blk, s, p.bf16_scale);
-    if (p.kind == AGOQ_CODE_INT_ASYM) agoq_dev_store_scale(out.zeros, blk, m, p.bf16_scale);
+    if (p.kind == AGOQ_CODE_INT_ASYM) agoq_dev_store_params_k<true>(p, out, blk, s, m);
+    else agoq_dev_store_params_k<false>(p, out, blk, s, m);
 }
 
 template <int ENC>

@@ -295,6 +295,9 @@ struct agoq_tile_view_bf16p {
  * after the transpose reduction (a for symmetric and table formats, lo / hi for asymmetric ones;
  * all 32 lanes). Returns false when the fast path (!CAREFUL) meets a non-finite range anywhere in
  * the warp (the caller then redoes its tile on the careful path). */
+#ifndef AGOQ_TILE_PARAMS_RT /* 1: the block parameters by the runtime kind test, as before the thirty-seventh session (A/B) */
+#define AGOQ_TILE_PARAMS_RT 0
+#endif
 template <int ENC, int K, int LB, int H, bool CAREFUL>
 __device__ __forceinline__ bool agoq_tile_params(const agoq_cuda_qparams &p, float (&a)[K], float (&lo)[K], float (&hi)[K],
                                                  float (&s)[H], float (&m)[H], float (&inv)[H], int lane) {
@@ -308,7 +311,8 @@ __device__ __forceinline__ bool agoq_tile_params(const agoq_cuda_qparams &p, flo
     bool finite = true;
 #pragma unroll
     for (int i = 0; i < H; i++) {
-        agoq_dev_block_params(p, a[i], lo[i], hi[i], &s[i], &m[i], &inv[i]);
+        if constexpr (AGOQ_TILE_PARAMS_RT) agoq_dev_block_params(p, a[i], lo[i], hi[i], &s[i], &m[i], &inv[i]);
+        else agoq_dev_block_params_k<kAsym>(p, a[i], lo[i], hi[i], &s[i], &m[i], &inv[i]);
         finite &= kAsym ? agoq_isfinite(lo[i]) && agoq_isfinite(hi[i]) && agoq_isfinite(s[i]) : agoq_isfinite(a[i]);
     }
     return CAREFUL || !__any_sync(0xffffffffu, !finite);
@@ -364,7 +368,10 @@ __device__ __forceinline__ bool agoq_tile_quantize_view(const agoq_cuda_qparams 
         const int k = pos / kSpread * G::H + i;
         /* second run: + its block offset - the K/2 blocks of the first (modular size_t arithmetic) */
         const size_t hk = split && k * G::VB >= U / 2 ? (split >> LOG2B) - (size_t)(G::K / 2 * G::BPV) : 0;
-        if (pos % kSpread == 0) agoq_dev_store_params(p, out, blk0 + (size_t)k * G::BPV + hk, s[i], m[i]);
+        if (pos % kSpread == 0) {
+            if constexpr (AGOQ_TILE_PARAMS_RT) agoq_dev_store_params(p, out, blk0 + (size_t)k * G::BPV + hk, s[i], m[i]);
+            else agoq_dev_store_params_k<ENC == AGOQ_ENC_INT_ASYM>(p, out, blk0 + (size_t)k * G::BPV + hk, s[i], m[i]);
+        }
     }
     const size_t e_tile = tile * (size_t)G::TILE;
 #pragma unroll
