@@ -21,7 +21,7 @@
 #          -> ab2.tgz
 # l2pf (thirty-sixth session): the fused GPU tests, tools/ab_s36.tsv (AGOQ_FWD_L2PF auto / 0 / 1 / 2 / 3), on an
 # H200 tools/ab_s32e.tsv, then the whole GPU suite cut at LIM -> c.tgz, tests.log.
-# s37, rest (thirty-seventh session): see their blocks below.
+# s37, s37b, rest (thirty-seventh session): see their blocks below.
 # short: the GEMM GPU tests and the L2PF test at the defaults, the L2PF A/B (AB_R rounds, 2),
 # a two-round varab on four GEMMs -> b.tgz.
 set -u -o pipefail
@@ -74,6 +74,14 @@ if [ "$MODE" = s37 ]; then # the thirty-seventh session: the fused GPU tests; Sw
   tar czf "$OUT/d.tgz" -C $W .
   ab tools/ab_s36.tsv "${AB_R:-2}" ab; tar czf "$OUT/d.tgz" -C $W .
   ab2 60 && tar czf "$OUT/d.tgz" -C $W .
+  exit 0
+fi
+if [ "$MODE" = s37b ]; then # the block parameters' asymmetric branch at compile time (the default) against the
+  # runtime kind test (vars/rt = -DAGOQ_TILE_PARAMS_RT=1), VR rounds (3): fused forwards and the tile
+  # quantizers, FP4 / int8 / int4_asym, 64 MiB .. 4 GiB -> e.tgz; then the whole GPU suite -> tests.log
+  varab "${VR:-3}" swiglu_fwd_fused,gelu_fwd_fused,rmsnorm_fwd_fused,quantize_bf16,quantize_f32 4G 64M fp4_e2m1,int8,int4_asym
+  tar czf "$OUT/e.tgz" -C $W .
+  suite 400
   exit 0
 fi
 if [ "$MODE" = rest ]; then suite 400; gemmb; exit 0; fi # the whole GPU suite, then the GEMM bench
