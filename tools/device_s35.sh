@@ -21,7 +21,7 @@
 #          -> ab2.tgz
 # l2pf (thirty-sixth session): the fused GPU tests, tools/ab_s36.tsv (AGOQ_FWD_L2PF auto / 0 / 1 / 2 / 3), on an
 # H200 tools/ab_s32e.tsv, then the whole GPU suite cut at LIM -> c.tgz, tests.log.
-# s37, s37b, rest (thirty-seventh session): see their blocks below.
+# s37, s37b, s37c, rest (thirty-seventh session): see their blocks below.
 # short: the GEMM GPU tests and the L2PF test at the defaults, the L2PF A/B (AB_R rounds, 2),
 # a two-round varab on four GEMMs -> b.tgz.
 set -u -o pipefail
@@ -81,6 +81,13 @@ if [ "$MODE" = s37b ]; then # the block parameters' asymmetric branch at compile
   # quantizers, FP4 / int8 / int4_asym, 64 MiB .. 4 GiB -> e.tgz; then the whole GPU suite -> tests.log
   varab "${VR:-3}" swiglu_fwd_fused,gelu_fwd_fused,rmsnorm_fwd_fused,quantize_bf16,quantize_f32 4G 64M fp4_e2m1,int8,int4_asym
   tar czf "$OUT/e.tgz" -C $W .
+  suite 400
+  exit 0
+fi
+if [ "$MODE" = s37c ]; then # the GELU forward's copy by the q7 tile: the fused GPU tests, tools/ab_s37b.tsv
+  # (AGOQ_GELU_FWD_Q7 2 / 0 / 1), AB_R rounds (3) -> f.tgz; then the whole GPU suite -> tests.log
+  timeout 150 "$AGOQ_B/agoq_test_cuda" fused > $W/t_fused.log 2>&1; echo "fused tests rc=$? $(tail -1 $W/t_fused.log)"
+  ab tools/ab_s37b.tsv "${AB_R:-3}" ab; tar czf "$OUT/f.tgz" -C $W .
   suite 400
   exit 0
 fi

@@ -280,6 +280,7 @@ bool fz_dw_fuse(void) {
 }
 int fz_rms_fwd_pair_mode(void) { return agoq_knob_int("AGOQ_RMS_FWD_PAIR", 2, 0, 2); }
 int fz_rms_fwd_q7(void) { return agoq_knob_int("AGOQ_RMS_FWD_Q7", 2, 0, 2); }
+int fz_gelu_fwd_q7(void) { return agoq_knob_int("AGOQ_GELU_FWD_Q7", 2, 0, 2); }
 int fz_smem_optin(const void *kernel, size_t smem, unsigned *done, int *per_sm) {
     int dev = 0;
     cudaCheck(cudaGetDevice(&dev));

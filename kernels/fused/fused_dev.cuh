@@ -512,6 +512,7 @@ int fz_check_shape(const char *what, int rows, int cols);
  * (fz_rms_fwd_pair_mode: fused.cu) */
 int fz_rms_fwd_pair_mode(void);
 int fz_rms_fwd_q7(void); /* AGOQ_RMS_FWD_Q7: the pair kernel's copy by the q7 tile (fused_rms_pair.cu) */
+int fz_gelu_fwd_q7(void); /* AGOQ_GELU_FWD_Q7: the GELU forward's copy by the q7 tile (fused_gelu.cu) */
 bool fz_rms_fwd_pair(const agoq_fq *q, const uint16_t *x, const uint16_t *w, int rows, int cols, float eps, uint16_t *y,
                      agoq_dqt xq, float *rstd, cudaStream_t s);
 /* The staged RMSNorm backward (fused_rms_bwd.cu) when the shape, alignment and config allow it

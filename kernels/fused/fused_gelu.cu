@@ -15,6 +15,8 @@
  * cost and the compute bound are in kernels/fused/bench_fused.cu's header. */
 #include <cuda_runtime.h>
 
+#include <type_traits>
+
 #include "core/check.h"
 #include "core/common.h"
 #include "core/knob.h"
@@ -28,16 +30,32 @@
  * 256 j + 8 l. U = FWD_U = 4 for the quantizing forward, 1 for the plain bf16 one;
  * AGOQ_GELU_FWD_U = 4|2|1 forces one (tiles of 2 or 1 vectors at 6 / 8 CTAs per SM, 4 for table
  * encoders). QUANT: whole tiles only (the launcher leaves the rest to the general kernel). ---- */
-/* One tile's outputs and (QUANT) stored copy from its loaded words */
-template <int ENC, int BITS, int LOG2B, bool QUANT, int U>
+/* One tile's outputs and (QUANT) stored copy from its loaded words. Q7 (AGOQ_GELU_FWD_Q7, the
+ * thirty-seventh session; 0 never, 1 always, 2 the default: the FP4 encoder only): the copy from
+ * the bf16 words as loaded by the quantizers' packed tile with the q7 options (fz_quantize_bf16p,
+ * as the SwiGLU forward and the RMSNorm pair kernel: the absmax by max.NaN.xorsign.abs.bf16x2,
+ * FP4 codes by agoq_q7_fp4_pack_bf16), instead of from the fp32 values the GELU converts: the
+ * same codes and scales (the copy is of the input x either way), fewer instructions (ncu on an
+ * H100 at 9eb51b5: the FP4 forward ran 938 instructions a warp, its copy by the fp32 tile's FP4
+ * encoder about 10 an element against q7's 6). */
+template <int ENC, int BITS, int LOG2B, bool QUANT, int U, bool Q7 = false>
 __device__ __forceinline__ void gelu_fwd_tile(const agoq_cuda_qparams &p, const agoq_smem_table *tab,
                                               uint16_t *__restrict__ y, const agoq_cuda_qtensor &q, size_t n,
                                               size_t t, int lane, const uint4 (&raw)[U]) {
     const size_t e_lane = t * (size_t)(U * FZ_WVEC) + (size_t)(8 * lane);
+    if constexpr (QUANT && Q7) {
+        uint32_t wq[U][4];
+#pragma unroll
+        for (int j = 0; j < U; j++) {
+            wq[j][0] = raw[j].x; wq[j][1] = raw[j].y; wq[j][2] = raw[j].z; wq[j][3] = raw[j].w;
+        }
+        fz_quantize_bf16p<ENC, BITS, LOG2B, U>(p, tab, wq, fz_qt_at<BITS, LOG2B>(p, q, t * (size_t)(U * FZ_WVEC)),
+                                               lane, 0);
+    }
     float v[U][8];
 #pragma unroll
     for (int j = 0; j < U; j++) agoq_bf16x8_to_f32(raw[j], v[j]);
-    if constexpr (QUANT) fz_quantize<ENC, BITS, LOG2B, U>(p, tab, v, t, q, lane);
+    if constexpr (QUANT && !Q7) fz_quantize<ENC, BITS, LOG2B, U>(p, tab, v, t, q, lane);
 #pragma unroll
     for (int j = 0; j < U; j++) {
         const size_t e = e_lane + (size_t)(j * FZ_WVEC);
@@ -59,7 +77,8 @@ __device__ __forceinline__ void gelu_fwd_load(const uint16_t *__restrict__ x, si
 }
 /* PF (AGOQ_FWD_PF=1; the launcher's resident grid at MINB = FZ_FWD_PF_CTAS): each warp loads its
  * next tile before this one's math; else pfd: AGOQ_FWD_L2PF's distance in tiles (0: off) */
-template <int ENC, int BITS, int LOG2B, bool QUANT, int U = FWD_U, int MINB = FZ_FWD_CTAS(ENC), bool PF = false>
+template <int ENC, int BITS, int LOG2B, bool QUANT, int U = FWD_U, int MINB = FZ_FWD_CTAS(ENC), bool PF = false,
+          bool Q7 = false>
 __global__ void __launch_bounds__(FZ_THREADS, MINB)
     gelu_fwd_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ x, uint16_t *__restrict__ y, agoq_cuda_qtensor q,
                     size_t n, size_t ntiles, uint32_t pfd) {
@@ -87,7 +106,7 @@ __global__ void __launch_bounds__(FZ_THREADS, MINB)
             }
             uint4 raw[U];
             gelu_fwd_load<QUANT, U>(x, n, t, lane, raw);
-            gelu_fwd_tile<ENC, BITS, LOG2B, QUANT, U>(p, &tab, y, q, n, t, lane, raw);
+            gelu_fwd_tile<ENC, BITS, LOG2B, QUANT, U, Q7>(p, &tab, y, q, n, t, lane, raw);
         }
     }
 }
@@ -164,9 +183,15 @@ static size_t gelu_fwd_tiles(const agoq_fq *q, const uint16_t *x, uint16_t *y, s
                 return;
             }
         }
-        constexpr auto k = gelu_fwd_kernel<E, decltype(bits)::value, decltype(lb)::value, true, U, M>;
-        FZ_LAUNCH(k, ntiles, E == AGOQ_ENC_TABLE, q->p, x, y, qt, n, ntiles,
-                  fz_l2pf_units<k>(E == AGOQ_ENC_TABLE ? 0 : FZ_L2PF_GELU_Q));
+        auto go = [&](auto q7) {
+            constexpr auto k =
+                gelu_fwd_kernel<E, decltype(bits)::value, decltype(lb)::value, true, U, M, false, decltype(q7)::value>;
+            FZ_LAUNCH(k, ntiles, E == AGOQ_ENC_TABLE, q->p, x, y, qt, n, ntiles,
+                      fz_l2pf_units<k>(E == AGOQ_ENC_TABLE ? 0 : FZ_L2PF_GELU_Q));
+        };
+        const int m = fz_gelu_fwd_q7();
+        if (m == 1 || (m == 2 && E == AGOQ_ENC_FP4)) go(std::true_type());
+        else go(std::false_type());
     });
     return ntiles * tile / (size_t)q->p.block;
 }

@@ -9,7 +9,7 @@
  * careful quantizer paths in one launch); the grid-stride loops (one CTA) and the general
  * kernels on fast shapes (AGOQ_FUSED_GRID_CAP / AGOQ_FUSED_NO_FAST), issue 15's A/B knobs
  * (AGOQ_F6, AGOQ_F8, AGOQ_F9, AGOQ_GELU_FWD_U, AGOQ_RMS_KEEP, AGOQ_DW_REDUCE, AGOQ_RMS_FWD_PAIR,
- * AGOQ_RMS_FWD_Q7, AGOQ_DW_FUSE, AGOQ_DW_FUSE_WAIT, AGOQ_SWI_FWD_TILE,
+ * AGOQ_RMS_FWD_Q7, AGOQ_GELU_FWD_Q7, AGOQ_DW_FUSE, AGOQ_DW_FUSE_WAIT, AGOQ_SWI_FWD_TILE,
  * AGOQ_FWD_PF).
  * Both sides produce NaN in the same places but not the same NaN payload (x86 keeps the
  * operand's, CUDA returns the canonical one), so NaNs compare equal to NaNs. Run by
@@ -418,6 +418,16 @@ TEST(cuda_fused_gelu_fwd_units) {
     size_t configs = 0;
     const size_t bad = run_knob_values("AGOQ_GELU_FWD_U", vals, 3, 1064, &configs);
     CHECK_MSG(bad == 0, "%zu mismatches (AGOQ_GELU_FWD_U=4, 2 and 1, %zu fast configs each)", bad, configs);
+}
+
+/* The quantized GELU forward's copy from the fp32 values (AGOQ_GELU_FWD_Q7=0) and from the bf16
+ * words by the packed q7 tile for every encoder (1); the default (2: FP4 only) runs in the other
+ * tests. Every eligible config, one CTA, tails (the rest of the tensor after the whole tiles). */
+TEST(cuda_fused_gelu_fwd_q7_every_eligible_config) {
+    static const char *const vals[] = {"0", "1"};
+    size_t configs = 0;
+    const size_t bad = run_knob_values("AGOQ_GELU_FWD_Q7", vals, 2, 1064, &configs);
+    CHECK_MSG(bad == 0, "%zu mismatches (AGOQ_GELU_FWD_Q7=0 and 1, %zu fast configs each)", bad, configs);
 }
 
 /* The warp-per-row RMSNorm forward with one CTA (AGOQ_FUSED_GRID_CAP=1: 8 warps, 37 rows of
