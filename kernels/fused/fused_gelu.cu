@@ -5,9 +5,10 @@
  * fused_tol.c (tests/cuda/fused/test_fused_cuda.c).
  *
  *   forward   tiles of 4 warp vectors (1024 elements) of the flat tensor, quantized as one tile
- *             by agoq_tile_quantize<U = 4> when rows are whole blocks of 32..256 (4/8-bit codes,
- *             round to nearest); the rest of the tensor (< one tile) and every other config: the
- *             general kernel.
+ *             (agoq_tile_quantize<U = 4> from the fp32 values, or for FP4 by default the packed
+ *             q7 tile from the bf16 words: AGOQ_GELU_FWD_Q7 below) when rows are whole blocks of
+ *             32..256 (4/8-bit codes, round to nearest); the rest of the tensor (< one tile) and
+ *             every other config: the general kernel.
  *   backward  units of 4 warp vectors; the stored copy decoded per lane (its codes, its block's
  *             scale: agoq_tile_decode) when rows are whole blocks of a power of two with 4/8-bit
  *             codes, else the general kernel; one tanh for GELU and its derivative.
