@@ -425,9 +425,10 @@ __device__ __forceinline__ void agoq_dev_params_seg(const agoq_cuda_qparams &p, 
     if constexpr (ENC == AGOQ_ENC_INT_ASYM) {
         float lo = agoq_warp_seg_min_pos(agoq_dev_min8(v, nvalid), width, pos);
         float hi = agoq_warp_seg_max_pos(agoq_dev_max8(v, nvalid), width, pos);
-        agoq_dev_block_params(p, 0.0f, lo, hi, s, m, inv);
+        agoq_dev_block_params_k<true>(p, 0.0f, lo, hi, s, m, inv);
     } else {
-        agoq_dev_block_params(p, agoq_warp_seg_max_pos(agoq_dev_absmax8(v, nvalid), width, pos), 0.0f, 0.0f, s, m, inv);
+        agoq_dev_block_params_k<false>(p, agoq_warp_seg_max_pos(agoq_dev_absmax8(v, nvalid), width, pos), 0.0f, 0.0f, s,
+                                       m, inv);
     }
 }
 
@@ -462,7 +463,7 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS) agoq_quant_seg_kernel(agoq
                 const size_t e0 = blk[u] * B + (size_t)pos * 8;
                 agoq_dev_store_group(out.codes, blk[u] * (size_t)G + (size_t)pos, p.bits,
                                      agoq_dev_encode8<ENC>(p, &tab, v[u], nv[u], inv, m, e0));
-                if (pos == 0) agoq_dev_store_params(p, out, blk[u], s, m);
+                if (pos == 0) agoq_dev_store_params_k<ENC == AGOQ_ENC_INT_ASYM>(p, out, blk[u], s, m);
             }
         }
     }
@@ -494,8 +495,8 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS) agoq_quant_warp_kernel(ago
             }
         }
         float s, m, inv;
-        agoq_dev_block_params(p, agoq_warp_seg_max(amax, 32), agoq_warp_seg_min(lo, 32), agoq_warp_seg_max(hi, 32),
-                              &s, &m, &inv);
+        agoq_dev_block_params_k<ENC == AGOQ_ENC_INT_ASYM>(p, agoq_warp_seg_max(amax, 32), agoq_warp_seg_min(lo, 32),
+                                                          agoq_warp_seg_max(hi, 32), &s, &m, &inv);
         for (int g = lane; g < G; g += 32) {
             const size_t e0 = blk * B + (size_t)g * 8;
             const int nv = agoq_dev_group_valid(e0, n);
@@ -505,7 +506,7 @@ __global__ void __launch_bounds__(AGOQ_QUANT_THREADS) agoq_quant_warp_kernel(ago
                                  agoq_dev_encode8<ENC>(p, &tab, v, nv, inv, m, e0));
         }
         __syncwarp();
-        if (lane == 0) agoq_dev_store_params(p, out, blk, s, m);
+        if (lane == 0) agoq_dev_store_params_k<ENC == AGOQ_ENC_INT_ASYM>(p, out, blk, s, m);
     }
 }
 
