@@ -40,6 +40,9 @@ ab() { # specs rounds dir
   for f in $W/$3/ab_*.tsv; do python3 tools/ab_table.py "$f" > "${f%.tsv}.txt" 2>&1; head -60 "${f%.tsv}.txt"; done
   echo "$3 done at $SECONDS s"
 }
+fused_tests() { # the GPU tests named "fused" -> $W/t_fused.log
+  timeout 150 "$AGOQ_B/agoq_test_cuda" fused > $W/t_fused.log 2>&1; echo "fused tests rc=$? $(tail -1 $W/t_fused.log)"
+}
 suite() { # the whole GPU suite in what is left of LIM (at most $1 s) -> $OUT/tests.log
   local t=$((LIM - SECONDS - 20)); [ $t -gt "$1" ] && t=$1
   [ $t -gt 60 ] || return 0
@@ -57,7 +60,7 @@ ab2() { # on an H200, with $1 s to spare: the fused forwards' launch knobs (tool
 }
 if [ "$MODE" = l2pf ]; then # the thirty-sixth session's follow-up: the fused GPU tests, tools/ab_s36.tsv, on an H200 the
   # launch knobs (tools/ab_s32e.tsv), then the whole GPU suite with what is left -> c.tgz, tests.log
-  timeout 150 "$AGOQ_B/agoq_test_cuda" fused > $W/t_fused.log 2>&1; echo "fused tests rc=$? $(tail -1 $W/t_fused.log)"
+  fused_tests
   tar czf "$OUT/c.tgz" -C $W .
   ab tools/ab_s36.tsv "${AB_R:-3}" ab; tar czf "$OUT/c.tgz" -C $W .
   ab2 60 && tar czf "$OUT/c.tgz" -C $W .
@@ -68,7 +71,7 @@ if [ "$MODE" = s37 ]; then # the thirty-seventh session: the fused GPU tests; Sw
   # multiply-high (agoq_udiv, the default) against nvcc's division (vars/d0 = -DAGOQ_SWI_UDIV=0),
   # VR rounds (3), 64 MiB .. 4 GiB, FP4 and int8; tools/ab_s36.tsv, AB_R rounds (2); on an H200
   # the launch knobs (tools/ab_s32e.tsv) -> d.tgz
-  timeout 150 "$AGOQ_B/agoq_test_cuda" fused > $W/t_fused.log 2>&1; echo "fused tests rc=$? $(tail -1 $W/t_fused.log)"
+  fused_tests
   tar czf "$OUT/d.tgz" -C $W .
   varab "${VR:-3}" swiglu_fwd_fused,swiglu_bwd_fused,swiglu_fwd_bf16,swiglu_bwd_bf16 4G 64M fp4_e2m1,int8
   tar czf "$OUT/d.tgz" -C $W .
@@ -86,7 +89,7 @@ if [ "$MODE" = s37b ]; then # the block parameters' asymmetric branch at compile
 fi
 if [ "$MODE" = s37c ]; then # the GELU forward's copy by the q7 tile: the fused GPU tests, tools/ab_s37b.tsv
   # (AGOQ_GELU_FWD_Q7 2 / 0 / 1), AB_R rounds (3) -> f.tgz; then the whole GPU suite -> tests.log
-  timeout 150 "$AGOQ_B/agoq_test_cuda" fused > $W/t_fused.log 2>&1; echo "fused tests rc=$? $(tail -1 $W/t_fused.log)"
+  fused_tests
   ab tools/ab_s37b.tsv "${AB_R:-3}" ab; tar czf "$OUT/f.tgz" -C $W .
   suite 400
   exit 0

@@ -279,8 +279,10 @@ bool fz_dw_fuse(void) {
     return __atomic_load_n(&coop[dev], __ATOMIC_RELAXED) == 1;
 }
 int fz_rms_fwd_pair_mode(void) { return agoq_knob_int("AGOQ_RMS_FWD_PAIR", 2, 0, 2); }
-int fz_rms_fwd_q7(void) { return agoq_knob_int("AGOQ_RMS_FWD_Q7", 2, 0, 2); }
-int fz_gelu_fwd_q7(void) { return agoq_knob_int("AGOQ_GELU_FWD_Q7", 2, 0, 2); }
+bool fz_fwd_q7(const char *knob, int enc) {
+    const int m = agoq_knob_int(knob, 2, 0, 2);
+    return m == 1 || (m == 2 && enc == AGOQ_ENC_FP4);
+}
 int fz_smem_optin(const void *kernel, size_t smem, unsigned *done, int *per_sm) {
     int dev = 0;
     cudaCheck(cudaGetDevice(&dev));

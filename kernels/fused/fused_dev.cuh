@@ -511,8 +511,10 @@ int fz_check_shape(const char *what, int rows, int cols);
  * too since the twenty-eighth); 1 always; 0 never. false: nothing launched.
  * (fz_rms_fwd_pair_mode: fused.cu) */
 int fz_rms_fwd_pair_mode(void);
-int fz_rms_fwd_q7(void); /* AGOQ_RMS_FWD_Q7: the pair kernel's copy by the q7 tile (fused_rms_pair.cu) */
-int fz_gelu_fwd_q7(void); /* AGOQ_GELU_FWD_Q7: the GELU forward's copy by the q7 tile (fused_gelu.cu) */
+/* Whether a forward quantizes its copy by the q7 tile for encoder enc under knob (0 never, 1
+ * always, 2 the default: FP4 only): AGOQ_RMS_FWD_Q7 (fused_rms_pair.cu), AGOQ_GELU_FWD_Q7
+ * (fused_gelu.cu). (fused.cu) */
+bool fz_fwd_q7(const char *knob, int enc);
 bool fz_rms_fwd_pair(const agoq_fq *q, const uint16_t *x, const uint16_t *w, int rows, int cols, float eps, uint16_t *y,
                      agoq_dqt xq, float *rstd, cudaStream_t s);
 /* The staged RMSNorm backward (fused_rms_bwd.cu) when the shape, alignment and config allow it

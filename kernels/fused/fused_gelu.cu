@@ -190,8 +190,7 @@ static size_t gelu_fwd_tiles(const agoq_fq *q, const uint16_t *x, uint16_t *y, s
             FZ_LAUNCH(k, ntiles, E == AGOQ_ENC_TABLE, q->p, x, y, qt, n, ntiles,
                       fz_l2pf_units<k>(E == AGOQ_ENC_TABLE ? 0 : FZ_L2PF_GELU_Q));
         };
-        const int m = fz_gelu_fwd_q7();
-        if (m == 1 || (m == 2 && E == AGOQ_ENC_FP4)) go(std::true_type());
+        if (fz_fwd_q7("AGOQ_GELU_FWD_Q7", E)) go(std::true_type());
         else go(std::false_type());
     });
     return ntiles * tile / (size_t)q->p.block;

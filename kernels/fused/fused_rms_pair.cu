@@ -175,8 +175,7 @@ static void rms_pair_launch(int nh, const agoq_cuda_qparams &p, const uint16_t *
     };
     auto with_q7 = [&](auto h) {
         if constexpr (QUANT) {
-            const int m = fz_rms_fwd_q7();
-            if (m == 1 || (m == 2 && ENC == AGOQ_ENC_FP4)) {
+            if (fz_fwd_q7("AGOQ_RMS_FWD_Q7", ENC)) {
                 go(h, std::true_type());
                 return;
             }
