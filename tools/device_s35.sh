@@ -94,6 +94,31 @@ if [ "$MODE" = s37c ]; then # the GELU forward's copy by the q7 tile: the fused 
   suite 400
   exit 0
 fi
+ncu_src() { # kernel-regex case [size]: ncu --set full of one launch of the FP4 case, its details and
+  # per-SASS-line source page (tools/ncu_pc.py) -> $W/ncu/
+  command -v ncu > /dev/null || return 0; mkdir -p $W/ncu
+  timeout 150 ncu --set full --import-source no --clock-control none -k regex:"$1" -c 1 -f -o /tmp/$2 \
+    "$AGOQ_B/agoq" kernels --cases "$2" --formats fp4_e2m1 -b "${3:-256M}" -e "${3:-256M}" -n 1 -w 0 --no-check -q \
+    -o /tmp/ncu_k.json > $W/ncu/$2_ncu.log 2>&1
+  ncu -i /tmp/$2.ncu-rep --page details > $W/ncu/$2_details.txt 2>&1
+  ncu -i /tmp/$2.ncu-rep --page source --csv --print-source sass 2>/dev/null | xz > $W/ncu/$2_src.csv.xz
+  echo "ncu $2 done at $SECONDS s"
+}
+if [ "$MODE" = s38 ]; then # the thirty-eighth session: on an H200 the GPU suite, the torch.compile peer and
+  # both kernel experiments (tools/device_kernels.sh tests peer kernels fused) -> k.tgz; on another
+  # GPU the whole suite, then ncu per SASS line of the FP4 RMSNorm backward and SwiGLU forward -> n.tgz
+  # (ONLY_H200=1: on another GPU nothing: a probe for an H200)
+  if ! grep -q H200 $W/gpu.txt && [ -n "${ONLY_H200:-}" ]; then echo "not an H200: nothing run"; exit 0; fi
+  if grep -q H200 $W/gpu.txt; then
+    OUT=$W/k TESTS=all T_TESTS=400 T_KERNELS=150 timeout $((LIM - 15)) tools/device_kernels.sh "$AGOQ_B" tests peer kernels fused > $W/k_stdout.log 2>&1
+    grep -h "passed, " $W/k/device_kernels.log | tail -1; tar czf "$OUT/k.tgz" -C $W .
+  else
+    suite 300; tar czf "$OUT/n.tgz" -C $W .
+    ncu_src rms_bwd_staged rmsnorm_bwd_fused; tar czf "$OUT/n.tgz" -C $W .
+    ncu_src swiglu_fwd swiglu_fwd_fused; tar czf "$OUT/n.tgz" -C $W .
+  fi
+  exit 0
+fi
 if [ "$MODE" = rest ]; then suite 400; gemmb; exit 0; fi # the whole GPU suite, then the GEMM bench
 if [ "$MODE" = short ]; then
   timeout 80 "$AGOQ_B/agoq_test_cuda" gemm > $W/t_gemm.log 2>&1; echo "gemm tests rc=$? $(tail -1 $W/t_gemm.log)"
