@@ -43,6 +43,17 @@
 #include "kernels/fused/fused_dev.cuh"
 
 #define RMS_STAGES 3 /* shared-memory stages: RMS_STAGES - 1 rows in flight per CTA */
+/* AGOQ_RMS_KEEP_STAGES (compile time, 3 or 4; default 3): the stages of the kernels that keep a row's
+ * inputs at NG = 2 (the FP4 default's shape), three rows in flight a CTA at 4 (64 KB a CTA, three
+ * still resident an SM by 80 registers); for the H200, where this backward is latency-bound at
+ * 0.79-0.85 of copy (thirty-second session), a variant build for the A/B. The other kernels keep
+ * RMS_STAGES (4 stages would cost them a resident CTA). */
+#ifndef AGOQ_RMS_KEEP_STAGES
+#define AGOQ_RMS_KEEP_STAGES 3
+#endif
+template <int NG, bool KEEP>
+constexpr int rms_stages = (KEEP && NG == 2) ? AGOQ_RMS_KEEP_STAGES : RMS_STAGES;
+static_assert(AGOQ_RMS_KEEP_STAGES == 3 || AGOQ_RMS_KEEP_STAGES == 4, "3 or 4 stages");
 /* AGOQ_RMS_BWD_FMA (compile time; 1 the default since the thirty-second session, 0 for the A/B
  * build, tools/variant_build.sh nofma=-DAGOQ_RMS_BWD_FMA=0 with VARIANT_HEADERS=fused_rms_bwd.cu):
  * the row sums' terms (x x, (dy w) x), dx = rstd (g - x coef) and the dweight terms dy (x rstd)
@@ -191,7 +202,7 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, AGOQ_RMS_STAGED_CTAS(NG, KEE
         }
     };
     auto row_of = [&](int r) { return (size_t)r * (size_t)cols; };
-    constexpr int S = RMS_STAGES;
+    constexpr int S = rms_stages<NG, KEEP>;
     auto next = [](int k) { return k == S - 1 ? 0 : k + 1; };
     for (int grp = blockIdx.x; grp < ngrp; grp += gridDim.x) { /* CTA-uniform */
         const int r0 = grp * rpg, r1 = min(rows, r0 + rpg);
@@ -280,7 +291,7 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, AGOQ_RMS_STAGED_CTAS(NG, KEE
             if (CW * (int)blockIdx.x >= cols) return;
             grid.barrier_wait(std::move(token));
         }
-        constexpr int chunk = (int)(RMS_STAGES * sizeof(stage_t) / (CW * sizeof(float)));
+        constexpr int chunk = (int)(rms_stages<NG, KEEP> * sizeof(stage_t) / (CW * sizeof(float)));
         for (int c0 = CW * (int)blockIdx.x; c0 < cols; c0 += CW * (int)gridDim.x)
             fz_dw_reduce_cols<AGOQ_ROW_THREADS, true, CW>(dw_partial, ngrp, cols, dw, c0, (float *)fz_dyn_smem, chunk);
     }
@@ -292,7 +303,7 @@ static void rms_bwd_staged_launch(const agoq_cuda_qparams &p, const agoq_cuda_qt
                                   const uint16_t *dy, const uint16_t *w, int rows, int cols, float eps, int rpg,
                                   uint16_t *dx, uint16_t *y, float *dw_partial, int log2b, float *dw, cudaStream_t s) {
     constexpr auto k = rms_bwd_staged_kernel<DEQ, DEC, BITS, NG, F6, F8, KEEP>;
-    constexpr size_t smem = RMS_STAGES * sizeof(rms_stage<NG>); /* 48 KB (NG = 2), 96 KB */
+    constexpr size_t smem = rms_stages<NG, KEEP> * sizeof(rms_stage<NG>); /* 48 KB (NG = 2), 96 KB */
     static unsigned done = 0; /* per instantiation (fz_smem_optin) */
     static int per_sm[32];    /* its resident CTAs an SM per device, queried once (the fused reduction's grid) */
     const unsigned ngrp = (unsigned)((rows + rpg - 1) / rpg);
