@@ -119,6 +119,18 @@ if [ "$MODE" = s38 ]; then # the thirty-eighth session: on an H200 the GPU suite
   fi
   exit 0
 fi
+if [ "$MODE" = s38b ]; then # the RMSNorm backward's keep kernels with 4 stages (vars/st4 =
+  # -DAGOQ_RMS_KEEP_STAGES=4) against 3: st4's fused GPU tests, then VR rounds (3) of the fused FP4 and
+  # bf16 backwards, 64 MiB .. 4 GiB -> g.tgz; on an H200, then s38's records with the time left -> k.tgz
+  timeout 150 .carry/x/vars/st4/agoq_test_cuda fused > $W/t_fused_st4.log 2>&1; echo "st4 fused tests rc=$? $(tail -1 $W/t_fused_st4.log)"
+  varab "${VR:-3}" rmsnorm_bwd_fused,rmsnorm_bwd_bf16 4G 64M fp4_e2m1
+  tar czf "$OUT/g.tgz" -C $W .
+  if grep -q H200 $W/gpu.txt && [ $SECONDS -lt $((LIM - 300)) ]; then
+    OUT=$W/k TESTS=all T_TESTS=300 T_KERNELS=120 timeout $((LIM - SECONDS - 10)) tools/device_kernels.sh "$AGOQ_B" tests peer kernels fused > $W/k_stdout.log 2>&1
+    grep -h "passed, " $W/k/device_kernels.log | tail -1; tar czf "$OUT/k.tgz" -C $W k k_stdout.log gpu.txt commit.stamp
+  fi
+  exit 0
+fi
 if [ "$MODE" = rest ]; then suite 400; gemmb; exit 0; fi # the whole GPU suite, then the GEMM bench
 if [ "$MODE" = short ]; then
   timeout 80 "$AGOQ_B/agoq_test_cuda" gemm > $W/t_gemm.log 2>&1; echo "gemm tests rc=$? $(tail -1 $W/t_gemm.log)"
