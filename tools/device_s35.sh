@@ -131,6 +131,13 @@ if [ "$MODE" = s38b ]; then # the RMSNorm backward's keep kernels with 4 stages 
   fi
   exit 0
 fi
+if [ "$MODE" = s38r ]; then # the records: the torch.compile peer and both kernel experiments (on an H200
+  # the whole GPU suite beside the peer's compilation too) -> k.tgz
+  t=; grep -q H200 $W/gpu.txt && t=tests
+  OUT=$W/k TESTS=all T_TESTS=300 T_KERNELS=150 timeout $((LIM - 15)) tools/device_kernels.sh "$AGOQ_B" $t peer kernels fused > $W/k_stdout.log 2>&1
+  grep -h "passed, " $W/k/device_kernels.log | tail -1; tail -3 $W/k/device_kernels.log; tar czf "$OUT/k.tgz" -C $W .
+  exit 0
+fi
 if [ "$MODE" = rest ]; then suite 400; gemmb; exit 0; fi # the whole GPU suite, then the GEMM bench
 if [ "$MODE" = short ]; then
   timeout 80 "$AGOQ_B/agoq_test_cuda" gemm > $W/t_gemm.log 2>&1; echo "gemm tests rc=$? $(tail -1 $W/t_gemm.log)"
