@@ -81,6 +81,17 @@ constexpr int C_BYTES = BM * C_STRIDE * 2;
 /* Epilogue warps: warps 1-3 of warpgroup 0 (thread 0 is the producer). Named barriers: BAR_EMPTY
  * and BAR_FULL hand the staging tile between the 256 consumer threads and them, BAR_EPI orders
  * them among themselves; 2 and 3 are the prologue's per-consumer barriers. */
+/* AGOQ_WG_DESC_EARLY (compile time, default 1; 0 the kernels before the thirty-eighth session, for
+ * the A/B): in the consumers' k loop of the bf16-A kernels, the stage's wgmma descriptors computed
+ * before its full-barrier wait instead of after it, A's from a warp-uniform warpgroup index and
+ * the ring's and barriers' shared addresses kept in registers. In the SASS (tools/sass.sh) of the
+ * plain 4-stage kernel the wait was followed by a chain of about 30 instructions (S2UR
+ * SR_CgaCtaId, the ring offset, the descriptors in vector registers moved by R2UR) before the
+ * first HGMMA could issue: on the critical path whenever the stage lands after the previous
+ * k-tile's wgmma drain (the twenty-fifth session's ncu: 68% of the k-tiles' waits retried). */
+#ifndef AGOQ_WG_DESC_EARLY
+#define AGOQ_WG_DESC_EARLY 1
+#endif
 /* Registers a thread after setmaxnreg; together no more than the launch allocated (168 a thread:
  * 65536 / 384 rounded down to 8, what ptxas reports for every instantiation). */
 constexpr int REGS_WG0 = 104, REGS_CONSUMER = 200;
@@ -320,7 +331,12 @@ __global__ void __launch_bounds__(THREADS, 1)
     /* the barriers' shared addresses once: in the consumers' mainloop saddr(&full[s]) compiled to
      * S2UR SR_CgaCtaId + ULEA a k-tile (ncu, twenty-fifth session: short-scoreboard stalls on
      * the way to the full barrier's wait) */
-    const uint32_t full_s = saddr(&full[0]), empty_s = saddr(&empty[0]);
+    uint32_t full_s = saddr(&full[0]), empty_s = saddr(&empty[0]);
+    uint32_t ring_k = ring_s; /* AGOQ_WG_DESC_EARLY: kept in a register (below) */
+    if constexpr (AGOQ_WG_DESC_EARLY) { /* opaque, so that nvcc keeps them instead of rematerializing
+                                         * them from SR_CgaCtaId in every k-tile (SASS, thirty-eighth session) */
+        asm volatile("" : "+r"(full_s), "+r"(empty_s), "+r"(ring_k));
+    }
     const int tid = threadIdx.x, wg = tid >> 7;
     const int tiles_m = (p.m + BM - 1) / BM, tiles_n = (p.n + TN - 1) / TN, ntiles = tiles_m * tiles_n;
     const int ktiles = (p.k + BK - 1) / BK;
@@ -414,7 +430,9 @@ __global__ void __launch_bounds__(THREADS, 1)
         }
     } else { /* consumers: rows 64 * (wg - 1) .. + 63 of each tile */
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(DQ == 4 ? DQP_REGS_CONSUMER : ER == 8 ? REGS_CONSUMER_ER8 : REGS_CONSUMER));
-        const int cw = wg - 1;
+        /* AGOQ_WG_DESC_EARLY: the warpgroup broadcast from lane 0, which nvcc knows to be warp-uniform,
+         * so that A's descriptors are uniform-datapath values as B's are */
+        const int cw = AGOQ_WG_DESC_EARLY ? __shfl_sync(0xffffffffu, wg - 1, 0) : wg - 1;
         const int ct = tid - 128, lt = ct & 127; /* consumer thread, and its index in its warpgroup */
         const size_t nbpr = DEQA ? (size_t)(p.k / p.qa.block) : 0;
         float sc[4] = {0.0f, 0.0f, 0.0f, 0.0f}, zc[4] = {0.0f, 0.0f, 0.0f, 0.0f}; /* this k-tile's scales */
@@ -454,8 +472,18 @@ __global__ void __launch_bounds__(THREADS, 1)
                 else b4 ? run(agoq_enc_t<D2>(), I4()) : run(agoq_enc_t<D2>(), I8());
             }
             for (int kt = kb; (DQ < 2 || DQ == 4) && kt < ke; kt++, it++) {
-                const int s = it % ST;
-                mbar_wait(full_s + 8u * (uint32_t)s, (uint32_t)((it / ST) & 1));
+                const uint32_t s = (uint32_t)it % ST;
+                /* AGOQ_WG_DESC_EARLY (DQ 0): the stage's descriptors before its full-barrier wait, so
+                 * that the first wgmma issues right after the wait returns */
+                constexpr bool EARLY = AGOQ_WG_DESC_EARLY && DQ == 0;
+                uint64_t da0 = 0, db0 = 0;
+                if constexpr (EARLY) {
+                    const uint32_t a = ring_k + s * SB + (uint32_t)cw * 64 * 128, b = ring_k + s * SB + AB;
+                    da0 = TA ? sdesc(a, p.mn_lbo, p.mn_sbo) : sdesc(a, 16, 1024);
+                    db0 = TB ? sdesc(b, p.mn_lbo, p.mn_sbo) : sdesc(b, 16, 1024);
+                    asm volatile("" : "+l"(da0), "+l"(db0)); /* computed before the wait (volatile order) */
+                }
+                mbar_wait(full_s + 8u * s, ((uint32_t)it / ST) & 1u);
                 uint32_t a = ring_s + s * SB + cw * 64 * 128;
                 const uint32_t b = ring_s + s * SB + AB;
                 if constexpr (DQ == 1) {
@@ -474,8 +502,10 @@ __global__ void __launch_bounds__(THREADS, 1)
                  * step), sdesc(a + off) bit for bit: shared addresses stay below 2^18, so the
                  * 14-bit address field never carries (one descriptor an operand a k-tile instead
                  * of four, each a mask, shift and OR chain) */
-                const uint64_t da0 = TA ? sdesc(a, p.mn_lbo, p.mn_sbo) : sdesc(a, 16, 1024);
-                const uint64_t db0 = TB ? sdesc(b, p.mn_lbo, p.mn_sbo) : sdesc(b, 16, 1024);
+                if constexpr (!EARLY) {
+                    da0 = TA ? sdesc(a, p.mn_lbo, p.mn_sbo) : sdesc(a, 16, 1024);
+                    db0 = TB ? sdesc(b, p.mn_lbo, p.mn_sbo) : sdesc(b, 16, 1024);
+                }
 #pragma unroll
                 for (int kk = 0; kk < BK / 16; kk++) {
                     const uint64_t da = da0 + (uint64_t)(kk * (TA ? 2048 : 32) >> 4);
@@ -486,7 +516,7 @@ __global__ void __launch_bounds__(THREADS, 1)
                 }
                 wg_commit();
                 wg_wait<1>(); /* the previous k-tile's wgmma are done: free its stage */
-                if (kt > kb && (tid & 31) == 0) free_stage<CL>(empty_s + 8u * (uint32_t)((it - 1) % ST));
+                if (kt > kb && (tid & 31) == 0) free_stage<CL>(empty_s + 8u * ((uint32_t)(it - 1) % ST));
                 if (DQ == 4 && kt > 0 && (tid & 31) == 0) dqp_release(ring, it - 1);
             }
             wg_wait<0>();
