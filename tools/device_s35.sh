@@ -138,6 +138,15 @@ if [ "$MODE" = s38r ]; then # the records: the torch.compile peer and both kerne
   grep -h "passed, " $W/k/device_kernels.log | tail -1; tail -3 $W/k/device_kernels.log; tar czf "$OUT/k.tgz" -C $W .
   exit 0
 fi
+if [ "$MODE" = s38c ]; then # the GEMM consumers' descriptors before the wait (AGOQ_WG_DESC_EARLY=1, the
+  # default) against after it (vars/d0): the GEMM GPU tests, VR rounds (3) of ten GEMMs at 4096 /
+  # 16384 / 65536 tokens -> c.tgz; then experiments/gemm_wg.json with what is left -> g.tgz
+  timeout 100 "$AGOQ_B/agoq_test_cuda" gemm > $W/t_gemm.log 2>&1; echo "gemm tests rc=$? $(tail -1 $W/t_gemm.log)"
+  varab "${VR:-3}" gemmwg_7b_fc1_wg,gemmwg_13b_qkv_wg,gemmwg_7b_fc2_wg,gemmwg_7b_tp8_fc1_wg,gemmwg_13b_tp8_fc1_wg,gemmwg_7b_tp8_out_wg,gemmwg_7b_fc2_wgq,gemmwg_7b_tp8_out_wgq,gemmwg_7b_fc1_lt,gemmwg_7b_tp8_fc1_lt 256M 16M
+  tar czf "$OUT/c.tgz" -C $W .
+  gemmb
+  exit 0
+fi
 if [ "$MODE" = rest ]; then suite 400; gemmb; exit 0; fi # the whole GPU suite, then the GEMM bench
 if [ "$MODE" = short ]; then
   timeout 80 "$AGOQ_B/agoq_test_cuda" gemm > $W/t_gemm.log 2>&1; echo "gemm tests rc=$? $(tail -1 $W/t_gemm.log)"
