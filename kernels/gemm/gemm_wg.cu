@@ -61,6 +61,7 @@
 #include <stdio.h>
 
 #include <mutex>
+#include <type_traits>
 
 #include "core/check.h"
 #include "core/common.h"
@@ -142,6 +143,20 @@ struct wg_params {
     unsigned *sk_flags;
 };
 
+/* Two values rounded to bf16 (one cvt.rn.bf16x2.f32: round to nearest even, as agoq_f32_to_bf16
+ * for every non-NaN value; a NaN's payload may differ, and a NaN stays a NaN either way). */
+__device__ __forceinline__ uint32_t dqr_pack(float lo, float hi) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t *>(&h);
+}
+/* AGOQ_WG_CVT (compile time, default 1; 0 the kernels before the thirty-eighth session, for the
+ * A/B): stage_acc rounds a pair of accumulators by dqr_pack, one F2FP instruction, instead of
+ * agoq_f32_to_bf16's integer rounding twice (about 8 instructions an element: the 4-stage plain
+ * kernel's staging of a consumer thread's 128 accumulators took about 1,300 instructions a tile,
+ * SASS at be72629, issued while the consumer's next mainloop waits). */
+#ifndef AGOQ_WG_CVT
+#define AGOQ_WG_CVT 1
+#endif
 /* Epilogue, consumer side, by consumer thread ct (0..255) for the tile at (m0, n0): each fp32
  * accumulator (+ the residual, which the epilogue warps have put into the staging tile at the
  * same position) rounded once to bf16 into the staging tile, in place. Half staging (4 stages):
@@ -151,22 +166,27 @@ __device__ __forceinline__ void stage_acc(const wg_params &p, const float (&d)[T
                                           int m0, int n0) {
     constexpr int CS = c_stride<TN>(); /* bf16 per staged row */
     const int lane = ct & 31, row0 = (ct >> 5) * 16 + (lane >> 2); /* wgmma fragment: warp w owns rows 16w.. */
+    auto rows = [&](auto res) { /* res: with the residual (AGOQ_WG_CVT: a loop of its own, without
+                                 * the predicated loads and adds where there is none) */
 #pragma unroll
-    for (int j = 0; j < TN / 8; j++) {
-        const int col = j * 8 + (lane & 3) * 2;
+        for (int j = 0; j < TN / 8; j++) {
+            const int col = j * 8 + (lane & 3) * 2;
 #pragma unroll
-        for (int h = 0; h < 2; h++) { /* rows row0 and row0 + 8 */
-            float x0 = d[4 * j + 2 * h], x1 = d[4 * j + 2 * h + 1];
-            const int r = row0 + 8 * h;
-            uint32_t *sp = reinterpret_cast<uint32_t *>(stage + r * CS + col);
-            if (p.r && m0 + r < p.m && n0 + col < p.n) {
-                const uint32_t rv = *sp;
-                x0 += agoq_bf16_to_f32((uint16_t)(rv & 0xFFFFu));
-                x1 += agoq_bf16_to_f32((uint16_t)(rv >> 16));
+            for (int h = 0; h < 2; h++) { /* rows row0 and row0 + 8 */
+                float x0 = d[4 * j + 2 * h], x1 = d[4 * j + 2 * h + 1];
+                const int r = row0 + 8 * h;
+                uint32_t *sp = reinterpret_cast<uint32_t *>(stage + r * CS + col);
+                if (decltype(res)::value && p.r && m0 + r < p.m && n0 + col < p.n) {
+                    const uint32_t rv = *sp;
+                    x0 += agoq_bf16_to_f32((uint16_t)(rv & 0xFFFFu));
+                    x1 += agoq_bf16_to_f32((uint16_t)(rv >> 16));
+                }
+                *sp = AGOQ_WG_CVT ? dqr_pack(x0, x1) : (uint32_t)agoq_f32_to_bf16(x0) | (uint32_t)agoq_f32_to_bf16(x1) << 16;
             }
-            *sp = (uint32_t)agoq_f32_to_bf16(x0) | (uint32_t)agoq_f32_to_bf16(x1) << 16;
         }
-    }
+    };
+    if (!AGOQ_WG_CVT || p.r) rows(std::true_type());
+    else rows(std::false_type());
 }
 #include "kernels/gemm/gemm_wg_epi.cuh"
 

@@ -66,12 +66,8 @@ __device__ __forceinline__ void dqr_codes(uint32_t row, int kk, int q, uint32_t 
         c[3] = (hi >> (sh + 8)) & 255u;
     }
 }
-/* Two values rounded to bf16 (one cvt.rn.bf16x2.f32: round to nearest even, as agoq_f32_to_bf16
- * for every non-NaN value; a NaN's payload may differ, and a NaN in A gives NaN in C either way). */
-__device__ __forceinline__ uint32_t dqr_pack(float lo, float hi) {
-    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t *>(&h);
-}
+/* dqr_pack (gemm_wg.cu): two values rounded to bf16 by one cvt.rn.bf16x2.f32 (a NaN in A gives
+ * NaN in C either way). */
 /* This thread's A fragment of k-step kk: rows r0 (codes at c0) and r0 + 8 (c1), the decoder DEC; PRE
  * (AGOQ_WG_DEQ_AHEAD=1): the 4-bit table decoder takes the codes from w (the two rows' 32 bytes of
  * the k-tile, loaded by dqr_mainloop at the k-tile's start; k-step kk: words 2 kk and 2 kk + 1), and so does FP4 decoded by
