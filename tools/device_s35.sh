@@ -147,6 +147,15 @@ if [ "$MODE" = s38c ]; then # the GEMM consumers' descriptors before the wait (A
   gemmb
   exit 0
 fi
+if [ "$MODE" = s38d ]; then # the GEMM's staging by cvt.rn.bf16x2 (AGOQ_WG_CVT=1, the default) against the
+  # integer rounding (vars/c0) and against both changes off (vars/d0 = DESC_EARLY=0 CVT=0): the GEMM
+  # GPU tests, VR rounds (3) of ten GEMMs at 1024 / 4096 / 16384 tokens -> c.tgz; then the GEMM bench -> g.tgz
+  timeout 100 "$AGOQ_B/agoq_test_cuda" gemm > $W/t_gemm.log 2>&1; echo "gemm tests rc=$? $(tail -1 $W/t_gemm.log)"
+  varab "${VR:-3}" gemmwg_7b_fc1_wg,gemmwg_13b_qkv_wg,gemmwg_7b_out_wg,gemmwg_7b_fc2_wg,gemmwg_7b_tp8_fc1_wg,gemmwg_13b_tp8_fc1_wg,gemmwg_7b_tp8_out_wg,gemmwg_7b_tp8_fc2_wg,gemmwg_7b_fc2_wgq,gemmwg_7b_tp8_out_wgq,gemmwg_7b_fc1_lt,gemmwg_7b_tp8_out_lt 256M 16M
+  tar czf "$OUT/c.tgz" -C $W .
+  gemmb
+  exit 0
+fi
 if [ "$MODE" = rest ]; then suite 400; gemmb; exit 0; fi # the whole GPU suite, then the GEMM bench
 if [ "$MODE" = short ]; then
   timeout 80 "$AGOQ_B/agoq_test_cuda" gemm > $W/t_gemm.log 2>&1; echo "gemm tests rc=$? $(tail -1 $W/t_gemm.log)"
