@@ -156,6 +156,23 @@ if [ "$MODE" = s38d ]; then # the GEMM's staging by cvt.rn.bf16x2 (AGOQ_WG_CVT=1
   gemmb
   exit 0
 fi
+if [ "$MODE" = s38e ]; then # one call for an H200 (or any GPU): the GEMM part of s38d (tests, the cvt / early-
+  # descriptor A/B against vars/c0 and vars/d0, VR rounds) -> c.tgz; the RMSNorm backward's 4 stages
+  # (vars/st4) -> c.tgz; the GEMM bench; then the records (peer, kernels, fused) with the time left -> k.tgz
+  timeout 100 "$AGOQ_B/agoq_test_cuda" gemm > $W/t_gemm.log 2>&1; echo "gemm tests rc=$? $(tail -1 $W/t_gemm.log)"
+  mkdir -p $W/vg && mv .carry/x/vars/st4 $W/vg/ 2>/dev/null
+  varab "${VR:-3}" gemmwg_7b_fc1_wg,gemmwg_13b_qkv_wg,gemmwg_7b_out_wg,gemmwg_7b_fc2_wg,gemmwg_7b_tp8_fc1_wg,gemmwg_13b_tp8_fc1_wg,gemmwg_7b_tp8_out_wg,gemmwg_7b_tp8_fc2_wg,gemmwg_7b_fc2_wgq,gemmwg_7b_tp8_out_wgq,gemmwg_7b_fc1_lt,gemmwg_7b_tp8_out_lt 256M 16M
+  mv $W/var $W/var_gemm; tar czf "$OUT/c.tgz" -C $W .
+  rm -rf .carry/x/vars/c0 .carry/x/vars/d0; mv $W/vg/st4 .carry/x/vars/
+  [ $SECONDS -lt $((LIM - 120)) ] && varab "${VR:-3}" rmsnorm_bwd_fused,rmsnorm_bwd_bf16 4G 64M fp4_e2m1
+  tar czf "$OUT/c.tgz" -C $W .
+  gemmb
+  if [ $SECONDS -lt $((LIM - 200)) ]; then
+    OUT=$W/k PEER_COMPILE_S=200 PEER_TIME_S=100 T_KERNELS=60 timeout $((LIM - SECONDS - 5)) tools/device_kernels.sh "$AGOQ_B" peer kernels fused > $W/k_stdout.log 2>&1
+    tail -2 $W/k/device_kernels.log; tar czf "$OUT/k.tgz" -C $W k k_stdout.log gpu.txt commit.stamp
+  fi
+  exit 0
+fi
 if [ "$MODE" = rest ]; then suite 400; gemmb; exit 0; fi # the whole GPU suite, then the GEMM bench
 if [ "$MODE" = short ]; then
   timeout 80 "$AGOQ_B/agoq_test_cuda" gemm > $W/t_gemm.log 2>&1; echo "gemm tests rc=$? $(tail -1 $W/t_gemm.log)"
