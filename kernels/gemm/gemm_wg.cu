@@ -153,7 +153,8 @@ __device__ __forceinline__ uint32_t dqr_pack(float lo, float hi) {
  * A/B): stage_acc rounds a pair of accumulators by dqr_pack, one F2FP instruction, instead of
  * agoq_f32_to_bf16's integer rounding twice (about 8 instructions an element: the 4-stage plain
  * kernel's staging of a consumer thread's 128 accumulators took about 1,300 instructions a tile,
- * SASS at be72629, issued while the consumer's next mainloop waits). */
+ * SASS at be72629, issued while the consumer's next mainloop waits); with a residual, its bounds
+ * tested only in the tiles that cross C's edge. */
 #ifndef AGOQ_WG_CVT
 #define AGOQ_WG_CVT 1
 #endif
@@ -166,8 +167,10 @@ __device__ __forceinline__ void stage_acc(const wg_params &p, const float (&d)[T
                                           int m0, int n0) {
     constexpr int CS = c_stride<TN>(); /* bf16 per staged row */
     const int lane = ct & 31, row0 = (ct >> 5) * 16 + (lane >> 2); /* wgmma fragment: warp w owns rows 16w.. */
-    auto rows = [&](auto res) { /* res: with the residual (AGOQ_WG_CVT: a loop of its own, without
-                                 * the predicated loads and adds where there is none) */
+    /* res: with the residual; chk: its bounds tested a pair at a time (AGOQ_WG_CVT: loops of their
+     * own without the predicated loads and adds where there is no residual, and without the bounds
+     * where this thread's two rows and the tile's columns lie inside C) */
+    auto rows = [&](auto res, auto chk) {
 #pragma unroll
         for (int j = 0; j < TN / 8; j++) {
             const int col = j * 8 + (lane & 3) * 2;
@@ -176,7 +179,7 @@ __device__ __forceinline__ void stage_acc(const wg_params &p, const float (&d)[T
                 float x0 = d[4 * j + 2 * h], x1 = d[4 * j + 2 * h + 1];
                 const int r = row0 + 8 * h;
                 uint32_t *sp = reinterpret_cast<uint32_t *>(stage + r * CS + col);
-                if (decltype(res)::value && p.r && m0 + r < p.m && n0 + col < p.n) {
+                if (decltype(res)::value && p.r && (!decltype(chk)::value || (m0 + r < p.m && n0 + col < p.n))) {
                     const uint32_t rv = *sp;
                     x0 += agoq_bf16_to_f32((uint16_t)(rv & 0xFFFFu));
                     x1 += agoq_bf16_to_f32((uint16_t)(rv >> 16));
@@ -185,8 +188,10 @@ __device__ __forceinline__ void stage_acc(const wg_params &p, const float (&d)[T
             }
         }
     };
-    if (!AGOQ_WG_CVT || p.r) rows(std::true_type());
-    else rows(std::false_type());
+    if (!AGOQ_WG_CVT) rows(std::true_type(), std::true_type());
+    else if (!p.r) rows(std::false_type(), std::false_type());
+    else if (m0 + row0 + 8 < p.m && n0 + TN <= p.n) rows(std::true_type(), std::false_type());
+    else rows(std::true_type(), std::true_type());
 }
 #include "kernels/gemm/gemm_wg_epi.cuh"
 
