@@ -84,8 +84,9 @@ constexpr int C_BYTES = BM * C_STRIDE * 2;
  * them among themselves; 2 and 3 are the prologue's per-consumer barriers. */
 /* AGOQ_WG_DESC_EARLY (compile time, default 1; 0 the kernels before the thirty-eighth session, for
  * the A/B): in the consumers' k loop of the bf16-A kernels, the stage's wgmma descriptors computed
- * before its full-barrier wait instead of after it, A's from a warp-uniform warpgroup index and
- * the ring's and barriers' shared addresses kept in registers. In the SASS (tools/sass.sh) of the
+ * before its full-barrier wait instead of after it, and the ring's and barriers' shared addresses
+ * kept in registers (the warpgroup index is broadcast from lane 0 too, meant to make A's
+ * descriptors uniform-datapath values; in the SASS they stay in vector registers). In the SASS (tools/sass.sh) of the
  * plain 4-stage kernel the wait was followed by a chain of about 30 instructions (S2UR
  * SR_CgaCtaId, the ring offset, the descriptors in vector registers moved by R2UR) before the
  * first HGMMA could issue: on the critical path whenever the stage lands after the previous
@@ -152,7 +153,7 @@ __device__ __forceinline__ uint32_t dqr_pack(float lo, float hi) {
 /* AGOQ_WG_CVT (compile time, default 1; 0 the kernels before the thirty-eighth session, for the
  * A/B): stage_acc rounds a pair of accumulators by dqr_pack, one F2FP instruction, instead of
  * agoq_f32_to_bf16's integer rounding twice (about 8 instructions an element: the 4-stage plain
- * kernel's staging of a consumer thread's 128 accumulators took about 1,300 instructions a tile,
+ * kernel's staging of a consumer thread's 128 accumulators took about 1,500 instructions a tile,
  * SASS at be72629, issued while the consumer's next mainloop waits); with a residual, its bounds
  * tested only in the tiles that cross C's edge. */
 #ifndef AGOQ_WG_CVT
@@ -455,8 +456,8 @@ __global__ void __launch_bounds__(THREADS, 1)
         }
     } else { /* consumers: rows 64 * (wg - 1) .. + 63 of each tile */
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(DQ == 4 ? DQP_REGS_CONSUMER : ER == 8 ? REGS_CONSUMER_ER8 : REGS_CONSUMER));
-        /* AGOQ_WG_DESC_EARLY: the warpgroup broadcast from lane 0, which nvcc knows to be warp-uniform,
-         * so that A's descriptors are uniform-datapath values as B's are */
+        /* AGOQ_WG_DESC_EARLY: the warpgroup broadcast from lane 0 (warp-uniform; meant for A's
+         * descriptors to be uniform-datapath values as B's are, which nvcc 13.0 did not do) */
         const int cw = AGOQ_WG_DESC_EARLY ? __shfl_sync(0xffffffffu, wg - 1, 0) : wg - 1;
         const int ct = tid - 128, lt = ct & 127; /* consumer thread, and its index in its warpgroup */
         const size_t nbpr = DEQA ? (size_t)(p.k / p.qa.block) : 0;
