@@ -86,8 +86,8 @@ constexpr int C_BYTES = BM * C_STRIDE * 2;
  * the A/B): in the consumers' k loop of the bf16-A kernels, the stage's wgmma descriptors computed
  * before its full-barrier wait instead of after it, and the ring's and barriers' shared addresses
  * kept in registers (the warpgroup index is broadcast from lane 0 too, meant to make A's
- * descriptors uniform-datapath values; in the SASS they stay in vector registers). In the SASS (tools/sass.sh) of the
- * plain 4-stage kernel the wait was followed by a chain of about 30 instructions (S2UR
+ * descriptors uniform-datapath values; in the SASS they stay in vector registers). In the SASS
+ * (tools/sass.sh) of the plain 4-stage kernel the wait was followed by a chain of about 30 (S2UR
  * SR_CgaCtaId, the ring offset, the descriptors in vector registers moved by R2UR) before the
  * first HGMMA could issue: on the critical path whenever the stage lands after the previous
  * k-tile's wgmma drain (the twenty-fifth session's ncu: 68% of the k-tiles' waits retried). */
