@@ -21,7 +21,8 @@
 #          -> ab2.tgz
 # l2pf (thirty-sixth session): the fused GPU tests, tools/ab_s36.tsv (AGOQ_FWD_L2PF auto / 0 / 1 / 2 / 3), on an
 # H200 tools/ab_s32e.tsv, then the whole GPU suite cut at LIM -> c.tgz, tests.log.
-# s37, s37b, s37c, rest (thirty-seventh session): see their blocks below.
+# s37, s37b, s37c, rest (thirty-seventh session), s38, s38b, s38r, s38c, s38e (thirty-eighth): see their
+# blocks below.
 # short: the GEMM GPU tests and the L2PF test at the defaults, the L2PF A/B (AB_R rounds, 2),
 # a two-round varab on four GEMMs -> b.tgz.
 set -u -o pipefail
@@ -43,6 +44,17 @@ ab() { # specs rounds dir
 fused_tests() { # the GPU tests named "fused" -> $W/t_fused.log
   timeout 150 "$AGOQ_B/agoq_test_cuda" fused > $W/t_fused.log 2>&1; echo "fused tests rc=$? $(tail -1 $W/t_fused.log)"
 }
+gemm_tests() { # [s]: the GPU tests named "gemm" in at most $1 s (100) -> $W/t_gemm.log
+  timeout "${1:-100}" "$AGOQ_B/agoq_test_cuda" gemm > $W/t_gemm.log 2>&1; echo "gemm tests rc=$? $(tail -1 $W/t_gemm.log)"
+}
+records() { # [tests] [s]: the torch.compile peer and both kernel experiments (with "tests", the whole GPU suite
+  # beside the peer's compilation) in at most $2 s (default: what is left of LIM) -> $W/k, $OUT/k.tgz
+  local t=; [ "${1:-}" = tests ] && t=tests
+  OUT=$W/k TESTS=all T_TESTS=${T_TESTS:-300} T_KERNELS=${T_KERNELS:-150} timeout "${2:-$((LIM - SECONDS - 10))}" tools/device_kernels.sh "$AGOQ_B" $t peer kernels fused > $W/k_stdout.log 2>&1
+  grep -h "passed, " $W/k/device_kernels.log | tail -1; tail -2 $W/k/device_kernels.log; tar czf "$OUT/k.tgz" -C $W k k_stdout.log gpu.txt commit.stamp
+}
+# the thirty-eighth session's GEMM A/B cases (tokens = bytes / 16 KiB: -b 16M .. 256M is 1024 .. 16384)
+GEMM_AB=gemmwg_7b_fc1_wg,gemmwg_13b_qkv_wg,gemmwg_7b_out_wg,gemmwg_7b_fc2_wg,gemmwg_7b_tp8_fc1_wg,gemmwg_13b_tp8_fc1_wg,gemmwg_7b_tp8_out_wg,gemmwg_7b_tp8_fc2_wg,gemmwg_7b_fc2_wgq,gemmwg_7b_tp8_out_wgq,gemmwg_7b_fc1_lt,gemmwg_7b_tp8_out_lt
 suite() { # the whole GPU suite in what is left of LIM (at most $1 s) -> $OUT/tests.log
   local t=$((LIM - SECONDS - 20)); [ $t -gt "$1" ] && t=$1
   [ $t -gt 60 ] || return 0
@@ -110,8 +122,7 @@ if [ "$MODE" = s38 ]; then # the thirty-eighth session: on an H200 the GPU suite
   # (ONLY_H200=1: on another GPU nothing: a probe for an H200)
   if ! grep -q H200 $W/gpu.txt && [ -n "${ONLY_H200:-}" ]; then echo "not an H200: nothing run"; exit 0; fi
   if grep -q H200 $W/gpu.txt; then
-    OUT=$W/k TESTS=all T_TESTS=400 T_KERNELS=150 timeout $((LIM - 15)) tools/device_kernels.sh "$AGOQ_B" tests peer kernels fused > $W/k_stdout.log 2>&1
-    grep -h "passed, " $W/k/device_kernels.log | tail -1; tar czf "$OUT/k.tgz" -C $W .
+    T_TESTS=400 records tests
   else
     suite 300; tar czf "$OUT/n.tgz" -C $W .
     ncu_src rms_bwd_staged rmsnorm_bwd_fused; tar czf "$OUT/n.tgz" -C $W .
@@ -125,57 +136,41 @@ if [ "$MODE" = s38b ]; then # the RMSNorm backward's keep kernels with 4 stages 
   timeout 150 .carry/x/vars/st4/agoq_test_cuda fused > $W/t_fused_st4.log 2>&1; echo "st4 fused tests rc=$? $(tail -1 $W/t_fused_st4.log)"
   varab "${VR:-3}" rmsnorm_bwd_fused,rmsnorm_bwd_bf16 4G 64M fp4_e2m1
   tar czf "$OUT/g.tgz" -C $W .
-  if grep -q H200 $W/gpu.txt && [ $SECONDS -lt $((LIM - 300)) ]; then
-    OUT=$W/k TESTS=all T_TESTS=300 T_KERNELS=120 timeout $((LIM - SECONDS - 10)) tools/device_kernels.sh "$AGOQ_B" tests peer kernels fused > $W/k_stdout.log 2>&1
-    grep -h "passed, " $W/k/device_kernels.log | tail -1; tar czf "$OUT/k.tgz" -C $W k k_stdout.log gpu.txt commit.stamp
-  fi
+  grep -q H200 $W/gpu.txt && [ $SECONDS -lt $((LIM - 300)) ] && T_KERNELS=120 records tests
   exit 0
 fi
 if [ "$MODE" = s38r ]; then # the records: the torch.compile peer and both kernel experiments (on an H200
   # the whole GPU suite beside the peer's compilation too) -> k.tgz
-  t=; grep -q H200 $W/gpu.txt && t=tests
-  OUT=$W/k TESTS=all T_TESTS=300 T_KERNELS=150 timeout $((LIM - 15)) tools/device_kernels.sh "$AGOQ_B" $t peer kernels fused > $W/k_stdout.log 2>&1
-  grep -h "passed, " $W/k/device_kernels.log | tail -1; tail -3 $W/k/device_kernels.log; tar czf "$OUT/k.tgz" -C $W .
+  if grep -q H200 $W/gpu.txt; then records tests; else records; fi
   exit 0
 fi
 if [ "$MODE" = s38c ]; then # the GEMM consumers' descriptors before the wait (AGOQ_WG_DESC_EARLY=1, the
-  # default) against after it (vars/d0): the GEMM GPU tests, VR rounds (3) of ten GEMMs at 4096 /
-  # 16384 / 65536 tokens -> c.tgz; then experiments/gemm_wg.json with what is left -> g.tgz
-  timeout 100 "$AGOQ_B/agoq_test_cuda" gemm > $W/t_gemm.log 2>&1; echo "gemm tests rc=$? $(tail -1 $W/t_gemm.log)"
+  # default) against after it (vars/d0): the GEMM GPU tests, VR rounds (3) of ten GEMMs at 1024 /
+  # 4096 / 16384 tokens -> c.tgz; then experiments/gemm_wg.json with what is left -> g.tgz
+  gemm_tests
   varab "${VR:-3}" gemmwg_7b_fc1_wg,gemmwg_13b_qkv_wg,gemmwg_7b_fc2_wg,gemmwg_7b_tp8_fc1_wg,gemmwg_13b_tp8_fc1_wg,gemmwg_7b_tp8_out_wg,gemmwg_7b_fc2_wgq,gemmwg_7b_tp8_out_wgq,gemmwg_7b_fc1_lt,gemmwg_7b_tp8_fc1_lt 256M 16M
   tar czf "$OUT/c.tgz" -C $W .
   gemmb
   exit 0
 fi
-if [ "$MODE" = s38d ]; then # the GEMM's staging by cvt.rn.bf16x2 (AGOQ_WG_CVT=1, the default) against the
-  # integer rounding (vars/c0) and against both changes off (vars/d0 = DESC_EARLY=0 CVT=0): the GEMM
-  # GPU tests, VR rounds (3) of ten GEMMs at 1024 / 4096 / 16384 tokens -> c.tgz; then the GEMM bench -> g.tgz
-  timeout 100 "$AGOQ_B/agoq_test_cuda" gemm > $W/t_gemm.log 2>&1; echo "gemm tests rc=$? $(tail -1 $W/t_gemm.log)"
-  varab "${VR:-3}" gemmwg_7b_fc1_wg,gemmwg_13b_qkv_wg,gemmwg_7b_out_wg,gemmwg_7b_fc2_wg,gemmwg_7b_tp8_fc1_wg,gemmwg_13b_tp8_fc1_wg,gemmwg_7b_tp8_out_wg,gemmwg_7b_tp8_fc2_wg,gemmwg_7b_fc2_wgq,gemmwg_7b_tp8_out_wgq,gemmwg_7b_fc1_lt,gemmwg_7b_tp8_out_lt 256M 16M
-  tar czf "$OUT/c.tgz" -C $W .
-  gemmb
-  exit 0
-fi
-if [ "$MODE" = s38e ]; then # one call for an H200 (or any GPU): the GEMM part of s38d (tests, the cvt / early-
-  # descriptor A/B against vars/c0 and vars/d0, VR rounds) -> c.tgz; the RMSNorm backward's 4 stages
-  # (vars/st4) -> c.tgz; the GEMM bench; then the records (peer, kernels, fused) with the time left -> k.tgz
-  timeout 100 "$AGOQ_B/agoq_test_cuda" gemm > $W/t_gemm.log 2>&1; echo "gemm tests rc=$? $(tail -1 $W/t_gemm.log)"
+if [ "$MODE" = s38e ]; then # one call for an H200 (or any GPU): the GEMM GPU tests and the staging by
+  # cvt.rn.bf16x2 (AGOQ_WG_CVT) / early-descriptor A/B against vars/c0 (CVT=0) and vars/d0 (both 0), VR
+  # rounds (3) of $GEMM_AB -> c.tgz; the RMSNorm backward's 4 stages (vars/st4) -> c.tgz; the GEMM bench;
+  # then the records (peer, kernels, fused) with the time left -> k.tgz
+  gemm_tests
   mkdir -p $W/vg && mv .carry/x/vars/st4 $W/vg/ 2>/dev/null
-  varab "${VR:-3}" gemmwg_7b_fc1_wg,gemmwg_13b_qkv_wg,gemmwg_7b_out_wg,gemmwg_7b_fc2_wg,gemmwg_7b_tp8_fc1_wg,gemmwg_13b_tp8_fc1_wg,gemmwg_7b_tp8_out_wg,gemmwg_7b_tp8_fc2_wg,gemmwg_7b_fc2_wgq,gemmwg_7b_tp8_out_wgq,gemmwg_7b_fc1_lt,gemmwg_7b_tp8_out_lt 256M 16M
+  varab "${VR:-3}" $GEMM_AB 256M 16M
   mv $W/var $W/var_gemm; tar czf "$OUT/c.tgz" -C $W .
   rm -rf .carry/x/vars/c0 .carry/x/vars/d0; mv $W/vg/st4 .carry/x/vars/
   [ $SECONDS -lt $((LIM - 120)) ] && varab "${VR:-3}" rmsnorm_bwd_fused,rmsnorm_bwd_bf16 4G 64M fp4_e2m1
   tar czf "$OUT/c.tgz" -C $W .
   gemmb
-  if [ $SECONDS -lt $((LIM - 200)) ]; then
-    OUT=$W/k PEER_COMPILE_S=200 PEER_TIME_S=100 T_KERNELS=60 timeout $((LIM - SECONDS - 5)) tools/device_kernels.sh "$AGOQ_B" peer kernels fused > $W/k_stdout.log 2>&1
-    tail -2 $W/k/device_kernels.log; tar czf "$OUT/k.tgz" -C $W k k_stdout.log gpu.txt commit.stamp
-  fi
+  [ $SECONDS -lt $((LIM - 200)) ] && PEER_COMPILE_S=200 PEER_TIME_S=100 T_KERNELS=60 records
   exit 0
 fi
 if [ "$MODE" = rest ]; then suite 400; gemmb; exit 0; fi # the whole GPU suite, then the GEMM bench
 if [ "$MODE" = short ]; then
-  timeout 80 "$AGOQ_B/agoq_test_cuda" gemm > $W/t_gemm.log 2>&1; echo "gemm tests rc=$? $(tail -1 $W/t_gemm.log)"
+  gemm_tests 80
   timeout 40 "$AGOQ_B/agoq_test_cuda" l2pf > $W/t_l2pf.log 2>&1; echo "l2pf test rc=$? $(tail -1 $W/t_l2pf.log)"
   tar czf "$OUT/b.tgz" -C $W .
   ab tools/ab_s35.tsv "${AB_R:-2}" ab; tar czf "$OUT/b.tgz" -C $W .

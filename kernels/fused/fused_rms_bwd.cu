@@ -303,7 +303,7 @@ static void rms_bwd_staged_launch(const agoq_cuda_qparams &p, const agoq_cuda_qt
                                   const uint16_t *dy, const uint16_t *w, int rows, int cols, float eps, int rpg,
                                   uint16_t *dx, uint16_t *y, float *dw_partial, int log2b, float *dw, cudaStream_t s) {
     constexpr auto k = rms_bwd_staged_kernel<DEQ, DEC, BITS, NG, F6, F8, KEEP>;
-    constexpr size_t smem = rms_stages<NG, KEEP> * sizeof(rms_stage<NG>); /* 48 KB (NG = 2), 96 KB */
+    constexpr size_t smem = rms_stages<NG, KEEP> * sizeof(rms_stage<NG>); /* 16 KB a stage (NG = 2), 32 KB */
     static unsigned done = 0; /* per instantiation (fz_smem_optin) */
     static int per_sm[32];    /* its resident CTAs an SM per device, queried once (the fused reduction's grid) */
     const unsigned ngrp = (unsigned)((rows + rpg - 1) / rpg);
