@@ -460,8 +460,6 @@ __global__ void __launch_bounds__(THREADS, 1)
          * descriptors to be uniform-datapath values as B's are, which nvcc 13.0 did not do) */
         const int cw = AGOQ_WG_DESC_EARLY ? __shfl_sync(0xffffffffu, wg - 1, 0) : wg - 1;
         const int ct = tid - 128, lt = ct & 127; /* consumer thread, and its index in its warpgroup */
-        const size_t nbpr = DEQA ? (size_t)(p.k / p.qa.block) : 0;
-        float sc[4] = {0.0f, 0.0f, 0.0f, 0.0f}, zc[4] = {0.0f, 0.0f, 0.0f, 0.0f}; /* this k-tile's scales */
         float rs[2] = {0.0f, 0.0f}, rz[2] = {0.0f, 0.0f}; /* AGOQ_WG_DEQ_AHEAD: scales across tiles (dqr_mainloop) */
         const tile_walk<TN, CL, SK> w(tiles_m, tiles_n, ntiles, p.sk);
         int it = 0;
@@ -472,7 +470,23 @@ __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
             for (int i = 0; i < TN / 2; i++) d[i] = 0.0f;
             acc_fence(d); /* the zeros are written before the first wgmma.fence, not inside its stage */
-            if (DQ == 1) dq_scales(p, m0 + cw * 64, 0, nbpr, lt, sc, zc);
+            if constexpr (DQ == 1) { /* the shared-memory prologue: one mainloop per decoder and width
+                                      * (FP4, whose decoder is its table, by arithmetic) */
+                const uint32_t bufs = ring_s + ST * SB + (uint32_t)(2 * cw * DQ_TILE_BYTES);
+                auto run = [&](auto dec, auto bits) {
+                    dqs_mainloop<decltype(dec)::value, decltype(bits)::value>(p, &tab, d, ring_s, full_s, empty_s, bufs,
+                                                                              m0, cw, lt, ktiles, it);
+                };
+                using I4 = agoq_enc_t<4>;
+                using I8 = agoq_enc_t<8>;
+                const bool b4 = p.qa.bits == 4;
+                if (p.qa.enc == AGOQ_ENC_FP4) run(agoq_enc_t<AGOQ_ENC_FP4>(), I4());
+                else if (p.qa.dec == AGOQ_ENC_FP8_E4M3) run(agoq_enc_t<AGOQ_ENC_FP8_E4M3>(), I8());
+                else if (p.qa.dec == AGOQ_ENC_FP8_E5M2) run(agoq_enc_t<AGOQ_ENC_FP8_E5M2>(), I8());
+                else if (p.qa.dec == AGOQ_ENC_INT_SYM) b4 ? run(agoq_enc_t<AGOQ_ENC_INT_SYM>(), I4()) : run(agoq_enc_t<AGOQ_ENC_INT_SYM>(), I8());
+                else if (p.qa.dec == AGOQ_ENC_INT_ASYM) b4 ? run(agoq_enc_t<AGOQ_ENC_INT_ASYM>(), I4()) : run(agoq_enc_t<AGOQ_ENC_INT_ASYM>(), I8());
+                else b4 ? run(agoq_enc_t<AGOQ_ENC_TABLE>(), I4()) : run(agoq_enc_t<AGOQ_ENC_TABLE>(), I8());
+            }
             /* register prologue: one mainloop per decoder and code width, the decoders split over
              * two kernels (DQ 2 / 5: integer and FP4, DQ 3 / 6: FP8 and table; all six in one
              * kernel make ptxas serialize the wgmma for want of registers) */
@@ -497,7 +511,7 @@ __global__ void __launch_bounds__(THREADS, 1)
                 else if (p.qa.dec == D1) b4 ? run(agoq_enc_t<D1>(), I4()) : run(agoq_enc_t<D1>(), I8());
                 else b4 ? run(agoq_enc_t<D2>(), I4()) : run(agoq_enc_t<D2>(), I8());
             }
-            for (int kt = kb; (DQ < 2 || DQ == 4) && kt < ke; kt++, it++) {
+            for (int kt = kb; (DQ == 0 || DQ == 4) && kt < ke; kt++, it++) {
                 const uint32_t s = (uint32_t)it % ST;
                 /* AGOQ_WG_DESC_EARLY (DQ 0): the stage's descriptors before its full-barrier wait, so
                  * that the first wgmma issues right after the wait returns */
@@ -512,16 +526,6 @@ __global__ void __launch_bounds__(THREADS, 1)
                 mbar_wait(full_s + 8u * s, ((uint32_t)it / ST) & 1u);
                 uint32_t a = ring_s + s * SB + cw * 64 * 128;
                 const uint32_t b = ring_s + s * SB + AB;
-                if constexpr (DQ == 1) {
-                    /* every warp of this warpgroup is past the wgmma that read this buffer (k-tile kt - 2) */
-                    asm volatile("bar.sync %0, 128;" ::"r"(2 + cw) : "memory");
-                    uint8_t *buf = ring + ST * SB + (2 * cw + (kt & 1)) * DQ_TILE_BYTES;
-                    dq_tile(p, &tab, ring + s * SB + cw * 64 * (BK * p.qa.bits / 8), buf, lt, sc, zc);
-                    if (kt + 1 < ktiles) dq_scales(p, m0 + cw * 64, (kt + 1) * BK, nbpr, lt, sc, zc);
-                    asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); /* visible to wgmma */
-                    asm volatile("bar.sync %0, 128;" ::"r"(2 + cw) : "memory");
-                    a = saddr(buf);
-                }
                 if constexpr (DQ == 4) a = dqp_acquire(ring, ring_s, it) + cw * 64 * 128;
                 wg_fence();
                 /* a k-step's descriptors: the k-tile's plus its offset >> 4 (2048 or 32 bytes a

@@ -6,9 +6,9 @@
  *   registers (default)  each consumer thread decodes its own wgmma A fragment straight into
  *       registers (wgmma with A in registers: 4 x 2 bf16 a k-step), one k-step ahead of the
  *       tensor core, double-buffered; no shared-memory copy, no barrier.
- *   shared memory (AGOQ_WG_DEQ_SMEM=1, the first version)  each consumer warpgroup decodes its
- *       64 rows into a 128-byte-swizzled bf16 tile (two per warpgroup), fence.proxy.async and a
- *       warpgroup barrier hand it to the descriptor wgmma.
+ *   shared memory (AGOQ_WG_DEQ_SMEM=1)  each consumer warpgroup decodes its 64 rows of a k-tile
+ *       into a 128-byte-swizzled bf16 tile (two per warpgroup) while its previous k-tile's wgmma
+ *       run; fence.proxy.async and a warpgroup barrier hand it to the descriptor wgmma.
  * Register fragment of A (m64k16, bf16; as the accumulator's layout for 16 columns): thread lt of
  * the warpgroup owns rows r = 16 (lt / 32) + (lt % 32) / 4 and r + 8, columns 2q, 2q + 1 (q = lt % 4)
  * in registers 0 (row r) and 1 (row r + 8), columns 2q + 8, 2q + 9 in registers 2 and 3; the low
@@ -116,40 +116,124 @@ __device__ __forceinline__ void dqr_frag(const wg_params &p, const agoq_smem_tab
     a[3] = dqr_pack(agoq_dev_decode<DEC>(qa, tab, v[2], sc[1], zc[1]), agoq_dev_decode<DEC>(qa, tab, v[3], sc[1], zc[1]));
 }
 
-/* Shared-memory prologue (AGOQ_WG_DEQ_SMEM=1). Thread lt (0..127) of a consumer decodes groups g = lt + 128 i (i < 4) of
- * its 64 x 64 k-tile: row g / 8, columns 8 (g % 8) .. + 7; the block (>= 64 columns) is one per
- * row per k-tile. Scales (and zero points) of k-tile k0 for those rows, loaded a k-tile ahead. */
-__device__ __forceinline__ void dq_scales(const wg_params &p, int row0, int k0, size_t nbpr, int lt, float (&sc)[4],
-                                          float (&zc)[4]) {
+/* Shared-memory prologue (AGOQ_WG_DEQ_SMEM=1). Thread lt (0..127) of a consumer decodes row lt / 2
+ * of its 64 x 64 k-tile, columns 32 (lt % 2) .. + 31 (four 8-column groups); the block (>= 64
+ * columns) is one per row per k-tile: one scale (and zero point) a thread, of row row0 + lt / 2
+ * at column k0 (rows past M keep theirs: their codes are TMA zero fill). */
+template <int DEC>
+__device__ __forceinline__ void dq_scale(const wg_params &p, int row0, int k0, size_t nbpr, int lt, float &sc, float &zc) {
+    const int row = row0 + (lt >> 1);
+    if (row >= p.m) return;
+    const size_t blk = (size_t)row * nbpr + (size_t)(k0 / p.qa.block);
+    sc = agoq_dev_load_scale(p.aq.scales, blk, p.qa.bf16_scale);
+    if constexpr (DEC == AGOQ_ENC_INT_ASYM) zc = agoq_dev_load_scale(p.aq.zeros, blk, p.qa.bf16_scale);
+}
+/* Eight columns (four words of two bf16, the low half the even column) stored as 16-byte chunk c
+ * of row r in the 128-byte-swizzled K-major layout of the TMA's A tiles. */
+__device__ __forceinline__ void dq_put8(uint32_t buf, int r, int c, const uint32_t (&h)[4]) {
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(buf + (uint32_t)(r * 128 + ((c ^ (r & 7)) << 4))),
+                 "r"(h[0]), "r"(h[1]), "r"(h[2]), "r"(h[3])
+                 : "memory");
+}
+/* FP4 E2M1 of one row straight to bf16: the row's 8 magnitudes times its scale, each rounded once
+ * to bf16 (P[m] = bf16(e2m1[m] s), as value[code] * s and then bf16 elementwise), kept as their
+ * low bytes (lo0: m 0-3, lo1: m 4-7) and high bytes (hi0, hi1), so that one byte permute looks up
+ * four codes' low (or high) bytes. A negative code is the positive one's bf16 with the sign bit
+ * set: exact, as (-v) s = -(v s) and rounding to nearest even is symmetric (code 8, -0: 0x8000). */
+struct dq_fp4_tab {
+    uint32_t lo0, lo1, hi0, hi1;
+};
+__device__ __forceinline__ dq_fp4_tab dq_fp4_make(float s) {
+    const uint32_t p01 = dqr_pack(0.0f * s, 0.5f * s), p23 = dqr_pack(1.0f * s, 1.5f * s);
+    const uint32_t p45 = dqr_pack(2.0f * s, 3.0f * s), p67 = dqr_pack(4.0f * s, 6.0f * s);
+    return {__byte_perm(p01, p23, 0x6420u), __byte_perm(p45, p67, 0x6420u), __byte_perm(p01, p23, 0x7531u),
+            __byte_perm(p45, p67, 0x7531u)};
+}
+/* Eight FP4 codes (c: code e in bits 4e .. 4e + 3) -> four words of two bf16: 19 instructions
+ * (the byte permutes read only their selector's low 16 bits, four magnitudes). Word j's signs:
+ * byte j of c << 4 (bit 7: code 2j's sign) and byte j of c (bit 7: code 2j + 1's) permuted to
+ * bytes 1 and 3. */
+__device__ __forceinline__ void dq_fp4_word(uint32_t c, const dq_fp4_tab &t, uint32_t (&h)[4]) {
+    const uint32_t m = c & 0x77777777u, c4 = c << 4;
+    const uint32_t l0 = __byte_perm(t.lo0, t.lo1, m), h0 = __byte_perm(t.hi0, t.hi1, m);
+    const uint32_t l1 = __byte_perm(t.lo0, t.lo1, m >> 16), h1 = __byte_perm(t.hi0, t.hi1, m >> 16);
+    h[0] = __byte_perm(l0, h0, 0x5140u) | (__byte_perm(c4, c, 0x4000u) & 0x80008000u);
+    h[1] = __byte_perm(l0, h0, 0x7362u) | (__byte_perm(c4, c, 0x5010u) & 0x80008000u);
+    h[2] = __byte_perm(l1, h1, 0x5140u) | (__byte_perm(c4, c, 0x6020u) & 0x80008000u);
+    h[3] = __byte_perm(l1, h1, 0x7362u) | (__byte_perm(c4, c, 0x7030u) & 0x80008000u);
+}
+/* Codes of this consumer's 64 rows at `codes` (row pitch BK BITS / 8 bytes: thread lt's 32 codes
+ * at lt * 4 BITS, one or two 16-byte loads) -> bf16 values in the 128-byte-swizzled K-major layout
+ * at buf (a quarter warp stores 8 distinct 16-byte bank groups). FP4 by its row table above; the
+ * other decoders by the tile dequantizer's (agoq_tile_decode: bit-exact with agoq_dev_decode),
+ * rounded once to bf16 by dqr_pack. */
+template <int DEC, int BITS>
+__device__ __forceinline__ void dq_tile(const wg_params &p, const agoq_smem_table *tab, uint32_t codes, uint32_t buf,
+                                        int lt, float s, float z) {
+    const int r = lt >> 1, c0 = 4 * (lt & 1);
+    uint32_t w[BITS];
 #pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const int row = row0 + (lt >> 3) + 16 * i;
-        if (row >= p.m) continue;
-        const size_t blk = (size_t)row * nbpr + (size_t)(k0 / p.qa.block);
-        sc[i] = agoq_dev_load_scale(p.aq.scales, blk, p.qa.bf16_scale);
-        if (p.qa.kind == AGOQ_CODE_INT_ASYM) zc[i] = agoq_dev_load_scale(p.aq.zeros, blk, p.qa.bf16_scale);
+    for (int v = 0; v < BITS / 4; v++)
+        asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(w[4 * v]), "=r"(w[4 * v + 1]), "=r"(w[4 * v + 2]), "=r"(w[4 * v + 3])
+                     : "r"(codes + (uint32_t)(lt * 4 * BITS + 16 * v))
+                     : "memory");
+    if constexpr (DEC == AGOQ_ENC_FP4) {
+        const dq_fp4_tab t = dq_fp4_make(s);
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            uint32_t h[4];
+            dq_fp4_word(w[i], t, h);
+            dq_put8(buf, r, c0 + i, h);
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const uint64_t packed = BITS == 4 ? (uint64_t)w[i] : (uint64_t)w[2 * i] | (uint64_t)w[2 * i + 1] << 32;
+            float v[8];
+            agoq_tile_decode<DEC, BITS, 8>(p.qa, tab, packed, s, z, v);
+            uint32_t h[4];
+#pragma unroll
+            for (int e = 0; e < 4; e++) h[e] = dqr_pack(v[2 * e], v[2 * e + 1]);
+            dq_put8(buf, r, c0 + i, h);
+        }
     }
 }
-/* Group g of a bf16 tile (row g / 8, columns 8 (g % 8) .. + 7: four words of two bf16, the low
- * half the even column) stored in the 128-byte-swizzled K-major layout of the TMA's A tiles. */
-__device__ __forceinline__ void dq_put8(uint8_t *buf, int g, const uint32_t (&h)[4]) {
-    const int r = g >> 3, c = g & 7;
-    *reinterpret_cast<uint4 *>(buf + r * 128 + ((c ^ (r & 7)) << 4)) = make_uint4(h[0], h[1], h[2], h[3]);
-}
-/* Codes of this consumer's 64 rows (row pitch BK bits / 8 bytes) -> bf16 values (the
- * standalone decoder's, rounded once to bf16) in the 128-byte-swizzled K-major layout. */
-__device__ __forceinline__ void dq_tile(const wg_params &p, const agoq_smem_table *tab, const uint8_t *codes,
-                                        uint8_t *buf, int lt, const float (&sc)[4], const float (&zc)[4]) {
+/* The shared-memory prologue's mainloop over one tile (thirty-ninth session; before it the same
+ * hand-off with the generic per-group decoder dispatched in the loop and integer bf16 rounding,
+ * 0.24-0.29x of dequantize + cuBLASLt on the H200): consumer warpgroup cw decodes k-tile kt's 64
+ * rows into its bf16 tile kt % 2 while its wgmma of k-tile kt - 1 run (one k-tile of wgmma, 4 x
+ * m64n256k16, queued behind the decode instead of one k-step in the register prologue), then
+ * fence.proxy.async and a warpgroup barrier hand the tile to the descriptor wgmma. The barrier
+ * before the decode: every warp of the warpgroup is past the wait for k-tile kt - 2's wgmma, which
+ * read that tile. Scales (zero points) loaded a k-tile ahead. bufs: this warpgroup's two tiles. */
+template <int DEC, int BITS>
+__device__ __forceinline__ void dqs_mainloop(const wg_params &p, const agoq_smem_table *tab, float (&d)[128],
+                                             uint32_t ring_s, uint32_t full_s, uint32_t empty_s, uint32_t bufs, int m0,
+                                             int cw, int lt, int ktiles, int &it) {
+    constexpr int RB = BK * BITS / 8; /* code bytes of a row in a k-tile */
+    const size_t nbpr = (size_t)(p.k / p.qa.block);
+    const int row0 = m0 + cw * 64;
+    float sc = 0.0f, zc = 0.0f;
+    dq_scale<DEC>(p, row0, 0, nbpr, lt, sc, zc);
+    for (int kt = 0; kt < ktiles; kt++, it++) {
+        const uint32_t s = (uint32_t)it % STAGES;
+        float sn = sc, zn = zc;
+        if (kt + 1 < ktiles) dq_scale<DEC>(p, row0, (kt + 1) * BK, nbpr, lt, sn, zn);
+        mbar_wait(full_s + 8u * s, ((uint32_t)it / STAGES) & 1u);
+        nbar_sync(2 + cw, 128);
+        const uint32_t buf = bufs + (uint32_t)(kt & 1) * DQ_TILE_BYTES, st = ring_s + s * DQ_STAGE_BYTES;
+        dq_tile<DEC, BITS>(p, tab, st + (uint32_t)(cw * 64 * RB), buf, lt, sc, zc);
+        fence_proxy_async(); /* the decoded tile visible to wgmma */
+        nbar_sync(2 + cw, 128);
+        wg_fence();
+        const uint64_t da0 = sdesc(buf, 16, 1024), db0 = sdesc(st + CODE_BYTES, 16, 1024);
 #pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const int g = lt + 128 * i;
-        const uint64_t packed = agoq_dev_load_group(codes, (size_t)g, p.qa.bits);
-        float v[8];
-        agoq_dispatch_enc(p.qa.dec, [&](auto k) { agoq_dev_decode8<decltype(k)::value>(p.qa, tab, packed, sc[i], zc[i], v); });
-        uint32_t h[4];
-#pragma unroll
-        for (int e = 0; e < 4; e++) h[e] = (uint32_t)agoq_f32_to_bf16(v[2 * e]) | (uint32_t)agoq_f32_to_bf16(v[2 * e + 1]) << 16;
-        dq_put8(buf, g, h);
+        for (int kk = 0; kk < BK / 16; kk++) wgmma_256<0, 0>(d, da0 + (uint64_t)(kk * 2), db0 + (uint64_t)(kk * 2));
+        wg_commit();
+        wg_wait<1>(); /* k-tile kt - 1's wgmma are done: free its stage */
+        if (kt > 0 && (lt & 31) == 0) mbar_arrive(empty_s + 8u * ((uint32_t)(it - 1) % STAGES));
+        sc = sn, zc = zn;
     }
 }
 

@@ -91,7 +91,7 @@ __device__ __forceinline__ void dqp_tile(const agoq_cuda_qparams &qa, const agoq
         uint32_t h[4];
 #pragma unroll
         for (int e = 0; e < 4; e++) h[e] = dqr_pack(v[2 * e], v[2 * e + 1]);
-        dq_put8(buf, g, h);
+        dq_put8(saddr(buf), g >> 3, g & 7, h);
     }
 }
 /* Epilogue of the tile at (m0, n0): wait for the consumers' staged C, store it, free the staging. */

@@ -357,8 +357,10 @@ extern "C" int agoq_wg_fwd_deqa(int M, int N, int K, const agoq_fq *qx, agoq_dqt
     make_map(&l.ma, xq.codes, K * bits / 8, M, BM, true, BK * bits / 8); /* codes [M][K bits / 8] */
     make_map(&l.mb, W, K, N, BN);
     l.p = {M, N, K, R, Y, agoq_cuda_qparams{}, agoq_dqt{}, MN_BOX_BYTES, 1024u, qx->p, xq, kn.group_m, agoq_wg_sk{}, NULL, NULL};
-    /* the A fragments decoded in registers; AGOQ_WG_DEQ_SMEM=1: through shared memory (gemm_wg_deq.cuh);
-     * AGOQ_WG_DEQ_PRODUCER=1 (before SMEM): by the epilogue warps (gemm_wg_dqp.cuh) */
+    /* the A fragments decoded in registers; AGOQ_WG_DEQ_SMEM=1: a k-tile at a time into a shared bf16
+     * tile while the previous k-tile's wgmma run (gemm_wg_deq.cuh's dqs_mainloop, rewritten in the
+     * thirty-ninth session: FP4 by a per-row bf16 table); AGOQ_WG_DEQ_PRODUCER=1 (before SMEM): by
+     * the epilogue warps (gemm_wg_dqp.cuh) */
     if (kn.deq_producer) launch<0, 0, false, 4>(l);
     else if (kn.deq_smem) launch<0, 0, false, 1>(l);
     else {
