@@ -21,7 +21,7 @@
 #          -> ab2.tgz
 # l2pf (thirty-sixth session): the fused GPU tests, tools/ab_s36.tsv (AGOQ_FWD_L2PF auto / 0 / 1 / 2 / 3), on an
 # H200 tools/ab_s32e.tsv, then the whole GPU suite cut at LIM -> c.tgz, tests.log.
-# s37, s37b, s37c, rest (thirty-seventh session), s38, s38b, s38r, s38c, s38e (thirty-eighth): see their
+# s37, s37b, s37c, rest (thirty-seventh session), s38, s38b, s38r, s38c, s38e (thirty-eighth), s39: see their
 # blocks below.
 # short: the GEMM GPU tests and the L2PF test at the defaults, the L2PF A/B (AB_R rounds, 2),
 # a two-round varab on four GEMMs -> b.tgz.
@@ -52,6 +52,20 @@ records() { # [tests] [s]: the torch.compile peer and both kernel experiments (w
   local t=; [ "${1:-}" = tests ] && t=tests
   OUT=$W/k TESTS=all T_TESTS=${T_TESTS:-300} T_KERNELS=${T_KERNELS:-150} timeout "${2:-$((LIM - SECONDS - 10))}" tools/device_kernels.sh "$AGOQ_B" $t peer kernels fused > $W/k_stdout.log 2>&1
   grep -h "passed, " $W/k/device_kernels.log | tail -1; tail -2 $W/k/device_kernels.log; tar czf "$OUT/k.tgz" -C $W k k_stdout.log gpu.txt commit.stamp
+}
+deqab() { # rounds: the stored-A prologue (FC2 of 7B / 13B from its FP4 copy, 64 MiB .. 1 GiB, with the
+  # dequantize + cuBLASLt reference) three ways, each round in turn: reg (this build: registers, FP4 by
+  # the row tables), smem (AGOQ_WG_DEQ_SMEM=1) and r0 (vars/r0: the register path's FP4 by arithmetic)
+  local d=$W/deq r v c; mkdir -p $d
+  local a="kernels -q --cases gemmwg_7b_fc2_ltd,gemmwg_7b_fc2_wgd,gemmwg_13b_fc2_ltd,gemmwg_13b_fc2_wgd --formats fp4_e2m1 -b 64M -e 1G -f 4 -n 10 -w 3"
+  for r in $(seq 1 "$1"); do
+    for v in $([ $((r % 2)) = 0 ] && echo r0 smem reg || echo reg smem r0); do
+      [ $SECONDS -lt $((LIM - 60)) ] || break 2
+      case $v in reg) c="$AGOQ_B/agoq" ;; smem) c="env AGOQ_WG_DEQ_SMEM=1 $AGOQ_B/agoq" ;; r0) c=.carry/x/vars/r0/agoq ;; esac
+      timeout 120 $c $a --out $d/r${r}_var$v.json > $d/r${r}_$v.log 2>&1; echo "deqab r$r $v rc=$? at $SECONDS s"
+    done
+  done
+  python3 tools/ab_table.py --tsv $d > $d/ab.tsv && python3 tools/ab_table.py $d/ab.tsv --base reg > $d/ab.txt; head -40 $d/ab.txt
 }
 # the thirty-eighth session's GEMM A/B cases (tokens = bytes / 16 KiB: -b 16M .. 256M is 1024 .. 16384)
 GEMM_AB=gemmwg_7b_fc1_wg,gemmwg_13b_qkv_wg,gemmwg_7b_out_wg,gemmwg_7b_fc2_wg,gemmwg_7b_tp8_fc1_wg,gemmwg_13b_tp8_fc1_wg,gemmwg_7b_tp8_out_wg,gemmwg_7b_tp8_fc2_wg,gemmwg_7b_fc2_wgq,gemmwg_7b_tp8_out_wgq,gemmwg_7b_fc1_lt,gemmwg_7b_tp8_out_lt
@@ -166,6 +180,14 @@ if [ "$MODE" = s38e ]; then # one call for an H200 (or any GPU): the GEMM GPU te
   tar czf "$OUT/c.tgz" -C $W .
   gemmb
   [ $SECONDS -lt $((LIM - 200)) ] && PEER_COMPILE_S=200 PEER_TIME_S=100 T_KERNELS=60 records
+  exit 0
+fi
+if [ "$MODE" = s39 ]; then # the thirty-ninth session: the GEMM GPU tests (the prologue's bit-exact test runs the
+  # register and shared-memory paths), the prologue three ways (deqab: vars/r0 = AGOQ_WG_DQR_FP4_TAB=0),
+  # then the GEMM bench -> c.tgz, g.tgz
+  gemm_tests 150
+  deqab "${VR:-3}"; tar czf "$OUT/c.tgz" -C $W .
+  gemmb
   exit 0
 fi
 if [ "$MODE" = rest ]; then suite 400; gemmb; exit 0; fi # the whole GPU suite, then the GEMM bench

@@ -509,7 +509,8 @@ __global__ void __launch_bounds__(THREADS, 1)
                 using I8 = agoq_enc_t<8>;
                 if (p.qa.dec == D0) b4 ? run(agoq_enc_t<D0>(), I4()) : run(agoq_enc_t<D0>(), I8());
                 else if (p.qa.dec == D1) b4 ? run(agoq_enc_t<D1>(), I4()) : run(agoq_enc_t<D1>(), I8());
-                else b4 ? run(agoq_enc_t<D2>(), I4()) : run(agoq_enc_t<D2>(), I8());
+                else if constexpr (D2 != AGOQ_ENC_FP4 || AH) /* FP4 (by arithmetic) implies AH: not in kernel 2 */
+                    b4 ? run(agoq_enc_t<D2>(), I4()) : run(agoq_enc_t<D2>(), I8());
             }
             for (int kt = kb; (DQ == 0 || DQ == 4) && kt < ke; kt++, it++) {
                 const uint32_t s = (uint32_t)it % ST;

@@ -18,6 +18,14 @@
 #ifndef AGOQ_GEMM_WG_DEQ_CUH
 #define AGOQ_GEMM_WG_DEQ_CUH
 
+/* AGOQ_WG_DQR_FP4_TAB (compile time, default 1; 0: the kernels before the thirty-ninth session, for
+ * the A/B): the register prologue decodes FP4 through the rows' bf16 tables (dq_fp4_make, two a
+ * k-tile; 11 integer instructions for a row's four codes of a k-step) instead of by arithmetic
+ * (agoq_tile_decode's permutes, 4 FMUL and 2 cvt: about 24). Same bits. */
+#ifndef AGOQ_WG_DQR_FP4_TAB
+#define AGOQ_WG_DQR_FP4_TAB 1
+#endif
+
 /* d[64 x 256] += A(64 x 16, registers) B(16 x 256); TB: B is N-major in shared memory. */
 template <int TB>
 __device__ __forceinline__ void wgmma_256_ra(float (&d)[128], const uint32_t (&a)[4], uint64_t db) {
@@ -68,6 +76,29 @@ __device__ __forceinline__ void dqr_codes(uint32_t row, int kk, int q, uint32_t 
 }
 /* dqr_pack (gemm_wg.cu): two values rounded to bf16 by one cvt.rn.bf16x2.f32 (a NaN in A gives
  * NaN in C either way). */
+/* FP4 E2M1 of one row straight to bf16: the row's 8 magnitudes times its scale, each rounded once
+ * to bf16 (P[m] = bf16(e2m1[m] s), as value[code] * s and then bf16 elementwise), kept as their
+ * low bytes (lo0: m 0-3, lo1: m 4-7) and high bytes (hi0, hi1), so that one byte permute looks up
+ * four codes' low (or high) bytes. A negative code is the positive one's bf16 with the sign bit
+ * set: exact, as (-v) s = -(v s) and rounding to nearest even is symmetric (code 8, -0: 0x8000). */
+struct dq_fp4_tab {
+    uint32_t lo0, lo1, hi0, hi1;
+};
+__device__ __forceinline__ dq_fp4_tab dq_fp4_make(float s) {
+    const uint32_t p01 = dqr_pack(0.0f * s, 0.5f * s), p23 = dqr_pack(1.0f * s, 1.5f * s);
+    const uint32_t p45 = dqr_pack(2.0f * s, 3.0f * s), p67 = dqr_pack(4.0f * s, 6.0f * s);
+    return {__byte_perm(p01, p23, 0x6420u), __byte_perm(p45, p67, 0x6420u), __byte_perm(p01, p23, 0x7531u),
+            __byte_perm(p45, p67, 0x7531u)};
+}
+/* Four FP4 codes (c's low 16 bits: code e in bits 4e .. 4e + 3) -> two words of two bf16 (the
+ * byte permutes read only their selector's low 16 bits: four magnitudes). Word j's signs: byte j
+ * of c << 4 (bit 7: code 2j's sign) and byte j of c (bit 7: code 2j + 1's) permuted to bits 15, 31. */
+__device__ __forceinline__ void dq_fp4_quad(uint32_t c, const dq_fp4_tab &t, uint32_t &w0, uint32_t &w1) {
+    const uint32_t m = c & 0x7777u, c4 = c << 4;
+    const uint32_t l = __byte_perm(t.lo0, t.lo1, m), h = __byte_perm(t.hi0, t.hi1, m);
+    w0 = __byte_perm(l, h, 0x5140u) | (__byte_perm(c4, c, 0x4000u) & 0x80008000u);
+    w1 = __byte_perm(l, h, 0x7362u) | (__byte_perm(c4, c, 0x5010u) & 0x80008000u);
+}
 /* This thread's A fragment of k-step kk: rows r0 (codes at c0) and r0 + 8 (c1), the decoder DEC; PRE
  * (AGOQ_WG_DEQ_AHEAD=1): the 4-bit table decoder takes the codes from w (the two rows' 32 bytes of
  * the k-tile, loaded by dqr_mainloop at the k-tile's start; k-step kk: words 2 kk and 2 kk + 1), and so does FP4 decoded by
@@ -77,7 +108,8 @@ __device__ __forceinline__ void dqr_codes(uint32_t row, int kk, int q, uint32_t 
 template <int DEC, int BITS, bool PRE>
 __device__ __forceinline__ void dqr_frag(const wg_params &p, const agoq_smem_table *tab, uint32_t c0,
                                          uint32_t c1, int kk, int q, const float (&sc)[2], const float (&zc)[2],
-                                         const float2 *pairs, const uint32_t (&w)[2][8], uint32_t (&a)[4]) {
+                                         const float2 *pairs, const uint32_t (&w)[2][8], const dq_fp4_tab (&ft)[2],
+                                         uint32_t (&a)[4]) {
     if constexpr (DEC == AGOQ_ENC_TABLE && BITS == 4) { /* a byte = the two codes of a register */
         uint32_t x0, y0, x1, y1;
         if constexpr (PRE) {
@@ -95,14 +127,26 @@ __device__ __forceinline__ void dqr_frag(const wg_params &p, const agoq_smem_tab
         a[3] = dqr_pack(p3.x * sc[1], p3.y * sc[1]);
         return;
     }
-    if constexpr (DEC == AGOQ_ENC_FP4 && BITS == 4 && PRE) { /* FP4 by arithmetic (AGOQ_WG_DEQ_FP4=arith) */
+    if constexpr (DEC == AGOQ_ENC_FP4 && BITS == 4 && (PRE || AGOQ_WG_DQR_FP4_TAB)) { /* AGOQ_WG_DEQ_FP4=arith */
         const uint32_t sel = (uint32_t)q | (uint32_t)(4 + q) << 4; /* byte q of each word */
+        uint32_t x[2], y[2]; /* the rows' 16 codes of k-step kk: the k-tile's preloaded (PRE) or loaded now */
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            if constexpr (PRE) x[h] = w[h][2 * kk], y[h] = w[h][2 * kk + 1];
+            else
+                asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(x[h]), "=r"(y[h]) : "r"((h ? c1 : c0) + kk * 8) : "memory");
+        }
 #pragma unroll
         for (int h = 0; h < 2; h++) { /* row r0 + 8 h: columns 2q, 2q + 1 (x) and 2q + 8, 2q + 9 (y) */
-            float v[4];
-            agoq_tile_decode<AGOQ_ENC_FP4, 4, 4>(p.qa, tab, __byte_perm(w[h][2 * kk], w[h][2 * kk + 1], sel), sc[h], 0.0f, v);
-            a[h] = dqr_pack(v[0], v[1]);
-            a[2 + h] = dqr_pack(v[2], v[3]);
+            const uint32_t c = __byte_perm(x[h], y[h], sel);
+            if constexpr (AGOQ_WG_DQR_FP4_TAB) {
+                dq_fp4_quad(c, ft[h], a[h], a[2 + h]);
+            } else {
+                float v[4];
+                agoq_tile_decode<AGOQ_ENC_FP4, 4, 4>(p.qa, tab, c, sc[h], 0.0f, v);
+                a[h] = dqr_pack(v[0], v[1]);
+                a[2 + h] = dqr_pack(v[2], v[3]);
+            }
         }
         return;
     }
@@ -135,33 +179,6 @@ __device__ __forceinline__ void dq_put8(uint32_t buf, int r, int c, const uint32
                  "r"(h[0]), "r"(h[1]), "r"(h[2]), "r"(h[3])
                  : "memory");
 }
-/* FP4 E2M1 of one row straight to bf16: the row's 8 magnitudes times its scale, each rounded once
- * to bf16 (P[m] = bf16(e2m1[m] s), as value[code] * s and then bf16 elementwise), kept as their
- * low bytes (lo0: m 0-3, lo1: m 4-7) and high bytes (hi0, hi1), so that one byte permute looks up
- * four codes' low (or high) bytes. A negative code is the positive one's bf16 with the sign bit
- * set: exact, as (-v) s = -(v s) and rounding to nearest even is symmetric (code 8, -0: 0x8000). */
-struct dq_fp4_tab {
-    uint32_t lo0, lo1, hi0, hi1;
-};
-__device__ __forceinline__ dq_fp4_tab dq_fp4_make(float s) {
-    const uint32_t p01 = dqr_pack(0.0f * s, 0.5f * s), p23 = dqr_pack(1.0f * s, 1.5f * s);
-    const uint32_t p45 = dqr_pack(2.0f * s, 3.0f * s), p67 = dqr_pack(4.0f * s, 6.0f * s);
-    return {__byte_perm(p01, p23, 0x6420u), __byte_perm(p45, p67, 0x6420u), __byte_perm(p01, p23, 0x7531u),
-            __byte_perm(p45, p67, 0x7531u)};
-}
-/* Eight FP4 codes (c: code e in bits 4e .. 4e + 3) -> four words of two bf16: 19 instructions
- * (the byte permutes read only their selector's low 16 bits, four magnitudes). Word j's signs:
- * byte j of c << 4 (bit 7: code 2j's sign) and byte j of c (bit 7: code 2j + 1's) permuted to
- * bytes 1 and 3. */
-__device__ __forceinline__ void dq_fp4_word(uint32_t c, const dq_fp4_tab &t, uint32_t (&h)[4]) {
-    const uint32_t m = c & 0x77777777u, c4 = c << 4;
-    const uint32_t l0 = __byte_perm(t.lo0, t.lo1, m), h0 = __byte_perm(t.hi0, t.hi1, m);
-    const uint32_t l1 = __byte_perm(t.lo0, t.lo1, m >> 16), h1 = __byte_perm(t.hi0, t.hi1, m >> 16);
-    h[0] = __byte_perm(l0, h0, 0x5140u) | (__byte_perm(c4, c, 0x4000u) & 0x80008000u);
-    h[1] = __byte_perm(l0, h0, 0x7362u) | (__byte_perm(c4, c, 0x5010u) & 0x80008000u);
-    h[2] = __byte_perm(l1, h1, 0x5140u) | (__byte_perm(c4, c, 0x6020u) & 0x80008000u);
-    h[3] = __byte_perm(l1, h1, 0x7362u) | (__byte_perm(c4, c, 0x7030u) & 0x80008000u);
-}
 /* Codes of this consumer's 64 rows at `codes` (row pitch BK BITS / 8 bytes: thread lt's 32 codes
  * at lt * 4 BITS, one or two 16-byte loads) -> bf16 values in the 128-byte-swizzled K-major layout
  * at buf (a quarter warp stores 8 distinct 16-byte bank groups). FP4 by its row table above; the
@@ -183,7 +200,8 @@ __device__ __forceinline__ void dq_tile(const wg_params &p, const agoq_smem_tabl
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             uint32_t h[4];
-            dq_fp4_word(w[i], t, h);
+            dq_fp4_quad(w[i], t, h[0], h[1]);
+            dq_fp4_quad(w[i] >> 16, t, h[2], h[3]);
             dq_put8(buf, r, c0 + i, h);
         }
     } else {
@@ -259,7 +277,8 @@ __device__ __forceinline__ void dqr_mainloop(const wg_params &p, const agoq_smem
                                              int m0, int m0_next, bool first, float (&sc)[2], float (&zc)[2], int cw,
                                              int lt, int ktiles, int &it) {
     constexpr int RB = BK * BITS / 8; /* code bytes of a row in a k-tile */
-    constexpr bool kPre = AH && (DEC == AGOQ_ENC_TABLE || DEC == AGOQ_ENC_FP4) && BITS == 4; /* the k-tile's codes at once */
+    /* the k-tile's codes at once (FP4 through the row tables: per k-step, their 8 registers instead of 16) */
+    constexpr bool kPre = AH && (DEC == AGOQ_ENC_TABLE || (DEC == AGOQ_ENC_FP4 && !AGOQ_WG_DQR_FP4_TAB)) && BITS == 4;
     const int q = lt & 3, r0 = cw * 64 + (lt >> 5) * 16 + ((lt & 31) >> 2);
     const size_t nbpr = (size_t)(p.k / p.qa.block);
     if (!AH || first) dqr_scales<DEC>(p, m0 + r0, 0, nbpr, sc, zc);
@@ -278,9 +297,11 @@ __device__ __forceinline__ void dqr_mainloop(const wg_params &p, const agoq_smem
                                  : "=r"(w[h][4 * v]), "=r"(w[h][4 * v + 1]), "=r"(w[h][4 * v + 2]), "=r"(w[h][4 * v + 3])
                                  : "r"(c0 + h * 8 * RB + 16 * v)
                                  : "memory");
+        dq_fp4_tab ft[2] = {};
+        if constexpr (DEC == AGOQ_ENC_FP4 && BITS == 4 && AGOQ_WG_DQR_FP4_TAB) ft[0] = dq_fp4_make(sc[0]), ft[1] = dq_fp4_make(sc[1]);
 #pragma unroll
         for (int kk = 0; kk < BK / 16; kk++) {
-            dqr_frag<DEC, BITS, kPre>(p, tab, c0, c0 + 8 * RB, kk, q, sc, zc, pairs, w, af[kk & 1]);
+            dqr_frag<DEC, BITS, kPre>(p, tab, c0, c0 + 8 * RB, kk, q, sc, zc, pairs, w, ft, af[kk & 1]);
             if (AH && kk == 0) { /* a k-tile ahead: the next k-tile's scales, or the next tile's first */
                 if (kt + 1 < ktiles) dqr_scales<DEC>(p, m0 + r0, (kt + 1) * BK, nbpr, sn, zn);
                 else if (m0_next >= 0) dqr_scales<DEC>(p, m0_next + r0, 0, nbpr, sn, zn);
