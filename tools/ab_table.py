@@ -3,10 +3,11 @@
 
   python3 tools/ab_table.py --tsv DIR
       DIR holds r<round>_var<value>.json (one `agoq kernels` / `agoq run` per round and value);
-      prints one TSV row per record: round, var, case, format, bytes, median_ms, copy_ratio.
+      prints one TSV row per record: round, var, case, format, bytes, median_ms, copy_ratio (or,
+      with --metric NAME, the records' field NAME, e.g. vs_cublas_quant; records without it are left out).
   python3 tools/ab_table.py FILE.tsv [--base V] [--margin M]
       compares every value with the base (default: the first value in the file): per case,
-      format and size the copy ratio of each value (mean over rounds) and its difference from the
+      format and size the copy ratio (the file's last column) of each value (mean over rounds) and its difference from the
       base's; then per case and format, for each other value, the smallest and the mean
       difference over sizes and rounds, and "wins" when the value is at least M (default 0.01)
       above the base in every (round, size) both have, "loses" when below by M in every one.
@@ -23,24 +24,25 @@ import sys
 COLS = ["round", "var", "case", "format", "bytes", "median_ms", "copy_ratio"]
 
 
-def to_tsv(d):
-    print("\t".join(COLS))
+def to_tsv(d, metric):
+    print("\t".join(COLS[:-1] + [metric]))
     for f in sorted(glob.glob(d + "/r*_var*.json")):
         r, v = re.search(r"r(\d+)_var([^/]+)\.json$", f).groups()
         for x in json.load(open(f))["records"]:
-            if x.get("group") == "reference":
+            if x.get("group") == "reference" or metric not in x:
                 continue
             print("\t".join([r, v, x["case"], x.get("format", "-"), str(x["bytes"]), "%.5f" % x["median_ms"],
-                             "%.4f" % x["copy_ratio"]]))
+                             "%.4f" % x[metric]]))
 
 
 def compare(path, base, margin):
     ratio = collections.defaultdict(dict)  # (case, format, var) -> {(round, bytes): copy_ratio}
     order = []
-    for r in csv.DictReader(open(path), delimiter="\t"):
+    rows = csv.DictReader(open(path), delimiter="\t")
+    for r in rows:
         if r["var"] not in order:
             order.append(r["var"])
-        ratio[(r["case"], r["format"], r["var"])][(r["round"], int(r["bytes"]))] = float(r["copy_ratio"])
+        ratio[(r["case"], r["format"], r["var"])][(r["round"], int(r["bytes"]))] = float(r[rows.fieldnames[-1]])
     if not order:
         sys.exit("ab_table: %s has no rows" % path)
     base = base if base is not None else order[0]
@@ -72,9 +74,10 @@ def main():
     ap.add_argument("--tsv", metavar="DIR")
     ap.add_argument("--base")
     ap.add_argument("--margin", type=float, default=0.01)
+    ap.add_argument("--metric", default="copy_ratio")
     a = ap.parse_args()
     if a.tsv:
-        to_tsv(a.tsv)
+        to_tsv(a.tsv, a.metric)
     elif a.path:
         compare(a.path, a.base, a.margin)
     else:

@@ -53,19 +53,24 @@ records() { # [tests] [s]: the torch.compile peer and both kernel experiments (w
   OUT=$W/k TESTS=all T_TESTS=${T_TESTS:-300} T_KERNELS=${T_KERNELS:-150} timeout "${2:-$((LIM - SECONDS - 10))}" tools/device_kernels.sh "$AGOQ_B" $t peer kernels fused > $W/k_stdout.log 2>&1
   grep -h "passed, " $W/k/device_kernels.log | tail -1; tail -2 $W/k/device_kernels.log; tar czf "$OUT/k.tgz" -C $W k k_stdout.log gpu.txt commit.stamp
 }
-deqab() { # rounds: the stored-A prologue (FC2 of 7B / 13B from its FP4 copy, 64 MiB .. 1 GiB, with the
-  # dequantize + cuBLASLt reference) three ways, each round in turn: reg (this build: registers, FP4 by
-  # the row tables), smem (AGOQ_WG_DEQ_SMEM=1) and r0 (vars/r0: the register path's FP4 by arithmetic)
-  local d=$W/deq r v c; mkdir -p $d
+deqab() { # rounds [ways]: the stored-A prologue (FC2 of 7B / 13B from its FP4 copy, 64 MiB .. 1 GiB, with the
+  # dequantize + cuBLASLt reference), each round every way in turn (even rounds reversed); ways (default
+  # "reg smem r0"): reg (this build: registers, FP4 by the row tables), smem (AGOQ_WG_DEQ_SMEM=1), smem4
+  # (=4: 4 stages, AGOQ_WG_DQS_BUFS4 tiles), r0 (vars/r0: the register path's FP4 by arithmetic), b2
+  # (vars/b2 with =4: two tiles a consumer)
+  local d=$W/deq r v c ways=${2:-reg smem r0}; mkdir -p $d
   local a="kernels -q --cases gemmwg_7b_fc2_ltd,gemmwg_7b_fc2_wgd,gemmwg_13b_fc2_ltd,gemmwg_13b_fc2_wgd --formats fp4_e2m1 -b 64M -e 1G -f 4 -n 10 -w 3"
   for r in $(seq 1 "$1"); do
-    for v in $([ $((r % 2)) = 0 ] && echo r0 smem reg || echo reg smem r0); do
+    for v in $([ $((r % 2)) = 0 ] && echo $ways | tr ' ' '\n' | tac || echo $ways); do
       [ $SECONDS -lt $((LIM - 60)) ] || break 2
-      case $v in reg) c="$AGOQ_B/agoq" ;; smem) c="env AGOQ_WG_DEQ_SMEM=1 $AGOQ_B/agoq" ;; r0) c=.carry/x/vars/r0/agoq ;; esac
+      case $v in reg) c="$AGOQ_B/agoq" ;; smem) c="env AGOQ_WG_DEQ_SMEM=1 $AGOQ_B/agoq" ;; smem4) c="env AGOQ_WG_DEQ_SMEM=4 $AGOQ_B/agoq" ;;
+        r0) c=.carry/x/vars/r0/agoq ;; b2) c="env AGOQ_WG_DEQ_SMEM=4 .carry/x/vars/b2/agoq" ;; esac
       timeout 120 $c $a --out $d/r${r}_var$v.json > $d/r${r}_$v.log 2>&1; echo "deqab r$r $v rc=$? at $SECONDS s"
     done
   done
-  python3 tools/ab_table.py --tsv $d > $d/ab.tsv && python3 tools/ab_table.py $d/ab.tsv --base reg > $d/ab.txt; head -40 $d/ab.txt
+  python3 tools/ab_table.py --tsv $d > $d/ab.tsv && python3 tools/ab_table.py $d/ab.tsv --base ${ways%% *} > $d/ab.txt
+  python3 tools/ab_table.py --tsv $d --metric vs_cublas_quant > $d/ab_vsq.tsv && python3 tools/ab_table.py $d/ab_vsq.tsv --base ${ways%% *} > $d/ab_vsq.txt
+  head -20 $d/ab_vsq.txt
 }
 # the thirty-eighth session's GEMM A/B cases (tokens = bytes / 16 KiB: -b 16M .. 256M is 1024 .. 16384)
 GEMM_AB=gemmwg_7b_fc1_wg,gemmwg_13b_qkv_wg,gemmwg_7b_out_wg,gemmwg_7b_fc2_wg,gemmwg_7b_tp8_fc1_wg,gemmwg_13b_tp8_fc1_wg,gemmwg_7b_tp8_out_wg,gemmwg_7b_tp8_fc2_wg,gemmwg_7b_fc2_wgq,gemmwg_7b_tp8_out_wgq,gemmwg_7b_fc1_lt,gemmwg_7b_tp8_out_lt
@@ -188,6 +193,22 @@ if [ "$MODE" = s39 ]; then # the thirty-ninth session: the GEMM GPU tests (the p
   gemm_tests 150
   deqab "${VR:-3}"; tar czf "$OUT/c.tgz" -C $W .
   gemmb
+  exit 0
+fi
+if [ "$MODE" = s39b ]; then # the GEMM GPU tests, the prologue four ways (deqab reg smem smem4 b2), ncu of the
+  # 4-stage prologue and the register one at 7B FC2 / 4096 tokens -> c.tgz
+  gemm_tests 150
+  deqab "${VR:-3}" "smem4 smem b2 reg"; tar czf "$OUT/c.tgz" -C $W .
+  if [ $SECONDS -lt $((LIM - 150)) ] && command -v ncu > /dev/null; then
+    mkdir -p $W/ncu
+    for v in smem4 reg; do
+      env AGOQ_WG_DEQ_SMEM=$([ $v = smem4 ] && echo 4 || echo 0) timeout 60 ncu --clock-control none -k regex:wg_kernel -c 1 \
+        --section SpeedOfLight --section WarpStateStats --section ComputeWorkloadAnalysis --section SchedulerStats \
+        "$AGOQ_B/agoq" kernels --cases gemmwg_7b_fc2_wgd --formats fp4_e2m1 -b 64M -e 64M -n 1 -w 0 --no-check -q \
+        -o /tmp/ncu_k.json > $W/ncu/$v.txt 2>&1; echo "ncu $v rc=$? at $SECONDS s"
+    done
+    tar czf "$OUT/c.tgz" -C $W .
+  fi
   exit 0
 fi
 if [ "$MODE" = rest ]; then suite 400; gemmb; exit 0; fi # the whole GPU suite, then the GEMM bench

@@ -125,6 +125,15 @@ constexpr int CODE_BYTES = BM * BK;                 /* 8-bit codes; 4-bit use ha
 constexpr int DQ_STAGE_BYTES = CODE_BYTES + B_BYTES;
 constexpr int DQ_TILE_BYTES = 64 * BK * 2;          /* one consumer's bf16 A k-tile */
 constexpr int DQ_SMEM_BYTES = STAGES * DQ_STAGE_BYTES + 4 * DQ_TILE_BYTES + C_BYTES + 1024;
+/* The shared-memory prologue on 4 stages (AGOQ_WG_DEQ_SMEM=4, thirty-ninth session; 4-bit codes
+ * whose decoders need no shared table: FP4, int4): 36 KB stages, AGOQ_WG_DQS_BUFS4 bf16 tiles a
+ * consumer (default 3: two k-tiles of wgmma queued behind a decode), C staged in halves. */
+#ifndef AGOQ_WG_DQS_BUFS4
+#define AGOQ_WG_DQS_BUFS4 3
+#endif
+constexpr int DQ4_STAGE_BYTES = CODE_BYTES / 2 + B_BYTES;
+constexpr int DQ4_SMEM_BYTES = 4 * DQ4_STAGE_BYTES + 2 * AGOQ_WG_DQS_BUFS4 * DQ_TILE_BYTES + HALF_ROWS * C_STRIDE * 2 + 1024;
+static_assert(DQ4_SMEM_BYTES + 128 <= 232448, "4-stage prologue: ring + bf16 tiles + half staging tile exceed 227 KB");
 constexpr int DQR_SMEM_BYTES = STAGES * DQ_STAGE_BYTES + C_BYTES + 1024; /* the register prologue */
 
 struct wg_params {
@@ -337,7 +346,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     /* the register prologue's decoders, split over two kernels: integer and FP4, or FP8 and table
      * (the latter build the 4-bit table pairs) */
     constexpr bool INTK = DQ == 2 || DQ == 5, PAIRS = DQR && !INTK;
-    static_assert(ST == STAGES || (ST == 4 && !DEQA), "4 stages: the bf16 kernels only");
+    static_assert(ST == STAGES || (ST == 4 && (!DEQA || DQ == 1)), "4 stages: the bf16 kernels and the smem prologue");
     static_assert(TN == BN || (TN == 128 && !DEQA && !FASTQ && ST == STAGES) || (TN == 192 && !DEQA && !QOUT),
                   "128-wide tiles: bf16 A, 3 stages; 192-wide: bf16 A, no quantized copy");
     static_assert((ER == 1 && !BULK && !GQ) || (ST == STAGES && TN == BN && !DEQA), "epilogue variants: 3 stages, 256 wide");
@@ -376,7 +385,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     if (QOUT && !HALF && p.q.enc == AGOQ_ENC_TABLE) agoq_dev_load_table(&tab, p.q.table);
-    if (DEQA) agoq_dev_load_table(&tab, p.qa.table); /* table decoders (NULL: nothing) */
+    if (DEQA && !HALF) agoq_dev_load_table(&tab, p.qa.table); /* table decoders (NULL: nothing) */
     __syncthreads();
     /* CL = 2: both CTAs' barriers initialized before any multicast copy or remote arrival */
     if constexpr (CL == 2) cluster_sync();
@@ -384,8 +393,10 @@ __global__ void __launch_bounds__(THREADS, 1)
         for (int i = tid; i < 256; i += THREADS) dq_pairs[i] = make_float2(tab.value[i & 15], tab.value[i >> 4]);
         __syncthreads();
     }
-    constexpr int SB = DEQA ? DQ_STAGE_BYTES : stage_bytes<TN>(), AB = DEQA ? CODE_BYTES : A_BYTES;
-    uint16_t *stage = reinterpret_cast<uint16_t *>(ring + (DQ == 4 ? DQP_C_OFF : ST * SB + (DQ == 1 ? 4 * DQ_TILE_BYTES : 0)));
+    constexpr bool DQ4 = DQ == 1 && ST == 4; /* the 4-stage smem prologue: 4-bit codes a stage */
+    constexpr int SB = DQ4 ? DQ4_STAGE_BYTES : DEQA ? DQ_STAGE_BYTES : stage_bytes<TN>();
+    constexpr int AB = DQ4 ? CODE_BYTES / 2 : DEQA ? CODE_BYTES : A_BYTES, NB = DQ4 ? AGOQ_WG_DQS_BUFS4 : 2;
+    uint16_t *stage = reinterpret_cast<uint16_t *>(ring + (DQ == 4 ? DQP_C_OFF : ST * SB + (DQ == 1 ? 2 * NB * DQ_TILE_BYTES : 0)));
     /* setmaxnreg: warpgroup 0 (producer + epilogue warps) gives registers to the consumers
      * (REGS_WG0 / REGS_CONSUMER); ptxas allocates each branch within its count, so the prologue's
      * decode fits beside the 128 accumulators without spills or serialized wgmma. */
@@ -471,17 +482,21 @@ __global__ void __launch_bounds__(THREADS, 1)
             for (int i = 0; i < TN / 2; i++) d[i] = 0.0f;
             acc_fence(d); /* the zeros are written before the first wgmma.fence, not inside its stage */
             if constexpr (DQ == 1) { /* the shared-memory prologue: one mainloop per decoder and width
-                                      * (FP4, whose decoder is its table, by arithmetic) */
-                const uint32_t bufs = ring_s + ST * SB + (uint32_t)(2 * cw * DQ_TILE_BYTES);
+                                      * (FP4, whose decoder is its table, by arithmetic); 4 stages: 4-bit
+                                      * FP4 and integers only (the host's choice) */
+                const uint32_t bufs = ring_s + ST * SB + (uint32_t)(NB * cw * DQ_TILE_BYTES);
                 auto run = [&](auto dec, auto bits) {
-                    dqs_mainloop<decltype(dec)::value, decltype(bits)::value>(p, &tab, d, ring_s, full_s, empty_s, bufs,
-                                                                              m0, cw, lt, ktiles, it);
+                    dqs_mainloop<decltype(dec)::value, decltype(bits)::value, ST, SB, AB, NB>(
+                        p, &tab, d, ring_s, full_s, empty_s, bufs, m0, cw, lt, ktiles, it);
                 };
                 using I4 = agoq_enc_t<4>;
                 using I8 = agoq_enc_t<8>;
                 const bool b4 = p.qa.bits == 4;
                 if (p.qa.enc == AGOQ_ENC_FP4) run(agoq_enc_t<AGOQ_ENC_FP4>(), I4());
-                else if (p.qa.dec == AGOQ_ENC_FP8_E4M3) run(agoq_enc_t<AGOQ_ENC_FP8_E4M3>(), I8());
+                else if constexpr (DQ4) {
+                    if (p.qa.dec == AGOQ_ENC_INT_SYM) run(agoq_enc_t<AGOQ_ENC_INT_SYM>(), I4());
+                    else run(agoq_enc_t<AGOQ_ENC_INT_ASYM>(), I4());
+                } else if (p.qa.dec == AGOQ_ENC_FP8_E4M3) run(agoq_enc_t<AGOQ_ENC_FP8_E4M3>(), I8());
                 else if (p.qa.dec == AGOQ_ENC_FP8_E5M2) run(agoq_enc_t<AGOQ_ENC_FP8_E5M2>(), I8());
                 else if (p.qa.dec == AGOQ_ENC_INT_SYM) b4 ? run(agoq_enc_t<AGOQ_ENC_INT_SYM>(), I4()) : run(agoq_enc_t<AGOQ_ENC_INT_SYM>(), I8());
                 else if (p.qa.dec == AGOQ_ENC_INT_ASYM) b4 ? run(agoq_enc_t<AGOQ_ENC_INT_ASYM>(), I4()) : run(agoq_enc_t<AGOQ_ENC_INT_ASYM>(), I8());

@@ -220,12 +220,14 @@ __device__ __forceinline__ void dq_tile(const wg_params &p, const agoq_smem_tabl
 /* The shared-memory prologue's mainloop over one tile (thirty-ninth session; before it the same
  * hand-off with the generic per-group decoder dispatched in the loop and integer bf16 rounding,
  * 0.24-0.29x of dequantize + cuBLASLt on the H200): consumer warpgroup cw decodes k-tile kt's 64
- * rows into its bf16 tile kt % 2 while its wgmma of k-tile kt - 1 run (one k-tile of wgmma, 4 x
- * m64n256k16, queued behind the decode instead of one k-step in the register prologue), then
+ * rows into its bf16 tile kt % NB while its wgmma of the NB - 1 k-tiles before run (4 x
+ * m64n256k16 each, instead of one k-step queued in the register prologue), then
  * fence.proxy.async and a warpgroup barrier hand the tile to the descriptor wgmma. The barrier
- * before the decode: every warp of the warpgroup is past the wait for k-tile kt - 2's wgmma, which
- * read that tile. Scales (zero points) loaded a k-tile ahead. bufs: this warpgroup's two tiles. */
-template <int DEC, int BITS>
+ * before the decode: every warp of the warpgroup is past the wait for k-tile kt - NB's wgmma, which
+ * read that tile. Scales (zero points) loaded a k-tile ahead. bufs: this warpgroup's NB tiles;
+ * a ring of ST stages of SB bytes, B at AB in each. The stages of the tile's last NB - 1 k-tiles
+ * but the last are freed here after the last wait, the last one by the caller. */
+template <int DEC, int BITS, int ST, int SB, int AB, int NB>
 __device__ __forceinline__ void dqs_mainloop(const wg_params &p, const agoq_smem_table *tab, float (&d)[128],
                                              uint32_t ring_s, uint32_t full_s, uint32_t empty_s, uint32_t bufs, int m0,
                                              int cw, int lt, int ktiles, int &it) {
@@ -235,23 +237,29 @@ __device__ __forceinline__ void dqs_mainloop(const wg_params &p, const agoq_smem
     float sc = 0.0f, zc = 0.0f;
     dq_scale<DEC>(p, row0, 0, nbpr, lt, sc, zc);
     for (int kt = 0; kt < ktiles; kt++, it++) {
-        const uint32_t s = (uint32_t)it % STAGES;
+        const uint32_t s = (uint32_t)it % ST;
         float sn = sc, zn = zc;
         if (kt + 1 < ktiles) dq_scale<DEC>(p, row0, (kt + 1) * BK, nbpr, lt, sn, zn);
-        mbar_wait(full_s + 8u * s, ((uint32_t)it / STAGES) & 1u);
+        mbar_wait(full_s + 8u * s, ((uint32_t)it / ST) & 1u);
         nbar_sync(2 + cw, 128);
-        const uint32_t buf = bufs + (uint32_t)(kt & 1) * DQ_TILE_BYTES, st = ring_s + s * DQ_STAGE_BYTES;
+        const uint32_t buf = bufs + (uint32_t)(kt % NB) * DQ_TILE_BYTES, st = ring_s + s * SB;
         dq_tile<DEC, BITS>(p, tab, st + (uint32_t)(cw * 64 * RB), buf, lt, sc, zc);
         fence_proxy_async(); /* the decoded tile visible to wgmma */
         nbar_sync(2 + cw, 128);
         wg_fence();
-        const uint64_t da0 = sdesc(buf, 16, 1024), db0 = sdesc(st + CODE_BYTES, 16, 1024);
+        const uint64_t da0 = sdesc(buf, 16, 1024), db0 = sdesc(st + AB, 16, 1024);
 #pragma unroll
         for (int kk = 0; kk < BK / 16; kk++) wgmma_256<0, 0>(d, da0 + (uint64_t)(kk * 2), db0 + (uint64_t)(kk * 2));
         wg_commit();
-        wg_wait<1>(); /* k-tile kt - 1's wgmma are done: free its stage */
-        if (kt > 0 && (lt & 31) == 0) mbar_arrive(empty_s + 8u * ((uint32_t)(it - 1) % STAGES));
+        wg_wait<NB - 1>(); /* k-tile kt - NB + 1's wgmma are done: free its stage */
+        if (kt >= NB - 1 && (lt & 31) == 0) mbar_arrive(empty_s + 8u * ((uint32_t)(it - NB + 1) % ST));
         sc = sn, zc = zn;
+    }
+    if constexpr (NB > 2) {
+        wg_wait<0>();
+        if ((lt & 31) == 0)
+            for (int j = ktiles - NB + 1 < 0 ? 0 : ktiles - NB + 1; j < ktiles - 1; j++)
+                mbar_arrive(empty_s + 8u * ((uint32_t)(it - ktiles + j) % ST));
     }
 }
 

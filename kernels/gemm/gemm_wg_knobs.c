@@ -10,8 +10,8 @@ agoq_wg_knobs agoq_wg_knobs_read(void) {
     static const char *const tile_n[] = {"256", "128", "192", "auto", NULL}, *const stages[] = {"auto", "3", "4", NULL},
                              *const epi_rows[] = {"1", "4", "8", NULL}, *const epi_gen[] = {"rows", "blocks", NULL},
                              *const cluster[] = {"1", "2", "2all", NULL}, *const deq_fp4[] = {"table", "arith", NULL},
-                             *const streamk[] = {"0", "1", "all", NULL};
-    static const int tile_n_v[] = {256, 128, 192, 0}, stages_v[] = {0, 3, 4}, epi_rows_v[] = {1, 4, 8};
+                             *const streamk[] = {"0", "1", "all", NULL}, *const deq_smem[] = {"0", "1", "4", NULL};
+    static const int tile_n_v[] = {256, 128, 192, 0}, stages_v[] = {0, 3, 4}, epi_rows_v[] = {1, 4, 8}, deq_smem_v[] = {0, 1, 4};
     const int er = agoq_knob_choice("AGOQ_WG_EPI_ROWS", -1, epi_rows), cl = agoq_knob_choice("AGOQ_WG_CLUSTER", 0, cluster);
     agoq_wg_knobs k = {
         .grid_cap = agoq_knob_int("AGOQ_WG_GRID_CAP", 0, 0, INT_MAX),
@@ -24,7 +24,7 @@ agoq_wg_knobs agoq_wg_knobs_read(void) {
         .group_m = agoq_knob_int("AGOQ_WG_GROUP_M", 8, 1, 64),
         .fast_epi = agoq_knob_int("AGOQ_WG_FAST_EPI", 1, 0, 1),
         .mn_swap = agoq_knob_int("AGOQ_WG_MN_SWAP", 0, 0, 1),
-        .deq_smem = agoq_knob_int("AGOQ_WG_DEQ_SMEM", 0, 0, 1),
+        .deq_smem = deq_smem_v[agoq_knob_choice("AGOQ_WG_DEQ_SMEM", 0, deq_smem)],
         .deq_producer = agoq_knob_int("AGOQ_WG_DEQ_PRODUCER", 0, 0, 1),
         .cluster = cl == 0 ? 1 : 2,
         .cluster_all = cl == 2,

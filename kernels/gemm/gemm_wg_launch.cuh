@@ -144,7 +144,7 @@ void sk_release(cudaStream_t s) {
 template <int TA, int TB, bool QOUT, int DQ = 0, bool FASTQ = false, int ST = STAGES, int TN = BN, int ER = 1,
           bool BULK = false, bool GQ = false, int CL = 1, bool SK = false>
 void launch(const wg_launch &l) {
-    constexpr int smem = DQ == 1 ? DQ_SMEM_BYTES : DQ == 4 ? DQP_SMEM_BYTES : DQ >= 2 ? DQR_SMEM_BYTES : smem_bytes<ST, TN>();
+    constexpr int smem = DQ == 1 ? (ST == 4 ? DQ4_SMEM_BYTES : DQ_SMEM_BYTES) : DQ == 4 ? DQP_SMEM_BYTES : DQ >= 2 ? DQR_SMEM_BYTES : smem_bytes<ST, TN>();
     static bool attr = false;
     if (!attr) {
         cudaCheck(cudaFuncSetAttribute(wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ, CL, SK>,
@@ -361,7 +361,11 @@ extern "C" int agoq_wg_fwd_deqa(int M, int N, int K, const agoq_fq *qx, agoq_dqt
      * tile while the previous k-tile's wgmma run (gemm_wg_deq.cuh's dqs_mainloop, rewritten in the
      * thirty-ninth session: FP4 by a per-row bf16 table); AGOQ_WG_DEQ_PRODUCER=1 (before SMEM): by
      * the epilogue warps (gemm_wg_dqp.cuh) */
+    /* AGOQ_WG_DEQ_SMEM=4: 4 stages where the codes are 4-bit and need no shared table (FP4, int4) */
+    const bool dq4 = kn.deq_smem == 4 && bits == 4 &&
+                     (l.p.qa.enc == AGOQ_ENC_FP4 || l.p.qa.dec == AGOQ_ENC_INT_SYM || l.p.qa.dec == AGOQ_ENC_INT_ASYM);
     if (kn.deq_producer) launch<0, 0, false, 4>(l);
+    else if (dq4) launch<0, 0, false, 1, false, 4>(l);
     else if (kn.deq_smem) launch<0, 0, false, 1>(l);
     else {
         /* AGOQ_WG_DEQ_AHEAD=1 (thirteenth session, off): kernels 5 / 6, the register prologue with
