@@ -57,14 +57,15 @@ deqab() { # rounds [ways]: the stored-A prologue (FC2 of 7B / 13B from its FP4 c
   # dequantize + cuBLASLt reference), each round every way in turn (even rounds reversed); ways (default
   # "reg smem r0"): reg (this build: registers, FP4 by the row tables), smem (AGOQ_WG_DEQ_SMEM=1), smem4
   # (=4: 4 stages, AGOQ_WG_DQS_BUFS4 tiles), r0 (vars/r0: the register path's FP4 by arithmetic), b2
-  # (vars/b2 with =4: two tiles a consumer)
+  # (vars/b2 with =4: two tiles a consumer), v2 (vars/v2 with =4: 597b5b0's binary, barrier before the decode)
   local d=$W/deq r v c ways=${2:-reg smem r0}; mkdir -p $d
   local a="kernels -q --cases gemmwg_7b_fc2_ltd,gemmwg_7b_fc2_wgd,gemmwg_13b_fc2_ltd,gemmwg_13b_fc2_wgd --formats fp4_e2m1 -b 64M -e 1G -f 4 -n 10 -w 3"
   for r in $(seq 1 "$1"); do
     for v in $([ $((r % 2)) = 0 ] && echo $ways | tr ' ' '\n' | tac || echo $ways); do
       [ $SECONDS -lt $((LIM - 60)) ] || break 2
       case $v in reg) c="$AGOQ_B/agoq" ;; smem) c="env AGOQ_WG_DEQ_SMEM=1 $AGOQ_B/agoq" ;; smem4) c="env AGOQ_WG_DEQ_SMEM=4 $AGOQ_B/agoq" ;;
-        r0) c=.carry/x/vars/r0/agoq ;; b2) c="env AGOQ_WG_DEQ_SMEM=4 .carry/x/vars/b2/agoq" ;; esac
+        r0) c=.carry/x/vars/r0/agoq ;; b2) c="env AGOQ_WG_DEQ_SMEM=4 .carry/x/vars/b2/agoq" ;;
+        v2) c="env AGOQ_WG_DEQ_SMEM=4 .carry/x/vars/v2/agoq" ;; esac
       timeout 120 $c $a --out $d/r${r}_var$v.json > $d/r${r}_$v.log 2>&1; echo "deqab r$r $v rc=$? at $SECONDS s"
     done
   done
@@ -193,6 +194,14 @@ if [ "$MODE" = s39 ]; then # the thirty-ninth session: the GEMM GPU tests (the p
   gemm_tests 150
   deqab "${VR:-3}"; tar czf "$OUT/c.tgz" -C $W .
   gemmb
+  exit 0
+fi
+if [ "$MODE" = s39c ]; then # the GEMM GPU tests, the prologue four ways (deqab smem4 v2 smem reg), ncu per SASS
+  # line of the 4-stage prologue at 7B FC2 / 4096 tokens -> c.tgz
+  gemm_tests 150
+  deqab "${VR:-3}" "smem4 v2 smem reg"; tar czf "$OUT/c.tgz" -C $W .
+  [ $SECONDS -lt $((LIM - 120)) ] && AGOQ_WG_DEQ_SMEM=4 ncu_src wg_kernel gemmwg_7b_fc2_wgd 64M
+  tar czf "$OUT/c.tgz" -C $W .
   exit 0
 fi
 if [ "$MODE" = s39b ]; then # the GEMM GPU tests, the prologue four ways (deqab reg smem smem4 b2), ncu of the
