@@ -24,7 +24,7 @@ agoq_wg_knobs agoq_wg_knobs_read(void) {
         .group_m = agoq_knob_int("AGOQ_WG_GROUP_M", 8, 1, 64),
         .fast_epi = agoq_knob_int("AGOQ_WG_FAST_EPI", 1, 0, 1),
         .mn_swap = agoq_knob_int("AGOQ_WG_MN_SWAP", 0, 0, 1),
-        .deq_smem = deq_smem_v[agoq_knob_choice("AGOQ_WG_DEQ_SMEM", 0, deq_smem)],
+        .deq_smem = deq_smem_v[agoq_knob_choice("AGOQ_WG_DEQ_SMEM", 2, deq_smem)],
         .deq_producer = agoq_knob_int("AGOQ_WG_DEQ_PRODUCER", 0, 0, 1),
         .cluster = cl == 0 ? 1 : 2,
         .cluster_all = cl == 2,

@@ -32,7 +32,7 @@ TEST(gemm_wg_knobs_defaults_and_accepted_values) {
     agoq_wg_knobs k = agoq_wg_knobs_read();
     const int defaults_ok = k.grid_cap == 0 && k.one_tile == 0 && k.tile_n == 0 && k.stages == 0 && k.epi_rows == 0 &&
                             k.bulk == 0 && k.gen_rows == 1 && k.group_m == 8 && k.fast_epi == 1 && k.mn_swap == 0 &&
-                            k.deq_smem == 0 && k.deq_producer == 0 && k.cluster == 1 && k.cluster_all == 0 &&
+                            k.deq_smem == 4 && k.deq_producer == 0 && k.cluster == 1 && k.cluster_all == 0 &&
                             k.deq_ahead == 0 && k.deq_fp4_arith == 1 && k.streamk == 1;
     /* each accepted value, alone: the field it sets */
     static const struct { const char *name, *value; int want; } good[] = {
@@ -45,7 +45,7 @@ TEST(gemm_wg_knobs_defaults_and_accepted_values) {
         {"AGOQ_WG_EPI_GEN", "rows", 1},  {"AGOQ_WG_EPI_GEN", "blocks", 0}, {"AGOQ_WG_GROUP_M", "1", 1},
         {"AGOQ_WG_GROUP_M", "16", 16},   {"AGOQ_WG_GROUP_M", "64", 64},    {"AGOQ_WG_FAST_EPI", "0", 0},
         {"AGOQ_WG_FAST_EPI", "1", 1},    {"AGOQ_WG_MN_SWAP", "1", 1},      {"AGOQ_WG_DEQ_SMEM", "1", 1},
-        {"AGOQ_WG_DEQ_SMEM", "4", 4},
+        {"AGOQ_WG_DEQ_SMEM", "4", 4},    {"AGOQ_WG_DEQ_SMEM", "0", 0},
         {"AGOQ_WG_DEQ_PRODUCER", "1", 1}, {"AGOQ_WG_CLUSTER", "1", 1},     {"AGOQ_WG_CLUSTER", "2", 2},
         {"AGOQ_WG_CLUSTER", "2all", 2},
         {"AGOQ_WG_DEQ_AHEAD", "1", 1},    {"AGOQ_WG_DEQ_FP4", "table", 0},  {"AGOQ_WG_DEQ_FP4", "arith", 1},
