@@ -55,15 +55,15 @@ records() { # [tests] [s]: the torch.compile peer and both kernel experiments (w
 }
 deqab() { # rounds [ways]: the stored-A prologue (FC2 of 7B / 13B from its FP4 copy, 64 MiB .. 1 GiB, with the
   # dequantize + cuBLASLt reference), each round every way in turn (even rounds reversed); ways (default
-  # "reg smem r0"): reg (this build: registers, FP4 by the row tables), smem (AGOQ_WG_DEQ_SMEM=1), smem4
-  # (=4: 4 stages, AGOQ_WG_DQS_BUFS4 tiles), r0 (vars/r0: the register path's FP4 by arithmetic), b2
+  # "reg smem r0"): reg (AGOQ_WG_DEQ_SMEM=0: registers, FP4 by the row tables), smem (=1), smem4
+  # (=4, the default since 89f2693: 4 stages, AGOQ_WG_DQS_BUFS4 tiles), r0 (vars/r0: the register path's FP4 by arithmetic), b2
   # (vars/b2 with =4: two tiles a consumer), v2 (vars/v2 with =4: 597b5b0's binary, barrier before the decode)
   local d=$W/deq r v c ways=${2:-reg smem r0}; mkdir -p $d
   local a="kernels -q --cases gemmwg_7b_fc2_ltd,gemmwg_7b_fc2_wgd,gemmwg_13b_fc2_ltd,gemmwg_13b_fc2_wgd --formats fp4_e2m1 -b 64M -e 1G -f 4 -n 10 -w 3"
   for r in $(seq 1 "$1"); do
     for v in $([ $((r % 2)) = 0 ] && echo $ways | tr ' ' '\n' | tac || echo $ways); do
       [ $SECONDS -lt $((LIM - 60)) ] || break 2
-      case $v in reg) c="$AGOQ_B/agoq" ;; smem) c="env AGOQ_WG_DEQ_SMEM=1 $AGOQ_B/agoq" ;; smem4) c="env AGOQ_WG_DEQ_SMEM=4 $AGOQ_B/agoq" ;;
+      case $v in reg) c="env AGOQ_WG_DEQ_SMEM=0 $AGOQ_B/agoq" ;; smem) c="env AGOQ_WG_DEQ_SMEM=1 $AGOQ_B/agoq" ;; smem4) c="env AGOQ_WG_DEQ_SMEM=4 $AGOQ_B/agoq" ;;
         r0) c=.carry/x/vars/r0/agoq ;; b2) c="env AGOQ_WG_DEQ_SMEM=4 .carry/x/vars/b2/agoq" ;;
         v2) c="env AGOQ_WG_DEQ_SMEM=4 .carry/x/vars/v2/agoq" ;; esac
       timeout 120 $c $a --out $d/r${r}_var$v.json > $d/r${r}_$v.log 2>&1; echo "deqab r$r $v rc=$? at $SECONDS s"
