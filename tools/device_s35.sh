@@ -196,6 +196,14 @@ if [ "$MODE" = s39 ]; then # the thirty-ninth session: the GEMM GPU tests (the p
   gemmb
   exit 0
 fi
+if [ "$MODE" = s39d ]; then # one call for the rest: the GEMM GPU tests, the prologue four ways (VR rounds, 2),
+  # the GEMM bench, then the whole GPU suite with what is left -> c.tgz, g.tgz, tests.log
+  gemm_tests 150
+  deqab "${VR:-2}" "smem4 v2 smem reg"; tar czf "$OUT/c.tgz" -C $W .
+  gemmb
+  suite 400
+  exit 0
+fi
 if [ "$MODE" = s39c ]; then # the GEMM GPU tests, the prologue four ways (deqab smem4 v2 smem reg), ncu per SASS
   # line of the 4-stage prologue at 7B FC2 / 4096 tokens -> c.tgz
   gemm_tests 150
