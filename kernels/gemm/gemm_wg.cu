@@ -481,27 +481,9 @@ __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
             for (int i = 0; i < TN / 2; i++) d[i] = 0.0f;
             acc_fence(d); /* the zeros are written before the first wgmma.fence, not inside its stage */
-            if constexpr (DQ == 1) { /* the shared-memory prologue: one mainloop per decoder and width
-                                      * (FP4, whose decoder is its table, by arithmetic); 4 stages: 4-bit
-                                      * FP4 and integers only (the host's choice) */
-                const uint32_t bufs = ring_s + ST * SB + (uint32_t)(NB * cw * DQ_TILE_BYTES);
-                auto run = [&](auto dec, auto bits) {
-                    dqs_mainloop<decltype(dec)::value, decltype(bits)::value, ST, SB, AB, NB>(
-                        p, &tab, d, ring_s, full_s, empty_s, bufs, m0, cw, lt, ktiles, it);
-                };
-                using I4 = agoq_enc_t<4>;
-                using I8 = agoq_enc_t<8>;
-                const bool b4 = p.qa.bits == 4;
-                if (p.qa.enc == AGOQ_ENC_FP4) run(agoq_enc_t<AGOQ_ENC_FP4>(), I4());
-                else if constexpr (DQ4) {
-                    if (p.qa.dec == AGOQ_ENC_INT_SYM) run(agoq_enc_t<AGOQ_ENC_INT_SYM>(), I4());
-                    else run(agoq_enc_t<AGOQ_ENC_INT_ASYM>(), I4());
-                } else if (p.qa.dec == AGOQ_ENC_FP8_E4M3) run(agoq_enc_t<AGOQ_ENC_FP8_E4M3>(), I8());
-                else if (p.qa.dec == AGOQ_ENC_FP8_E5M2) run(agoq_enc_t<AGOQ_ENC_FP8_E5M2>(), I8());
-                else if (p.qa.dec == AGOQ_ENC_INT_SYM) b4 ? run(agoq_enc_t<AGOQ_ENC_INT_SYM>(), I4()) : run(agoq_enc_t<AGOQ_ENC_INT_SYM>(), I8());
-                else if (p.qa.dec == AGOQ_ENC_INT_ASYM) b4 ? run(agoq_enc_t<AGOQ_ENC_INT_ASYM>(), I4()) : run(agoq_enc_t<AGOQ_ENC_INT_ASYM>(), I8());
-                else b4 ? run(agoq_enc_t<AGOQ_ENC_TABLE>(), I4()) : run(agoq_enc_t<AGOQ_ENC_TABLE>(), I8());
-            }
+            if constexpr (DQ == 1) /* the shared-memory prologue (gemm_wg_deq.cuh) */
+                dqs_run<ST, SB, AB, NB>(p, &tab, d, ring_s, full_s, empty_s, ring_s + ST * SB + (uint32_t)(NB * cw * DQ_TILE_BYTES),
+                                        m0, cw, lt, ktiles, it);
             /* register prologue: one mainloop per decoder and code width, the decoders split over
              * two kernels (DQ 2 / 5: integer and FP4, DQ 3 / 6: FP8 and table; all six in one
              * kernel make ptxas serialize the wgmma for want of registers) */

@@ -281,6 +281,31 @@ __device__ __forceinline__ void dqs_mainloop(const wg_params &p, const agoq_smem
     }
 }
 
+/* The shared-memory prologue's tile: one mainloop per decoder and width (FP4, whose decoder is its
+ * table, by its row table); 4 stages: 4-bit FP4 and integers only (the host's choice). */
+template <int ST, int SB, int AB, int NB>
+__device__ __forceinline__ void dqs_run(const wg_params &p, const agoq_smem_table *tab, float (&d)[128], uint32_t ring_s,
+                                        uint32_t full_s, uint32_t empty_s, uint32_t bufs, int m0, int cw, int lt,
+                                        int ktiles, int &it) {
+    auto run = [&](auto dec, auto bits) {
+        dqs_mainloop<decltype(dec)::value, decltype(bits)::value, ST, SB, AB, NB>(p, tab, d, ring_s, full_s, empty_s, bufs,
+                                                                                  m0, cw, lt, ktiles, it);
+    };
+    using I4 = agoq_enc_t<4>;
+    using I8 = agoq_enc_t<8>;
+    const bool b4 = p.qa.bits == 4;
+    const int dec = p.qa.dec;
+    if (p.qa.enc == AGOQ_ENC_FP4) run(agoq_enc_t<AGOQ_ENC_FP4>(), I4());
+    else if constexpr (ST == 4) {
+        if (dec == AGOQ_ENC_INT_SYM) run(agoq_enc_t<AGOQ_ENC_INT_SYM>(), I4());
+        else run(agoq_enc_t<AGOQ_ENC_INT_ASYM>(), I4());
+    } else if (dec == AGOQ_ENC_FP8_E4M3) run(agoq_enc_t<AGOQ_ENC_FP8_E4M3>(), I8());
+    else if (dec == AGOQ_ENC_FP8_E5M2) run(agoq_enc_t<AGOQ_ENC_FP8_E5M2>(), I8());
+    else if (dec == AGOQ_ENC_INT_SYM) b4 ? run(agoq_enc_t<AGOQ_ENC_INT_SYM>(), I4()) : run(agoq_enc_t<AGOQ_ENC_INT_SYM>(), I8());
+    else if (dec == AGOQ_ENC_INT_ASYM) b4 ? run(agoq_enc_t<AGOQ_ENC_INT_ASYM>(), I4()) : run(agoq_enc_t<AGOQ_ENC_INT_ASYM>(), I8());
+    else b4 ? run(agoq_enc_t<AGOQ_ENC_TABLE>(), I4()) : run(agoq_enc_t<AGOQ_ENC_TABLE>(), I8());
+}
+
 /* The register prologue's mainloop over one tile, consumer warpgroup cw, thread lt of it: per
  * k-step decode this thread's A fragment (while the previous k-step's wgmma runs), fence, issue,
  * keep one wgmma in flight; the stage of the previous k-tile is freed once its last wgmma is
