@@ -205,7 +205,9 @@ if [ "$MODE" = s39d ]; then # one call for the rest: the GEMM GPU tests, the pro
   exit 0
 fi
 if [ "$MODE" = s39c ]; then # the GEMM GPU tests, the prologue four ways (deqab smem4 v2 smem reg), ncu per SASS
-  # line of the 4-stage prologue at 7B FC2 / 4096 tokens -> c.tgz
+  # line of the 4-stage prologue at 7B FC2 / 4096 tokens -> c.tgz. Made for 28e90ba's smem mainloop (no
+  # barrier before the decode, the scale after the fence), which never ran and was reverted: re-apply it
+  # (git show 28e90ba -- kernels/gemm/gemm_wg_deq.cuh | git apply), build, and pack 597b5b0's agoq as vars/v2
   gemm_tests 150
   deqab "${VR:-3}" "smem4 v2 smem reg"; tar czf "$OUT/c.tgz" -C $W .
   [ $SECONDS -lt $((LIM - 120)) ] && AGOQ_WG_DEQ_SMEM=4 ncu_src wg_kernel gemmwg_7b_fc2_wgd 64M

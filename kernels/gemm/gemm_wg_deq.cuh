@@ -161,39 +161,17 @@ __device__ __forceinline__ void dqr_frag(const wg_params &p, const agoq_smem_tab
 }
 
 /* Shared-memory prologue (AGOQ_WG_DEQ_SMEM=1). Thread lt (0..127) of a consumer decodes row lt / 2
- * of its 64 x 64 k-tile, columns 32 (lt % 2) .. + 31 (four 8-column groups), so warp w of the
- * warpgroup writes rows 16 w .. 16 w + 15: the rows of A that its own part of the wgmma (its 16
- * accumulator rows) reads. The block (>= 64 columns, a multiple of BK) is one per row per k-tile:
- * one scale (and zero point) a thread, of row row0 + lt / 2, loaded when the block changes (rows
- * past M load none: their codes are TMA zero fill). */
+ * of its 64 x 64 k-tile, columns 32 (lt % 2) .. + 31 (four 8-column groups); the block (>= 64
+ * columns) is one per row per k-tile: one scale (and zero point) a thread, of row row0 + lt / 2
+ * at column k0 (rows past M keep theirs: their codes are TMA zero fill). */
 template <int DEC>
-struct dq_rowscale {
-    const wg_params &p;
-    size_t blk;            /* the next block's index in the scale plane */
-    int per, left;         /* k-tiles a block; k-tiles left in the current one */
-    bool live;             /* the row lies inside A */
-    float s = 0.0f, z = 0.0f;
-    __device__ __forceinline__ dq_rowscale(const wg_params &p_, int row) : p(p_) {
-        live = row < p.m;
-        blk = live ? (size_t)row * (size_t)(p.k / p.qa.block) : 0;
-        per = p.qa.block / BK;
-        left = per;
-        load();
-    }
-    __device__ __forceinline__ void load() {
-        if (!live) return;
-        s = agoq_dev_load_scale(p.aq.scales, blk, p.qa.bf16_scale);
-        if constexpr (DEC == AGOQ_ENC_INT_ASYM) z = agoq_dev_load_scale(p.aq.zeros, blk, p.qa.bf16_scale);
-        blk++;
-    }
-    /* after a k-tile's decode: the next k-tile's scale, when it starts a new block */
-    __device__ __forceinline__ void next() {
-        if (--left == 0) {
-            left = per;
-            load();
-        }
-    }
-};
+__device__ __forceinline__ void dq_scale(const wg_params &p, int row0, int k0, size_t nbpr, int lt, float &sc, float &zc) {
+    const int row = row0 + (lt >> 1);
+    if (row >= p.m) return;
+    const size_t blk = (size_t)row * nbpr + (size_t)(k0 / p.qa.block);
+    sc = agoq_dev_load_scale(p.aq.scales, blk, p.qa.bf16_scale);
+    if constexpr (DEC == AGOQ_ENC_INT_ASYM) zc = agoq_dev_load_scale(p.aq.zeros, blk, p.qa.bf16_scale);
+}
 /* Eight columns (four words of two bf16, the low half the even column) stored as 16-byte chunk c
  * of row r in the 128-byte-swizzled K-major layout of the TMA's A tiles. */
 __device__ __forceinline__ void dq_put8(uint32_t buf, int r, int c, const uint32_t (&h)[4]) {
@@ -244,11 +222,9 @@ __device__ __forceinline__ void dq_tile(const wg_params &p, const agoq_smem_tabl
  * 0.24-0.29x of dequantize + cuBLASLt on the H200): consumer warpgroup cw decodes k-tile kt's 64
  * rows into its bf16 tile kt % NB while its wgmma of the NB - 1 k-tiles before run (4 x
  * m64n256k16 each, instead of one k-step queued in the register prologue), then
- * fence.proxy.async and a warpgroup barrier hand the tile to the descriptor wgmma. No barrier
- * before the decode: a warp overwrites only its own 16 rows of the tile (dq_rowscale), which the
- * wgmma of k-tile kt - NB read for its own accumulator rows, done once its own wait returned.
- * The next block's scale is loaded after the fence (which compiles to MEMBAR.ALL.CTA: a load in
- * flight there would be waited for), a k-tile before its decode. bufs: this warpgroup's NB tiles;
+ * fence.proxy.async and a warpgroup barrier hand the tile to the descriptor wgmma. The barrier
+ * before the decode: every warp of the warpgroup is past the wait for k-tile kt - NB's wgmma, which
+ * read that tile. Scales (zero points) loaded a k-tile ahead. bufs: this warpgroup's NB tiles;
  * a ring of ST stages of SB bytes, B at AB in each. The stages of the tile's last NB - 1 k-tiles
  * but the last are freed here after the last wait, the last one by the caller. */
 template <int DEC, int BITS, int ST, int SB, int AB, int NB>
@@ -256,14 +232,19 @@ __device__ __forceinline__ void dqs_mainloop(const wg_params &p, const agoq_smem
                                              uint32_t ring_s, uint32_t full_s, uint32_t empty_s, uint32_t bufs, int m0,
                                              int cw, int lt, int ktiles, int &it) {
     constexpr int RB = BK * BITS / 8; /* code bytes of a row in a k-tile */
-    dq_rowscale<DEC> rs(p, m0 + cw * 64 + (lt >> 1));
+    const size_t nbpr = (size_t)(p.k / p.qa.block);
+    const int row0 = m0 + cw * 64;
+    float sc = 0.0f, zc = 0.0f;
+    dq_scale<DEC>(p, row0, 0, nbpr, lt, sc, zc);
     for (int kt = 0; kt < ktiles; kt++, it++) {
         const uint32_t s = (uint32_t)it % ST;
+        float sn = sc, zn = zc;
+        if (kt + 1 < ktiles) dq_scale<DEC>(p, row0, (kt + 1) * BK, nbpr, lt, sn, zn);
         mbar_wait(full_s + 8u * s, ((uint32_t)it / ST) & 1u);
+        nbar_sync(2 + cw, 128);
         const uint32_t buf = bufs + (uint32_t)(kt % NB) * DQ_TILE_BYTES, st = ring_s + s * SB;
-        dq_tile<DEC, BITS>(p, tab, st + (uint32_t)(cw * 64 * RB), buf, lt, rs.s, rs.z);
+        dq_tile<DEC, BITS>(p, tab, st + (uint32_t)(cw * 64 * RB), buf, lt, sc, zc);
         fence_proxy_async(); /* the decoded tile visible to wgmma */
-        if (kt + 1 < ktiles) rs.next();
         nbar_sync(2 + cw, 128);
         wg_fence();
         const uint64_t da0 = sdesc(buf, 16, 1024), db0 = sdesc(st + AB, 16, 1024);
@@ -272,6 +253,7 @@ __device__ __forceinline__ void dqs_mainloop(const wg_params &p, const agoq_smem
         wg_commit();
         wg_wait<NB - 1>(); /* k-tile kt - NB + 1's wgmma are done: free its stage */
         if (kt >= NB - 1 && (lt & 31) == 0) mbar_arrive(empty_s + 8u * ((uint32_t)(it - NB + 1) % ST));
+        sc = sn, zc = zn;
     }
     if constexpr (NB > 2) {
         wg_wait<0>();
