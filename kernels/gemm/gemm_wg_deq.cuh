@@ -2,13 +2,14 @@
  * bits, rowq layout, block a multiple of 64) arrive in the stage by TMA (a box of bytes, row pitch
  * BK bits / 8), and the consumers decode them with the standalone decoder (quant_device.cuh's
  * agoq_dev_decode, scale and zero point of the row's block), rounding each value once to bf16.
- * Two ways, chosen on the host:
- *   registers (default)  each consumer thread decodes its own wgmma A fragment straight into
- *       registers (wgmma with A in registers: 4 x 2 bf16 a k-step), one k-step ahead of the
- *       tensor core, double-buffered; no shared-memory copy, no barrier.
- *   shared memory (AGOQ_WG_DEQ_SMEM=1)  each consumer warpgroup decodes its 64 rows of a k-tile
- *       into a 128-byte-swizzled bf16 tile (two per warpgroup) while its previous k-tile's wgmma
- *       run; fence.proxy.async and a warpgroup barrier hand it to the descriptor wgmma.
+ * Two ways, chosen on the host (docs/gemm_prologue.md):
+ *   shared memory (AGOQ_WG_DEQ_SMEM=4, the default since the thirty-ninth session, or 1: 3 stages)
+ *       each consumer warpgroup decodes its 64 rows of a k-tile into a 128-byte-swizzled bf16
+ *       tile (two per warpgroup, three with 4 stages) while the wgmma of its previous k-tiles run;
+ *       fence.proxy.async and a warpgroup barrier hand it to the descriptor wgmma.
+ *   registers (AGOQ_WG_DEQ_SMEM=0)  each consumer thread decodes its own wgmma A fragment
+ *       straight into registers (wgmma with A in registers: 4 x 2 bf16 a k-step), one k-step
+ *       ahead of the tensor core, double-buffered; no shared-memory copy, no barrier.
  * Register fragment of A (m64k16, bf16; as the accumulator's layout for 16 columns): thread lt of
  * the warpgroup owns rows r = 16 (lt / 32) + (lt % 32) / 4 and r + 8, columns 2q, 2q + 1 (q = lt % 4)
  * in registers 0 (row r) and 1 (row r + 8), columns 2q + 8, 2q + 9 in registers 2 and 3; the low
