@@ -40,19 +40,21 @@ __device__ __forceinline__ void wgmma_256_ra(float (&d)[128], const uint32_t (&a
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(TB), "r"(1));
 }
 
-/* Scale (and, DEC = INT_ASYM, zero point) of rows row0 and row0 + 8 at column k0 (the block: one
- * per row per k-tile, block >= 64); rows past M keep what they had (their codes are TMA zero fill). */
+/* Scale (and, DEC = INT_ASYM, zero point) of a row at column k0 (the block: one per row per k-tile,
+ * block >= 64); a row past M keeps what it had (its codes are TMA zero fill). dqr_scales: rows row0
+ * and row0 + 8 (the register prologue's two). */
+template <int DEC>
+__device__ __forceinline__ void dq_row_scale(const wg_params &p, int row, int k0, size_t nbpr, float &sc, float &zc) {
+    if (row >= p.m) return;
+    const size_t blk = (size_t)row * nbpr + (size_t)(k0 / p.qa.block);
+    sc = agoq_dev_load_scale(p.aq.scales, blk, p.qa.bf16_scale);
+    if constexpr (DEC == AGOQ_ENC_INT_ASYM) zc = agoq_dev_load_scale(p.aq.zeros, blk, p.qa.bf16_scale);
+}
 template <int DEC>
 __device__ __forceinline__ void dqr_scales(const wg_params &p, int row0, int k0, size_t nbpr, float (&sc)[2],
                                            float (&zc)[2]) {
 #pragma unroll
-    for (int h = 0; h < 2; h++) {
-        const int row = row0 + 8 * h;
-        if (row >= p.m) continue;
-        const size_t blk = (size_t)row * nbpr + (size_t)(k0 / p.qa.block);
-        sc[h] = agoq_dev_load_scale(p.aq.scales, blk, p.qa.bf16_scale);
-        if constexpr (DEC == AGOQ_ENC_INT_ASYM) zc[h] = agoq_dev_load_scale(p.aq.zeros, blk, p.qa.bf16_scale);
-    }
+    for (int h = 0; h < 2; h++) dq_row_scale<DEC>(p, row0 + 8 * h, k0, nbpr, sc[h], zc[h]);
 }
 /* Codes of columns 2q, 2q + 1, 2q + 8, 2q + 9 of k-step kk from one row (BITS = 4 or 8). */
 template <int BITS>
@@ -163,16 +165,8 @@ __device__ __forceinline__ void dqr_frag(const wg_params &p, const agoq_smem_tab
 
 /* Shared-memory prologue (AGOQ_WG_DEQ_SMEM=1). Thread lt (0..127) of a consumer decodes row lt / 2
  * of its 64 x 64 k-tile, columns 32 (lt % 2) .. + 31 (four 8-column groups); the block (>= 64
- * columns) is one per row per k-tile: one scale (and zero point) a thread, of row row0 + lt / 2
- * at column k0 (rows past M keep theirs: their codes are TMA zero fill). */
-template <int DEC>
-__device__ __forceinline__ void dq_scale(const wg_params &p, int row0, int k0, size_t nbpr, int lt, float &sc, float &zc) {
-    const int row = row0 + (lt >> 1);
-    if (row >= p.m) return;
-    const size_t blk = (size_t)row * nbpr + (size_t)(k0 / p.qa.block);
-    sc = agoq_dev_load_scale(p.aq.scales, blk, p.qa.bf16_scale);
-    if constexpr (DEC == AGOQ_ENC_INT_ASYM) zc = agoq_dev_load_scale(p.aq.zeros, blk, p.qa.bf16_scale);
-}
+ * columns) is one per row per k-tile: one scale (and zero point) a thread, of row m0 + 64 cw + lt / 2
+ * (dq_row_scale; rows past M keep theirs: their codes are TMA zero fill). */
 /* Eight columns (four words of two bf16, the low half the even column) stored as 16-byte chunk c
  * of row r in the 128-byte-swizzled K-major layout of the TMA's A tiles. */
 __device__ __forceinline__ void dq_put8(uint32_t buf, int r, int c, const uint32_t (&h)[4]) {
@@ -234,13 +228,13 @@ __device__ __forceinline__ void dqs_mainloop(const wg_params &p, const agoq_smem
                                              int cw, int lt, int ktiles, int &it) {
     constexpr int RB = BK * BITS / 8; /* code bytes of a row in a k-tile */
     const size_t nbpr = (size_t)(p.k / p.qa.block);
-    const int row0 = m0 + cw * 64;
+    const int row = m0 + cw * 64 + (lt >> 1);
     float sc = 0.0f, zc = 0.0f;
-    dq_scale<DEC>(p, row0, 0, nbpr, lt, sc, zc);
+    dq_row_scale<DEC>(p, row, 0, nbpr, sc, zc);
     for (int kt = 0; kt < ktiles; kt++, it++) {
         const uint32_t s = (uint32_t)it % ST;
         float sn = sc, zn = zc;
-        if (kt + 1 < ktiles) dq_scale<DEC>(p, row0, (kt + 1) * BK, nbpr, lt, sn, zn);
+        if (kt + 1 < ktiles) dq_row_scale<DEC>(p, row, (kt + 1) * BK, nbpr, sn, zn);
         mbar_wait(full_s + 8u * s, ((uint32_t)it / ST) & 1u);
         nbar_sync(2 + cw, 128);
         const uint32_t buf = bufs + (uint32_t)(kt % NB) * DQ_TILE_BYTES, st = ring_s + s * SB;

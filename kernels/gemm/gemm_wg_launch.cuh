@@ -357,11 +357,11 @@ extern "C" int agoq_wg_fwd_deqa(int M, int N, int K, const agoq_fq *qx, agoq_dqt
     make_map(&l.ma, xq.codes, K * bits / 8, M, BM, true, BK * bits / 8); /* codes [M][K bits / 8] */
     make_map(&l.mb, W, K, N, BN);
     l.p = {M, N, K, R, Y, agoq_cuda_qparams{}, agoq_dqt{}, MN_BOX_BYTES, 1024u, qx->p, xq, kn.group_m, agoq_wg_sk{}, NULL, NULL};
-    /* AGOQ_WG_DEQ_SMEM=4 (the default since the thirty-ninth session; docs/gemm.md has the A/B) or 1:
+    /* AGOQ_WG_DEQ_SMEM=4 (the default since the thirty-ninth session; docs/gemm_prologue.md has the
+     * A/B; 4 stages where the codes are 4-bit and need no shared table, FP4 and int4, else 3) or 1:
      * a k-tile at a time into a shared bf16 tile while the previous k-tiles' wgmma run
      * (gemm_wg_deq.cuh's dqs_mainloop: FP4 by a per-row bf16 table); =0: the A fragments decoded in
      * registers; AGOQ_WG_DEQ_PRODUCER=1 (before SMEM): by the epilogue warps (gemm_wg_dqp.cuh) */
-    /* AGOQ_WG_DEQ_SMEM=4: 4 stages where the codes are 4-bit and need no shared table (FP4, int4) */
     const bool dq4 = kn.deq_smem == 4 && bits == 4 &&
                      (l.p.qa.enc == AGOQ_ENC_FP4 || l.p.qa.dec == AGOQ_ENC_INT_SYM || l.p.qa.dec == AGOQ_ENC_INT_ASYM);
     if (kn.deq_producer) launch<0, 0, false, 4>(l);

@@ -266,9 +266,8 @@ TEST(cuda_wg_gemm_prologue_dequant_bit_exact) {
                                                   "registers, FP4 by the pairs table", "smem, 4 stages (the default)"};
                 for (int smem = 0; smem < 6; smem++) { /* registers, through smem, by the epilogue warps, ahead, ... */
                     if (smem == 4 && c.fmt != AGOQ_FMT_FP4_E2M1) continue;
-                    if (smem == 0 || smem >= 3) setenv("AGOQ_WG_DEQ_SMEM", "0", 1); /* the register ways */
-                    if (smem == 1) setenv("AGOQ_WG_DEQ_SMEM", "1", 1);
-                    if (smem == 5) unsetenv("AGOQ_WG_DEQ_SMEM"); /* 4 stages, 3 where the codes need them */
+                    if (smem == 0 || smem == 3 || smem == 4) setenv("AGOQ_WG_DEQ_SMEM", "0", 1); /* the register ways */
+                    if (smem == 1) setenv("AGOQ_WG_DEQ_SMEM", "1", 1); /* 5: unset, the default (4 stages, 3 where the codes need them) */
                     if (smem == 2) setenv("AGOQ_WG_DEQ_PRODUCER", "1", 1);
                     if (smem == 3) setenv("AGOQ_WG_DEQ_AHEAD", "1", 1);
                     if (smem >= 3 && c.fmt == AGOQ_FMT_FP4_E2M1) setenv("AGOQ_WG_DEQ_FP4", "table", 1);
