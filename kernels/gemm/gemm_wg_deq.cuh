@@ -40,15 +40,17 @@ __device__ __forceinline__ void wgmma_256_ra(float (&d)[128], const uint32_t (&a
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(TB), "r"(1));
 }
 
-/* Scale (and, DEC = INT_ASYM, zero point) of a row at column k0 (the block: one per row per k-tile,
- * block >= 64); a row past M keeps what it had (its codes are TMA zero fill). dqr_scales: rows row0
- * and row0 + 8 (the register prologue's two). */
+/* Scale (and, DEC = INT_ASYM, zero point) of block blk of A's scale plane; dq_row_scale: of a row
+ * at column k0 (the block: one per row per k-tile, block >= 64); a row past M keeps what it had
+ * (its codes are TMA zero fill). dqr_scales: rows row0 and row0 + 8 (the register prologue's two). */
 template <int DEC>
-__device__ __forceinline__ void dq_row_scale(const wg_params &p, int row, int k0, size_t nbpr, float &sc, float &zc) {
-    if (row >= p.m) return;
-    const size_t blk = (size_t)row * nbpr + (size_t)(k0 / p.qa.block);
+__device__ __forceinline__ void dq_blk_scale(const wg_params &p, size_t blk, float &sc, float &zc) {
     sc = agoq_dev_load_scale(p.aq.scales, blk, p.qa.bf16_scale);
     if constexpr (DEC == AGOQ_ENC_INT_ASYM) zc = agoq_dev_load_scale(p.aq.zeros, blk, p.qa.bf16_scale);
+}
+template <int DEC>
+__device__ __forceinline__ void dq_row_scale(const wg_params &p, int row, int k0, size_t nbpr, float &sc, float &zc) {
+    if (row < p.m) dq_blk_scale<DEC>(p, (size_t)row * nbpr + (size_t)(k0 / p.qa.block), sc, zc);
 }
 template <int DEC>
 __device__ __forceinline__ void dqr_scales(const wg_params &p, int row0, int k0, size_t nbpr, float (&sc)[2],
@@ -163,10 +165,41 @@ __device__ __forceinline__ void dqr_frag(const wg_params &p, const agoq_smem_tab
     a[3] = dqr_pack(agoq_dev_decode<DEC>(qa, tab, v[2], sc[1], zc[1]), agoq_dev_decode<DEC>(qa, tab, v[3], sc[1], zc[1]));
 }
 
-/* Shared-memory prologue (AGOQ_WG_DEQ_SMEM=1). Thread lt (0..127) of a consumer decodes row lt / 2
- * of its 64 x 64 k-tile, columns 32 (lt % 2) .. + 31 (four 8-column groups); the block (>= 64
- * columns) is one per row per k-tile: one scale (and zero point) a thread, of row m0 + 64 cw + lt / 2
- * (dq_row_scale; rows past M keep theirs: their codes are TMA zero fill). */
+/* Shared-memory prologue (AGOQ_WG_DEQ_SMEM=1 / 4). Thread lt (0..127) of a consumer decodes row
+ * lt / 2 of its 64 x 64 k-tile, columns 32 (lt % 2) .. + 31 (four 8-column groups), so warp w of
+ * the warpgroup writes rows 16 w .. 16 w + 15: the rows of A that its own part of the wgmma (its
+ * 16 accumulator rows) reads. The block (>= 64 columns, a multiple of BK) is one per row per
+ * k-tile: one scale (and zero point) a thread, of row m0 + 64 cw + lt / 2, streamed by
+ * dq_scale_run: the current block's and the next one's held, the one after loaded when a block
+ * starts (rows past M load none and keep zeros: their codes are TMA zero fill). */
+template <int DEC>
+struct dq_scale_run {
+    const wg_params &p;
+    size_t blk, end;      /* the next block to load; one past the row's last */
+    int per, left;        /* k-tiles a block; k-tiles left in the current one */
+    float s = 0.0f, z = 0.0f, ns = 0.0f, nz = 0.0f;
+    __device__ __forceinline__ dq_scale_run(const wg_params &p_, int row) : p(p_) {
+        const size_t nbpr = (size_t)(p.k / p.qa.block);
+        blk = row < p.m ? (size_t)row * nbpr : 0;
+        end = row < p.m ? blk + nbpr : 0;
+        per = left = p.qa.block / BK;
+        load(s, z);
+        load(ns, nz);
+    }
+    __device__ __forceinline__ void load(float &sc, float &zc) {
+        if (blk < end) dq_blk_scale<DEC>(p, blk++, sc, zc);
+    }
+    /* after a k-tile's fence (which compiles to MEMBAR.ALL.CTA: it would wait for a load in flight
+     * there): on to the next k-tile; when it starts a block, its scale is the one held and the
+     * block after it is loaded (used a block later) */
+    __device__ __forceinline__ void next() {
+        if (--left == 0) {
+            left = per;
+            s = ns, z = nz;
+            load(ns, nz);
+        }
+    }
+};
 /* Eight columns (four words of two bf16, the low half the even column) stored as 16-byte chunk c
  * of row r in the 128-byte-swizzled K-major layout of the TMA's A tiles. */
 __device__ __forceinline__ void dq_put8(uint32_t buf, int r, int c, const uint32_t (&h)[4]) {
@@ -217,9 +250,11 @@ __device__ __forceinline__ void dq_tile(const wg_params &p, const agoq_smem_tabl
  * 0.24-0.29x of dequantize + cuBLASLt on the H200): consumer warpgroup cw decodes k-tile kt's 64
  * rows into its bf16 tile kt % NB while its wgmma of the NB - 1 k-tiles before run (4 x
  * m64n256k16 each, instead of one k-step queued in the register prologue), then
- * fence.proxy.async and a warpgroup barrier hand the tile to the descriptor wgmma. The barrier
- * before the decode: every warp of the warpgroup is past the wait for k-tile kt - NB's wgmma, which
- * read that tile. Scales (zero points) loaded a k-tile ahead. bufs: this warpgroup's NB tiles;
+ * fence.proxy.async and a warpgroup barrier hand the tile to the descriptor wgmma. No barrier
+ * before the decode (there was one until the fortieth session): a warp overwrites only its own 16
+ * rows of tile kt % NB, which the wgmma of k-tile kt - NB read for its own accumulator rows, done
+ * once its own wait returned. Scales (zero points) by dq_scale_run, a block ahead, loaded after
+ * the fence. bufs: this warpgroup's NB tiles;
  * a ring of ST stages of SB bytes, B at AB in each. The stages of the tile's last NB - 1 k-tiles
  * but the last are freed here after the last wait, the last one by the caller. */
 template <int DEC, int BITS, int ST, int SB, int AB, int NB>
@@ -227,19 +262,14 @@ __device__ __forceinline__ void dqs_mainloop(const wg_params &p, const agoq_smem
                                              uint32_t ring_s, uint32_t full_s, uint32_t empty_s, uint32_t bufs, int m0,
                                              int cw, int lt, int ktiles, int &it) {
     constexpr int RB = BK * BITS / 8; /* code bytes of a row in a k-tile */
-    const size_t nbpr = (size_t)(p.k / p.qa.block);
-    const int row = m0 + cw * 64 + (lt >> 1);
-    float sc = 0.0f, zc = 0.0f;
-    dq_row_scale<DEC>(p, row, 0, nbpr, sc, zc);
+    dq_scale_run<DEC> rs(p, m0 + cw * 64 + (lt >> 1));
     for (int kt = 0; kt < ktiles; kt++, it++) {
         const uint32_t s = (uint32_t)it % ST;
-        float sn = sc, zn = zc;
-        if (kt + 1 < ktiles) dq_row_scale<DEC>(p, row, (kt + 1) * BK, nbpr, sn, zn);
         mbar_wait(full_s + 8u * s, ((uint32_t)it / ST) & 1u);
-        nbar_sync(2 + cw, 128);
         const uint32_t buf = bufs + (uint32_t)(kt % NB) * DQ_TILE_BYTES, st = ring_s + s * SB;
-        dq_tile<DEC, BITS>(p, tab, st + (uint32_t)(cw * 64 * RB), buf, lt, sc, zc);
+        dq_tile<DEC, BITS>(p, tab, st + (uint32_t)(cw * 64 * RB), buf, lt, rs.s, rs.z);
         fence_proxy_async(); /* the decoded tile visible to wgmma */
+        rs.next();
         nbar_sync(2 + cw, 128);
         wg_fence();
         const uint64_t da0 = sdesc(buf, 16, 1024), db0 = sdesc(st + AB, 16, 1024);
@@ -248,7 +278,6 @@ __device__ __forceinline__ void dqs_mainloop(const wg_params &p, const agoq_smem
         wg_commit();
         wg_wait<NB - 1>(); /* k-tile kt - NB + 1's wgmma are done: free its stage */
         if (kt >= NB - 1 && (lt & 31) == 0) mbar_arrive(empty_s + 8u * ((uint32_t)(it - NB + 1) % ST));
-        sc = sn, zc = zn;
     }
     if constexpr (NB > 2) {
         wg_wait<0>();
