@@ -21,7 +21,7 @@
 #          -> ab2.tgz
 # l2pf (thirty-sixth session): the fused GPU tests, tools/ab_s36.tsv (AGOQ_FWD_L2PF auto / 0 / 1 / 2 / 3), on an
 # H200 tools/ab_s32e.tsv, then the whole GPU suite cut at LIM -> c.tgz, tests.log.
-# s37, s37b, s37c, rest (thirty-seventh session), s38, s38b, s38r, s38c, s38e (thirty-eighth), s39: see their
+# s37, s37b, s37c, rest (thirty-seventh session), s38, s38b, s38r, s38c, s38e (thirty-eighth), s39, s40: see their
 # blocks below.
 # short: the GEMM GPU tests and the L2PF test at the defaults, the L2PF A/B (AB_R rounds, 2),
 # a two-round varab on four GEMMs -> b.tgz.
@@ -211,6 +211,15 @@ if [ "$MODE" = s39c ]; then # the GEMM GPU tests, the prologue four ways (deqab 
   gemm_tests 150
   deqab "${VR:-3}" "smem4 v2 smem reg"; tar czf "$OUT/c.tgz" -C $W .
   [ $SECONDS -lt $((LIM - 120)) ] && AGOQ_WG_DEQ_SMEM=4 ncu_src wg_kernel gemmwg_7b_fc2_wgd 64M
+  tar czf "$OUT/c.tgz" -C $W .
+  exit 0
+fi
+if [ "$MODE" = s40 ]; then # the fortieth session: the GEMM GPU tests, the prologue against 597b5b0's (deqab
+  # "smem4 v2": vars/v2, the barrier before the decode and the scale a k-tile ahead), ncu per SASS line
+  # of the default prologue at 7B FC2 / 4096 tokens -> c.tgz
+  gemm_tests 150
+  deqab "${VR:-3}" "${WAYS:-smem4 v2}"; tar czf "$OUT/c.tgz" -C $W .
+  [ $SECONDS -lt $((LIM - 120)) ] && ncu_src wg_kernel gemmwg_7b_fc2_wgd 64M
   tar czf "$OUT/c.tgz" -C $W .
   exit 0
 fi
