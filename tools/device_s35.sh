@@ -57,7 +57,8 @@ deqab() { # rounds [ways]: the stored-A prologue (FC2 of 7B / 13B from its FP4 c
   # dequantize + cuBLASLt reference), each round every way in turn (even rounds reversed); ways (default
   # "reg smem r0"): reg (AGOQ_WG_DEQ_SMEM=0: registers, FP4 by the row tables), smem (=1), smem4
   # (=4, the default since 89f2693: 4 stages, AGOQ_WG_DQS_BUFS4 tiles), r0 (vars/r0: the register path's FP4 by arithmetic), b2
-  # (vars/b2 with =4: two tiles a consumer), v2 (vars/v2 with =4: 597b5b0's binary, barrier before the decode)
+  # (vars/b2 with =4: two tiles a consumer), v2 (vars/v2 with =4: 597b5b0's binary, barrier before the decode),
+  # dqp (AGOQ_WG_DEQ_PRODUCER=1: the decoder warpgroup, 192-wide tiles)
   local d=$W/deq r v c ways=${2:-reg smem r0}; mkdir -p $d
   local a="kernels -q --cases gemmwg_7b_fc2_ltd,gemmwg_7b_fc2_wgd,gemmwg_13b_fc2_ltd,gemmwg_13b_fc2_wgd --formats fp4_e2m1 -b 64M -e 1G -f 4 -n 10 -w 3"
   for r in $(seq 1 "$1"); do
@@ -65,7 +66,7 @@ deqab() { # rounds [ways]: the stored-A prologue (FC2 of 7B / 13B from its FP4 c
       [ $SECONDS -lt $((LIM - 60)) ] || break 2
       case $v in reg) c="env AGOQ_WG_DEQ_SMEM=0 $AGOQ_B/agoq" ;; smem) c="env AGOQ_WG_DEQ_SMEM=1 $AGOQ_B/agoq" ;; smem4) c="env AGOQ_WG_DEQ_SMEM=4 $AGOQ_B/agoq" ;;
         r0) c=.carry/x/vars/r0/agoq ;; b2) c="env AGOQ_WG_DEQ_SMEM=4 .carry/x/vars/b2/agoq" ;;
-        v2) c="env AGOQ_WG_DEQ_SMEM=4 .carry/x/vars/v2/agoq" ;; esac
+        v2) c="env AGOQ_WG_DEQ_SMEM=4 .carry/x/vars/v2/agoq" ;; dqp) c="env AGOQ_WG_DEQ_PRODUCER=1 $AGOQ_B/agoq" ;; esac
       timeout 120 $c $a --out $d/r${r}_var$v.json > $d/r${r}_$v.log 2>&1; echo "deqab r$r $v rc=$? at $SECONDS s"
     done
   done
@@ -126,15 +127,15 @@ if [ "$MODE" = s37c ]; then # the GELU forward's copy by the q7 tile: the fused 
   suite 400
   exit 0
 fi
-ncu_src() { # kernel-regex case [size]: ncu --set full of one launch of the FP4 case, its details and
-  # per-SASS-line source page (tools/ncu_pc.py) -> $W/ncu/
-  command -v ncu > /dev/null || return 0; mkdir -p $W/ncu
-  timeout 150 ncu --set full --import-source no --clock-control none -k regex:"$1" -c 1 -f -o /tmp/$2 \
+ncu_src() { # kernel-regex case [size] [name]: ncu --set full of one launch of the FP4 case, its details and
+  # per-SASS-line source page (tools/ncu_pc.py) -> $W/ncu/NAME_* (NAME: the case's)
+  command -v ncu > /dev/null || return 0; mkdir -p $W/ncu; local n=${4:-$2}
+  timeout 150 ncu --set full --import-source no --clock-control none -k regex:"$1" -c 1 -f -o /tmp/$n \
     "$AGOQ_B/agoq" kernels --cases "$2" --formats fp4_e2m1 -b "${3:-256M}" -e "${3:-256M}" -n 1 -w 0 --no-check -q \
-    -o /tmp/ncu_k.json > $W/ncu/$2_ncu.log 2>&1
-  ncu -i /tmp/$2.ncu-rep --page details > $W/ncu/$2_details.txt 2>&1
-  ncu -i /tmp/$2.ncu-rep --page source --csv --print-source sass 2>/dev/null | xz > $W/ncu/$2_src.csv.xz
-  echo "ncu $2 done at $SECONDS s"
+    -o /tmp/ncu_k.json > $W/ncu/${n}_ncu.log 2>&1
+  ncu -i /tmp/$n.ncu-rep --page details > $W/ncu/${n}_details.txt 2>&1
+  ncu -i /tmp/$n.ncu-rep --page source --csv --print-source sass 2>/dev/null | xz > $W/ncu/${n}_src.csv.xz
+  echo "ncu $n done at $SECONDS s"
 }
 if [ "$MODE" = s38 ]; then # the thirty-eighth session: on an H200 the GPU suite, the torch.compile peer and
   # both kernel experiments (tools/device_kernels.sh tests peer kernels fused) -> k.tgz; on another
@@ -214,12 +215,14 @@ if [ "$MODE" = s39c ]; then # the GEMM GPU tests, the prologue four ways (deqab 
   tar czf "$OUT/c.tgz" -C $W .
   exit 0
 fi
-if [ "$MODE" = s40 ]; then # the fortieth session: the GEMM GPU tests, the prologue against 597b5b0's (deqab
-  # "smem4 v2": vars/v2, the barrier before the decode and the scale a k-tile ahead), ncu per SASS line
-  # of the default prologue at 7B FC2 / 4096 tokens -> c.tgz
+if [ "$MODE" = s40 ]; then # the fortieth session: the GEMM GPU tests, the prologue three ways (deqab "smem4
+  # dqp v2": the decoder warpgroup; vars/v2, the barrier before the decode and the scale a k-tile
+  # ahead), ncu per SASS line of both new ones at 7B FC2 / 4096 tokens -> c.tgz
   gemm_tests 150
-  deqab "${VR:-3}" "${WAYS:-smem4 v2}"; tar czf "$OUT/c.tgz" -C $W .
-  [ $SECONDS -lt $((LIM - 120)) ] && ncu_src wg_kernel gemmwg_7b_fc2_wgd 64M
+  deqab "${VR:-3}" "${WAYS:-smem4 dqp v2}"; tar czf "$OUT/c.tgz" -C $W .
+  [ $SECONDS -lt $((LIM - 150)) ] && ncu_src wg_kernel gemmwg_7b_fc2_wgd 64M smem4
+  tar czf "$OUT/c.tgz" -C $W .
+  [ $SECONDS -lt $((LIM - 90)) ] && AGOQ_WG_DEQ_PRODUCER=1 ncu_src wg_kernel gemmwg_7b_fc2_wgd 64M dqp
   tar czf "$OUT/c.tgz" -C $W .
   exit 0
 fi

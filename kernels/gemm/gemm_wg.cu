@@ -42,8 +42,9 @@
  * next tile's mainloop.
  * Stored-A prologue (agoq_wg_fwd_deqa): the stage holds A's packed codes (a TMA box of bytes, no
  * swizzle) instead of its bf16 tile, and the consumers decode them with the standalone decoder,
- * by default straight into the registers of wgmma's A operand (gemm_wg_deq.cuh), or (AGOQ_WG_DEQ_PRODUCER=1)
- * the epilogue warps decode it into a bf16 tile for the plain mainloop (gemm_wg_dqp.cuh).
+ * by default through a bf16 tile in shared memory (gemm_wg_deq.cuh), or (AGOQ_WG_DEQ_PRODUCER=1) a
+ * fourth warpgroup decodes it into bf16 A tiles for the plain mainloop (gemm_wg_dqp.cuh: 512
+ * threads, 192-wide tiles).
  * A fourth stage for the bf16 kernels with a plain epilogue (the default; AGOQ_WG_STAGES=3|4
  * forces one ring for every GEMM, gemm_wg_launch.cuh): room made by staging C a consumer
  * warpgroup's 64 rows at a time (a hand-off per warpgroup: BAR_*1). Behind a benchmark knob (off
@@ -336,19 +337,20 @@ __device__ __forceinline__ void sk_add(const wg_params &p, float (&d)[TN / 2], i
  * through the row tiles (AGOQ_WG_EPI_GEN=rows; gemm_wg_epi.cuh). */
 template <int TA, int TB, bool QOUT, int DQ, bool FASTQ, int ST = STAGES, int TN = BN, int ER = 1, bool BULK = false,
           bool GQ = false, int CL = 1, bool SK = false>
-__global__ void __launch_bounds__(THREADS, 1)
+__global__ void __launch_bounds__(DQ == 4 ? DQP_THREADS : THREADS, 1)
     wg_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, wg_params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     constexpr bool DEQA = DQ != 0; /* A from its stored codes: 1 decoded in shared memory, 2-3 in registers,
-                                    * 4 by the epilogue warps (gemm_wg_dqp.cuh), 5-6 as 2-3 with
+                                    * 4 by a decoder warpgroup (gemm_wg_dqp.cuh), 5-6 as 2-3 with
                                     * AGOQ_WG_DEQ_AHEAD (gemm_wg_deq.cuh's dqr_mainloop) */
     constexpr bool DQR = (DQ >= 2 && DQ <= 3) || (DQ >= 5 && DQ <= 6); /* the register prologue */
     /* the register prologue's decoders, split over two kernels: integer and FP4, or FP8 and table
      * (the latter build the 4-bit table pairs) */
     constexpr bool INTK = DQ == 2 || DQ == 5, PAIRS = DQR && !INTK;
-    static_assert(ST == STAGES || (ST == 4 && (!DEQA || DQ == 1)), "4 stages: the bf16 kernels and the smem prologue");
-    static_assert(TN == BN || (TN == 128 && !DEQA && !FASTQ && ST == STAGES) || (TN == 192 && !DEQA && !QOUT),
-                  "128-wide tiles: bf16 A, 3 stages; 192-wide: bf16 A, no quantized copy");
+    static_assert(ST == STAGES || (ST == 4 && (!DEQA || DQ == 1 || DQ == 4)), "4 stages: the bf16 kernels, smem prologues");
+    static_assert(DQ != 4 || ST == 4, "the decoder warpgroup: 4 stages");
+    static_assert(TN == BN || (TN == 128 && !DEQA && !FASTQ && ST == STAGES) || (TN == 192 && (!DEQA || DQ == 4) && !QOUT),
+                  "128-wide tiles: bf16 A, 3 stages; 192-wide: bf16 A or the decoder warpgroup, no quantized copy");
     static_assert((ER == 1 && !BULK && !GQ) || (ST == STAGES && TN == BN && !DEQA), "epilogue variants: 3 stages, 256 wide");
     static_assert(!GQ || (QOUT && !FASTQ && !BULK), "the general row-tile copy: no fast FP4, no bulk copies");
     static_assert(CL == 1 || (CL == 2 && !DEQA && !BULK), "clusters of 2: the bf16 kernels, no bulk residual");
@@ -361,6 +363,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     __shared__ __align__(16) uint8_t tab_raw[HALF ? 16 : sizeof(agoq_smem_table)];
     agoq_smem_table &tab = *reinterpret_cast<agoq_smem_table *>(tab_raw);
     __shared__ float2 dq_pairs[PAIRS ? 256 : 1]; /* the register prologue's 4-bit table pairs */
+    __shared__ __align__(8) uint64_t dqb[DQ == 4 ? 2 * DQP_SLOTS : 1]; /* the decoder warpgroup's afull, aempty */
     uint8_t *ring = raw + ((1024u - (saddr(raw) & 1023u)) & 1023u);
     const uint32_t ring_s = saddr(ring);
     /* the barriers' shared addresses once: in the consumers' mainloop saddr(&full[s]) compiled to
@@ -381,7 +384,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             mbar_init(saddr(&empty[s]), 8 * CL); /* one arrival per consumer warp (of both CTAs: CL = 2) */
         }
         mbar_init(saddr(&rbar), 1);
-        if (DQ == 4) dqp_init(ring);
+        if (DQ == 4) dqp_init(saddr(dqb));
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     if (QOUT && !HALF && p.q.enc == AGOQ_ENC_TABLE) agoq_dev_load_table(&tab, p.q.table);
@@ -393,10 +396,11 @@ __global__ void __launch_bounds__(THREADS, 1)
         for (int i = tid; i < 256; i += THREADS) dq_pairs[i] = make_float2(tab.value[i & 15], tab.value[i >> 4]);
         __syncthreads();
     }
-    constexpr bool DQ4 = DQ == 1 && ST == 4; /* the 4-stage smem prologue: 4-bit codes a stage */
+    constexpr bool DQ4 = (DQ == 1 || DQ == 4) && ST == 4; /* the 4-stage smem prologues: 4-bit codes a stage */
     constexpr int SB = DQ4 ? DQ4_STAGE_BYTES : DEQA ? DQ_STAGE_BYTES : stage_bytes<TN>();
     constexpr int AB = DQ4 ? CODE_BYTES / 2 : DEQA ? CODE_BYTES : A_BYTES, NB = DQ4 ? AGOQ_WG_DQS_BUFS4 : 2;
-    uint16_t *stage = reinterpret_cast<uint16_t *>(ring + (DQ == 4 ? DQP_C_OFF : ST * SB + (DQ == 1 ? 2 * NB * DQ_TILE_BYTES : 0)));
+    uint16_t *stage = reinterpret_cast<uint16_t *>(ring + ST * SB + (DQ == 1 || DQ == 4 ? 2 * NB * DQ_TILE_BYTES : 0));
+    const uint32_t dqb_s = saddr(dqb), slots_s = ring_s + ST * SB; /* DQ 4: barriers, A slots */
     /* setmaxnreg: warpgroup 0 (producer + epilogue warps) gives registers to the consumers
      * (REGS_WG0 / REGS_CONSUMER); ptxas allocates each branch within its count, so the prologue's
      * decode fits beside the 128 accumulators without spills or serialized wgmma. */
@@ -420,7 +424,7 @@ __global__ void __launch_bounds__(THREADS, 1)
                      * it multicast by the partner (its bytes may land before this arms the phase:
                      * the transaction count may go negative, the phase cannot complete without
                      * this arrival) */
-                    mbar_expect_tx(bar, DEQA ? (uint32_t)(BM * BK * p.qa.bits / 8 + B_BYTES) : (uint32_t)SB);
+                    mbar_expect_tx(bar, DEQA ? (uint32_t)(BM * BK * p.qa.bits / 8 + TN * BK * 2) : (uint32_t)SB);
                     if (DEQA) {
                         tma_load(a, &map_a, k0 * p.qa.bits / 8, m0, bar); /* codes: [m][k bits / 8] bytes */
                     } else if (TA) {
@@ -440,8 +444,6 @@ __global__ void __launch_bounds__(THREADS, 1)
                     }
                 }
             }
-        } else if (DQ == 4 && tid >= 32) { /* the epilogue warps decode A too */
-            dqp_run<DQ>(p, &tab, ring, full, stage, tid - 32, tiles_m, tiles_n, ntiles, ktiles);
         } else if (tid >= 32) { /* epilogue warps: NH hand-offs of the staging tile per tile */
             const int et = tid - 32, ew = et >> 5, lane = tid & 31;
             const tile_walk<TN, CL, SK> w(tiles_m, tiles_n, ntiles, p.sk);
@@ -465,6 +467,9 @@ __global__ void __launch_bounds__(THREADS, 1)
             }
             if constexpr (BULK) bulk_wait(); /* the C copies are written */
         }
+    } else if (DQ == 4 && wg == 3) { /* the decoder warpgroup (gemm_wg_dqp.cuh) */
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(DQP_REGS_DEC));
+        dqp_run<DQ, ST, SB, TN>(p, &tab, ring_s, full_s, dqb_s, slots_s, tid - 384, tiles_m, tiles_n, ntiles, ktiles);
     } else { /* consumers: rows 64 * (wg - 1) .. + 63 of each tile */
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(DQ == 4 ? DQP_REGS_CONSUMER : ER == 8 ? REGS_CONSUMER_ER8 : REGS_CONSUMER));
         /* AGOQ_WG_DESC_EARLY: the warpgroup broadcast from lane 0 (warp-uniform; meant for A's
@@ -524,7 +529,7 @@ __global__ void __launch_bounds__(THREADS, 1)
                 mbar_wait(full_s + 8u * s, ((uint32_t)it / ST) & 1u);
                 uint32_t a = ring_s + s * SB + cw * 64 * 128;
                 const uint32_t b = ring_s + s * SB + AB;
-                if constexpr (DQ == 4) a = dqp_acquire(ring, ring_s, it) + cw * 64 * 128;
+                if constexpr (DQ == 4) a = dqp_acquire(dqb_s, slots_s, it) + cw * 64 * 128;
                 wg_fence();
                 /* a k-step's descriptors: the k-tile's plus its offset >> 4 (2048 or 32 bytes a
                  * step), sdesc(a + off) bit for bit: shared addresses stay below 2^18, so the
@@ -545,12 +550,12 @@ __global__ void __launch_bounds__(THREADS, 1)
                 wg_commit();
                 wg_wait<1>(); /* the previous k-tile's wgmma are done: free its stage */
                 if (kt > kb && (tid & 31) == 0) free_stage<CL>(empty_s + 8u * ((uint32_t)(it - 1) % ST));
-                if (DQ == 4 && kt > 0 && (tid & 31) == 0) dqp_release(ring, it - 1);
+                if (DQ == 4 && kt > 0 && (tid & 31) == 0) dqp_release(dqb_s, it - 1);
             }
             wg_wait<0>();
             acc_fence(d);
             if ((tid & 31) == 0) free_stage<CL>(empty_s + 8u * (uint32_t)((it - 1) % ST)); /* the tile's last stage */
-            if (DQ == 4 && (tid & 31) == 0) dqp_release(ring, it - 1);
+            if (DQ == 4 && (tid & 31) == 0) dqp_release(dqb_s, it - 1);
             if constexpr (SK) { /* a split tile: a PART hands its sums over, the LAST adds them */
                 if (kind == AGOQ_WG_SK_PART) {
                     sk_put<TN>(p, d, ct, slot);

@@ -209,39 +209,45 @@ __device__ __forceinline__ void dq_put8(uint32_t buf, int r, int c, const uint32
 }
 /* Codes of this consumer's 64 rows at `codes` (row pitch BK BITS / 8 bytes: thread lt's 32 codes
  * at lt * 4 BITS, one or two 16-byte loads) -> bf16 values in the 128-byte-swizzled K-major layout
- * at buf (a quarter warp stores 8 distinct 16-byte bank groups). FP4 by its row table above; the
- * other decoders by the tile dequantizer's (agoq_tile_decode: bit-exact with agoq_dev_decode),
- * rounded once to bf16 by dqr_pack. */
-template <int DEC, int BITS>
+ * at buf (a quarter warp stores 8 distinct 16-byte bank groups). NH = 2 (the decoder warpgroup,
+ * gemm_wg_dqp.cuh): thread lt decodes both halves of row lt, i.e. what threads 2 lt and 2 lt + 1
+ * would, on one FP4 table. FP4 by its row table above; the other decoders by the tile
+ * dequantizer's (agoq_tile_decode: bit-exact with agoq_dev_decode), rounded once to bf16 by
+ * dqr_pack. */
+template <int DEC, int BITS, int NH = 1>
 __device__ __forceinline__ void dq_tile(const wg_params &p, const agoq_smem_table *tab, uint32_t codes, uint32_t buf,
                                         int lt, float s, float z) {
-    const int r = lt >> 1, c0 = 4 * (lt & 1);
-    uint32_t w[BITS];
+    [[maybe_unused]] dq_fp4_tab t;
+    if constexpr (DEC == AGOQ_ENC_FP4) t = dq_fp4_make(s);
 #pragma unroll
-    for (int v = 0; v < BITS / 4; v++)
-        asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-                     : "=r"(w[4 * v]), "=r"(w[4 * v + 1]), "=r"(w[4 * v + 2]), "=r"(w[4 * v + 3])
-                     : "r"(codes + (uint32_t)(lt * 4 * BITS + 16 * v))
-                     : "memory");
-    if constexpr (DEC == AGOQ_ENC_FP4) {
-        const dq_fp4_tab t = dq_fp4_make(s);
+    for (int hv = 0; hv < NH; hv++) {
+        const int l2 = lt * NH + hv, r = l2 >> 1, c0 = 4 * (l2 & 1);
+        uint32_t w[BITS];
 #pragma unroll
-        for (int i = 0; i < 4; i++) {
-            uint32_t h[4];
-            dq_fp4_quad(w[i], t, h[0], h[1]);
-            dq_fp4_quad(w[i] >> 16, t, h[2], h[3]);
-            dq_put8(buf, r, c0 + i, h);
-        }
-    } else {
+        for (int v = 0; v < BITS / 4; v++)
+            asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                         : "=r"(w[4 * v]), "=r"(w[4 * v + 1]), "=r"(w[4 * v + 2]), "=r"(w[4 * v + 3])
+                         : "r"(codes + (uint32_t)(l2 * 4 * BITS + 16 * v))
+                         : "memory");
+        if constexpr (DEC == AGOQ_ENC_FP4) {
 #pragma unroll
-        for (int i = 0; i < 4; i++) {
-            const uint64_t packed = BITS == 4 ? (uint64_t)w[i] : (uint64_t)w[2 * i] | (uint64_t)w[2 * i + 1] << 32;
-            float v[8];
-            agoq_tile_decode<DEC, BITS, 8>(p.qa, tab, packed, s, z, v);
-            uint32_t h[4];
+            for (int i = 0; i < 4; i++) {
+                uint32_t h[4];
+                dq_fp4_quad(w[i], t, h[0], h[1]);
+                dq_fp4_quad(w[i] >> 16, t, h[2], h[3]);
+                dq_put8(buf, r, c0 + i, h);
+            }
+        } else {
 #pragma unroll
-            for (int e = 0; e < 4; e++) h[e] = dqr_pack(v[2 * e], v[2 * e + 1]);
-            dq_put8(buf, r, c0 + i, h);
+            for (int i = 0; i < 4; i++) {
+                const uint64_t packed = BITS == 4 ? (uint64_t)w[i] : (uint64_t)w[2 * i] | (uint64_t)w[2 * i + 1] << 32;
+                float v[8];
+                agoq_tile_decode<DEC, BITS, 8>(p.qa, tab, packed, s, z, v);
+                uint32_t h[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++) h[e] = dqr_pack(v[2 * e], v[2 * e + 1]);
+                dq_put8(buf, r, c0 + i, h);
+            }
         }
     }
 }

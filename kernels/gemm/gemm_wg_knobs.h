@@ -24,7 +24,7 @@ typedef struct {
     int deq_smem;     /* AGOQ_WG_DEQ_SMEM=0|1|4: stored-A decode in registers (0), through shared memory
                        * (1), the same on 4 stages where the codes allow (4: 4-bit FP4 and integers, else
                        * as 1; the default since the thirty-ninth session) */
-    int deq_producer; /* AGOQ_WG_DEQ_PRODUCER=0|1: stored-A decode by the epilogue warps (default 0) */
+    int deq_producer; /* AGOQ_WG_DEQ_PRODUCER=0|1: stored-A decode by a decoder warpgroup (default 0) */
     int deq_ahead;     /* AGOQ_WG_DEQ_AHEAD=0|1: the register prologue loads its scales a k-tile
                         * ahead and 4-bit codes once per k-tile (default 0; FP4 by arithmetic implies it) */
     int deq_fp4_arith; /* AGOQ_WG_DEQ_FP4=table|arith: the register prologue decodes FP4 codes by

@@ -144,7 +144,7 @@ void sk_release(cudaStream_t s) {
 template <int TA, int TB, bool QOUT, int DQ = 0, bool FASTQ = false, int ST = STAGES, int TN = BN, int ER = 1,
           bool BULK = false, bool GQ = false, int CL = 1, bool SK = false>
 void launch(const wg_launch &l) {
-    constexpr int smem = DQ == 1 ? (ST == 4 ? DQ4_SMEM_BYTES : DQ_SMEM_BYTES) : DQ == 4 ? DQP_SMEM_BYTES : DQ >= 2 ? DQR_SMEM_BYTES : smem_bytes<ST, TN>();
+    constexpr int smem = DQ == 1 || DQ == 4 ? (ST == 4 ? DQ4_SMEM_BYTES : DQ_SMEM_BYTES) : DQ >= 2 ? DQR_SMEM_BYTES : smem_bytes<ST, TN>();
     static bool attr = false;
     if (!attr) {
         cudaCheck(cudaFuncSetAttribute(wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ, CL, SK>,
@@ -175,7 +175,7 @@ void launch(const wg_launch &l) {
             return;
         }
     }
-    wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ, CL, SK><<<(unsigned)grid, THREADS, smem, l.s>>>(l.ma, l.mb, p);
+    wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ, CL, SK><<<(unsigned)grid, DQ == 4 ? DQP_THREADS : THREADS, smem, l.s>>>(l.ma, l.mb, p);
     cudaCheckLaunch();
     if constexpr (SK) sk_release(l.s);
 }
@@ -355,17 +355,18 @@ extern "C" int agoq_wg_fwd_deqa(int M, int N, int K, const agoq_fq *qx, agoq_dqt
     const agoq_wg_knobs kn = agoq_wg_knobs_read();
     wg_launch l(kn, stream);
     make_map(&l.ma, xq.codes, K * bits / 8, M, BM, true, BK * bits / 8); /* codes [M][K bits / 8] */
-    make_map(&l.mb, W, K, N, BN);
+    const bool b4 = bits == 4 && (qx->p.enc == AGOQ_ENC_FP4 || qx->p.dec == AGOQ_ENC_INT_SYM || qx->p.dec == AGOQ_ENC_INT_ASYM);
+    const bool dqp = kn.deq_producer && b4; /* the decoder warpgroup: 192-wide tiles (gemm_wg_dqp.cuh) */
+    make_map(&l.mb, W, K, N, dqp ? DQP_TN : BN);
     l.p = {M, N, K, R, Y, agoq_cuda_qparams{}, agoq_dqt{}, MN_BOX_BYTES, 1024u, qx->p, xq, kn.group_m, agoq_wg_sk{}, NULL, NULL};
     /* AGOQ_WG_DEQ_SMEM=4 (the default since the thirty-ninth session; docs/gemm_prologue.md has the
      * A/B; 4 stages where the codes are 4-bit and need no shared table, FP4 and int4, else 3) or 1:
      * a k-tile at a time into a shared bf16 tile while the previous k-tiles' wgmma run
      * (gemm_wg_deq.cuh's dqs_mainloop: FP4 by a per-row bf16 table); =0: the A fragments decoded in
-     * registers; AGOQ_WG_DEQ_PRODUCER=1 (before SMEM): by the epilogue warps (gemm_wg_dqp.cuh) */
-    const bool dq4 = kn.deq_smem == 4 && bits == 4 &&
-                     (l.p.qa.enc == AGOQ_ENC_FP4 || l.p.qa.dec == AGOQ_ENC_INT_SYM || l.p.qa.dec == AGOQ_ENC_INT_ASYM);
-    if (kn.deq_producer) launch<0, 0, false, 4>(l);
-    else if (dq4) launch<0, 0, false, 1, false, 4>(l);
+     * registers; AGOQ_WG_DEQ_PRODUCER=1 (before SMEM, the same formats as =4): by a fourth
+     * warpgroup of decoders for the consumers' plain mainloop (gemm_wg_dqp.cuh) */
+    if (dqp) launch<0, 0, false, 4, false, 4, DQP_TN>(l);
+    else if (kn.deq_smem == 4 && b4) launch<0, 0, false, 1, false, 4>(l);
     else if (kn.deq_smem) launch<0, 0, false, 1>(l);
     else {
         /* AGOQ_WG_DEQ_AHEAD=1 (thirteenth session, off): kernels 5 / 6, the register prologue with

@@ -212,8 +212,9 @@ TEST(cuda_wg_gemm_epilogue_fast_fp4_bit_exact) { epilogue_quant_shapes(0, 3); }
 
 /* The stored-A prologue, three ways (A fragments decoded in registers, AGOQ_WG_DEQ_SMEM=0, FP4
  * through the rows' bf16 tables; through a shared-memory tile, =1, and on 4 stages with three
- * tiles a consumer for FP4 and int4, =4, the default; by the epilogue warps into the
- * plain mainloop's bf16 tile, AGOQ_WG_DEQ_PRODUCER=1), and the register variants: scales a k-tile
+ * tiles a consumer for FP4 and int4, =4, the default; by a fourth warpgroup of decoders into the
+ * plain mainloop's bf16 A tiles, AGOQ_WG_DEQ_PRODUCER=1: FP4 and int4, the other formats take the
+ * default way there), and the register variants: scales a k-tile
  * ahead (AGOQ_WG_DEQ_AHEAD=1; FP4 through the pairs table there, arithmetic implies AHEAD) and FP4
  * by the pairs table (AGOQ_WG_DEQ_FP4=table): bit-exact against the plain kernel on A dequantized on the host
  * (agoq_rowq_dequantize_ref, rounded to bf16), with and without the residual; the second shape
@@ -262,9 +263,9 @@ TEST(cuda_wg_gemm_prologue_dequant_bit_exact) {
                 CHECK(agoq_wg_fwd(m, n, k, dadq, db, R, dp, NULL, (agoq_dqt){0}, NULL) == 0);
                 agoq_fused_dsync();
                 uint16_t *want = down16(dp, (size_t)m * n);
-                static const char *const way[] = {"registers", "smem", "producer", "registers, scales ahead",
+                static const char *const way[] = {"registers", "smem", "decoder warpgroup", "registers, scales ahead",
                                                   "registers, FP4 by the pairs table", "smem, 4 stages (the default)"};
-                for (int smem = 0; smem < 6; smem++) { /* registers, through smem, by the epilogue warps, ahead, ... */
+                for (int smem = 0; smem < 6; smem++) { /* registers, through smem, by the decoder warpgroup, ahead, ... */
                     if (smem == 4 && c.fmt != AGOQ_FMT_FP4_E2M1) continue;
                     if (smem == 0 || smem == 3 || smem == 4) setenv("AGOQ_WG_DEQ_SMEM", "0", 1); /* the register ways */
                     if (smem == 1) setenv("AGOQ_WG_DEQ_SMEM", "1", 1); /* 5: unset, the default (4 stages, 3 where the codes need them) */
