@@ -226,6 +226,16 @@ if [ "$MODE" = s40 ]; then # the fortieth session: the GEMM GPU tests, the prolo
   tar czf "$OUT/c.tgz" -C $W .
   exit 0
 fi
+if [ "$MODE" = s40b ]; then # the scales' raw loads: the GEMM GPU tests, the prologue four ways (deqab "smem4 b2
+  # v2 dqp": vars/b2 = -DAGOQ_WG_DQS_BUFS4=2, vars/v2 = 597b5b0), ncu per SASS line of the default -> c.tgz
+  gemm_tests 150
+  deqab "${VR:-3}" "${WAYS:-smem4 b2 v2 dqp}"; tar czf "$OUT/c.tgz" -C $W .
+  [ $SECONDS -lt $((LIM - 150)) ] && ncu_src wg_kernel gemmwg_7b_fc2_wgd 64M smem4
+  tar czf "$OUT/c.tgz" -C $W .
+  [ $SECONDS -lt $((LIM - 90)) ] && AGOQ_WG_DEQ_PRODUCER=1 ncu_src wg_kernel gemmwg_7b_fc2_wgd 64M dqp
+  tar czf "$OUT/c.tgz" -C $W .
+  exit 0
+fi
 if [ "$MODE" = s39b ]; then # the GEMM GPU tests, the prologue four ways (deqab reg smem smem4 b2), ncu of the
   # 4-stage prologue and the register one at 7B FC2 / 4096 tokens -> c.tgz
   gemm_tests 150

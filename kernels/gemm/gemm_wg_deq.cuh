@@ -40,17 +40,15 @@ __device__ __forceinline__ void wgmma_256_ra(float (&d)[128], const uint32_t (&a
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(TB), "r"(1));
 }
 
-/* Scale (and, DEC = INT_ASYM, zero point) of block blk of A's scale plane; dq_row_scale: of a row
- * at column k0 (the block: one per row per k-tile, block >= 64); a row past M keeps what it had
- * (its codes are TMA zero fill). dqr_scales: rows row0 and row0 + 8 (the register prologue's two). */
-template <int DEC>
-__device__ __forceinline__ void dq_blk_scale(const wg_params &p, size_t blk, float &sc, float &zc) {
-    sc = agoq_dev_load_scale(p.aq.scales, blk, p.qa.bf16_scale);
-    if constexpr (DEC == AGOQ_ENC_INT_ASYM) zc = agoq_dev_load_scale(p.aq.zeros, blk, p.qa.bf16_scale);
-}
+/* Scale (and, DEC = INT_ASYM, zero point) of a row at column k0 (the block: one per row per k-tile,
+ * block >= 64); a row past M keeps what it had (its codes are TMA zero fill). dqr_scales: rows row0
+ * and row0 + 8 (the register prologue's two). */
 template <int DEC>
 __device__ __forceinline__ void dq_row_scale(const wg_params &p, int row, int k0, size_t nbpr, float &sc, float &zc) {
-    if (row < p.m) dq_blk_scale<DEC>(p, (size_t)row * nbpr + (size_t)(k0 / p.qa.block), sc, zc);
+    if (row >= p.m) return;
+    const size_t blk = (size_t)row * nbpr + (size_t)(k0 / p.qa.block);
+    sc = agoq_dev_load_scale(p.aq.scales, blk, p.qa.bf16_scale);
+    if constexpr (DEC == AGOQ_ENC_INT_ASYM) zc = agoq_dev_load_scale(p.aq.zeros, blk, p.qa.bf16_scale);
 }
 template <int DEC>
 __device__ __forceinline__ void dqr_scales(const wg_params &p, int row0, int k0, size_t nbpr, float (&sc)[2],
@@ -171,32 +169,57 @@ __device__ __forceinline__ void dqr_frag(const wg_params &p, const agoq_smem_tab
  * 16 accumulator rows) reads. The block (>= 64 columns, a multiple of BK) is one per row per
  * k-tile: one scale (and zero point) a thread, of row m0 + 64 cw + lt / 2, streamed by
  * dq_scale_run: the current block's and the next one's held, the one after loaded when a block
- * starts (rows past M load none and keep zeros: their codes are TMA zero fill). */
+ * starts. */
+/* The raw bits of element blk of a scale / zero-point plane (fp32, or bf16 in the low half) by two
+ * predicated loads into one register: nothing reads it until dq_raw_f32, a block later. As C++
+ * (agoq_dev_load_scale into a held float, under a branch) nvcc moved the loaded value into the
+ * held register right after the load, so every block's first k-tile waited for the L2 round trip
+ * there (ncu per SASS line, fortieth session: 7.5% of the smem prologue's samples). */
+__device__ __forceinline__ uint32_t dq_raw_load(const uint8_t *plane, size_t blk, int bf16) {
+    uint32_t r;
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.s32 p, %3, 0;\n\t@p ld.global.u16 %0, [%1];\n\t@!p ld.global.u32 %0, [%2];\n\t}"
+                 : "=r"(r)
+                 : "l"(plane + 2 * blk), "l"(plane + 4 * blk), "r"(bf16)
+                 : "memory");
+    return r;
+}
+__device__ __forceinline__ float dq_raw_f32(uint32_t r, int bf16) { return __uint_as_float(bf16 ? r << 16 : r); }
 template <int DEC>
 struct dq_scale_run {
     const wg_params &p;
-    size_t blk, end;      /* the next block to load; one past the row's last */
-    int per, left;        /* k-tiles a block; k-tiles left in the current one */
-    float s = 0.0f, z = 0.0f, ns = 0.0f, nz = 0.0f;
+    size_t blk, last;  /* the next block to load; the row's last (loads past it repeat it) */
+    int per, left;     /* k-tiles a block; k-tiles left in the current one */
+    uint32_t ns, nz;   /* the next block's raw scale (zero point) */
+    float s = 0.0f, z = 0.0f;
     __device__ __forceinline__ dq_scale_run(const wg_params &p_, int row) : p(p_) {
         const size_t nbpr = (size_t)(p.k / p.qa.block);
+        /* a row past M reads row 0's first block: its codes are TMA zero fill and its row of C is
+         * never stored (a row of C depends on its row of A only), so any finite value will do */
         blk = row < p.m ? (size_t)row * nbpr : 0;
-        end = row < p.m ? blk + nbpr : 0;
+        last = row < p.m ? blk + nbpr - 1 : 0;
         per = left = p.qa.block / BK;
-        load(s, z);
-        load(ns, nz);
+        load();
+        take();
+        load();
     }
-    __device__ __forceinline__ void load(float &sc, float &zc) {
-        if (blk < end) dq_blk_scale<DEC>(p, blk++, sc, zc);
+    __device__ __forceinline__ void load() {
+        const size_t b = blk < last ? blk : last;
+        blk++;
+        ns = dq_raw_load(p.aq.scales, b, p.qa.bf16_scale);
+        if constexpr (DEC == AGOQ_ENC_INT_ASYM) nz = dq_raw_load(p.aq.zeros, b, p.qa.bf16_scale);
+    }
+    __device__ __forceinline__ void take() {
+        s = dq_raw_f32(ns, p.qa.bf16_scale);
+        if constexpr (DEC == AGOQ_ENC_INT_ASYM) z = dq_raw_f32(nz, p.qa.bf16_scale);
     }
     /* after a k-tile's fence (which compiles to MEMBAR.ALL.CTA: it would wait for a load in flight
-     * there): on to the next k-tile; when it starts a block, its scale is the one held and the
-     * block after it is loaded (used a block later) */
+     * there): on to the next k-tile; when it starts a block, its scale is the one loaded a block
+     * ago and the block after it is loaded */
     __device__ __forceinline__ void next() {
         if (--left == 0) {
             left = per;
-            s = ns, z = nz;
-            load(ns, nz);
+            take();
+            load();
         }
     }
 };
