@@ -194,7 +194,7 @@ struct dq_scale_run {
     __device__ __forceinline__ dq_scale_run(const wg_params &p_, int row) : p(p_) {
         const size_t nbpr = (size_t)(p.k / p.qa.block);
         /* a row past M reads row 0's first block: its codes are TMA zero fill and its row of C is
-         * never stored (a row of C depends on its row of A only), so any finite value will do */
+         * never stored (a row of C depends on its row of A only), so any value will do */
         blk = row < p.m ? (size_t)row * nbpr : 0;
         last = row < p.m ? blk + nbpr - 1 : 0;
         per = left = p.qa.block / BK;

@@ -22,7 +22,10 @@
  * the other prologues' and to the plain kernel on the dequantized A (tests/cuda/gemm/
  * test_gemm_wg_cuda.c). Before the fortieth session kernel 4 was the three epilogue warps
  * decoding 8-code groups by the generic decoder on 3 stages: 0.16x of dequantize + cuBLASLt
- * (H200, 11ce4b2). Included by gemm_wg.cu only (after gemm_wg_deq.cuh). */
+ * (H200, 11ce4b2). Measured (H100, results/h100/logs/s40_f2ec4889, docs/gemm_prologue.md): 0.66-0.74
+ * of dequantize + cuBLASLt against the smem prologue's 0.87-0.94: the consumers wait for decoded
+ * tiles, one decoder warp a scheduler does not keep up with 128 x 192 tiles. Off by default.
+ * Included by gemm_wg.cu only (after gemm_wg_deq.cuh). */
 #ifndef AGOQ_GEMM_WG_DQP_CUH
 #define AGOQ_GEMM_WG_DQP_CUH
 
