@@ -215,21 +215,14 @@ if [ "$MODE" = s39c ]; then # the GEMM GPU tests, the prologue four ways (deqab 
   tar czf "$OUT/c.tgz" -C $W .
   exit 0
 fi
-if [ "$MODE" = s40 ]; then # the fortieth session: the GEMM GPU tests, the prologue three ways (deqab "smem4
-  # dqp v2": the decoder warpgroup; vars/v2, the barrier before the decode and the scale a k-tile
-  # ahead), ncu per SASS line of both new ones at 7B FC2 / 4096 tokens -> c.tgz
+if [ "$MODE" = s40 ] || [ "$MODE" = s40b ]; then # the fortieth session: the GEMM GPU tests, the prologue three
+  # (s40: "smem4 dqp v2") or four (s40b, after the raw scale loads: "smem4 b2 v2 dqp") ways: dqp the decoder
+  # warpgroup, vars/b2 = -DAGOQ_WG_DQS_BUFS4=2, vars/v2 = 597b5b0 (the barrier before the decode, the
+  # scale a k-tile ahead); ncu per SASS line of the default and the decoder warpgroup at 7B FC2 / 4096
+  # tokens -> c.tgz
+  w="smem4 dqp v2"; [ "$MODE" = s40b ] && w="smem4 b2 v2 dqp"
   gemm_tests 150
-  deqab "${VR:-3}" "${WAYS:-smem4 dqp v2}"; tar czf "$OUT/c.tgz" -C $W .
-  [ $SECONDS -lt $((LIM - 150)) ] && ncu_src wg_kernel gemmwg_7b_fc2_wgd 64M smem4
-  tar czf "$OUT/c.tgz" -C $W .
-  [ $SECONDS -lt $((LIM - 90)) ] && AGOQ_WG_DEQ_PRODUCER=1 ncu_src wg_kernel gemmwg_7b_fc2_wgd 64M dqp
-  tar czf "$OUT/c.tgz" -C $W .
-  exit 0
-fi
-if [ "$MODE" = s40b ]; then # the scales' raw loads: the GEMM GPU tests, the prologue four ways (deqab "smem4 b2
-  # v2 dqp": vars/b2 = -DAGOQ_WG_DQS_BUFS4=2, vars/v2 = 597b5b0), ncu per SASS line of the default -> c.tgz
-  gemm_tests 150
-  deqab "${VR:-3}" "${WAYS:-smem4 b2 v2 dqp}"; tar czf "$OUT/c.tgz" -C $W .
+  deqab "${VR:-3}" "${WAYS:-$w}"; tar czf "$OUT/c.tgz" -C $W .
   [ $SECONDS -lt $((LIM - 150)) ] && ncu_src wg_kernel gemmwg_7b_fc2_wgd 64M smem4
   tar czf "$OUT/c.tgz" -C $W .
   [ $SECONDS -lt $((LIM - 90)) ] && AGOQ_WG_DEQ_PRODUCER=1 ncu_src wg_kernel gemmwg_7b_fc2_wgd 64M dqp
