@@ -331,7 +331,7 @@ __device__ __forceinline__ void dqs_run(const wg_params &p, const agoq_smem_tabl
     const bool b4 = p.qa.bits == 4;
     const int dec = p.qa.dec;
     if (p.qa.enc == AGOQ_ENC_FP4) run(agoq_enc_t<AGOQ_ENC_FP4>(), I4());
-    else if constexpr (ST == 4) {
+    else if constexpr (ST >= 4) {
         if (dec == AGOQ_ENC_INT_SYM) run(agoq_enc_t<AGOQ_ENC_INT_SYM>(), I4());
         else run(agoq_enc_t<AGOQ_ENC_INT_ASYM>(), I4());
     } else if (dec == AGOQ_ENC_FP8_E4M3) run(agoq_enc_t<AGOQ_ENC_FP8_E4M3>(), I8());
