@@ -494,9 +494,12 @@ __global__ void __launch_bounds__(DQ == 4 ? DQP_THREADS : THREADS, 1)
 #pragma unroll
             for (int i = 0; i < TN / 2; i++) d[i] = 0.0f;
             acc_fence(d); /* the zeros are written before the first wgmma.fence, not inside its stage */
-            if constexpr (DQ == 1) /* the shared-memory prologue (gemm_wg_deq.cuh) */
+            if constexpr (DQ == 1) { /* the shared-memory prologue (gemm_wg_deq.cuh) */
+                uint32_t pfb = 0;
+                const uint16_t *pf = DIRECT ? direct_pf(p, m0 + cw * HALF_ROWS, n0, lt, pfb) : nullptr;
                 dqs_run<ST, SB, AB, NB>(p, &tab, d, ring_s, full_s, empty_s, ring_s + ST * SB + (uint32_t)(NB * cw * DQ_TILE_BYTES),
-                                        m0, cw, lt, ktiles, it);
+                                        m0, cw, lt, ktiles, it, pf, pfb);
+            }
             /* register prologue: one mainloop per decoder and code width, the decoders split over
              * two kernels (DQ 2 / 5: integer and FP4, DQ 3 / 6: FP8 and table; all six in one
              * kernel make ptxas serialize the wgmma for want of registers) */
