@@ -59,7 +59,8 @@ deqab() { # rounds [ways]: the stored-A prologue (FC2 of 7B / 13B from its FP4 c
   # (=4, the default since 89f2693: 4 stages, AGOQ_WG_DQS_BUFS4 tiles), r0 (vars/r0: the register path's FP4 by arithmetic), b2
   # (vars/b2 with =4: two tiles a consumer), v2 (vars/v2 with =4: 597b5b0's binary, barrier before the decode),
   # dqp (AGOQ_WG_DEQ_PRODUCER=1: the decoder warpgroup, 192-wide tiles), s5 (AGOQ_WG_DEQ_SMEM=5: 5 stages,
-  # C stored by the consumers; branch s40-direct)
+  # C stored by the consumers; branch s40-direct), s5n (vars/n0 with =5: -DAGOQ_WG_DIRECT_PF=0, no L2 prefetch
+  # of the residual)
   local d=$W/deq r v c ways=${2:-reg smem r0}; mkdir -p $d
   local a="kernels -q --cases gemmwg_7b_fc2_ltd,gemmwg_7b_fc2_wgd,gemmwg_13b_fc2_ltd,gemmwg_13b_fc2_wgd --formats fp4_e2m1 -b 64M -e 1G -f 4 -n 10 -w 3"
   for r in $(seq 1 "$1"); do
@@ -68,7 +69,7 @@ deqab() { # rounds [ways]: the stored-A prologue (FC2 of 7B / 13B from its FP4 c
       case $v in reg) c="env AGOQ_WG_DEQ_SMEM=0 $AGOQ_B/agoq" ;; smem) c="env AGOQ_WG_DEQ_SMEM=1 $AGOQ_B/agoq" ;; smem4) c="env AGOQ_WG_DEQ_SMEM=4 $AGOQ_B/agoq" ;;
         r0) c=.carry/x/vars/r0/agoq ;; b2) c="env AGOQ_WG_DEQ_SMEM=4 .carry/x/vars/b2/agoq" ;;
         v2) c="env AGOQ_WG_DEQ_SMEM=4 .carry/x/vars/v2/agoq" ;; dqp) c="env AGOQ_WG_DEQ_PRODUCER=1 $AGOQ_B/agoq" ;;
-        s5) c="env AGOQ_WG_DEQ_SMEM=5 $AGOQ_B/agoq" ;; esac
+        s5) c="env AGOQ_WG_DEQ_SMEM=5 $AGOQ_B/agoq" ;; s5n) c="env AGOQ_WG_DEQ_SMEM=5 .carry/x/vars/n0/agoq" ;; esac
       timeout 120 $c $a --out $d/r${r}_var$v.json > $d/r${r}_$v.log 2>&1; echo "deqab r$r $v rc=$? at $SECONDS s"
     done
   done
@@ -224,7 +225,7 @@ if [ "$MODE" = s40 ] || [ "$MODE" = s40b ] || [ "$MODE" = s41 ]; then # the fort
   # default and the decoder warpgroup (s41: of s5) at 7B FC2 / 4096 tokens -> c.tgz
   w="smem4 dqp v2" n2=dqp e2=AGOQ_WG_DEQ_PRODUCER=1
   [ "$MODE" = s40b ] && w="smem4 b2 v2 dqp"
-  [ "$MODE" = s41 ] && w="smem4 s5 b2" n2=s5 e2=AGOQ_WG_DEQ_SMEM=5
+  [ "$MODE" = s41 ] && w="smem4 s5 s5n b2" n2=s5 e2=AGOQ_WG_DEQ_SMEM=5
   gemm_tests 150
   deqab "${VR:-3}" "${WAYS:-$w}"; tar czf "$OUT/c.tgz" -C $W .
   [ $SECONDS -lt $((LIM - 150)) ] && ncu_src wg_kernel gemmwg_7b_fc2_wgd 64M smem4
