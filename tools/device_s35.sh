@@ -58,7 +58,9 @@ deqab() { # rounds [ways]: the stored-A prologue (FC2 of 7B / 13B from its FP4 c
   # "reg smem r0"): reg (AGOQ_WG_DEQ_SMEM=0: registers, FP4 by the row tables), smem (=1), smem4
   # (=4, the default since 89f2693: 4 stages, AGOQ_WG_DQS_BUFS4 tiles), r0 (vars/r0: the register path's FP4 by arithmetic), b2
   # (vars/b2 with =4: two tiles a consumer), v2 (vars/v2 with =4: 597b5b0's binary, barrier before the decode),
-  # dqp (AGOQ_WG_DEQ_PRODUCER=1: the decoder warpgroup, 192-wide tiles)
+  # dqp (AGOQ_WG_DEQ_PRODUCER=1: the decoder warpgroup, 192-wide tiles), s5 (AGOQ_WG_DEQ_SMEM=5: 5 stages,
+  # C stored by the consumers; branch s40-direct), s5n (vars/n0 with =5: -DAGOQ_WG_DIRECT_PF=0, no L2 prefetch
+  # of the residual)
   local d=$W/deq r v c ways=${2:-reg smem r0}; mkdir -p $d
   local a="kernels -q --cases gemmwg_7b_fc2_ltd,gemmwg_7b_fc2_wgd,gemmwg_13b_fc2_ltd,gemmwg_13b_fc2_wgd --formats fp4_e2m1 -b 64M -e 1G -f 4 -n 10 -w 3"
   for r in $(seq 1 "$1"); do
@@ -66,7 +68,8 @@ deqab() { # rounds [ways]: the stored-A prologue (FC2 of 7B / 13B from its FP4 c
       [ $SECONDS -lt $((LIM - 60)) ] || break 2
       case $v in reg) c="env AGOQ_WG_DEQ_SMEM=0 $AGOQ_B/agoq" ;; smem) c="env AGOQ_WG_DEQ_SMEM=1 $AGOQ_B/agoq" ;; smem4) c="env AGOQ_WG_DEQ_SMEM=4 $AGOQ_B/agoq" ;;
         r0) c=.carry/x/vars/r0/agoq ;; b2) c="env AGOQ_WG_DEQ_SMEM=4 .carry/x/vars/b2/agoq" ;;
-        v2) c="env AGOQ_WG_DEQ_SMEM=4 .carry/x/vars/v2/agoq" ;; dqp) c="env AGOQ_WG_DEQ_PRODUCER=1 $AGOQ_B/agoq" ;; esac
+        v2) c="env AGOQ_WG_DEQ_SMEM=4 .carry/x/vars/v2/agoq" ;; dqp) c="env AGOQ_WG_DEQ_PRODUCER=1 $AGOQ_B/agoq" ;;
+        s5) c="env AGOQ_WG_DEQ_SMEM=5 $AGOQ_B/agoq" ;; s5n) c="env AGOQ_WG_DEQ_SMEM=5 .carry/x/vars/n0/agoq" ;; esac
       timeout 120 $c $a --out $d/r${r}_var$v.json > $d/r${r}_$v.log 2>&1; echo "deqab r$r $v rc=$? at $SECONDS s"
     done
   done
@@ -215,17 +218,19 @@ if [ "$MODE" = s39c ]; then # the GEMM GPU tests, the prologue four ways (deqab 
   tar czf "$OUT/c.tgz" -C $W .
   exit 0
 fi
-if [ "$MODE" = s40 ] || [ "$MODE" = s40b ]; then # the fortieth session: the GEMM GPU tests, the prologue three
-  # (s40: "smem4 dqp v2") or four (s40b, after the raw scale loads: "smem4 b2 v2 dqp") ways: dqp the decoder
-  # warpgroup, vars/b2 = -DAGOQ_WG_DQS_BUFS4=2, vars/v2 = 597b5b0 (the barrier before the decode, the
-  # scale a k-tile ahead); ncu per SASS line of the default and the decoder warpgroup at 7B FC2 / 4096
-  # tokens -> c.tgz
-  w="smem4 dqp v2"; [ "$MODE" = s40b ] && w="smem4 b2 v2 dqp"
+if [ "$MODE" = s40 ] || [ "$MODE" = s40b ] || [ "$MODE" = s41 ]; then # the fortieth session: the GEMM GPU tests,
+  # the prologue three (s40: "smem4 dqp v2") or four (s40b, after the raw scale loads: "smem4 b2 v2 dqp") ways:
+  # dqp the decoder warpgroup, vars/b2 = -DAGOQ_WG_DQS_BUFS4=2, vars/v2 = 597b5b0 (the barrier before the
+  # decode, the scale a k-tile ahead); s41 (branch s40-direct): "smem4 s5 b2"; ncu per SASS line of the
+  # default and the decoder warpgroup (s41: of s5) at 7B FC2 / 4096 tokens -> c.tgz
+  w="smem4 dqp v2" n2=dqp e2=AGOQ_WG_DEQ_PRODUCER=1
+  [ "$MODE" = s40b ] && w="smem4 b2 v2 dqp"
+  [ "$MODE" = s41 ] && w="smem4 s5 s5n b2" n2=s5 e2=AGOQ_WG_DEQ_SMEM=5
   gemm_tests 150
   deqab "${VR:-3}" "${WAYS:-$w}"; tar czf "$OUT/c.tgz" -C $W .
   [ $SECONDS -lt $((LIM - 150)) ] && ncu_src wg_kernel gemmwg_7b_fc2_wgd 64M smem4
   tar czf "$OUT/c.tgz" -C $W .
-  [ $SECONDS -lt $((LIM - 90)) ] && AGOQ_WG_DEQ_PRODUCER=1 ncu_src wg_kernel gemmwg_7b_fc2_wgd 64M dqp
+  [ $SECONDS -lt $((LIM - 90)) ] && (export "$e2"; ncu_src wg_kernel gemmwg_7b_fc2_wgd 64M $n2)
   tar czf "$OUT/c.tgz" -C $W .
   exit 0
 fi

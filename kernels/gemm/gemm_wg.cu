@@ -136,6 +136,10 @@ constexpr int DQ4_STAGE_BYTES = CODE_BYTES / 2 + B_BYTES;
 constexpr int DQ4_SMEM_BYTES = 4 * DQ4_STAGE_BYTES + 2 * AGOQ_WG_DQS_BUFS4 * DQ_TILE_BYTES + HALF_ROWS * C_STRIDE * 2 + 1024;
 static_assert(DQ4_SMEM_BYTES + 128 <= 232448, "4-stage prologue: ring + bf16 tiles + half staging tile exceed 227 KB");
 constexpr int DQR_SMEM_BYTES = STAGES * DQ_STAGE_BYTES + C_BYTES + 1024; /* the register prologue */
+/* AGOQ_WG_DEQ_SMEM=5 (off; docs/gemm_prologue.md "Forty-first session"): five stages, two bf16 tiles a
+ * consumer, C (+ residual) stored from the consumers' registers (store_direct), no staging tile */
+constexpr int DQ5_SMEM_BYTES = 5 * DQ4_STAGE_BYTES + 2 * 2 * DQ_TILE_BYTES + 1024;
+static_assert(DQ5_SMEM_BYTES + 256 <= 232448, "5-stage prologue: ring + bf16 tiles exceed 227 KB");
 
 struct wg_params {
     int m, n, k;
@@ -347,7 +351,8 @@ __global__ void __launch_bounds__(DQ == 4 ? DQP_THREADS : THREADS, 1)
     /* the register prologue's decoders, split over two kernels: integer and FP4, or FP8 and table
      * (the latter build the 4-bit table pairs) */
     constexpr bool INTK = DQ == 2 || DQ == 5, PAIRS = DQR && !INTK;
-    static_assert(ST == STAGES || (ST == 4 && (!DEQA || DQ == 1 || DQ == 4)), "4 stages: the bf16 kernels, smem prologues");
+    static_assert(ST == STAGES || (ST == 4 && (!DEQA || DQ == 1 || DQ == 4)) || (ST == 5 && DQ == 1),
+                  "4 stages: the bf16 kernels, smem prologues; 5: the smem prologue storing C directly");
     static_assert(DQ != 4 || ST == 4, "the decoder warpgroup: 4 stages");
     static_assert(TN == BN || (TN == 128 && !DEQA && !FASTQ && ST == STAGES) || (TN == 192 && (!DEQA || DQ == 4) && !QOUT),
                   "128-wide tiles: bf16 A, 3 stages; 192-wide: bf16 A or the decoder warpgroup, no quantized copy");
@@ -356,11 +361,12 @@ __global__ void __launch_bounds__(DQ == 4 ? DQP_THREADS : THREADS, 1)
     static_assert(CL == 1 || (CL == 2 && !DEQA && !BULK), "clusters of 2: the bf16 kernels, no bulk residual");
     static_assert(!SK || (CL == 1 && !DEQA && !BULK), "the split last wave: the bf16 kernels, no clusters, no bulk residual");
     constexpr bool HALF = ST == 4;               /* C staged a consumer warpgroup's 64 rows at a time */
+    constexpr bool DIRECT = ST == 5;             /* C stored by the consumers (store_direct), no staging */
     constexpr int NH = HALF ? 2 : 1, RS = BM / NH; /* hand-offs a tile, rows staged in each */
     extern __shared__ uint8_t raw[];
     __shared__ __align__(8) uint64_t full[ST], empty[ST], rbar; /* rbar: the bulk residual, a phase a tile */
     /* table encoders of the epilogue (none with 4 stages: no room; the host keeps them on 3) */
-    __shared__ __align__(16) uint8_t tab_raw[HALF ? 16 : sizeof(agoq_smem_table)];
+    __shared__ __align__(16) uint8_t tab_raw[HALF || DIRECT ? 16 : sizeof(agoq_smem_table)];
     agoq_smem_table &tab = *reinterpret_cast<agoq_smem_table *>(tab_raw);
     __shared__ float2 dq_pairs[PAIRS ? 256 : 1]; /* the register prologue's 4-bit table pairs */
     __shared__ __align__(8) uint64_t dqb[DQ == 4 ? 2 * DQP_SLOTS : 1]; /* the decoder warpgroup's afull, aempty */
@@ -388,7 +394,7 @@ __global__ void __launch_bounds__(DQ == 4 ? DQP_THREADS : THREADS, 1)
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     if (QOUT && !HALF && p.q.enc == AGOQ_ENC_TABLE) agoq_dev_load_table(&tab, p.q.table);
-    if (DEQA && !HALF) agoq_dev_load_table(&tab, p.qa.table); /* table decoders (NULL: nothing) */
+    if (DEQA && !HALF && !DIRECT) agoq_dev_load_table(&tab, p.qa.table); /* table decoders (NULL: nothing) */
     __syncthreads();
     /* CL = 2: both CTAs' barriers initialized before any multicast copy or remote arrival */
     if constexpr (CL == 2) cluster_sync();
@@ -396,9 +402,9 @@ __global__ void __launch_bounds__(DQ == 4 ? DQP_THREADS : THREADS, 1)
         for (int i = tid; i < 256; i += THREADS) dq_pairs[i] = make_float2(tab.value[i & 15], tab.value[i >> 4]);
         __syncthreads();
     }
-    constexpr bool DQ4 = (DQ == 1 || DQ == 4) && ST == 4; /* the 4-stage smem prologues: 4-bit codes a stage */
+    constexpr bool DQ4 = (DQ == 1 || DQ == 4) && ST >= 4; /* the 4- and 5-stage smem prologues: 4-bit codes a stage */
     constexpr int SB = DQ4 ? DQ4_STAGE_BYTES : DEQA ? DQ_STAGE_BYTES : stage_bytes<TN>();
-    constexpr int AB = DQ4 ? CODE_BYTES / 2 : DEQA ? CODE_BYTES : A_BYTES, NB = DQ4 ? AGOQ_WG_DQS_BUFS4 : 2;
+    constexpr int AB = DQ4 ? CODE_BYTES / 2 : DEQA ? CODE_BYTES : A_BYTES, NB = DIRECT ? 2 : DQ4 ? AGOQ_WG_DQS_BUFS4 : 2;
     uint16_t *stage = reinterpret_cast<uint16_t *>(ring + ST * SB + (DQ == 1 || DQ == 4 ? 2 * NB * DQ_TILE_BYTES : 0));
     const uint32_t dqb_s = saddr(dqb), slots_s = ring_s + ST * SB; /* DQ 4: barriers, A slots */
     /* setmaxnreg: warpgroup 0 (producer + epilogue warps) gives registers to the consumers
@@ -444,7 +450,7 @@ __global__ void __launch_bounds__(DQ == 4 ? DQP_THREADS : THREADS, 1)
                     }
                 }
             }
-        } else if (tid >= 32) { /* epilogue warps: NH hand-offs of the staging tile per tile */
+        } else if (tid >= 32 && !DIRECT) { /* epilogue warps: NH hand-offs of the staging tile per tile */
             const int et = tid - 32, ew = et >> 5, lane = tid & 31;
             const tile_walk<TN, CL, SK> w(tiles_m, tiles_n, ntiles, p.sk);
             for (int t = w.first(); t < w.count; t += w.step()) {
@@ -486,9 +492,12 @@ __global__ void __launch_bounds__(DQ == 4 ? DQP_THREADS : THREADS, 1)
 #pragma unroll
             for (int i = 0; i < TN / 2; i++) d[i] = 0.0f;
             acc_fence(d); /* the zeros are written before the first wgmma.fence, not inside its stage */
-            if constexpr (DQ == 1) /* the shared-memory prologue (gemm_wg_deq.cuh) */
+            if constexpr (DQ == 1) { /* the shared-memory prologue (gemm_wg_deq.cuh) */
+                uint32_t pfb = 0;
+                const uint16_t *pf = DIRECT ? direct_pf(p, m0 + cw * HALF_ROWS, n0, lt, pfb) : nullptr;
                 dqs_run<ST, SB, AB, NB>(p, &tab, d, ring_s, full_s, empty_s, ring_s + ST * SB + (uint32_t)(NB * cw * DQ_TILE_BYTES),
-                                        m0, cw, lt, ktiles, it);
+                                        m0, cw, lt, ktiles, it, pf, pfb);
+            }
             /* register prologue: one mainloop per decoder and code width, the decoders split over
              * two kernels (DQ 2 / 5: integer and FP4, DQ 3 / 6: FP8 and table; all six in one
              * kernel make ptxas serialize the wgmma for want of registers) */
@@ -563,7 +572,9 @@ __global__ void __launch_bounds__(DQ == 4 ? DQP_THREADS : THREADS, 1)
                 }
                 if (kind == AGOQ_WG_SK_LAST) sk_add<TN>(p, d, ct, slot, p.sk.s - 1);
             }
-            if constexpr (HALF) { /* this warpgroup's 64 rows in their own hand-off; warpgroup 1's
+            if constexpr (DIRECT) {
+                store_direct<TN>(p, d, lt, m0 + cw * HALF_ROWS, n0);
+            } else if constexpr (HALF) { /* this warpgroup's 64 rows in their own hand-off; warpgroup 1's
                                    * waits for the epilogue warps to finish warpgroup 0's */
                 nbar_sync(cw ? BAR_EMPTY1 : BAR_EMPTY, BAR_HALF);
                 stage_acc<TN>(p, d, stage, lt, m0 + cw * HALF_ROWS, n0);

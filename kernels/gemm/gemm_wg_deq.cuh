@@ -285,11 +285,13 @@ __device__ __forceinline__ void dq_tile(const wg_params &p, const agoq_smem_tabl
  * once its own wait returned. Scales (zero points) by dq_scale_run, a block ahead, loaded after
  * the fence. bufs: this warpgroup's NB tiles;
  * a ring of ST stages of SB bytes, B at AB in each. The stages of the tile's last NB - 1 k-tiles
- * but the last are freed here after the last wait, the last one by the caller. */
+ * but the last are freed here after the last wait, the last one by the caller. pf (AGOQ_WG_DEQ_SMEM=5,
+ * direct_pf): pfb bytes of the residual asked of L2 AGOQ_WG_DIRECT_PF k-tiles before the end. */
 template <int DEC, int BITS, int ST, int SB, int AB, int NB>
 __device__ __forceinline__ void dqs_mainloop(const wg_params &p, const agoq_smem_table *tab, float (&d)[128],
                                              uint32_t ring_s, uint32_t full_s, uint32_t empty_s, uint32_t bufs, int m0,
-                                             int cw, int lt, int ktiles, int &it) {
+                                             int cw, int lt, int ktiles, int &it, const uint16_t *pf, uint32_t pfb) {
+    const int kpf = ktiles > AGOQ_WG_DIRECT_PF ? ktiles - AGOQ_WG_DIRECT_PF : 0;
     constexpr int RB = BK * BITS / 8; /* code bytes of a row in a k-tile */
     dq_scale_run<DEC> rs(p, m0 + cw * 64 + (lt >> 1));
     for (int kt = 0; kt < ktiles; kt++, it++) {
@@ -299,6 +301,7 @@ __device__ __forceinline__ void dqs_mainloop(const wg_params &p, const agoq_smem
         dq_tile<DEC, BITS>(p, tab, st + (uint32_t)(cw * 64 * RB), buf, lt, rs.s, rs.z);
         fence_proxy_async(); /* the decoded tile visible to wgmma */
         rs.next();
+        if (pf != nullptr && kt == kpf) fz_l2_prefetch(pf, pfb);
         nbar_sync(2 + cw, 128);
         wg_fence();
         const uint64_t da0 = sdesc(buf, 16, 1024), db0 = sdesc(st + AB, 16, 1024);
@@ -321,17 +324,17 @@ __device__ __forceinline__ void dqs_mainloop(const wg_params &p, const agoq_smem
 template <int ST, int SB, int AB, int NB>
 __device__ __forceinline__ void dqs_run(const wg_params &p, const agoq_smem_table *tab, float (&d)[128], uint32_t ring_s,
                                         uint32_t full_s, uint32_t empty_s, uint32_t bufs, int m0, int cw, int lt,
-                                        int ktiles, int &it) {
+                                        int ktiles, int &it, const uint16_t *pf, uint32_t pfb) {
     auto run = [&](auto dec, auto bits) {
         dqs_mainloop<decltype(dec)::value, decltype(bits)::value, ST, SB, AB, NB>(p, tab, d, ring_s, full_s, empty_s, bufs,
-                                                                                  m0, cw, lt, ktiles, it);
+                                                                                  m0, cw, lt, ktiles, it, pf, pfb);
     };
     using I4 = agoq_enc_t<4>;
     using I8 = agoq_enc_t<8>;
     const bool b4 = p.qa.bits == 4;
     const int dec = p.qa.dec;
     if (p.qa.enc == AGOQ_ENC_FP4) run(agoq_enc_t<AGOQ_ENC_FP4>(), I4());
-    else if constexpr (ST == 4) {
+    else if constexpr (ST >= 4) {
         if (dec == AGOQ_ENC_INT_SYM) run(agoq_enc_t<AGOQ_ENC_INT_SYM>(), I4());
         else run(agoq_enc_t<AGOQ_ENC_INT_ASYM>(), I4());
     } else if (dec == AGOQ_ENC_FP8_E4M3) run(agoq_enc_t<AGOQ_ENC_FP8_E4M3>(), I8());

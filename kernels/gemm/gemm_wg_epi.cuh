@@ -1,5 +1,6 @@
 /* Epilogue warps of the Hopper GEMM (gemm_wg.cu; included there, inside its namespace): the
- * residual into the staging tile, C out of it, and the quantized copy of C.
+ * residual into the staging tile, C out of it, and the quantized copy of C; and store_direct, C
+ * stored by the consumers themselves (AGOQ_WG_DEQ_SMEM=5).
  * Host knobs (gemm_wg.cu: epi_rows, gen_rows, bulk, with the measurements; read on every call) select
  * variants for the 3-stage, 256-wide bf16 kernels with A and B K-major (the forward GEMMs with a
  * residual or the fast FP4 copy); every other kernel takes ER = 1 and no bulk copies:
@@ -61,6 +62,59 @@ __device__ __forceinline__ void store_c16(uint16_t *dst, uint4 w) {
     else *reinterpret_cast<uint4 *>(dst) = w;
 }
 
+/* AGOQ_WG_DEQ_SMEM=5: consumer thread lt (0..127) of the warpgroup whose first row is m0 stores its
+ * accumulators as C (+ the residual, read here), each pair rounded once to bf16 as stage_acc does
+ * (the same bits as the staged path: fp32 sum, one cvt.rn.bf16x2), 4 bytes a pair. The residual in
+ * batches of 8 column groups (16 words), all loaded before the batch's stores: loads after a store
+ * that may alias them are not hoisted above it, and one at a time they cost an L2 round trip each
+ * (ncu, forty-first session: 14% of the samples in this function's first version). */
+template <int TN>
+__device__ __forceinline__ void store_direct(const wg_params &p, const float (&d)[TN / 2], int lt, int m0, int n0) {
+    const int lane = lt & 31, row0 = m0 + (lt >> 5) * 16 + (lane >> 2);
+#pragma unroll /* whole: a partly unrolled loop indexes d at run time, and ptxas puts it on the stack */
+    for (int j0 = 0; j0 < TN / 8; j0 += 8) {
+        uint32_t rv[8][2];
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const int col = n0 + (j0 + j) * 8 + (lane & 3) * 2;
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int r = row0 + 8 * h;
+                rv[j][h] = p.r && r < p.m && col < p.n
+                               ? __ldg(reinterpret_cast<const unsigned int *>(p.r + (size_t)r * (size_t)p.n + (size_t)col))
+                               : 0u; /* bf16 +0 twice: adds nothing */
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const int col = n0 + (j0 + j) * 8 + (lane & 3) * 2;
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int r = row0 + 8 * h;
+                if (r >= p.m || col >= p.n) continue;
+                float x0 = d[4 * (j0 + j) + 2 * h], x1 = d[4 * (j0 + j) + 2 * h + 1];
+                if (p.r) {
+                    x0 += agoq_bf16_to_f32((uint16_t)(rv[j][h] & 0xFFFFu));
+                    x1 += agoq_bf16_to_f32((uint16_t)(rv[j][h] >> 16));
+                }
+                *reinterpret_cast<uint32_t *>(p.c + (size_t)r * (size_t)p.n + (size_t)col) = dqr_pack(x0, x1);
+            }
+        }
+    }
+}
+/* AGOQ_WG_DEQ_SMEM=5 with a residual: the half row of it that consumer thread lt will read in
+ * store_direct (row m0 + lt / 2, columns n0 + 128 (lt % 2) .. + 127), for an L2 prefetch
+ * AGOQ_WG_DIRECT_PF k-tiles before the tile's mainloop ends (dqs_mainloop); NULL: none. */
+#ifndef AGOQ_WG_DIRECT_PF
+#define AGOQ_WG_DIRECT_PF 8
+#endif
+__device__ __forceinline__ const uint16_t *direct_pf(const wg_params &p, int m0, int n0, int lt, uint32_t &bytes) {
+    const int r = m0 + (lt >> 1), c = n0 + 128 * (lt & 1);
+    bytes = 0;
+    if (!AGOQ_WG_DIRECT_PF || !p.r || r >= p.m || c >= p.n) return nullptr;
+    bytes = 2u * (uint32_t)(p.n - c < 128 ? p.n - c : 128); /* n % 8 == 0: a multiple of 16 */
+    return p.r + (size_t)r * (size_t)p.n + (size_t)c;
+}
 /* Epilogue warps, before a hand-off: the residual's rows m0 .. m0 + rows - 1 (the staged rows:
  * the tile, or half of it) into the staging tile (16-byte cp.async chunks, only those inside C),
  * complete when this returns. */

@@ -144,7 +144,7 @@ void sk_release(cudaStream_t s) {
 template <int TA, int TB, bool QOUT, int DQ = 0, bool FASTQ = false, int ST = STAGES, int TN = BN, int ER = 1,
           bool BULK = false, bool GQ = false, int CL = 1, bool SK = false>
 void launch(const wg_launch &l) {
-    constexpr int smem = DQ == 1 || DQ == 4 ? (ST == 4 ? DQ4_SMEM_BYTES : DQ_SMEM_BYTES) : DQ >= 2 ? DQR_SMEM_BYTES : smem_bytes<ST, TN>();
+    constexpr int smem = DQ == 1 || DQ == 4 ? (ST == 5 ? DQ5_SMEM_BYTES : ST == 4 ? DQ4_SMEM_BYTES : DQ_SMEM_BYTES) : DQ >= 2 ? DQR_SMEM_BYTES : smem_bytes<ST, TN>();
     static bool attr = false;
     if (!attr) {
         cudaCheck(cudaFuncSetAttribute(wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ, CL, SK>,
@@ -367,6 +367,7 @@ extern "C" int agoq_wg_fwd_deqa(int M, int N, int K, const agoq_fq *qx, agoq_dqt
      * warpgroup of decoders for the consumers' plain mainloop (gemm_wg_dqp.cuh) */
     if (dqp) launch<0, 0, false, 4, false, 4, DQP_TN>(l);
     else if (kn.deq_smem == 4 && b4) launch<0, 0, false, 1, false, 4>(l);
+    else if (kn.deq_smem == 5 && b4) launch<0, 0, false, 1, false, 5>(l);
     else if (kn.deq_smem) launch<0, 0, false, 1>(l);
     else {
         /* AGOQ_WG_DEQ_AHEAD=1 (thirteenth session, off): kernels 5 / 6, the register prologue with
