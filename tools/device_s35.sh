@@ -21,7 +21,7 @@
 #          -> ab2.tgz
 # l2pf (thirty-sixth session): the fused GPU tests, tools/ab_s36.tsv (AGOQ_FWD_L2PF auto / 0 / 1 / 2 / 3), on an
 # H200 tools/ab_s32e.tsv, then the whole GPU suite cut at LIM -> c.tgz, tests.log.
-# s37, s37b, s37c, rest (thirty-seventh session), s38, s38b, s38r, s38c, s38e (thirty-eighth), s39, s40: see their
+# s37, s37b, s37c, rest (thirty-seventh session), s38, s38b, s38r, s38c, s38e (thirty-eighth), s39, s40, s41: see their
 # blocks below.
 # short: the GEMM GPU tests and the L2PF test at the defaults, the L2PF A/B (AB_R rounds, 2),
 # a two-round varab on four GEMMs -> b.tgz.
@@ -60,7 +60,7 @@ deqab() { # rounds [ways]: the stored-A prologue (FC2 of 7B / 13B from its FP4 c
   # (vars/b2 with =4: two tiles a consumer), v2 (vars/v2 with =4: 597b5b0's binary, barrier before the decode),
   # dqp (AGOQ_WG_DEQ_PRODUCER=1: the decoder warpgroup, 192-wide tiles), s5 (AGOQ_WG_DEQ_SMEM=5: 5 stages,
   # C stored by the consumers; branch s40-direct), s5n (vars/n0 with =5: -DAGOQ_WG_DIRECT_PF=0, no L2 prefetch
-  # of the residual)
+  # of the residual), s6 (AGOQ_WG_DEQ_SMEM=6: 5 stages of 128 x 192 tiles, C staged)
   local d=$W/deq r v c ways=${2:-reg smem r0}; mkdir -p $d
   local a="kernels -q --cases gemmwg_7b_fc2_ltd,gemmwg_7b_fc2_wgd,gemmwg_13b_fc2_ltd,gemmwg_13b_fc2_wgd --formats fp4_e2m1 -b 64M -e 1G -f 4 -n 10 -w 3"
   for r in $(seq 1 "$1"); do
@@ -69,7 +69,8 @@ deqab() { # rounds [ways]: the stored-A prologue (FC2 of 7B / 13B from its FP4 c
       case $v in reg) c="env AGOQ_WG_DEQ_SMEM=0 $AGOQ_B/agoq" ;; smem) c="env AGOQ_WG_DEQ_SMEM=1 $AGOQ_B/agoq" ;; smem4) c="env AGOQ_WG_DEQ_SMEM=4 $AGOQ_B/agoq" ;;
         r0) c=.carry/x/vars/r0/agoq ;; b2) c="env AGOQ_WG_DEQ_SMEM=4 .carry/x/vars/b2/agoq" ;;
         v2) c="env AGOQ_WG_DEQ_SMEM=4 .carry/x/vars/v2/agoq" ;; dqp) c="env AGOQ_WG_DEQ_PRODUCER=1 $AGOQ_B/agoq" ;;
-        s5) c="env AGOQ_WG_DEQ_SMEM=5 $AGOQ_B/agoq" ;; s5n) c="env AGOQ_WG_DEQ_SMEM=5 .carry/x/vars/n0/agoq" ;; esac
+        s5) c="env AGOQ_WG_DEQ_SMEM=5 $AGOQ_B/agoq" ;; s5n) c="env AGOQ_WG_DEQ_SMEM=5 .carry/x/vars/n0/agoq" ;;
+        s6) c="env AGOQ_WG_DEQ_SMEM=6 $AGOQ_B/agoq" ;; esac
       timeout 120 $c $a --out $d/r${r}_var$v.json > $d/r${r}_$v.log 2>&1; echo "deqab r$r $v rc=$? at $SECONDS s"
     done
   done
@@ -218,19 +219,28 @@ if [ "$MODE" = s39c ]; then # the GEMM GPU tests, the prologue four ways (deqab 
   tar czf "$OUT/c.tgz" -C $W .
   exit 0
 fi
-if [ "$MODE" = s40 ] || [ "$MODE" = s40b ] || [ "$MODE" = s41 ]; then # the fortieth session: the GEMM GPU tests,
-  # the prologue three (s40: "smem4 dqp v2") or four (s40b, after the raw scale loads: "smem4 b2 v2 dqp") ways:
-  # dqp the decoder warpgroup, vars/b2 = -DAGOQ_WG_DQS_BUFS4=2, vars/v2 = 597b5b0 (the barrier before the
-  # decode, the scale a k-tile ahead); s41 (branch s40-direct): "smem4 s5 b2"; ncu per SASS line of the
-  # default and the decoder warpgroup (s41: of s5) at 7B FC2 / 4096 tokens -> c.tgz
-  w="smem4 dqp v2" n2=dqp e2=AGOQ_WG_DEQ_PRODUCER=1
-  [ "$MODE" = s40b ] && w="smem4 b2 v2 dqp"
-  [ "$MODE" = s41 ] && w="smem4 s5 s5n b2" n2=s5 e2=AGOQ_WG_DEQ_SMEM=5
+if [ "$MODE" = s40 ] || [ "$MODE" = s40b ]; then # the fortieth session: the GEMM GPU tests, the prologue three
+  # (s40: "smem4 dqp v2") or four (s40b, after the raw scale loads: "smem4 b2 v2 dqp") ways: dqp the decoder
+  # warpgroup, vars/b2 = -DAGOQ_WG_DQS_BUFS4=2, vars/v2 = 597b5b0 (the barrier before the decode, the
+  # scale a k-tile ahead); ncu per SASS line of the default and the decoder warpgroup at 7B FC2 / 4096
+  # tokens -> c.tgz
+  w="smem4 dqp v2"; [ "$MODE" = s40b ] && w="smem4 b2 v2 dqp"
   gemm_tests 150
   deqab "${VR:-3}" "${WAYS:-$w}"; tar czf "$OUT/c.tgz" -C $W .
   [ $SECONDS -lt $((LIM - 150)) ] && ncu_src wg_kernel gemmwg_7b_fc2_wgd 64M smem4
   tar czf "$OUT/c.tgz" -C $W .
-  [ $SECONDS -lt $((LIM - 90)) ] && (export "$e2"; ncu_src wg_kernel gemmwg_7b_fc2_wgd 64M $n2)
+  [ $SECONDS -lt $((LIM - 90)) ] && AGOQ_WG_DEQ_PRODUCER=1 ncu_src wg_kernel gemmwg_7b_fc2_wgd 64M dqp
+  tar czf "$OUT/c.tgz" -C $W .
+  exit 0
+fi
+if [ "$MODE" = s41 ]; then # the forty-first session's five-stage prologues: the GEMM GPU tests (the bit-exact
+  # prologue test runs s5 and s6), deqab "smem4 s5 s5n s6 b2" (vars/n0 = -DAGOQ_WG_DIRECT_PF=0, vars/b2 =
+  # -DAGOQ_WG_DQS_BUFS4=2), ncu per SASS line of s5 and s6 at 7B FC2 / 4096 tokens -> c.tgz
+  gemm_tests 150
+  deqab "${VR:-3}" "${WAYS:-smem4 s5 s5n s6 b2}"; tar czf "$OUT/c.tgz" -C $W .
+  [ $SECONDS -lt $((LIM - 150)) ] && (export AGOQ_WG_DEQ_SMEM=5; ncu_src wg_kernel gemmwg_7b_fc2_wgd 64M s5)
+  tar czf "$OUT/c.tgz" -C $W .
+  [ $SECONDS -lt $((LIM - 90)) ] && (export AGOQ_WG_DEQ_SMEM=6; ncu_src wg_kernel gemmwg_7b_fc2_wgd 64M s6)
   tar czf "$OUT/c.tgz" -C $W .
   exit 0
 fi

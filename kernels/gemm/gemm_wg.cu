@@ -136,10 +136,6 @@ constexpr int DQ4_STAGE_BYTES = CODE_BYTES / 2 + B_BYTES;
 constexpr int DQ4_SMEM_BYTES = 4 * DQ4_STAGE_BYTES + 2 * AGOQ_WG_DQS_BUFS4 * DQ_TILE_BYTES + HALF_ROWS * C_STRIDE * 2 + 1024;
 static_assert(DQ4_SMEM_BYTES + 128 <= 232448, "4-stage prologue: ring + bf16 tiles + half staging tile exceed 227 KB");
 constexpr int DQR_SMEM_BYTES = STAGES * DQ_STAGE_BYTES + C_BYTES + 1024; /* the register prologue */
-/* AGOQ_WG_DEQ_SMEM=5 (off; docs/gemm_prologue.md "Forty-first session"): five stages, two bf16 tiles a
- * consumer, C (+ residual) stored from the consumers' registers (store_direct), no staging tile */
-constexpr int DQ5_SMEM_BYTES = 5 * DQ4_STAGE_BYTES + 2 * 2 * DQ_TILE_BYTES + 1024;
-static_assert(DQ5_SMEM_BYTES + 256 <= 232448, "5-stage prologue: ring + bf16 tiles exceed 227 KB");
 
 struct wg_params {
     int m, n, k;
@@ -354,14 +350,15 @@ __global__ void __launch_bounds__(DQ == 4 ? DQP_THREADS : THREADS, 1)
     static_assert(ST == STAGES || (ST == 4 && (!DEQA || DQ == 1 || DQ == 4)) || (ST == 5 && DQ == 1),
                   "4 stages: the bf16 kernels, smem prologues; 5: the smem prologue storing C directly");
     static_assert(DQ != 4 || ST == 4, "the decoder warpgroup: 4 stages");
-    static_assert(TN == BN || (TN == 128 && !DEQA && !FASTQ && ST == STAGES) || (TN == 192 && (!DEQA || DQ == 4) && !QOUT),
-                  "128-wide tiles: bf16 A, 3 stages; 192-wide: bf16 A or the decoder warpgroup, no quantized copy");
+    static_assert(TN == BN || (TN == 128 && !DEQA && !FASTQ && ST == STAGES) ||
+                      (TN == 192 && (!DEQA || DQ == 4 || (DQ == 1 && ST == 5)) && !QOUT),
+                  "128-wide tiles: bf16 A, 3 stages; 192-wide: bf16 A, the decoder warpgroup or 5 smem stages, no copy");
     static_assert((ER == 1 && !BULK && !GQ) || (ST == STAGES && TN == BN && !DEQA), "epilogue variants: 3 stages, 256 wide");
     static_assert(!GQ || (QOUT && !FASTQ && !BULK), "the general row-tile copy: no fast FP4, no bulk copies");
     static_assert(CL == 1 || (CL == 2 && !DEQA && !BULK), "clusters of 2: the bf16 kernels, no bulk residual");
     static_assert(!SK || (CL == 1 && !DEQA && !BULK), "the split last wave: the bf16 kernels, no clusters, no bulk residual");
-    constexpr bool HALF = ST == 4;               /* C staged a consumer warpgroup's 64 rows at a time */
-    constexpr bool DIRECT = ST == 5;             /* C stored by the consumers (store_direct), no staging */
+    constexpr bool DIRECT = ST == 5 && TN == BN; /* C stored by the consumers (store_direct), no staging */
+    constexpr bool HALF = ST == 4 || (ST == 5 && !DIRECT); /* C staged a consumer warpgroup's 64 rows at a time */
     constexpr int NH = HALF ? 2 : 1, RS = BM / NH; /* hand-offs a tile, rows staged in each */
     extern __shared__ uint8_t raw[];
     __shared__ __align__(8) uint64_t full[ST], empty[ST], rbar; /* rbar: the bulk residual, a phase a tile */
@@ -403,7 +400,7 @@ __global__ void __launch_bounds__(DQ == 4 ? DQP_THREADS : THREADS, 1)
         __syncthreads();
     }
     constexpr bool DQ4 = (DQ == 1 || DQ == 4) && ST >= 4; /* the 4- and 5-stage smem prologues: 4-bit codes a stage */
-    constexpr int SB = DQ4 ? DQ4_STAGE_BYTES : DEQA ? DQ_STAGE_BYTES : stage_bytes<TN>();
+    constexpr int SB = DQ4 ? (DQ == 1 ? CODE_BYTES / 2 + TN * BK * 2 : DQ4_STAGE_BYTES) : DEQA ? DQ_STAGE_BYTES : stage_bytes<TN>();
     constexpr int AB = DQ4 ? CODE_BYTES / 2 : DEQA ? CODE_BYTES : A_BYTES, NB = DIRECT ? 2 : DQ4 ? AGOQ_WG_DQS_BUFS4 : 2;
     uint16_t *stage = reinterpret_cast<uint16_t *>(ring + ST * SB + (DQ == 1 || DQ == 4 ? 2 * NB * DQ_TILE_BYTES : 0));
     const uint32_t dqb_s = saddr(dqb), slots_s = ring_s + ST * SB; /* DQ 4: barriers, A slots */
@@ -495,7 +492,7 @@ __global__ void __launch_bounds__(DQ == 4 ? DQP_THREADS : THREADS, 1)
             if constexpr (DQ == 1) { /* the shared-memory prologue (gemm_wg_deq.cuh) */
                 uint32_t pfb = 0;
                 const uint16_t *pf = DIRECT ? direct_pf(p, m0 + cw * HALF_ROWS, n0, lt, pfb) : nullptr;
-                dqs_run<ST, SB, AB, NB>(p, &tab, d, ring_s, full_s, empty_s, ring_s + ST * SB + (uint32_t)(NB * cw * DQ_TILE_BYTES),
+                dqs_run<ST, SB, AB, NB, TN>(p, &tab, d, ring_s, full_s, empty_s, ring_s + ST * SB + (uint32_t)(NB * cw * DQ_TILE_BYTES),
                                         m0, cw, lt, ktiles, it, pf, pfb);
             }
             /* register prologue: one mainloop per decoder and code width, the decoders split over

@@ -287,8 +287,8 @@ __device__ __forceinline__ void dq_tile(const wg_params &p, const agoq_smem_tabl
  * a ring of ST stages of SB bytes, B at AB in each. The stages of the tile's last NB - 1 k-tiles
  * but the last are freed here after the last wait, the last one by the caller. pf (AGOQ_WG_DEQ_SMEM=5,
  * direct_pf): pfb bytes of the residual asked of L2 AGOQ_WG_DIRECT_PF k-tiles before the end. */
-template <int DEC, int BITS, int ST, int SB, int AB, int NB>
-__device__ __forceinline__ void dqs_mainloop(const wg_params &p, const agoq_smem_table *tab, float (&d)[128],
+template <int DEC, int BITS, int ST, int SB, int AB, int NB, int TN>
+__device__ __forceinline__ void dqs_mainloop(const wg_params &p, const agoq_smem_table *tab, float (&d)[TN / 2],
                                              uint32_t ring_s, uint32_t full_s, uint32_t empty_s, uint32_t bufs, int m0,
                                              int cw, int lt, int ktiles, int &it, const uint16_t *pf, uint32_t pfb) {
     const int kpf = ktiles > AGOQ_WG_DIRECT_PF ? ktiles - AGOQ_WG_DIRECT_PF : 0;
@@ -306,7 +306,10 @@ __device__ __forceinline__ void dqs_mainloop(const wg_params &p, const agoq_smem
         wg_fence();
         const uint64_t da0 = sdesc(buf, 16, 1024), db0 = sdesc(st + AB, 16, 1024);
 #pragma unroll
-        for (int kk = 0; kk < BK / 16; kk++) wgmma_256<0, 0>(d, da0 + (uint64_t)(kk * 2), db0 + (uint64_t)(kk * 2));
+        for (int kk = 0; kk < BK / 16; kk++) {
+            if constexpr (TN == 256) wgmma_256<0, 0>(d, da0 + (uint64_t)(kk * 2), db0 + (uint64_t)(kk * 2));
+            else wgmma_192<0, 0>(d, da0 + (uint64_t)(kk * 2), db0 + (uint64_t)(kk * 2)); /* AGOQ_WG_DEQ_SMEM=6 */
+        }
         wg_commit();
         wg_wait<NB - 1>(); /* k-tile kt - NB + 1's wgmma are done: free its stage */
         if (kt >= NB - 1 && (lt & 31) == 0) mbar_arrive(empty_s + 8u * ((uint32_t)(it - NB + 1) % ST));
@@ -321,12 +324,12 @@ __device__ __forceinline__ void dqs_mainloop(const wg_params &p, const agoq_smem
 
 /* The shared-memory prologue's tile: one mainloop per decoder and width (FP4, whose decoder is its
  * table, by its row table); 4 stages: 4-bit FP4 and integers only (the host's choice). */
-template <int ST, int SB, int AB, int NB>
-__device__ __forceinline__ void dqs_run(const wg_params &p, const agoq_smem_table *tab, float (&d)[128], uint32_t ring_s,
+template <int ST, int SB, int AB, int NB, int TN>
+__device__ __forceinline__ void dqs_run(const wg_params &p, const agoq_smem_table *tab, float (&d)[TN / 2], uint32_t ring_s,
                                         uint32_t full_s, uint32_t empty_s, uint32_t bufs, int m0, int cw, int lt,
                                         int ktiles, int &it, const uint16_t *pf, uint32_t pfb) {
     auto run = [&](auto dec, auto bits) {
-        dqs_mainloop<decltype(dec)::value, decltype(bits)::value, ST, SB, AB, NB>(p, tab, d, ring_s, full_s, empty_s, bufs,
+        dqs_mainloop<decltype(dec)::value, decltype(bits)::value, ST, SB, AB, NB, TN>(p, tab, d, ring_s, full_s, empty_s, bufs,
                                                                                   m0, cw, lt, ktiles, it, pf, pfb);
     };
     using I4 = agoq_enc_t<4>;

@@ -10,8 +10,8 @@ agoq_wg_knobs agoq_wg_knobs_read(void) {
     static const char *const tile_n[] = {"256", "128", "192", "auto", NULL}, *const stages[] = {"auto", "3", "4", NULL},
                              *const epi_rows[] = {"1", "4", "8", NULL}, *const epi_gen[] = {"rows", "blocks", NULL},
                              *const cluster[] = {"1", "2", "2all", NULL}, *const deq_fp4[] = {"table", "arith", NULL},
-                             *const streamk[] = {"0", "1", "all", NULL}, *const deq_smem[] = {"0", "1", "4", "5", NULL};
-    static const int tile_n_v[] = {256, 128, 192, 0}, stages_v[] = {0, 3, 4}, epi_rows_v[] = {1, 4, 8}, deq_smem_v[] = {0, 1, 4, 5};
+                             *const streamk[] = {"0", "1", "all", NULL}, *const deq_smem[] = {"0", "1", "4", "5", "6", NULL};
+    static const int tile_n_v[] = {256, 128, 192, 0}, stages_v[] = {0, 3, 4}, epi_rows_v[] = {1, 4, 8}, deq_smem_v[] = {0, 1, 4, 5, 6};
     const int er = agoq_knob_choice("AGOQ_WG_EPI_ROWS", -1, epi_rows), cl = agoq_knob_choice("AGOQ_WG_CLUSTER", 0, cluster);
     agoq_wg_knobs k = {
         .grid_cap = agoq_knob_int("AGOQ_WG_GRID_CAP", 0, 0, INT_MAX),

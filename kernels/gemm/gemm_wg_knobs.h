@@ -21,10 +21,11 @@ typedef struct {
     int group_m;      /* AGOQ_WG_GROUP_M=1..64: row tiles of a rasterization group (default 8) */
     int fast_epi;     /* AGOQ_WG_FAST_EPI=0|1: the fast FP4 epilogue where it applies (default 1) */
     int mn_swap;      /* AGOQ_WG_MN_SWAP=0|1: swap the MN-major LBO and SBO (a diagnostic; default 0) */
-    int deq_smem;     /* AGOQ_WG_DEQ_SMEM=0|1|4|5: stored-A decode in registers (0), through shared memory
+    int deq_smem;     /* AGOQ_WG_DEQ_SMEM=0|1|4|5|6: stored-A decode in registers (0), through shared memory
                        * (1), the same on 4 stages where the codes allow (4: 4-bit FP4 and integers, else
                        * as 1; the default since the thirty-ninth session), on 5 stages with C stored
-                       * by the consumers (5: the same formats; measured slower, forty-first session) */
+                       * by the consumers (5: the same formats; measured slower, forty-first session),
+                       * on 5 stages of 128 x 192 tiles (6: the same formats; not yet run on a GPU) */
     int deq_producer; /* AGOQ_WG_DEQ_PRODUCER=0|1: stored-A decode by a decoder warpgroup (default 0) */
     int deq_ahead;     /* AGOQ_WG_DEQ_AHEAD=0|1: the register prologue loads its scales a k-tile
                         * ahead and 4-bit codes once per k-tile (default 0; FP4 by arithmetic implies it) */

@@ -141,10 +141,16 @@ void sk_release(cudaStream_t s) {
     e.last = s, e.used = true;
 }
 
+/* Five stages (off; docs/gemm_prologue.md "Forty-first session"). AGOQ_WG_DEQ_SMEM=5: two bf16 tiles a
+ * consumer, C (+ residual) stored from the consumers' registers (store_direct), no staging tile;
+ * =6: 128 x 192 tiles (28 KB stages), AGOQ_WG_DQS_BUFS4 bf16 tiles a consumer, C staged as with 4 */
+constexpr int DQ5_SMEM_BYTES = 5 * DQ4_STAGE_BYTES + 2 * 2 * DQ_TILE_BYTES + 1024;
+constexpr int DQ6_SMEM_BYTES = 5 * (CODE_BYTES / 2 + 192 * BK * 2) + 2 * AGOQ_WG_DQS_BUFS4 * DQ_TILE_BYTES + HALF_ROWS * C_STRIDE * 2 + 1024;
+static_assert(DQ5_SMEM_BYTES + 256 <= 232448 && DQ6_SMEM_BYTES + 256 <= 232448, "5-stage prologues exceed 227 KB");
 template <int TA, int TB, bool QOUT, int DQ = 0, bool FASTQ = false, int ST = STAGES, int TN = BN, int ER = 1,
           bool BULK = false, bool GQ = false, int CL = 1, bool SK = false>
 void launch(const wg_launch &l) {
-    constexpr int smem = DQ == 1 || DQ == 4 ? (ST == 5 ? DQ5_SMEM_BYTES : ST == 4 ? DQ4_SMEM_BYTES : DQ_SMEM_BYTES) : DQ >= 2 ? DQR_SMEM_BYTES : smem_bytes<ST, TN>();
+    constexpr int smem = DQ == 1 || DQ == 4 ? (ST == 5 ? (TN == BN ? DQ5_SMEM_BYTES : DQ6_SMEM_BYTES) : ST == 4 ? DQ4_SMEM_BYTES : DQ_SMEM_BYTES) : DQ >= 2 ? DQR_SMEM_BYTES : smem_bytes<ST, TN>();
     static bool attr = false;
     if (!attr) {
         cudaCheck(cudaFuncSetAttribute(wg_kernel<TA, TB, QOUT, DQ, FASTQ, ST, TN, ER, BULK, GQ, CL, SK>,
@@ -357,17 +363,19 @@ extern "C" int agoq_wg_fwd_deqa(int M, int N, int K, const agoq_fq *qx, agoq_dqt
     make_map(&l.ma, xq.codes, K * bits / 8, M, BM, true, BK * bits / 8); /* codes [M][K bits / 8] */
     const bool b4 = bits == 4 && (qx->p.enc == AGOQ_ENC_FP4 || qx->p.dec == AGOQ_ENC_INT_SYM || qx->p.dec == AGOQ_ENC_INT_ASYM);
     const bool dqp = kn.deq_producer && b4; /* the decoder warpgroup: 192-wide tiles (gemm_wg_dqp.cuh) */
-    make_map(&l.mb, W, K, N, dqp ? DQP_TN : BN);
+    make_map(&l.mb, W, K, N, dqp || (kn.deq_smem == 6 && b4) ? DQP_TN : BN);
     l.p = {M, N, K, R, Y, agoq_cuda_qparams{}, agoq_dqt{}, MN_BOX_BYTES, 1024u, qx->p, xq, kn.group_m, agoq_wg_sk{}, NULL, NULL};
     /* AGOQ_WG_DEQ_SMEM=4 (the default since the thirty-ninth session; docs/gemm_prologue.md has the
      * A/B; 4 stages where the codes are 4-bit and need no shared table, FP4 and int4, else 3) or 1:
      * a k-tile at a time into a shared bf16 tile while the previous k-tiles' wgmma run
      * (gemm_wg_deq.cuh's dqs_mainloop: FP4 by a per-row bf16 table); =0: the A fragments decoded in
      * registers; AGOQ_WG_DEQ_PRODUCER=1 (before SMEM, the same formats as =4): by a fourth
-     * warpgroup of decoders for the consumers' plain mainloop (gemm_wg_dqp.cuh) */
+     * warpgroup of decoders for the consumers' plain mainloop (gemm_wg_dqp.cuh); =5 / =6: five stages
+     * (C stored by the consumers / 128 x 192 tiles; off, forty-first session), the formats of =4 */
     if (dqp) launch<0, 0, false, 4, false, 4, DQP_TN>(l);
     else if (kn.deq_smem == 4 && b4) launch<0, 0, false, 1, false, 4>(l);
     else if (kn.deq_smem == 5 && b4) launch<0, 0, false, 1, false, 5>(l);
+    else if (kn.deq_smem == 6 && b4) launch<0, 0, false, 1, false, 5, DQP_TN>(l); /* 128 x 192, 5 stages */
     else if (kn.deq_smem) launch<0, 0, false, 1>(l);
     else {
         /* AGOQ_WG_DEQ_AHEAD=1 (thirteenth session, off): kernels 5 / 6, the register prologue with

@@ -265,12 +265,13 @@ TEST(cuda_wg_gemm_prologue_dequant_bit_exact) {
                 uint16_t *want = down16(dp, (size_t)m * n);
                 static const char *const way[] = {"registers", "smem", "decoder warpgroup", "registers, scales ahead",
                                                   "registers, FP4 by the pairs table", "smem, 4 stages (the default)",
-                                                  "smem, 5 stages, C stored by the consumers"};
-                for (int smem = 0; smem < 7; smem++) { /* registers, through smem, by the decoder warpgroup, ahead, ... */
+                                                  "smem, 5 stages, C stored by the consumers", "smem, 5 stages, 128 x 192 tiles"};
+                for (int smem = 0; smem < 8; smem++) { /* registers, through smem, by the decoder warpgroup, ahead, ... */
                     if (smem == 4 && c.fmt != AGOQ_FMT_FP4_E2M1) continue;
                     if (smem == 0 || smem == 3 || smem == 4) setenv("AGOQ_WG_DEQ_SMEM", "0", 1); /* the register ways */
                     if (smem == 1) setenv("AGOQ_WG_DEQ_SMEM", "1", 1); /* 5: unset, the default (4 stages, 3 where the codes need them) */
                     if (smem == 6) setenv("AGOQ_WG_DEQ_SMEM", "5", 1); /* 5 stages where the codes allow, else 3 */
+                    if (smem == 7) setenv("AGOQ_WG_DEQ_SMEM", "6", 1); /* the same, 192-wide tiles */
                     if (smem == 2) setenv("AGOQ_WG_DEQ_PRODUCER", "1", 1);
                     if (smem == 3) setenv("AGOQ_WG_DEQ_AHEAD", "1", 1);
                     if (smem >= 3 && c.fmt == AGOQ_FMT_FP4_E2M1) setenv("AGOQ_WG_DEQ_FP4", "table", 1);
