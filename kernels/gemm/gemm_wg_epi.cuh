@@ -70,35 +70,31 @@ __device__ __forceinline__ void store_c16(uint16_t *dst, uint4 w) {
  * (ncu, forty-first session: 14% of the samples in this function's first version). */
 template <int TN>
 __device__ __forceinline__ void store_direct(const wg_params &p, const float (&d)[TN / 2], int lt, int m0, int n0) {
-    const int lane = lt & 31, row0 = m0 + (lt >> 5) * 16 + (lane >> 2);
+    const int lane = lt & 31, row0 = m0 + (lt >> 5) * 16 + (lane >> 2), c0 = n0 + (lane & 3) * 2;
+    /* pair i of the batch from column group j0: group j0 + i / 2, row half i % 2 (accumulators
+     * 4 j0 + 2 i and + 1): its row and column; false outside C */
+    auto at = [&](int j0, int i, int &r, int &col) {
+        r = row0 + 8 * (i & 1), col = c0 + (j0 + (i >> 1)) * 8;
+        return r < p.m && col < p.n;
+    };
 #pragma unroll /* whole: a partly unrolled loop indexes d at run time, and ptxas puts it on the stack */
     for (int j0 = 0; j0 < TN / 8; j0 += 8) {
-        uint32_t rv[8][2];
+        uint32_t rv[16];
+        int r, col;
 #pragma unroll
-        for (int j = 0; j < 8; j++) {
-            const int col = n0 + (j0 + j) * 8 + (lane & 3) * 2;
+        for (int i = 0; i < 16; i++) /* 0: bf16 +0 twice */
+            rv[i] = at(j0, i, r, col) && p.r
+                        ? __ldg(reinterpret_cast<const unsigned int *>(p.r + (size_t)r * (size_t)p.n + (size_t)col))
+                        : 0u;
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int r = row0 + 8 * h;
-                rv[j][h] = p.r && r < p.m && col < p.n
-                               ? __ldg(reinterpret_cast<const unsigned int *>(p.r + (size_t)r * (size_t)p.n + (size_t)col))
-                               : 0u; /* bf16 +0 twice: adds nothing */
+        for (int i = 0; i < 16; i++) {
+            if (!at(j0, i, r, col)) continue;
+            float x0 = d[4 * j0 + 2 * i], x1 = d[4 * j0 + 2 * i + 1];
+            if (p.r) {
+                x0 += agoq_bf16_to_f32((uint16_t)(rv[i] & 0xFFFFu));
+                x1 += agoq_bf16_to_f32((uint16_t)(rv[i] >> 16));
             }
-        }
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-            const int col = n0 + (j0 + j) * 8 + (lane & 3) * 2;
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int r = row0 + 8 * h;
-                if (r >= p.m || col >= p.n) continue;
-                float x0 = d[4 * (j0 + j) + 2 * h], x1 = d[4 * (j0 + j) + 2 * h + 1];
-                if (p.r) {
-                    x0 += agoq_bf16_to_f32((uint16_t)(rv[j][h] & 0xFFFFu));
-                    x1 += agoq_bf16_to_f32((uint16_t)(rv[j][h] >> 16));
-                }
-                *reinterpret_cast<uint32_t *>(p.c + (size_t)r * (size_t)p.n + (size_t)col) = dqr_pack(x0, x1);
-            }
+            *reinterpret_cast<uint32_t *>(p.c + (size_t)r * (size_t)p.n + (size_t)col) = dqr_pack(x0, x1);
         }
     }
 }
