@@ -132,7 +132,8 @@ constexpr int DQ_SMEM_BYTES = STAGES * DQ_STAGE_BYTES + 4 * DQ_TILE_BYTES + C_BY
 #ifndef AGOQ_WG_DQS_BUFS4
 #define AGOQ_WG_DQS_BUFS4 3
 #endif
-constexpr int DQ4_STAGE_BYTES = CODE_BYTES / 2 + B_BYTES;
+__host__ __device__ constexpr int dq4_stage_bytes(int tn) { return CODE_BYTES / 2 + tn * BK * 2; } /* 4-bit codes + B */
+constexpr int DQ4_STAGE_BYTES = dq4_stage_bytes(BN);
 constexpr int DQ4_SMEM_BYTES = 4 * DQ4_STAGE_BYTES + 2 * AGOQ_WG_DQS_BUFS4 * DQ_TILE_BYTES + HALF_ROWS * C_STRIDE * 2 + 1024;
 static_assert(DQ4_SMEM_BYTES + 128 <= 232448, "4-stage prologue: ring + bf16 tiles + half staging tile exceed 227 KB");
 constexpr int DQR_SMEM_BYTES = STAGES * DQ_STAGE_BYTES + C_BYTES + 1024; /* the register prologue */
@@ -400,7 +401,7 @@ __global__ void __launch_bounds__(DQ == 4 ? DQP_THREADS : THREADS, 1)
         __syncthreads();
     }
     constexpr bool DQ4 = (DQ == 1 || DQ == 4) && ST >= 4; /* the 4- and 5-stage smem prologues: 4-bit codes a stage */
-    constexpr int SB = DQ4 ? (DQ == 1 ? CODE_BYTES / 2 + TN * BK * 2 : DQ4_STAGE_BYTES) : DEQA ? DQ_STAGE_BYTES : stage_bytes<TN>();
+    constexpr int SB = DQ4 ? (DQ == 1 ? dq4_stage_bytes(TN) : DQ4_STAGE_BYTES) : DEQA ? DQ_STAGE_BYTES : stage_bytes<TN>();
     constexpr int AB = DQ4 ? CODE_BYTES / 2 : DEQA ? CODE_BYTES : A_BYTES, NB = DIRECT ? 2 : DQ4 ? AGOQ_WG_DQS_BUFS4 : 2;
     uint16_t *stage = reinterpret_cast<uint16_t *>(ring + ST * SB + (DQ == 1 || DQ == 4 ? 2 * NB * DQ_TILE_BYTES : 0));
     const uint32_t dqb_s = saddr(dqb), slots_s = ring_s + ST * SB; /* DQ 4: barriers, A slots */

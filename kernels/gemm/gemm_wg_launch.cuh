@@ -145,7 +145,7 @@ void sk_release(cudaStream_t s) {
  * consumer, C (+ residual) stored from the consumers' registers (store_direct), no staging tile;
  * =6: 128 x 192 tiles (28 KB stages), AGOQ_WG_DQS_BUFS4 bf16 tiles a consumer, C staged as with 4 */
 constexpr int DQ5_SMEM_BYTES = 5 * DQ4_STAGE_BYTES + 2 * 2 * DQ_TILE_BYTES + 1024;
-constexpr int DQ6_SMEM_BYTES = 5 * (CODE_BYTES / 2 + 192 * BK * 2) + 2 * AGOQ_WG_DQS_BUFS4 * DQ_TILE_BYTES + HALF_ROWS * C_STRIDE * 2 + 1024;
+constexpr int DQ6_SMEM_BYTES = 5 * dq4_stage_bytes(DQP_TN) + 2 * AGOQ_WG_DQS_BUFS4 * DQ_TILE_BYTES + HALF_ROWS * C_STRIDE * 2 + 1024;
 static_assert(DQ5_SMEM_BYTES + 256 <= 232448 && DQ6_SMEM_BYTES + 256 <= 232448, "5-stage prologues exceed 227 KB");
 template <int TA, int TB, bool QOUT, int DQ = 0, bool FASTQ = false, int ST = STAGES, int TN = BN, int ER = 1,
           bool BULK = false, bool GQ = false, int CL = 1, bool SK = false>
@@ -363,7 +363,8 @@ extern "C" int agoq_wg_fwd_deqa(int M, int N, int K, const agoq_fq *qx, agoq_dqt
     make_map(&l.ma, xq.codes, K * bits / 8, M, BM, true, BK * bits / 8); /* codes [M][K bits / 8] */
     const bool b4 = bits == 4 && (qx->p.enc == AGOQ_ENC_FP4 || qx->p.dec == AGOQ_ENC_INT_SYM || qx->p.dec == AGOQ_ENC_INT_ASYM);
     const bool dqp = kn.deq_producer && b4; /* the decoder warpgroup: 192-wide tiles (gemm_wg_dqp.cuh) */
-    make_map(&l.mb, W, K, N, dqp || (kn.deq_smem == 6 && b4) ? DQP_TN : BN);
+    const bool s6 = kn.deq_smem == 6 && b4; /* five stages of 128 x 192 tiles */
+    make_map(&l.mb, W, K, N, dqp || s6 ? DQP_TN : BN);
     l.p = {M, N, K, R, Y, agoq_cuda_qparams{}, agoq_dqt{}, MN_BOX_BYTES, 1024u, qx->p, xq, kn.group_m, agoq_wg_sk{}, NULL, NULL};
     /* AGOQ_WG_DEQ_SMEM=4 (the default since the thirty-ninth session; docs/gemm_prologue.md has the
      * A/B; 4 stages where the codes are 4-bit and need no shared table, FP4 and int4, else 3) or 1:
@@ -375,7 +376,7 @@ extern "C" int agoq_wg_fwd_deqa(int M, int N, int K, const agoq_fq *qx, agoq_dqt
     if (dqp) launch<0, 0, false, 4, false, 4, DQP_TN>(l);
     else if (kn.deq_smem == 4 && b4) launch<0, 0, false, 1, false, 4>(l);
     else if (kn.deq_smem == 5 && b4) launch<0, 0, false, 1, false, 5>(l);
-    else if (kn.deq_smem == 6 && b4) launch<0, 0, false, 1, false, 5, DQP_TN>(l); /* 128 x 192, 5 stages */
+    else if (s6) launch<0, 0, false, 1, false, 5, DQP_TN>(l);
     else if (kn.deq_smem) launch<0, 0, false, 1>(l);
     else {
         /* AGOQ_WG_DEQ_AHEAD=1 (thirteenth session, off): kernels 5 / 6, the register prologue with
