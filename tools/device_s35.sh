@@ -21,7 +21,7 @@
 #          -> ab2.tgz
 # l2pf (thirty-sixth session): the fused GPU tests, tools/ab_s36.tsv (AGOQ_FWD_L2PF auto / 0 / 1 / 2 / 3), on an
 # H200 tools/ab_s32e.tsv, then the whole GPU suite cut at LIM -> c.tgz, tests.log.
-# s37, s37b, s37c, rest (thirty-seventh session), s38, s38b, s38r, s38c, s38e (thirty-eighth), s39, s40, s41: see their
+# s37, s37b, s37c, rest (thirty-seventh session), s38, s38b, s38r, s38c, s38e (thirty-eighth), s39, s40, s41, s42: see their
 # blocks below.
 # short: the GEMM GPU tests and the L2PF test at the defaults, the L2PF A/B (AB_R rounds, 2),
 # a two-round varab on four GEMMs -> b.tgz.
@@ -242,6 +242,21 @@ if [ "$MODE" = s41 ]; then # the forty-first session's five-stage prologues: the
   tar czf "$OUT/c.tgz" -C $W .
   [ $SECONDS -lt $((LIM - 90)) ] && (export AGOQ_WG_DEQ_SMEM=6; ncu_src wg_kernel gemmwg_7b_fc2_wgd 64M s6)
   tar czf "$OUT/c.tgz" -C $W .
+  exit 0
+fi
+if [ "$MODE" = s42 ]; then # the forty-second session's H200 follow-ups: vars/st4 (-DAGOQ_RMS_KEEP_STAGES=4, packed
+  # alone in .carry/var.tar.xz by tools/variant_build.sh) against the default on the RMSNorm backward, VR rounds (3);
+  # tools/ab_s42.tsv (the SwiGLU forward's L2PF / PF), AB_R rounds (2); ncu of the fused kernels that miss issue
+  # 15's targets on the H200 (SwiGLU and RMSNorm forward at 64 MiB, RMSNorm backward at 256 MiB) -> s.tgz
+  # (ONLY_H200=1: on another GPU nothing)
+  if ! grep -q H200 $W/gpu.txt && [ -n "${ONLY_H200:-}" ]; then echo "not an H200: nothing run"; exit 0; fi
+  mkdir -p /tmp/vo; mv .carry/x/vars/* /tmp/vo/ 2>/dev/null; tar -C .carry/x/vars -xJf .carry/var.tar.xz
+  varab "${VR:-3}" rmsnorm_bwd_fused,rmsnorm_bwd_bf16 4G 64M fp4_e2m1; tar czf "$OUT/s.tgz" -C $W .
+  ab tools/ab_s42.tsv "${AB_R:-2}" ab; tar czf "$OUT/s.tgz" -C $W .
+  for k in swiglu_fwd_kernel:swiglu_fwd_fused:64M rms_fwd_pair:rmsnorm_fwd_fused:64M rms_bwd_staged:rmsnorm_bwd_fused:256M; do
+    IFS=: read -r kr c sz <<< "$k"; [ $SECONDS -lt $((LIM - 40)) ] && ncu_src "$kr" "$c" "$sz" "${c}_$sz"
+    tar czf "$OUT/s.tgz" -C $W .
+  done
   exit 0
 fi
 if [ "$MODE" = s39b ]; then # the GEMM GPU tests, the prologue four ways (deqab reg smem smem4 b2), ncu of the
