@@ -247,7 +247,8 @@ fi
 if [ "$MODE" = s42 ]; then # the forty-second session's H200 follow-ups: vars/st4 (-DAGOQ_RMS_KEEP_STAGES=4, packed
   # alone in .carry/var.tar.xz by tools/variant_build.sh) against the default on the RMSNorm backward, VR rounds (3);
   # tools/ab_s42.tsv (the SwiGLU forward's L2PF / PF), AB_R rounds (2); ncu of the fused kernels that miss issue
-  # 15's targets on the H200 (SwiGLU and RMSNorm forward at 64 MiB, RMSNorm backward at 256 MiB) -> s.tgz
+  # 15's targets on the H200 (SwiGLU and RMSNorm forward at 64 MiB, RMSNorm backward at 256 MiB) and of the default
+  # GEMM prologue at 7B FC2 / 4096 tokens -> s.tgz
   # (ONLY_H200=1: on another GPU nothing)
   if ! grep -q H200 $W/gpu.txt && [ -n "${ONLY_H200:-}" ]; then echo "not an H200: nothing run"; exit 0; fi
   mkdir -p /tmp/vo; mv .carry/x/vars/* /tmp/vo/ 2>/dev/null; tar -C .carry/x/vars -xJf .carry/var.tar.xz
@@ -257,6 +258,8 @@ if [ "$MODE" = s42 ]; then # the forty-second session's H200 follow-ups: vars/st
     IFS=: read -r kr c sz <<< "$k"; [ $SECONDS -lt $((LIM - 40)) ] && ncu_src "$kr" "$c" "$sz" "${c}_$sz"
     tar czf "$OUT/s.tgz" -C $W .
   done
+  [ $SECONDS -lt $((LIM - 40)) ] && ncu_src wg_kernel gemmwg_7b_fc2_wgd 64M smem4 # the default prologue
+  tar czf "$OUT/s.tgz" -C $W .
   exit 0
 fi
 if [ "$MODE" = s39b ]; then # the GEMM GPU tests, the prologue four ways (deqab reg smem smem4 b2), ncu of the
