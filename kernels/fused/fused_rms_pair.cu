@@ -46,6 +46,18 @@
 #define RMS_PAIR_H 8    /* warp vectors a warp at most: half of 4096 columns */
 #define RMS_PAIR_U 2    /* vectors per quantizer tile (512 columns) */
 #define RMS_PAIR_CTAS 3 /* CTAs an SM the kernel is register-bounded for (<= 85 registers) */
+/* AGOQ_RMS_PAIR_QCTAS (compile time, 3 or 4; default 3, as the plain kernel): the CTAs an SM the
+ * quantizing kernels are bounded for. Why 4 is worth a run (forty-second session, prepared, not
+ * measured): at 4096 columns the step's 4096 tokens are 4096 rows, and 3 CTAs of 4 pairs an SM hold
+ * 1584 rows on 132 SMs, so 64 MiB runs in 2.59 waves of rows (3 rounds, the last 59% full) and
+ * 256 MiB in 10.3; at 4 CTAs (2112 rows) 1.94 and 7.8. The FP4 kernel then spills (ptxas, sm_90:
+ * `<true,2,4,7,8,true>` 28 / 44 bytes stored / loaded at 64 registers; none at 3 CTAs). On the
+ * H200 the quantizing forward's fitted fixed cost is 5.6 us a call against the plain one's 1.6
+ * (`tools/kernels_vs_torch.py --fixed results/h200/kernels_fused.json`, 92f72b2) and it misses
+ * 0.85 of copy at 64 MiB (0.77). The A/B: vars/pq4, `tools/device_s35.sh s42`. */
+#ifndef AGOQ_RMS_PAIR_QCTAS
+#define AGOQ_RMS_PAIR_QCTAS 3
+#endif
 /* AGOQ_RMS_FWD_Q7 (thirty-first session; 0 never, 1 always, 2 the default: the FP4 encoder only):
  * the quantized copy from the row's bf16 words as loaded, by the quantizers' packed tile with the
  * q7 options (fz_quantize_bf16p, as the SwiGLU forward: the absmax by max.NaN.xorsign.abs.bf16x2,
@@ -74,7 +86,7 @@ __device__ __forceinline__ void rp_bar_sync(int id) { asm volatile("bar.sync %0,
 __device__ __forceinline__ void rp_bar_arrive(int id) { asm volatile("bar.arrive %0, 64;" ::"r"(id) : "memory"); }
 
 template <bool QUANT, int ENC, int BITS, int LOG2B, int NH, bool Q7>
-__global__ void __launch_bounds__(AGOQ_ROW_THREADS, RMS_PAIR_CTAS)
+__global__ void __launch_bounds__(AGOQ_ROW_THREADS, QUANT ? AGOQ_RMS_PAIR_QCTAS : RMS_PAIR_CTAS)
     rms_fwd_pair_kernel(agoq_cuda_qparams p, const uint16_t *__restrict__ x, const uint16_t *__restrict__ w, int rows,
                         int cols, float eps, uint16_t *__restrict__ y, agoq_cuda_qtensor q, float *rstd_out) {
     constexpr int NW = AGOQ_ROW_THREADS / 32, U = RMS_PAIR_U, NP = NW / 2;
