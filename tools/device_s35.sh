@@ -244,15 +244,19 @@ if [ "$MODE" = s41 ]; then # the forty-first session's five-stage prologues: the
   tar czf "$OUT/c.tgz" -C $W .
   exit 0
 fi
-if [ "$MODE" = s42 ]; then # the forty-second session's H200 follow-ups: vars/st4 (-DAGOQ_RMS_KEEP_STAGES=4, packed
-  # alone in .carry/var.tar.xz by tools/variant_build.sh) against the default on the RMSNorm backward, VR rounds (3);
+if [ "$MODE" = s42 ]; then # the forty-second session's H200 follow-ups: vars/st4 (-DAGOQ_RMS_KEEP_STAGES=4) and
+  # vars/pq4 (-DAGOQ_RMS_PAIR_QCTAS=4), packed with their test binaries in .carry/var.tar.xz by
+  # tools/variant_build.sh (VAR_TESTS=1 VAR_BASE=0 VARIANT_HEADERS="fused_rms_bwd.cu fused_rms_pair.cu"): their
+  # fused GPU tests, then both against the default on the RMSNorm backward and forward, VR rounds (3);
   # tools/ab_s42.tsv (the SwiGLU forward's L2PF / PF), AB_R rounds (2); ncu of the fused kernels that miss issue
   # 15's targets on the H200 (SwiGLU and RMSNorm forward at 64 MiB, RMSNorm backward at 256 MiB) and of the default
   # GEMM prologue at 7B FC2 / 4096 tokens -> s.tgz
   # (ONLY_H200=1: on another GPU nothing)
   if ! grep -q H200 $W/gpu.txt && [ -n "${ONLY_H200:-}" ]; then echo "not an H200: nothing run"; exit 0; fi
   mkdir -p /tmp/vo; mv .carry/x/vars/* /tmp/vo/ 2>/dev/null; tar -C .carry/x/vars -xJf .carry/var.tar.xz
-  varab "${VR:-3}" rmsnorm_bwd_fused,rmsnorm_bwd_bf16 4G 64M fp4_e2m1; tar czf "$OUT/s.tgz" -C $W .
+  for v in st4 pq4; do [ -x .carry/x/vars/$v/agoq_test_cuda ] || continue
+    timeout 150 .carry/x/vars/$v/agoq_test_cuda fused > $W/t_fused_$v.log 2>&1; echo "$v fused tests rc=$? $(tail -1 $W/t_fused_$v.log)"; done
+  varab "${VR:-3}" rmsnorm_bwd_fused,rmsnorm_fwd_fused,rmsnorm_bwd_bf16 4G 64M fp4_e2m1; tar czf "$OUT/s.tgz" -C $W .
   ab tools/ab_s42.tsv "${AB_R:-2}" ab; tar czf "$OUT/s.tgz" -C $W .
   for k in swiglu_fwd_kernel:swiglu_fwd_fused:64M rms_fwd_pair:rmsnorm_fwd_fused:64M rms_bwd_staged:rmsnorm_bwd_fused:256M; do
     IFS=: read -r kr c sz <<< "$k"; [ $SECONDS -lt $((LIM - 40)) ] && ncu_src "$kr" "$c" "$sz" "${c}_$sz"
