@@ -51,7 +51,9 @@ records() { # [tests] [s]: the torch.compile peer and both kernel experiments (w
   # beside the peer's compilation) in at most $2 s (default: what is left of LIM) -> $W/k, $OUT/k.tgz
   local t=; [ "${1:-}" = tests ] && t=tests
   OUT=$W/k TESTS=all T_TESTS=${T_TESTS:-300} T_KERNELS=${T_KERNELS:-150} timeout "${2:-$((LIM - SECONDS - 10))}" tools/device_kernels.sh "$AGOQ_B" $t peer kernels fused > $W/k_stdout.log 2>&1
-  grep -h "passed, " $W/k/device_kernels.log | tail -1; tail -2 $W/k/device_kernels.log; tar czf "$OUT/k.tgz" -C $W k k_stdout.log gpu.txt commit.stamp
+  grep -h "passed, " $W/k/device_kernels.log | tail -1; tail -2 $W/k/device_kernels.log
+  python3 tools/kernels_vs_torch.py --targets $W/k/kernels.json $W/k/kernels_fused.json > $W/k/targets.md 2>&1; head -1 $W/k/targets.md
+  tar czf "$OUT/k.tgz" -C $W k k_stdout.log gpu.txt commit.stamp
 }
 deqab() { # rounds [ways]: the stored-A prologue (FC2 of 7B / 13B from its FP4 copy, 64 MiB .. 1 GiB, with the
   # dequantize + cuBLASLt reference), each round every way in turn (even rounds reversed); ways (default
@@ -90,6 +92,7 @@ suite() { # the whole GPU suite in what is left of LIM (at most $1 s) -> $OUT/te
 gemmb() { # experiments/gemm_wg.json (tools/device_gemm.sh bench) if 100 s are left -> g.tgz
   [ $SECONDS -lt $((LIM - 100)) ] || return 0
   OUT=$W/g timeout $((LIM - SECONDS - 30)) tools/device_gemm.sh "$AGOQ_B" bench > $W/g_stdout.log 2>&1
+  python3 tools/gemm_targets.py $W/g/gemm_wg.json > $W/g/targets.md 2>&1; sed -n 3,5p $W/g/targets.md
   tar czf "$OUT/g.tgz" -C $W g g_stdout.log; echo "gemm done at $SECONDS s"
 }
 ab2() { # on an H200, with $1 s to spare: the fused forwards' launch knobs (tools/ab_s32e.tsv)
