@@ -82,11 +82,33 @@ __device__ __forceinline__ void swi_out_vec(uint4 g, uint4 u, uint16_t *dst) {
  * warp vectors): a whole unit's gate and up vectors are one split packed tile of 2 V vectors
  * (planes offset to its first element: the gate and up of an output run are F apart); a row's
  * last partial unit is quantized vector by vector (U = 1). ---- */
+/* AGOQ_SWI_FWD_BASE (compile time, default 1; 0 for the A/B build): a unit whose vectors all lie
+ * inside the row (every unit of a QUANT kernel but a row's last partial one) loads from one base
+ * address, the gate's V vectors and the up's at immediate offsets from it and from base + f (the
+ * whole-unit stores already were: ptxas folds them); 0: each load its own predicated 64-bit address
+ * (before the forty-second session). The same loads; what it saves is per-unit address arithmetic
+ * in a kernel that handles one 2 KB unit a warp. The SASS of the FP4 default
+ * (`tools/sass.sh kernels/fused/fused_swiglu.cu 'swiglu_fwd_kernelILi2ELi4ELi7ELb1ELi2ELb1ELi0E'`):
+ * from the unit's row to its first tile instruction 73 slots before, 46 now, of the about 716
+ * instructions a warp that ncu counted on an H100 (thirty-eighth session). Not yet run on a GPU
+ * (vars/sb0 = -DAGOQ_SWI_FWD_BASE=0 is the A/B, tools/device_s35.sh s42). */
+#ifndef AGOQ_SWI_FWD_BASE
+#define AGOQ_SWI_FWD_BASE 1
+#endif
 /* A unit's gate and up vectors of lane `lane` (zeros past the row) */
 template <int V>
 __device__ __forceinline__ void swi_fwd_load(const uint16_t *__restrict__ h, int f, const swi_unit &at, int lane,
                                              uint4 (&g)[V], uint4 (&up)[V]) {
     const size_t hrow = 2 * at.r * (size_t)f;
+    if (AGOQ_SWI_FWD_BASE && (at.cv0 + (uint32_t)V) * FZ_WVEC <= (uint32_t)f) { /* warp-uniform */
+        const uint16_t *gb = h + hrow + (size_t)(at.cv0 * FZ_WVEC + 8 * lane), *ub = gb + f;
+#pragma unroll
+        for (int i = 0; i < V; i++) {
+            g[i] = fz_load(gb + i * FZ_WVEC);
+            up[i] = fz_load(ub + i * FZ_WVEC);
+        }
+        return;
+    }
 #pragma unroll
     for (int i = 0; i < V; i++) {
         const int c = (int)(at.cv0 + (uint32_t)i) * FZ_WVEC + 8 * lane;
