@@ -248,20 +248,21 @@ if [ "$MODE" = s41 ]; then # the forty-first session's five-stage prologues: the
   exit 0
 fi
 if [ "$MODE" = s42 ]; then # the forty-second session's H200 follow-ups: vars/st4 (-DAGOQ_RMS_KEEP_STAGES=4) and
-  # vars/pq4 (-DAGOQ_RMS_PAIR_QCTAS=4), packed with their test binaries in .carry/var.tar.xz by
-  # tools/variant_build.sh (VAR_TESTS=1 VAR_BASE=0 VARIANT_HEADERS="fused_rms_bwd.cu fused_rms_pair.cu"): their
-  # fused GPU tests, then both against the default on the RMSNorm backward and forward, VR rounds (3); vars/sb0
+  # vars/pq4 (-DAGOQ_RMS_PAIR_QCTAS=4), packed beside the build in .carry/bins.tar.xz (PACK_VARS; or in
+  # .carry/var.tar.xz): the build's fused GPU tests and a variant's where it has its agoq_test_cuda, then both
+  # against the default on the RMSNorm backward and forward, VR rounds (3); vars/sb0
   # (-DAGOQ_SWI_FWD_BASE=0, agoq only) against the default on the SwiGLU forwards, FP4 and int8, VR rounds;
   # tools/ab_s42.tsv (the SwiGLU forward's L2PF / PF), AB_R rounds (2); ncu of the fused kernels that miss issue
   # 15's targets on the H200 (SwiGLU and RMSNorm forward at 64 MiB, RMSNorm backward at 256 MiB) and of the default
   # GEMM prologue at 7B FC2 / 4096 tokens -> s.tgz
   # (ONLY_H200=1: on another GPU nothing)
   if ! grep -q H200 $W/gpu.txt && [ -n "${ONLY_H200:-}" ]; then echo "not an H200: nothing run"; exit 0; fi
-  mkdir -p /tmp/vo /tmp/vs; mv .carry/x/vars/* /tmp/vo/ 2>/dev/null; tar -C /tmp/vs -xJf .carry/var.tar.xz
+  mkdir -p /tmp/vs; mv .carry/x/vars/* /tmp/vs/ 2>/dev/null
+  [ -f .carry/var.tar.xz ] && tar -C /tmp/vs -xJf .carry/var.tar.xz
   timeout 150 "$AGOQ_B/agoq_test_cuda" fused > $W/t_fused.log 2>&1; echo "fused tests rc=$? $(tail -1 $W/t_fused.log)"
   for v in st4 pq4; do [ -x /tmp/vs/$v/agoq_test_cuda ] || continue
     timeout 150 /tmp/vs/$v/agoq_test_cuda fused > $W/t_fused_$v.log 2>&1; echo "$v fused tests rc=$? $(tail -1 $W/t_fused_$v.log)"; done
-  mv /tmp/vs/st4 /tmp/vs/pq4 .carry/x/vars/
+  rm -rf .carry/x/vars/*; mv /tmp/vs/st4 /tmp/vs/pq4 .carry/x/vars/
   varab "${VR:-3}" rmsnorm_bwd_fused,rmsnorm_fwd_fused,rmsnorm_bwd_bf16 4G 64M fp4_e2m1; mv $W/var $W/var_rms; tar czf "$OUT/s.tgz" -C $W .
   rm -rf .carry/x/vars/*; mv /tmp/vs/sb0 .carry/x/vars/
   varab "${VR:-3}" swiglu_fwd_fused,swiglu_fwd_bf16 4G 64M fp4_e2m1,int8; mv $W/var $W/var_swi; tar czf "$OUT/s.tgz" -C $W .
