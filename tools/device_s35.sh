@@ -253,8 +253,8 @@ if [ "$MODE" = s42 ]; then # the forty-second session's H200 follow-ups: vars/st
   # against the default on the RMSNorm backward and forward, VR rounds (3); vars/sb0
   # (-DAGOQ_SWI_FWD_BASE=0, agoq only) against the default on the SwiGLU forwards, FP4 and int8, VR rounds;
   # tools/ab_s42.tsv (the SwiGLU forward's L2PF / PF), AB_R rounds (2); ncu of the fused kernels that miss issue
-  # 15's targets on the H200 (SwiGLU and RMSNorm forward at 64 MiB, RMSNorm backward at 256 MiB) and of the default
-  # GEMM prologue at 7B FC2 / 4096 tokens -> s.tgz
+  # 15's targets on the H200 (SwiGLU and RMSNorm forward at 64 MiB, RMSNorm backward at 256 MiB), of the default
+  # GEMM prologue at 7B FC2 / 4096 tokens and of the fused epilogue at 7B TP=8 out-projection / 16384 -> s.tgz
   # (ONLY_H200=1: on another GPU nothing)
   if ! grep -q H200 $W/gpu.txt && [ -n "${ONLY_H200:-}" ]; then echo "not an H200: nothing run"; exit 0; fi
   mkdir -p /tmp/vs; mv .carry/x/vars/* /tmp/vs/ 2>/dev/null
@@ -272,6 +272,8 @@ if [ "$MODE" = s42 ]; then # the forty-second session's H200 follow-ups: vars/st
     tar czf "$OUT/s.tgz" -C $W .
   done
   [ $SECONDS -lt $((LIM - 40)) ] && ncu_src wg_kernel gemmwg_7b_fc2_wgd 64M smem4 # the default prologue
+  # the fused epilogue's worst shape: 7B TP=8 out-projection (K = 512) with its residual and FP4 copy, 16384 tokens
+  [ $SECONDS -lt $((LIM - 40)) ] && ncu_src wg_kernel gemmwg_7b_tp8_out_wgq 256M tp8out
   tar czf "$OUT/s.tgz" -C $W .
   exit 0
 fi
