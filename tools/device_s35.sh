@@ -252,7 +252,8 @@ if [ "$MODE" = s42 ]; then # the forty-second session's H200 follow-ups: vars/st
   # .carry/var.tar.xz): the build's fused GPU tests and a variant's where it has its agoq_test_cuda, then both
   # against the default on the RMSNorm backward and forward, VR rounds (3); vars/sb0
   # (-DAGOQ_SWI_FWD_BASE=0, agoq only) against the default on the SwiGLU forwards, FP4 and int8, VR rounds;
-  # tools/ab_s42.tsv (the SwiGLU forward's L2PF / PF), AB_R rounds (2); ncu of the fused kernels that miss issue
+  # tools/ab_s42.tsv (the SwiGLU forward's L2PF / PF, the GEMM's GROUP_M / STREAMK), AB_R rounds (2); the GEMM
+  # clock probe (tools/device_gemm_clocks.sh, N = 50); ncu of the fused kernels that miss issue
   # 15's targets on the H200 (SwiGLU and RMSNorm forward at 64 MiB, RMSNorm backward at 256 MiB), of the default
   # GEMM prologue at 7B FC2 / 4096 tokens and of the fused epilogue at 7B TP=8 out-projection / 16384 -> s.tgz
   # (ONLY_H200=1: on another GPU nothing)
@@ -267,6 +268,9 @@ if [ "$MODE" = s42 ]; then # the forty-second session's H200 follow-ups: vars/st
   rm -rf .carry/x/vars/*; mv /tmp/vs/sb0 .carry/x/vars/
   varab "${VR:-3}" swiglu_fwd_fused,swiglu_fwd_bf16 4G 64M fp4_e2m1,int8; mv $W/var $W/var_swi; tar czf "$OUT/s.tgz" -C $W .
   ab tools/ab_s42.tsv "${AB_R:-2}" ab; tar czf "$OUT/s.tgz" -C $W .
+  # the plain GEMM's clock and power beside cuBLASLt's (7B FC1 at 16384 tokens: 0.83 of cuBLASLt on the H200)
+  [ $SECONDS -lt $((LIM - 150)) ] && N=50 OUT=$W/clocks tools/device_gemm_clocks.sh "$AGOQ_B" > $W/clocks_stdout.log 2>&1
+  tar czf "$OUT/s.tgz" -C $W .
   for k in swiglu_fwd_kernel:swiglu_fwd_fused:64M rms_fwd_pair:rmsnorm_fwd_fused:64M rms_bwd_staged:rmsnorm_bwd_fused:256M; do
     IFS=: read -r kr c sz <<< "$k"; [ $SECONDS -lt $((LIM - 40)) ] && ncu_src "$kr" "$c" "$sz" "${c}_$sz"
     tar czf "$OUT/s.tgz" -C $W .
