@@ -54,7 +54,9 @@
  * `<true,2,4,7,8,true>` 28 / 44 bytes stored / loaded at 64 registers; none at 3 CTAs). On the
  * H200 the quantizing forward's fitted fixed cost is 5.6 us a call against the plain one's 1.6
  * (`tools/kernels_vs_torch.py --fixed results/h200/kernels_fused.json`, 92f72b2) and it misses
- * 0.85 of copy at 64 MiB (0.77). The A/B: vars/pq4, `tools/device_s35.sh s42`. */
+ * 0.85 of copy at 64 MiB (0.77). Measured on an H100 (eb36143, results/h100/logs/s42_eb36143b/,
+ * three rounds, vars/pq4): 4 LOSES, FP4 0.881 / 0.953 / 0.981 / 0.982 -> 0.869 / 0.906 / 0.929 /
+ * 0.930 of copy at 64 MiB / 256 MiB / 1 / 4 GiB (the spill); the default stays 3. */
 #ifndef AGOQ_RMS_PAIR_QCTAS
 #define AGOQ_RMS_PAIR_QCTAS 3
 #endif

@@ -82,19 +82,23 @@ __device__ __forceinline__ void swi_out_vec(uint4 g, uint4 u, uint16_t *dst) {
  * warp vectors): a whole unit's gate and up vectors are one split packed tile of 2 V vectors
  * (planes offset to its first element: the gate and up of an output run are F apart); a row's
  * last partial unit is quantized vector by vector (U = 1). ---- */
-/* AGOQ_SWI_FWD_BASE (compile time, default 0 until a GPU has run it; 1 for the A/B build): a unit
- * whose vectors all lie inside the row (every unit of a QUANT kernel but a row's last partial one)
- * loads from one base address, the gate's V vectors and the up's at immediate offsets from it and
- * from base + f (the whole-unit stores already are: ptxas folds them); 0: each load its own
+/* AGOQ_SWI_FWD_BASE (compile time, default 1 since the forty-second session; 0 for the A/B build): a
+ * unit whose vectors all lie inside the row (every unit of a QUANT kernel but a row's last partial
+ * one) loads from one base address, the gate's V vectors and the up's at immediate offsets from it
+ * and from base + f (the whole-unit stores already were: ptxas folds them); 0: each load its own
  * predicated 64-bit address, the h pointer reloaded from the constant bank for each. The same
  * loads; what it saves is per-unit address arithmetic in a kernel that handles one 2 KB unit a
  * warp. The SASS of the FP4 kernel (`tools/sass.sh kernels/fused/fused_swiglu.cu
- * 'swiglu_fwd_kernelILi2ELi4ELi7ELb1ELi2ELb1ELi0E'`, forty-second session): from the unit's row to
- * its first tile instruction 73 slots at 0, 46 at 1, of the about 716 instructions a warp that
- * ncu counted on an H100 (thirty-eighth session); ptxas: no spill changes in any SwiGLU forward,
- * registers +-2. Its GPU tests and A/B: vars/sb1, tools/device_s35.sh s42. */
+ * 'swiglu_fwd_kernelILi2ELi4ELi7ELb1ELi2ELb1ELi0E'`): from the unit's row to its first tile
+ * instruction 73 slots at 0, 46 at 1, of the about 716 instructions a warp that ncu counted on an
+ * H100 (thirty-eighth session); ptxas: no spill changes in any SwiGLU forward, registers +-2.
+ * Measured (H100, eb36143, results/h100/logs/s42_eb36143b/): the fused GPU tests 18 of 18 under
+ * it; three rounds against 0, copy ratio at 64 MiB / 256 MiB / 1 / 4 GiB, FP4 0.892 / 0.973 /
+ * 1.003 / 1.005 -> 0.911 / 0.979 / 1.004 / 1.005 (never below in a round), int8 +0.003 mean, the
+ * plain bf16 forward +0.001. The H200, where this kernel misses 0.85 of copy at 64 / 256 MiB, has
+ * not run it (vars/sb0, tools/device_s35.sh s42). */
 #ifndef AGOQ_SWI_FWD_BASE
-#define AGOQ_SWI_FWD_BASE 0
+#define AGOQ_SWI_FWD_BASE 1
 #endif
 /* A unit's gate and up vectors of lane `lane` (zeros past the row) */
 template <int V>
