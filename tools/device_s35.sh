@@ -247,24 +247,22 @@ if [ "$MODE" = s41 ]; then # the forty-first session's five-stage prologues: the
   tar czf "$OUT/c.tgz" -C $W .
   exit 0
 fi
-if [ "$MODE" = s42 ]; then # the forty-second session's H200 follow-ups: vars/st4 (-DAGOQ_RMS_KEEP_STAGES=4)
-  # and, if packed, vars/pq4 (-DAGOQ_RMS_PAIR_QCTAS=4, lost on an H100), beside the build in
-  # .carry/bins.tar.xz (PACK_VARS; or in .carry/var.tar.xz): the build's fused GPU tests and a variant's where it has its agoq_test_cuda, then both
-  # against the default on the RMSNorm backward and forward, VR rounds (3); vars/sb0
-  # (-DAGOQ_SWI_FWD_BASE=0) against the default on the SwiGLU forwards, FP4 and int8;
-  # tools/ab_s42.tsv (the SwiGLU forward's L2PF / PF, the GEMM's GROUP_M / STREAMK), AB_R rounds (2); the GEMM
-  # clock probe (tools/device_gemm_clocks.sh, N = 50); ncu of the fused kernels that miss issue
-  # 15's targets on the H200 (SwiGLU and RMSNorm forward at 64 MiB, RMSNorm backward at 256 MiB), of the default
-  # GEMM prologue at 7B FC2 / 4096 tokens and of the fused epilogue at 7B TP=8 out-projection / 16384 -> s.tgz
+if [ "$MODE" = s42 ]; then # the forty-second session's H200 follow-ups, variants packed beside the build in
+  # .carry/bins.tar.xz (PACK_VARS): the build's fused GPU tests (and a variant's where it has its
+  # agoq_test_cuda); vars/st4 (-DAGOQ_RMS_KEEP_STAGES=4) against the default on the RMSNorm backward and vars/sb0
+  # (-DAGOQ_SWI_FWD_BASE=0) on the SwiGLU forwards, FP4 and int8, VR rounds (3); tools/ab_s42.tsv (the SwiGLU
+  # forward's L2PF / PF, the GEMM's GROUP_M / STREAMK), AB_R rounds (2); the GEMM clock probe
+  # (tools/device_gemm_clocks.sh, N = 50); ncu of the fused kernels that miss issue 15's targets on the H200
+  # (SwiGLU and RMSNorm forward at 64 MiB, RMSNorm backward at 256 MiB), of the default GEMM prologue at 7B FC2 /
+  # 4096 tokens and of the fused epilogue at 7B TP=8 out-projection / 16384 -> s.tgz
   # (ONLY_H200=1: on another GPU nothing)
   if ! grep -q H200 $W/gpu.txt && [ -n "${ONLY_H200:-}" ]; then echo "not an H200: nothing run"; exit 0; fi
   mkdir -p /tmp/vs; mv .carry/x/vars/* /tmp/vs/ 2>/dev/null
-  [ -f .carry/var.tar.xz ] && tar -C /tmp/vs -xJf .carry/var.tar.xz
   timeout 150 "$AGOQ_B/agoq_test_cuda" fused > $W/t_fused.log 2>&1; echo "fused tests rc=$? $(tail -1 $W/t_fused.log)"
-  for v in sb0 st4 pq4; do [ -x /tmp/vs/$v/agoq_test_cuda ] || continue
+  for v in sb0 st4; do [ -x /tmp/vs/$v/agoq_test_cuda ] || continue
     timeout 150 /tmp/vs/$v/agoq_test_cuda fused > $W/t_fused_$v.log 2>&1; echo "$v fused tests rc=$? $(tail -1 $W/t_fused_$v.log)"; done
-  rm -rf .carry/x/vars/*; mv /tmp/vs/st4 .carry/x/vars/; mv /tmp/vs/pq4 .carry/x/vars/ 2>/dev/null
-  varab "${VR:-3}" rmsnorm_bwd_fused,rmsnorm_fwd_fused,rmsnorm_bwd_bf16 4G 64M fp4_e2m1; mv $W/var $W/var_rms; tar czf "$OUT/s.tgz" -C $W .
+  mv /tmp/vs/st4 .carry/x/vars/
+  varab "${VR:-3}" rmsnorm_bwd_fused,rmsnorm_bwd_bf16 4G 64M fp4_e2m1; mv $W/var $W/var_rms; tar czf "$OUT/s.tgz" -C $W .
   rm -rf .carry/x/vars/*; mv /tmp/vs/sb0 .carry/x/vars/
   varab "${VR:-3}" swiglu_fwd_fused,swiglu_fwd_bf16 4G 64M fp4_e2m1,int8; mv $W/var $W/var_swi; tar czf "$OUT/s.tgz" -C $W .
   ab tools/ab_s42.tsv "${AB_R:-2}" ab; tar czf "$OUT/s.tgz" -C $W .

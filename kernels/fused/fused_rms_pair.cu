@@ -47,8 +47,7 @@
 #define RMS_PAIR_U 2    /* vectors per quantizer tile (512 columns) */
 #define RMS_PAIR_CTAS 3 /* CTAs an SM the kernel is register-bounded for (<= 85 registers) */
 /* AGOQ_RMS_PAIR_QCTAS (compile time, 3 or 4; default 3, as the plain kernel): the CTAs an SM the
- * quantizing kernels are bounded for. Why 4 is worth a run (forty-second session, prepared, not
- * measured): at 4096 columns the step's 4096 tokens are 4096 rows, and 3 CTAs of 4 pairs an SM hold
+ * quantizing kernels are bounded for. Why 4 was tried (forty-second session): at 4096 columns the step's 4096 tokens are 4096 rows, and 3 CTAs of 4 pairs an SM hold
  * 1584 rows on 132 SMs, so 64 MiB runs in 2.59 waves of rows (3 rounds, the last 59% full) and
  * 256 MiB in 10.3; at 4 CTAs (2112 rows) 1.94 and 7.8. The FP4 kernel then spills (ptxas, sm_90:
  * `<true,2,4,7,8,true>` 28 / 44 bytes stored / loaded at 64 registers; none at 3 CTAs). On the
