@@ -129,7 +129,10 @@ __device__ __forceinline__ uint64_t agoq_tile_load_codes(const uint8_t *codes, s
  * Values are copies: decoding is unchanged bit for bit. Sources with kVrep = AGOQ_VREP (0: none)
  * use it and the CTA's own encode LUT (quant_tile.cuh); the tile kernel stages both (16 KB + the
  * LUT). */
+#ifndef AGOQ_VREP /* -DAGOQ_VREP=32: the forty-third session's H200 A/B (vars/vr32), the 32 KB table */
 #define AGOQ_VREP 16
+#endif
+static_assert(AGOQ_VREP == 16 || AGOQ_VREP == 32, "AGOQ_VREP: 16 or 32 replicas");
 __device__ __forceinline__ float *agoq_tile_vrep() {
     __shared__ float vrep[256 * AGOQ_VREP];
     return vrep;
