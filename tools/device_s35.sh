@@ -21,7 +21,7 @@
 #          -> ab2.tgz
 # l2pf (thirty-sixth session): the fused GPU tests, tools/ab_s36.tsv (AGOQ_FWD_L2PF auto / 0 / 1 / 2 / 3), on an
 # H200 tools/ab_s32e.tsv, then the whole GPU suite cut at LIM -> c.tgz, tests.log.
-# s37, s37b, s37c, rest (thirty-seventh session), s38, s38b, s38r, s38c, s38e (thirty-eighth), s39, s40, s41, s42: see their
+# s37, s37b, s37c, rest (thirty-seventh session), s38, s38b, s38r, s38c, s38e (thirty-eighth), s39, s40, s41, s42, s43: see their
 # blocks below.
 # short: the GEMM GPU tests and the L2PF test at the defaults, the L2PF A/B (AB_R rounds, 2),
 # a two-round varab on four GEMMs -> b.tgz.
@@ -277,6 +277,29 @@ if [ "$MODE" = s42 ]; then # the forty-second session's H200 follow-ups, variant
   # the fused epilogue's worst shape: 7B TP=8 out-projection (K = 512) with its residual and FP4 copy, 16384 tokens
   [ $SECONDS -lt $((LIM - 40)) ] && ncu_src wg_kernel gemmwg_7b_tp8_out_wgq 256M tp8out
   tar czf "$OUT/s.tgz" -C $W .
+  exit 0
+fi
+if [ "$MODE" = s43 ]; then # the forty-third session: vars/vr32 (-DAGOQ_VREP=32: dyn8's value table in 32
+  # replicas, one bank a lane whatever the codes) against the default 16: its grad8 GPU tests, VR rounds (3) of
+  # the dyn8 reduce core and bf16 accumulation, 64 MiB .. 4 GiB, ncu (--set full) of the reduce core at 1 GiB
+  # both ways -> v.tgz; then on an H200 the records at this commit (records tests: the whole GPU suite,
+  # the torch.compile peer, both kernel experiments) -> k.tgz, and s42's follow-ups with what is left
+  mkdir -p /tmp/vs; mv .carry/x/vars/* /tmp/vs/ 2>/dev/null
+  timeout 120 /tmp/vs/vr32/agoq_test_cuda grad8 > $W/t_grad8_vr32.log 2>&1; echo "vr32 grad8 tests rc=$? $(tail -1 $W/t_grad8_vr32.log)"
+  mv /tmp/vs/vr32 .carry/x/vars/
+  varab "${VR:-3}" grad_reduce,grad_accumulate_bf16 4G 64M dyn8; mv $W/var $W/var_vr; tar czf "$OUT/v.tgz" -C $W .
+  if command -v ncu > /dev/null; then mkdir -p $W/ncu
+    for v in base vr32; do b=$AGOQ_B/agoq; [ $v = vr32 ] && b=.carry/x/vars/vr32/agoq
+      timeout 100 ncu --set full --clock-control none --kernel-name-base demangled -k regex:tile_reduce -c 1 -f -o /tmp/red_$v \
+        $b kernels --cases grad_reduce --formats dyn8 -b 1G -e 1G -n 1 -w 0 --no-check -q -o /tmp/ncu_k.json > $W/ncu/red_${v}_ncu.log 2>&1
+      ncu -i /tmp/red_$v.ncu-rep --page details > $W/ncu/red_${v}_details.txt 2>&1; echo "ncu red $v done at $SECONDS s"
+    done
+    tar czf "$OUT/v.tgz" -C $W .
+  fi
+  grep -q H200 $W/gpu.txt || exit 0
+  records tests
+  rm -rf .carry/x/vars/*; mv /tmp/vs/* .carry/x/vars/ 2>/dev/null
+  [ $SECONDS -lt $((LIM - 100)) ] && varab 2 rmsnorm_bwd_fused 4G 64M fp4_e2m1 && mv $W/var $W/var_st4 && tar czf "$OUT/v.tgz" -C $W --exclude k .
   exit 0
 fi
 if [ "$MODE" = s39b ]; then # the GEMM GPU tests, the prologue four ways (deqab reg smem smem4 b2), ncu of the
