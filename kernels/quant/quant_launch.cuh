@@ -110,6 +110,10 @@ static size_t agoq_launch_quant_tiles(const agoq_cuda_qparams &p, const TileSrc 
     if (p.stochastic || !lb || (p.bits != 4 && p.bits != 8) || (TileSrc::kBits && p.bits != TileSrc::kBits) || ntiles == 0 ||
         ((uintptr_t)q.codes & (vec_code_bytes - 1)) != 0)
         return 0;
+    /* 32 replicas of the value table (-DAGOQ_VREP=32, 32 KB) fit the 48 KB of static shared memory
+     * only beside the 32-bit LUT (11 KB), not the 8-byte one (22 KB): without it, no tile kernel */
+    constexpr bool kVrep32 = agoq_src_vrep<TileSrc>::value > 16;
+    if (kVrep32 && !agoq_g8_lut32_ok(p)) return 0;
     auto launch = [&](auto bits, auto log2b) {
         constexpr int BITS = decltype(bits)::value, LOG2B = decltype(log2b)::value;
         /* fp4 / fp8 encoders have one width: skip the instantiations that cannot occur */
@@ -160,7 +164,7 @@ static size_t agoq_launch_quant_tiles(const agoq_cuda_qparams &p, const TileSrc 
                     if constexpr (ENC == AGOQ_ENC_TABLE && BITS == 8 && agoq_src_vrep<TileSrc>::value != 0)
                         if (agoq_g8_lut32_ok(p))
                             return go(agoq_enc_t<decltype(enc_opt)::value | AGOQ_TILE_OPT_Q8 | AGOQ_TILE_OPT_LUT32>());
-                    go(enc_opt);
+                    if constexpr (!kVrep32) go(enc_opt);
                 }
             };
             if constexpr (ENC == AGOQ_ENC_INT_ASYM) {
