@@ -134,11 +134,13 @@ if [ "$MODE" = s37c ]; then # the GELU forward's copy by the q7 tile: the fused 
   suite 400
   exit 0
 fi
-ncu_src() { # kernel-regex case [size] [name]: ncu --set full of one launch of the FP4 case, its details and
-  # per-SASS-line source page (tools/ncu_pc.py) -> $W/ncu/NAME_* (NAME: the case's)
+ncu_src() { # kernel-regex case [size] [name]: ncu --set full of one launch of the case (format NCU_FMT, default
+  # fp4_e2m1; binary NCU_BIN, default the build's agoq; the regex against NCU_NAME_BASE, default ncu's function
+  # name), its details and per-SASS-line source page (tools/ncu_pc.py) -> $W/ncu/NAME_* (NAME: the case's)
   command -v ncu > /dev/null || return 0; mkdir -p $W/ncu; local n=${4:-$2}
-  timeout 150 ncu --set full --import-source no --clock-control none -k regex:"$1" -c 1 -f -o /tmp/$n \
-    "$AGOQ_B/agoq" kernels --cases "$2" --formats fp4_e2m1 -b "${3:-256M}" -e "${3:-256M}" -n 1 -w 0 --no-check -q \
+  timeout 150 ncu --set full --import-source no --clock-control none --kernel-name-base "${NCU_NAME_BASE:-function}" \
+    -k regex:"$1" -c 1 -f -o /tmp/$n "${NCU_BIN:-$AGOQ_B/agoq}" kernels --cases "$2" --formats "${NCU_FMT:-fp4_e2m1}" \
+    -b "${3:-256M}" -e "${3:-256M}" -n 1 -w 0 --no-check -q \
     -o /tmp/ncu_k.json > $W/ncu/${n}_ncu.log 2>&1
   ncu -i /tmp/$n.ncu-rep --page details > $W/ncu/${n}_details.txt 2>&1
   ncu -i /tmp/$n.ncu-rep --page source --csv --print-source sass 2>/dev/null | xz > $W/ncu/${n}_src.csv.xz
@@ -283,20 +285,17 @@ if [ "$MODE" = s43 ]; then # the forty-third session: vars/vr32 (-DAGOQ_VREP=32:
   # replicas, one bank a lane whatever the codes) against the default 16: its grad8 GPU tests if packed, VR rounds (3) of
   # the dyn8 reduce core and bf16 accumulation, 64 MiB .. 4 GiB, ncu (--set full) of the reduce core at 1 GiB
   # both ways -> v.tgz; then on an H200 the records at this commit (records tests: the whole GPU suite,
-  # the torch.compile peer, both kernel experiments) -> k.tgz, and s42's follow-ups with what is left
+  # the torch.compile peer, both kernel experiments) -> k.tgz, and with 100 s left vars/st4 against the
+  # default on the fused RMSNorm backward, two rounds -> v.tgz
   mkdir -p /tmp/vs; mv .carry/x/vars/* /tmp/vs/ 2>/dev/null
   if [ -x /tmp/vs/vr32/agoq_test_cuda ]; then # not packed in the forty-third session (64 MiB): the bench's checks instead
     timeout 120 /tmp/vs/vr32/agoq_test_cuda grad8 > $W/t_grad8_vr32.log 2>&1; echo "vr32 grad8 tests rc=$? $(tail -1 $W/t_grad8_vr32.log)"; fi
   mv /tmp/vs/vr32 .carry/x/vars/
   varab "${VR:-3}" grad_reduce,grad_accumulate_bf16 4G 64M dyn8; mv $W/var $W/var_vr; tar czf "$OUT/v.tgz" -C $W .
-  if command -v ncu > /dev/null; then mkdir -p $W/ncu
-    for v in base vr32; do b=$AGOQ_B/agoq; [ $v = vr32 ] && b=.carry/x/vars/vr32/agoq
-      timeout 100 ncu --set full --clock-control none --kernel-name-base demangled -k regex:tile_reduce -c 1 -f -o /tmp/red_$v \
-        $b kernels --cases grad_reduce --formats dyn8 -b 1G -e 1G -n 1 -w 0 --no-check -q -o /tmp/ncu_k.json > $W/ncu/red_${v}_ncu.log 2>&1
-      ncu -i /tmp/red_$v.ncu-rep --page details > $W/ncu/red_${v}_details.txt 2>&1; echo "ncu red $v done at $SECONDS s"
-    done
-    tar czf "$OUT/v.tgz" -C $W .
-  fi
+  for v in base vr32; do b=$AGOQ_B/agoq; [ $v = vr32 ] && b=.carry/x/vars/vr32/agoq
+    NCU_BIN=$b NCU_FMT=dyn8 NCU_NAME_BASE=demangled ncu_src tile_reduce grad_reduce 1G red_$v
+  done
+  tar czf "$OUT/v.tgz" -C $W .
   grep -q H200 $W/gpu.txt || exit 0
   records tests
   rm -rf .carry/x/vars/*; mv /tmp/vs/* .carry/x/vars/ 2>/dev/null
