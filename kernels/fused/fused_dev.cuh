@@ -69,20 +69,7 @@ __device__ __forceinline__ void fz_store(uint16_t *p, uint4 w) {
     else __stcs((uint4 *)p, w);
 }
 
-/* ---- cp.async: a thread copies 4, 8 or 16 bytes global -> shared and later waits for its own
- * copies (the staged kernel: fused_rms_bwd.cu) ---- */
-__device__ __forceinline__ uint32_t fz_smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-template <int N>
-__device__ __forceinline__ void fz_cp_async(void *dst, const void *src) {
-    static_assert(N == 4 || N == 8 || N == 16, "cp.async: 4, 8 or 16 bytes");
-    if constexpr (N == 16)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(fz_smem_addr(dst)), "l"(src) : "memory");
-    else asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(fz_smem_addr(dst)), "l"(src), "n"(N) : "memory");
-}
-/* "memory": the stage's shared-memory reads stay between the wait and the next copy into it */
-__device__ __forceinline__ void fz_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void fz_cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+/* cp.async (agoq_cp_async, agoq_cp_commit, agoq_cp_wait): quant_ldst.cuh */
 
 /* dw[j] for the CW (16 or 32) columns j = c0 .. c0 + CW - 1 below cols: the groups' partial rows
  * summed column by column in group order (agoq_dw_reduce_ref's additions: bit-exact), staged
@@ -107,13 +94,13 @@ __device__ __forceinline__ void fz_dw_reduce_cols(const float *partial, int grou
             const int piece = (int)threadIdx.x % PR, c = c0 + 4 * piece;
             if (c < cols)
                 for (int g = (int)threadIdx.x / PR; g < n; g += NT / PR)
-                    fz_cp_async<16>(buf + g * CW + 4 * piece, partial + (size_t)(g0 + g) * (size_t)cols + (size_t)c);
+                    agoq_cp_async<16>(buf + g * CW + 4 * piece, partial + (size_t)(g0 + g) * (size_t)cols + (size_t)c);
         } else if (mine) {
             for (int g = warp; g < n; g += NT / 32)
-                fz_cp_async<4>(buf + g * CW + lane, partial + (size_t)(g0 + g) * (size_t)cols + (size_t)j);
+                agoq_cp_async<4>(buf + g * CW + lane, partial + (size_t)(g0 + g) * (size_t)cols + (size_t)j);
         }
-        fz_cp_commit();
-        fz_cp_wait<0>();
+        agoq_cp_commit();
+        agoq_cp_wait<0>();
         __syncthreads();
         if (warp == 0 && lane < CW) {
             const float *col = buf + lane;

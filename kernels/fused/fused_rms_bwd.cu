@@ -123,18 +123,18 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, AGOQ_RMS_STAGED_CTAS(NG, KEE
                 const int g = tid + j * AGOQ_ROW_THREADS;
                 if (g >= ngroups) continue;
                 const size_t e = o + (size_t)(8 * g);
-                fz_cp_async<16>(&st[k].dy[j][tid], dy + e);
+                agoq_cp_async<16>(&st[k].dy[j][tid], dy + e);
                 if constexpr (DEQ) {
-                    fz_cp_async<BITS>(&st[k].q.c[j][tid], q.codes + e * BITS / 8); /* 8 codes: BITS bytes */
+                    agoq_cp_async<BITS>(&st[k].q.c[j][tid], q.codes + e * BITS / 8); /* 8 codes: BITS bytes */
                     const size_t blk = e >> log2b;
-                    fz_cp_async<4>(&st[k].q.s[j][tid], fz_scale_word(q.scales, blk, p.bf16_scale));
-                    if constexpr (ZEROS) fz_cp_async<4>(&st[k].q.z[j][tid], fz_scale_word(q.zeros, blk, p.bf16_scale));
+                    agoq_cp_async<4>(&st[k].q.s[j][tid], fz_scale_word(q.scales, blk, p.bf16_scale));
+                    if constexpr (ZEROS) agoq_cp_async<4>(&st[k].q.z[j][tid], fz_scale_word(q.zeros, blk, p.bf16_scale));
                 } else {
-                    fz_cp_async<16>(&st[k].x[j][tid], x + e);
+                    agoq_cp_async<16>(&st[k].x[j][tid], x + e);
                 }
             }
         }
-        fz_cp_commit();
+        agoq_cp_commit();
     };
     /* group j's 8 input values of the row in stage k */
     auto input = [&](int k, int j, size_t e, float(&v)[8]) {
@@ -221,7 +221,7 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, AGOQ_RMS_STAGED_CTAS(NG, KEE
             static_assert(S == 3, "F8: stages of rows r, r + 1, r + 2");
             static_assert(!KEEP, "F8 decodes a row again in its second pass");
             float acc[2], rstd, coef, v[NG][8]; /* v: scratch (pass2 decodes again) */
-            fz_cp_wait<S - 2>(); /* row r0 has landed */
+            agoq_cp_wait<S - 2>(); /* row r0 has landed */
             pass1(0, row_of(r0), acc, v);
             row_sum_post<2>(acc, red, nrow & 1);
             row_sum_finish<2>(acc, red, nrow++ & 1);
@@ -231,7 +231,7 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, AGOQ_RMS_STAGED_CTAS(NG, KEE
             for (int r = r0; r < r1; r++) {
                 const int kn = next(k);
                 issue(next(kn), r + 2, r1);
-                fz_cp_wait<S - 2>(); /* row r + 1 has landed (an empty group past the end) */
+                agoq_cp_wait<S - 2>(); /* row r + 1 has landed (an empty group past the end) */
                 const bool more = r + 1 < r1; /* CTA-uniform */
                 if (more) {
                     pass1(kn, row_of(r + 1), acc, v);
@@ -249,7 +249,7 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, AGOQ_RMS_STAGED_CTAS(NG, KEE
             int k = 0; /* stage of row r */
             for (int r = r0; r < r1; r++) {
                 issue(k == 0 ? S - 1 : k - 1, r + S - 1, r1); /* the stage row r - 1 used */
-                fz_cp_wait<S - 1>(); /* this thread's copies of row r have landed */
+                agoq_cp_wait<S - 1>(); /* this thread's copies of row r have landed */
                 float acc[2], v[NG][8]; /* sum x^2, sum (dy w) x; the row's inputs (KEEP: kept) */
                 pass1(k, row_of(r), acc, v);
                 if constexpr (F6 || KEEP) row_tree_sum_1bar<2>(acc, red, nrow++ & 1);
@@ -259,7 +259,7 @@ __global__ void __launch_bounds__(AGOQ_ROW_THREADS, AGOQ_RMS_STAGED_CTAS(NG, KEE
                 k = next(k);
             }
         }
-        fz_cp_wait<0>(); /* only empty groups are left; nothing outlives the group */
+        agoq_cp_wait<0>(); /* only empty groups are left; nothing outlives the group */
         float *dst = dw_partial + (size_t)grp * (size_t)cols;
 #pragma unroll
         for (int j = 0; j < NG; j++) {

@@ -191,9 +191,51 @@ __device__ __forceinline__ void red_prefetch_ld(const chunk_view (&in)[NC], int 
  * results/h200/logs/q5_ab_s5.log). The eighth session's 8 asymmetric chunks a batch with one
  * register of scale or zero point per chunk at 2 CTAs per SM (AGOQ_G8 bit 2) measured slower
  * (0.70 -> 0.57, logs/s8_callB_ca17d3f/) and was removed in the eleventh. */
+/* AGOQ_RED_SMEM (forty-fourth session, compile time; 0, the default: off; 4 or 5: on, at that many
+ * CTAs an SM): int8_asym's reduce core (AGOQ_RED_LD=1) staged through shared memory
+ * (tile_reduce::load_tile_st, LD = 2). Why: on the H200 that core runs at 0.75 / 0.83 / 0.87 / 0.81
+ * of copy (64 MiB .. 4 GiB, s42) against int8's 0.86 / 0.95 / 0.99 / 0.97 with the same decode (a
+ * byte permute, a magic add and an FFMA a code) and the zero points summed apart; what differs is
+ * the bytes a warp has in flight. int8 loads its 8 chunks' codes at once (4 KB a warp); int8_asym's
+ * scales and zero points do not fit the registers beside them (8 chunks spilled), so it loads
+ * 3 chunks a batch (1.5 KB) with an L2 prefetch of the next batch, and waits on each batch in turn.
+ * Staged, each lane copies its 16 bytes of every chunk's codes and (lanes 0..15 / 16..31) the
+ * chunk's scale / zero-point words with cp.async, a commit group a chunk: the whole tile (8 chunks,
+ * 4.3 KB at block 128) is in flight at once, no register holds it, and the decode of chunk i
+ * starts when its group has landed (cp.async.wait_group 7 - i, then __syncwarp: the other lanes'
+ * copies), from shared memory (an 8-byte LDS of codes and a broadcast scale and zero point a
+ * vector). 5 KB a warp (40 KB a CTA, static), so 5 CTAs an SM at most. The same values in the same
+ * fp32 operations in the same order as load_tile_ld: the same bits (the bench's check compares
+ * every reduce with the C reference). The launcher takes it only where every chunk's codes are
+ * 16-byte and its scales and zero points 4-byte aligned (otherwise load_tile_b, LD = 1). Not
+ * measured yet: the A/B is a variant build (vars/rs4, vars/rs5). */
+#ifndef AGOQ_RED_SMEM
+#define AGOQ_RED_SMEM 0
+#endif
+static_assert(AGOQ_RED_SMEM == 0 || AGOQ_RED_SMEM == 4 || AGOQ_RED_SMEM == 5, "AGOQ_RED_SMEM: 0, 4 or 5");
+#define RED_ST_CHUNKS 8 /* chunks staged at once */
+#define RED_ST_PLANE 64 /* bytes of a chunk's scales (or zero points) a tile at most: 16 blocks of 32, fp32 */
+struct red_stage { /* a warp's */
+    uint8_t codes[RED_ST_CHUNKS][RED_U * 256];
+    uint8_t planes[RED_ST_CHUNKS][2][RED_ST_PLANE]; /* scales, zero points */
+};
+/* this warp's stage: one array a kernel whatever the scale size (a static array in load_tile_st
+ * would be one per instantiation: two in each kernel, 80 KB) */
+__device__ __forceinline__ red_stage &red_stage_warp() {
+    __shared__ __align__(16) red_stage st[AGOQ_QUANT_THREADS / 32];
+    return st[threadIdx.x >> 5];
+}
+/* cp.async.wait_group RED_ST_CHUNKS - 1 - i for a chunk index i known after unrolling */
+template <int I = 0>
+__device__ __forceinline__ void red_st_wait(int i) {
+    if (i == I) agoq_cp_wait<RED_ST_CHUNKS - 1 - I>();
+    else if constexpr (I + 1 < RED_ST_CHUNKS) red_st_wait<I + 1>(i);
+}
+
 template <int DEC, bool BF16_SUM, int VREP = 0, int RB = RED_RB, int PF = 0, int LD = 0>
 struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTAs per SM (<= 80 / 64 registers) */
-    static constexpr int kVec = 8, kBits = 8, kU = RED_U, kMinCtas = PF == 4 ? 4 : 3;
+    static constexpr int kVec = 8, kBits = 8, kU = RED_U,
+                         kMinCtas = LD == 2 ? AGOQ_RED_SMEM : PF == 4 ? 4 : 3;
     static constexpr bool kTable = DEC == AGOQ_ENC_TABLE;
     static constexpr int kVrep = kTable ? VREP : 0;
     static constexpr bool kLoadB = LD != 0; /* load_tile_b (below): AGOQ_RED_LD */
@@ -279,8 +321,54 @@ struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTA
     template <int LOG2B>
     __device__ __forceinline__ void load_tile_b(const agoq_cuda_qparams &p, const agoq_smem_table *t, size_t e_tile,
                                                 int lane, float (&v)[RED_U][8]) const {
-        if (p.bf16_scale) load_tile_ld<LOG2B, 2>(p, t, e_tile, lane, v);
-        else load_tile_ld<LOG2B, 4>(p, t, e_tile, lane, v);
+        if constexpr (LD == 2) {
+            if (p.bf16_scale) load_tile_st<LOG2B, 2>(p, t, e_tile, lane, v);
+            else load_tile_st<LOG2B, 4>(p, t, e_tile, lane, v);
+        } else {
+            if (p.bf16_scale) load_tile_ld<LOG2B, 2>(p, t, e_tile, lane, v);
+            else load_tile_ld<LOG2B, 4>(p, t, e_tile, lane, v);
+        }
+    }
+    /* AGOQ_RED_SMEM: the tile staged through shared memory, RED_ST_CHUNKS chunks at a time (above) */
+    template <int LOG2B, int ESZ>
+    __device__ __forceinline__ void load_tile_st(const agoq_cuda_qparams &p, const agoq_smem_table *t, size_t e_tile,
+                                                 int lane, float (&v)[RED_U][8]) const {
+        static_assert(DEC == AGOQ_ENC_INT_ASYM, "int8_asym's reduce core only");
+        constexpr int kBpv = 256 >> LOG2B;                /* blocks a vector (of 32 lanes) */
+        constexpr int kWords = RED_U * kBpv * ESZ / 4;    /* 4-byte words of a chunk's scales a tile */
+        static_assert(kWords >= 1 && kWords * 4 <= RED_ST_PLANE, "a chunk's scales: 1..16 words");
+        red_stage &st = red_stage_warp();
+        zero(v);
+        float zs[RED_U] = {};
+        const size_t es = (e_tile >> LOG2B) * ESZ;   /* the tile's first scale (and zero point) */
+        const int w = lane & 15, half = lane >> 4;   /* lanes 0..15 copy scale words, 16..31 zero points */
+        const int blk = (lane * 8) >> LOG2B;          /* vector 0's block in the tile; vector j's: + j * kBpv */
+        for (int r0 = 0; r0 < nin; r0 += RED_ST_CHUNKS) { /* warp-uniform */
+            __syncwarp(); /* the previous batch's reads are done before its stage is copied over */
+#pragma unroll
+            for (int i = 0; i < RED_ST_CHUNKS; i++) { /* a commit group a chunk (empty past nin) */
+                if (r0 + i < nin) {
+                    const chunk_view &cv = in[r0 + i];
+                    agoq_cp_async<16>(&st.codes[i][lane * 16], cv.codes + e_tile + (size_t)(lane * 16));
+                    if (w < kWords) agoq_cp_async<4>(&st.planes[i][half][w * 4], (half ? cv.zeros : cv.scales) + es + (size_t)(w * 4));
+                }
+                agoq_cp_commit();
+            }
+#pragma unroll
+            for (int i = 0; i < RED_ST_CHUNKS; i++) { /* chunks in order: the sum's order is r = 0..nin-1 */
+                if (r0 + i >= nin) break;
+                red_st_wait(i);
+                __syncwarp(); /* every lane's copies of chunk i have landed */
+#pragma unroll
+                for (int j = 0; j < RED_U; j++) {
+                    const uint2 c = *(const uint2 *)&st.codes[i][j * 256 + lane * 8];
+                    const float s = agoq_dev_load_scale(st.planes[i][0], (size_t)(blk + j * kBpv), ESZ == 2);
+                    const float m = agoq_dev_load_scale(st.planes[i][1], (size_t)(blk + j * kBpv), ESZ == 2);
+                    add_vec(p, t, (uint64_t)c.x | ((uint64_t)c.y << 32), s, m, lane, v[j], zs[j]);
+                }
+            }
+        }
+        finish(e_tile, lane, zs, v);
     }
     template <int LOG2B, int ESZ>
     __device__ __forceinline__ void load_tile_ld(const agoq_cuda_qparams &p, const agoq_smem_table *t, size_t e_tile,
@@ -429,7 +517,11 @@ int agoq_cuda_grad_reduce(const agoq_qconfig *c, const agoq_cuda_qtensor *in, in
         src.sum_out = sum_out;
         src.vec_sum = ((uintptr_t)sum_out & 15u) == 0;
         bool aligned = sum_out == NULL || aligned16(sum_out);
-        for (int r = 0; r < nin; r++) aligned &= ((uintptr_t)in[r].codes & 7u) == 0; /* 8 codes per load */
+        bool staged_ok = true; /* AGOQ_RED_SMEM's cp.async: 16-byte codes, 4-byte scale and zero-point words */
+        for (int r = 0; r < nin; r++) {
+            aligned &= ((uintptr_t)in[r].codes & 7u) == 0; /* 8 codes per load */
+            staged_ok &= aligned16(in[r].codes) && ((uintptr_t)in[r].scales & 3u) == 0 && ((uintptr_t)in[r].zeros & 3u) == 0;
+        }
         auto with_tile_ld = [&](auto bf16, auto vrep, auto rb, auto pfv, auto ldv) {
             tile_reduce<D, decltype(bf16)::value != 0, decltype(vrep)::value, decltype(rb)::value, decltype(pfv)::value,
                         decltype(ldv)::value> tile;
@@ -455,6 +547,8 @@ int agoq_cuda_grad_reduce(const agoq_qconfig *c, const agoq_cuda_qtensor *in, in
                         return with_tile(bf16, agoq_enc_t<AGOQ_VREP>(), agoq_enc_t<RED_RB>(), no);
                     }
                 } else if constexpr (D == AGOQ_ENC_INT_ASYM) {
+                    if constexpr (AGOQ_RED_SMEM != 0) /* load_tile_st */
+                        if (ld == RED_LD_RB3 && staged_ok) return with_tile_ld(bf16, no, agoq_enc_t<RED_ST_CHUNKS>(), no, agoq_enc_t<2>());
                     if (ld == RED_LD_RB3) { /* load_tile_b, 3 chunks a batch (<= 64 registers: 4 CTAs per SM) */
                         if (!(pf & RED_PF_ASYM)) return with_tile_ld(bf16, no, agoq_enc_t<3>(), no, agoq_enc_t<1>());
                         if (pf & RED_PF_4CTAS) return with_tile_ld(bf16, no, agoq_enc_t<3>(), agoq_enc_t<4>(), agoq_enc_t<1>());

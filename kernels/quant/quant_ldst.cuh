@@ -2,13 +2,14 @@
  * reduce core (grad8.cu, AGOQ_RED_PF; the RMSNorm forward's, AGOQ_RMS_PF, lost its A/B and was
  * removed in the twelfth session). The load and store cache operators that the tile dequantizer's A/B variants
  * used (.nc.L1::no_allocate, .L2::256B, .cs, .lu loads; .cs, .cg, .L1::no_allocate stores)
- * were removed in the eleventh session together with those variants (quant.cu). agoq_ld_once:
- * below. */
+ * were removed in the eleventh session together with those variants (quant.cu). agoq_ld_once and
+ * the cp.async helpers (moved here from fused_dev.cuh in the forty-fourth session): below. */
 #ifndef AGOQ_QUANT_LDST_CUH
 #define AGOQ_QUANT_LDST_CUH
 
 #include <cuda_runtime.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/knob.h"
 
@@ -31,4 +32,19 @@ __device__ __forceinline__ T agoq_ld_once(const T *p, int nc) {
 static inline int agoq_ld_nc(size_t input_bytes) {
     return input_bytes >= ((size_t)agoq_knob_int("AGOQ_LD_NC_MIB", 512, 0, 65536) << 20);
 }
+/* ---- cp.async: a thread copies 4, 8 or 16 bytes global -> shared and later waits for its own
+ * copies (the staged RMSNorm backward, fused_rms_bwd.cu; the dweight reduction, fused_dev.cuh;
+ * grad8.cu's staged reduce core under AGOQ_RED_SMEM) ---- */
+__device__ __forceinline__ uint32_t agoq_smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+template <int N>
+__device__ __forceinline__ void agoq_cp_async(void *dst, const void *src) {
+    static_assert(N == 4 || N == 8 || N == 16, "cp.async: 4, 8 or 16 bytes");
+    if constexpr (N == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(agoq_smem_addr(dst)), "l"(src) : "memory");
+    else asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(agoq_smem_addr(dst)), "l"(src), "n"(N) : "memory");
+}
+/* "memory": the stage's shared-memory reads stay between the wait and the next copy into it */
+__device__ __forceinline__ void agoq_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void agoq_cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 #endif
