@@ -21,7 +21,7 @@
 #          -> ab2.tgz
 # l2pf (thirty-sixth session): the fused GPU tests, tools/ab_s36.tsv (AGOQ_FWD_L2PF auto / 0 / 1 / 2 / 3), on an
 # H200 tools/ab_s32e.tsv, then the whole GPU suite cut at LIM -> c.tgz, tests.log.
-# s37, s37b, s37c, rest (thirty-seventh session), s38, s38b, s38r, s38c, s38e (thirty-eighth), s39, s40, s41, s42, s43: see their
+# s37, s37b, s37c, rest (thirty-seventh session), s38, s38b, s38r, s38c, s38e (thirty-eighth), s39, s40, s41, s42, s43, s44: see their
 # blocks below.
 # short: the GEMM GPU tests and the L2PF test at the defaults, the L2PF A/B (AB_R rounds, 2),
 # a two-round varab on four GEMMs -> b.tgz.
@@ -281,24 +281,33 @@ if [ "$MODE" = s42 ]; then # the forty-second session's H200 follow-ups, variant
   tar czf "$OUT/s.tgz" -C $W .
   exit 0
 fi
-if [ "$MODE" = s43 ]; then # the forty-third session: vars/vr32 (-DAGOQ_VREP=32: dyn8's value table in 32
-  # replicas, one bank a lane whatever the codes) against the default 16: its grad8 GPU tests if packed, VR rounds (3) of
-  # the dyn8 reduce core and bf16 accumulation, 64 MiB .. 4 GiB, ncu (--set full) of the reduce core at 1 GiB
-  # both ways -> v.tgz; then on an H200 the records at this commit (records tests: the whole GPU suite,
-  # the torch.compile peer, both kernel experiments) -> k.tgz, and with 100 s left vars/st4 against the
-  # default on the fused RMSNorm backward, two rounds -> v.tgz
+if [ "$MODE" = s43 ] || [ "$MODE" = s44 ]; then # the forty-third session: vars/vr32 (-DAGOQ_VREP=32: dyn8's value
+  # table in 32 replicas, one bank a lane whatever the codes) against the default 16: its grad8 GPU tests if packed, VR
+  # rounds (3) of the dyn8 reduce core and bf16 accumulation, 64 MiB .. 4 GiB -> v.tgz; s44 (forty-fourth) then
+  # vars/rs5 (-DAGOQ_RED_SMEM=5: int8_asym's reduce core staged through shared memory) against the default on that
+  # core, VR rounds -> v.tgz; then ncu (--set full) of the dyn8 reduce core at 1 GiB both ways -> v.tgz; then on an
+  # H200 the records at this commit (records tests: the whole GPU suite, the torch.compile peer, both kernel
+  # experiments) -> k.tgz, and with 100 s left vars/st4 (if packed) against the default on the fused RMSNorm
+  # backward, two rounds -> v.tgz
   mkdir -p /tmp/vs; mv .carry/x/vars/* /tmp/vs/ 2>/dev/null
   if [ -x /tmp/vs/vr32/agoq_test_cuda ]; then # not packed in the forty-third session (64 MiB): the bench's checks instead
     timeout 120 /tmp/vs/vr32/agoq_test_cuda grad8 > $W/t_grad8_vr32.log 2>&1; echo "vr32 grad8 tests rc=$? $(tail -1 $W/t_grad8_vr32.log)"; fi
-  mv /tmp/vs/vr32 .carry/x/vars/
-  varab "${VR:-3}" grad_reduce,grad_accumulate_bf16 4G 64M dyn8; mv $W/var $W/var_vr; tar czf "$OUT/v.tgz" -C $W .
-  for v in base vr32; do b=$AGOQ_B/agoq; [ $v = vr32 ] && b=.carry/x/vars/vr32/agoq
+  vonly() { rm -rf .carry/x/vars/*; mv /tmp/vs/$1 .carry/x/vars/; } # vars/$1 alone for the next varab
+  vback() { mv .carry/x/vars/* /tmp/vs/ 2>/dev/null; }
+  vonly vr32; varab "${VR:-3}" grad_reduce,grad_accumulate_bf16 4G 64M dyn8; mv $W/var $W/var_vr; vback
+  tar czf "$OUT/v.tgz" -C $W .
+  if [ "$MODE" = s44 ] && [ -d /tmp/vs/rs5 ]; then
+    vonly rs5; varab "${VR:-3}" grad_reduce 4G 64M int8_asym; mv $W/var $W/var_rs5; vback
+    tar czf "$OUT/v.tgz" -C $W .
+  fi
+  for v in base vr32; do b=$AGOQ_B/agoq; [ $v = vr32 ] && b=/tmp/vs/vr32/agoq
     NCU_BIN=$b NCU_FMT=dyn8 NCU_NAME_BASE=demangled ncu_src tile_reduce grad_reduce 1G red_$v
   done
   tar czf "$OUT/v.tgz" -C $W .
   grep -q H200 $W/gpu.txt || exit 0
   records tests
-  rm -rf .carry/x/vars/*; mv /tmp/vs/* .carry/x/vars/ 2>/dev/null
+  [ -d /tmp/vs/st4 ] || exit 0 # not packed in the forty-fourth session (the 64 MiB of a call)
+  vonly st4
   [ $SECONDS -lt $((LIM - 100)) ] && varab 2 rmsnorm_bwd_fused 4G 64M fp4_e2m1 && mv $W/var $W/var_st4 && tar czf "$OUT/v.tgz" -C $W --exclude k .
   exit 0
 fi
