@@ -340,19 +340,34 @@ struct tile_reduce { /* PF: 0 no prefetch; 3, 4: red_prefetch_batch at 3 / 4 CTA
         red_stage &st = red_stage_warp();
         zero(v);
         float zs[RED_U] = {};
-        const size_t es = (e_tile >> LOG2B) * ESZ;   /* the tile's first scale (and zero point) */
         const int w = lane & 15, half = lane >> 4;   /* lanes 0..15 copy scale words, 16..31 zero points */
         const int blk = (lane * 8) >> LOG2B;          /* vector 0's block in the tile; vector j's: + j * kBpv */
+        /* what every chunk's copies share, computed once (per chunk then: two pointer loads from the
+         * parameters, two 64-bit adds, the copies): this lane's offsets into a chunk's codes and its
+         * plane, its destinations in chunk 0's stage, and the plane it copies (chunk_view's field
+         * 1 + half: scales, zero points) */
+        const size_t oc = e_tile + (size_t)(lane * 16), op = (e_tile >> LOG2B) * ESZ + (size_t)(w * 4);
+        const uint32_t dc = agoq_smem_addr(&st.codes[0][lane * 16]), dp = agoq_smem_addr(&st.planes[0][half][w * 4]);
+        const bool copies_plane = w < kWords;
+        auto copy = [&](int r, int i) { /* chunk r into stage slot i */
+            const uint8_t *const *cv = reinterpret_cast<const uint8_t *const *>(&in[r]);
+            agoq_cp_async_to<16>(dc + (uint32_t)(i * RED_U * 256), cv[0] + oc);
+            if (copies_plane) agoq_cp_async_to<4>(dp + (uint32_t)(i * 2 * RED_ST_PLANE), cv[1 + half] + op);
+        };
         for (int r0 = 0; r0 < nin; r0 += RED_ST_CHUNKS) { /* warp-uniform */
             __syncwarp(); /* the previous batch's reads are done before its stage is copied over */
+            if (r0 + RED_ST_CHUNKS <= nin) { /* a whole batch: no test a chunk, so the offsets stay shared */
 #pragma unroll
-            for (int i = 0; i < RED_ST_CHUNKS; i++) { /* a commit group a chunk (empty past nin) */
-                if (r0 + i < nin) {
-                    const chunk_view &cv = in[r0 + i];
-                    agoq_cp_async<16>(&st.codes[i][lane * 16], cv.codes + e_tile + (size_t)(lane * 16));
-                    if (w < kWords) agoq_cp_async<4>(&st.planes[i][half][w * 4], (half ? cv.zeros : cv.scales) + es + (size_t)(w * 4));
+                for (int i = 0; i < RED_ST_CHUNKS; i++) {
+                    copy(r0 + i, i);
+                    agoq_cp_commit(); /* a commit group a chunk */
                 }
-                agoq_cp_commit();
+            } else {
+#pragma unroll
+                for (int i = 0; i < RED_ST_CHUNKS; i++) {
+                    if (r0 + i < nin) copy(r0 + i, i);
+                    agoq_cp_commit(); /* empty past nin */
+                }
             }
 #pragma unroll
             for (int i = 0; i < RED_ST_CHUNKS; i++) { /* chunks in order: the sum's order is r = 0..nin-1 */

@@ -36,12 +36,17 @@ static inline int agoq_ld_nc(size_t input_bytes) {
  * copies (the staged RMSNorm backward, fused_rms_bwd.cu; the dweight reduction, fused_dev.cuh;
  * grad8.cu's staged reduce core under AGOQ_RED_SMEM) ---- */
 __device__ __forceinline__ uint32_t agoq_smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+/* to the shared-memory address dst (agoq_smem_addr: a caller that copies to many places computes
+ * it once and adds offsets) */
+template <int N>
+__device__ __forceinline__ void agoq_cp_async_to(uint32_t dst, const void *src) {
+    static_assert(N == 4 || N == 8 || N == 16, "cp.async: 4, 8 or 16 bytes");
+    if constexpr (N == 16) asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+    else asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(dst), "l"(src), "n"(N) : "memory");
+}
 template <int N>
 __device__ __forceinline__ void agoq_cp_async(void *dst, const void *src) {
-    static_assert(N == 4 || N == 8 || N == 16, "cp.async: 4, 8 or 16 bytes");
-    if constexpr (N == 16)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(agoq_smem_addr(dst)), "l"(src) : "memory");
-    else asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(agoq_smem_addr(dst)), "l"(src), "n"(N) : "memory");
+    agoq_cp_async_to<N>(agoq_smem_addr(dst), src);
 }
 /* "memory": the stage's shared-memory reads stay between the wait and the next copy into it */
 __device__ __forceinline__ void agoq_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
