@@ -208,7 +208,7 @@ __device__ __forceinline__ void red_prefetch_ld(const chunk_view (&in)[NC], int 
  * fp32 operations in the same order as load_tile_ld: the same bits (the bench's check compares
  * every reduce with the C reference). The launcher takes it only where every chunk's codes are
  * 16-byte and its scales and zero points 4-byte aligned (otherwise load_tile_b, LD = 1). Not
- * measured yet: the A/B is a variant build (vars/rs4, vars/rs5). */
+ * measured yet: the A/B is a variant build (vars/rs5, tools/device_s35.sh s44). */
 #ifndef AGOQ_RED_SMEM
 #define AGOQ_RED_SMEM 0
 #endif
